@@ -1,0 +1,113 @@
+// Argument checks shared by the C bindings. Each returns MPI_SUCCESS, or the
+// error class after the communicator's error handler has run (which under
+// MPI_ERRORS_ARE_FATAL ends the job with a one-line reason).
+#pragma once
+
+#include <cstddef>
+
+#include "device/comm.hpp"
+#include "device/datatype.hpp"
+#include "device/errors.hpp"
+#include "device/runtime.hpp"
+#include "include/mpi.h"
+
+namespace iris::api {
+
+using device::communicator;
+
+// Largest tag a user may give (MPI_TAG_UB).
+inline constexpr int tag_upper_bound = 0x7fffffff;
+
+inline int check_initialized(const char *call) {
+  if (device::rt == nullptr) {
+    return device::error_raise(nullptr, call, MPI_ERR_OTHER,
+                               "called outside MPI_Init .. MPI_Finalize");
+  }
+  return MPI_SUCCESS;
+}
+
+// Checks that MPI is initialised and `handle` names a communicator.
+inline int check_comm(const char *call, MPI_Comm handle, communicator *&out) {
+  if (int err = check_initialized(call)) return err;
+  out = device::comm_lookup(handle);
+  if (out == nullptr) {
+    return device::error_raise(nullptr, call, MPI_ERR_COMM, "invalid communicator handle 0x%x",
+                               static_cast<unsigned>(handle));
+  }
+  return MPI_SUCCESS;
+}
+
+// Checks count, datatype and buffer of a message; on success `bytes` is its
+// length.
+inline int check_buffer(const char *call, const communicator &comm, const void *buf, int count,
+                        MPI_Datatype type, std::size_t &bytes) {
+  if (count < 0) {
+    return device::error_raise(&comm, call, MPI_ERR_COUNT, "negative count %d", count);
+  }
+  const std::size_t extent = device::datatype_extent(type);
+  if (extent == 0) {
+    return device::error_raise(&comm, call, MPI_ERR_TYPE, "invalid datatype handle 0x%x",
+                               static_cast<unsigned>(type));
+  }
+  if (buf == nullptr && count > 0) {
+    return device::error_raise(&comm, call, MPI_ERR_BUFFER, "NULL buffer with count %d", count);
+  }
+  bytes = static_cast<std::size_t>(count) * extent;
+  return MPI_SUCCESS;
+}
+
+inline int check_dest(const char *call, const communicator &comm, int rank) {
+  if (rank == MPI_PROC_NULL || (rank >= 0 && rank < comm.size)) return MPI_SUCCESS;
+  return device::error_raise(&comm, call, MPI_ERR_RANK,
+                             "invalid destination rank %d (communicator size %d)", rank, comm.size);
+}
+
+inline int check_source(const char *call, const communicator &comm, int rank) {
+  if (rank == MPI_ANY_SOURCE || rank == MPI_PROC_NULL || (rank >= 0 && rank < comm.size)) {
+    return MPI_SUCCESS;
+  }
+  return device::error_raise(&comm, call, MPI_ERR_RANK,
+                             "invalid source rank %d (communicator size %d)", rank, comm.size);
+}
+
+inline int check_send_tag(const char *call, const communicator &comm, int tag) {
+  if (tag >= 0) return MPI_SUCCESS;
+  return device::error_raise(&comm, call, MPI_ERR_TAG, "invalid tag %d (send tags are 0..%d)", tag,
+                             tag_upper_bound);
+}
+
+inline int check_recv_tag(const char *call, const communicator &comm, int tag) {
+  if (tag >= 0 || tag == MPI_ANY_TAG) return MPI_SUCCESS;
+  return device::error_raise(&comm, call, MPI_ERR_TAG,
+                             "invalid tag %d (receive tags are 0..%d or MPI_ANY_TAG)", tag,
+                             tag_upper_bound);
+}
+
+inline int check_not_null(const char *call, const communicator *comm, const void *p,
+                          const char *what) {
+  if (p != nullptr) return MPI_SUCCESS;
+  return device::error_raise(comm, call, MPI_ERR_ARG, "%s is NULL", what);
+}
+
+// Fills a status from a completed request (MPI_STATUS_IGNORE allowed).
+inline void status_fill(MPI_Status *status, const device::request &r) {
+  if (status == MPI_STATUS_IGNORE) return;
+  status->MPI_SOURCE = r.status_source;
+  status->MPI_TAG = r.status_tag;
+  status->MPI_ERROR = r.status_error;
+  status->iris_cancelled = 0;
+  status->iris_bytes = static_cast<MPI_Count>(r.status_bytes);
+}
+
+// The status of an operation with MPI_PROC_NULL: source MPI_PROC_NULL, tag
+// MPI_ANY_TAG, count 0.
+inline void status_proc_null(MPI_Status *status) {
+  if (status == MPI_STATUS_IGNORE) return;
+  status->MPI_SOURCE = MPI_PROC_NULL;
+  status->MPI_TAG = MPI_ANY_TAG;
+  status->MPI_ERROR = MPI_SUCCESS;
+  status->iris_cancelled = 0;
+  status->iris_bytes = 0;
+}
+
+}  // namespace iris::api

@@ -1,0 +1,95 @@
+// MPI bindings for communicators, collectives, datatypes and error handlers.
+#include <cstring>
+
+#include "device/api/check.hpp"
+
+using namespace iris;
+using iris::api::communicator;
+
+extern "C" {
+
+int MPI_Comm_rank(MPI_Comm comm, int *rank) {
+  communicator *c = nullptr;
+  if (int err = api::check_comm("MPI_Comm_rank", comm, c)) return err;
+  if (int err = api::check_not_null("MPI_Comm_rank", c, rank, "rank")) return err;
+  *rank = c->rank;
+  return MPI_SUCCESS;
+}
+
+int MPI_Comm_size(MPI_Comm comm, int *size) {
+  communicator *c = nullptr;
+  if (int err = api::check_comm("MPI_Comm_size", comm, c)) return err;
+  if (int err = api::check_not_null("MPI_Comm_size", c, size, "size")) return err;
+  *size = c->size;
+  return MPI_SUCCESS;
+}
+
+int MPI_Barrier(MPI_Comm comm) {
+  communicator *c = nullptr;
+  if (int err = api::check_comm("MPI_Barrier", comm, c)) return err;
+  device::barrier(*c);
+  return MPI_SUCCESS;
+}
+
+int MPI_Type_size(MPI_Datatype datatype, int *size) {
+  const char *call = "MPI_Type_size";
+  if (int err = api::check_not_null(call, nullptr, size, "size")) return err;
+  const int bytes = device::datatype_size(datatype);
+  if (bytes == 0) {
+    return device::error_raise(nullptr, call, MPI_ERR_TYPE, "invalid datatype handle 0x%x",
+                               static_cast<unsigned>(datatype));
+  }
+  *size = bytes;
+  return MPI_SUCCESS;
+}
+
+int MPI_Comm_set_errhandler(MPI_Comm comm, MPI_Errhandler errhandler) {
+  const char *call = "MPI_Comm_set_errhandler";
+  communicator *c = nullptr;
+  if (int err = api::check_comm(call, comm, c)) return err;
+  if (errhandler != MPI_ERRORS_ARE_FATAL && errhandler != MPI_ERRORS_RETURN &&
+      errhandler != MPI_ERRORS_ABORT) {
+    return device::error_raise(c, call, MPI_ERR_ARG, "invalid error handler handle 0x%x",
+                               static_cast<unsigned>(errhandler));
+  }
+  c->errhandler = errhandler;
+  return MPI_SUCCESS;
+}
+
+int MPI_Comm_get_errhandler(MPI_Comm comm, MPI_Errhandler *errhandler) {
+  const char *call = "MPI_Comm_get_errhandler";
+  communicator *c = nullptr;
+  if (int err = api::check_comm(call, comm, c)) return err;
+  if (int err = api::check_not_null(call, c, errhandler, "errhandler")) return err;
+  *errhandler = c->errhandler;
+  return MPI_SUCCESS;
+}
+
+int MPI_Error_class(int errorcode, int *errorclass) {
+  if (int err = api::check_not_null("MPI_Error_class", nullptr, errorclass, "errorclass")) {
+    return err;
+  }
+  if (device::error_class_text(errorcode) == nullptr) {
+    return device::error_raise(nullptr, "MPI_Error_class", MPI_ERR_ARG, "unknown error code %d",
+                               errorcode);
+  }
+  *errorclass = errorcode;  // every code Iris returns is an error class
+  return MPI_SUCCESS;
+}
+
+int MPI_Error_string(int errorcode, char *string, int *resultlen) {
+  const char *call = "MPI_Error_string";
+  if (int err = api::check_not_null(call, nullptr, string, "string")) return err;
+  if (int err = api::check_not_null(call, nullptr, resultlen, "resultlen")) return err;
+  const char *text = device::error_class_text(errorcode);
+  if (text == nullptr) {
+    return device::error_raise(nullptr, call, MPI_ERR_ARG, "unknown error code %d", errorcode);
+  }
+  const std::size_t n = std::min(std::strlen(text), std::size_t{MPI_MAX_ERROR_STRING - 1});
+  std::memcpy(string, text, n);
+  string[n] = '\0';
+  *resultlen = static_cast<int>(n);
+  return MPI_SUCCESS;
+}
+
+}  // extern "C"

@@ -1,0 +1,65 @@
+// The progress engine: drains the shared-memory rings, at most poll_batch
+// packets per peer per call so that no peer starves the others, then pushes
+// queued sends. Inbound traffic is always accepted, so a sender waiting for
+// room can never block a receiver (no fetch deadlock).
+#include <sched.h>
+
+#include <cstring>
+
+#include "device/errors.hpp"
+#include "device/runtime.hpp"
+
+namespace iris::device {
+namespace {
+
+int drain(inbox &in) {
+  int handled = 0;
+  for (; handled < rt->config.poll_batch; ++handled) {
+    shm::record_view record{};
+    const shm::peek_status status = in.rx.peek(record);
+    if (status == shm::peek_status::empty) break;
+    if (status == shm::peek_status::corrupt || record.length < sizeof(packet_header)) {
+      fatal("progress", "corrupt record in the shared-memory ring from rank %d", in.from);
+    }
+    packet_header h;
+    std::memcpy(&h, record.bytes, sizeof(h));
+    const char *why = packet_deliver(rt->vcs[static_cast<std::size_t>(in.from)], h,
+                                     record.bytes + sizeof(h), record.length - sizeof(h));
+    if (why != nullptr) {
+      fatal("progress", "bad packet from rank %d over shared memory: %s", in.from, why);
+    }
+    in.rx.consume();
+  }
+  return handled;
+}
+
+int push_sends() {
+  int pushed = 0;
+  for (std::size_t i = 0; i < rt->sending.size();) {
+    vc *v = rt->sending[i];
+    pushed += send_push(*v);
+    if (v->send_queue.empty()) {
+      v->on_sending_list = false;
+      rt->sending[i] = rt->sending.back();
+      rt->sending.pop_back();
+    } else {
+      ++i;
+    }
+  }
+  return pushed;
+}
+
+}  // namespace
+
+int progress_poll() {
+  int events = 0;
+  for (inbox &in : rt->inboxes) events += drain(in);
+  if (!rt->sending.empty()) events += push_sends();
+  return events;
+}
+
+void progress_yield() {
+  sched_yield();
+}
+
+}  // namespace iris::device

@@ -1,0 +1,168 @@
+// MPI_Init and MPI_Finalize: find the job through pmi/, set up the node's
+// shared-memory segment, one VC per peer, and the predefined communicators.
+#include "device/runtime.hpp"
+
+#include <sched.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <stdexcept>
+
+#include "device/errors.hpp"
+#include "include/mpi.h"
+
+namespace iris::device {
+
+runtime *rt = nullptr;
+
+namespace {
+
+struct node_layout {
+  std::vector<int> local_ranks;  // world ranks on this node, ascending
+  int local_index = 0;           // this process's place in local_ranks
+};
+
+node_layout layout_of(const pmi::client &pmi) {
+  node_layout layout;
+  const int node = pmi.node_of(pmi.rank());
+  for (int r = 0; r < pmi.size(); ++r) {
+    if (pmi.node_of(r) != node) continue;
+    if (r == pmi.rank()) layout.local_index = static_cast<int>(layout.local_ranks.size());
+    layout.local_ranks.push_back(r);
+  }
+  return layout;
+}
+
+int online_cores() {
+  return static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN));
+}
+
+// Creates (local index 0) or attaches the node's segment. The PMI fence
+// between create and attach orders them.
+void shm_setup(runtime &r, const node_layout &layout) {
+  const int local_size = static_cast<int>(layout.local_ranks.size());
+  const shm::segment_shape shape{local_size, r.config.shm_ring_size};
+  const std::string name =
+      "/" + pmi::shm_name_prefix(r.pmi->job_id()) + "node" + std::to_string(r.pmi->node_of(r.rank));
+  try {
+    if (layout.local_index == 0 && local_size > 1) r.segment = shm::segment::create(name, shape);
+    r.pmi->commit();
+    r.pmi->fence();
+    if (layout.local_index != 0) r.segment = shm::segment::attach(name, shape);
+  } catch (const std::exception &e) {
+    fatal("MPI_Init", "%s", e.what());
+  }
+  if (!r.segment) return;
+  r.segment->mark_attached();
+  for (int i = 0; i < local_size; ++i) {
+    if (i == layout.local_index) continue;
+    const int peer = layout.local_ranks[static_cast<std::size_t>(i)];
+    vc &v = r.vcs[static_cast<std::size_t>(peer)];
+    v.via = transport::shm;
+    v.tx = r.segment->sender(layout.local_index, i);
+    r.inboxes.push_back(inbox{peer, r.segment->receiver(i, layout.local_index)});
+  }
+}
+
+void comms_setup(runtime &r) {
+  r.comms.resize(3);
+  auto world = std::make_unique<communicator>();
+  world->handle = MPI_COMM_WORLD;
+  world->context = world_context;
+  world->rank = r.rank;
+  world->size = r.size;
+  for (int i = 0; i < r.size; ++i) world->world_rank.push_back(i);
+  world->errhandler = MPI_ERRORS_ARE_FATAL;
+  world->name = "MPI_COMM_WORLD";
+  auto self = std::make_unique<communicator>();
+  self->handle = MPI_COMM_SELF;
+  self->context = self_context;
+  self->rank = 0;
+  self->size = 1;
+  self->world_rank.push_back(r.rank);
+  self->errhandler = MPI_ERRORS_ARE_FATAL;
+  self->name = "MPI_COMM_SELF";
+  r.comms[1] = std::move(world);
+  r.comms[2] = std::move(self);
+}
+
+void describe(const runtime &r, const node_layout &layout) {
+  std::fprintf(stderr,
+               "iris: rank %d of %d: pmi %s, job %.*s, node %d with %zu local ranks (index %d), "
+               "shm ring %zu B, fragment %zu B, spin %d\n",
+               r.rank, r.size, std::string(r.pmi->backend()).c_str(),
+               static_cast<int>(r.pmi->job_id().size()), r.pmi->job_id().data(),
+               r.pmi->node_of(r.rank), layout.local_ranks.size(), layout.local_index,
+               r.config.shm_ring_size, r.config.shm_fragment_size, r.spin_limit);
+}
+
+}  // namespace
+
+int runtime_init(int required_thread_level) {
+  auto r = std::make_unique<runtime>();
+  try {
+    r->config = settings_load();
+    shm::check_ring_capacity(r->config.shm_ring_size);
+    r->pmi = pmi::client_open();
+  } catch (const std::exception &e) {
+    fatal("MPI_Init", "%s", e.what());
+  }
+  r->config.shm_fragment_size =
+      std::min(r->config.shm_fragment_size,
+               shm::max_record_payload(r->config.shm_ring_size) - sizeof(packet_header));
+  r->rank = r->pmi->rank();
+  r->size = r->pmi->size();
+  r->thread_level = std::min(required_thread_level, MPI_THREAD_SERIALIZED);
+  r->vcs.resize(static_cast<std::size_t>(r->size));
+  r->sending.reserve(static_cast<std::size_t>(r->size));
+  for (int i = 0; i < r->size; ++i) r->vcs[static_cast<std::size_t>(i)].world_rank = i;
+  const node_layout layout = layout_of(*r->pmi);
+  rt = r.get();  // errors from here on name the rank
+  shm_setup(*r, layout);
+  for (int peer = 0; peer < r->size; ++peer) {
+    const vc &v = r->vcs[static_cast<std::size_t>(peer)];
+    if (peer != r->rank && v.via == transport::self) {
+      fatal("MPI_Init", "rank %d is on another node, and this build of Iris has no netmod", peer);
+    }
+  }
+  comms_setup(*r);
+  // More ranks than cores: a waiting rank must give its core away soon.
+  const bool oversubscribed = static_cast<int>(layout.local_ranks.size()) > online_cores();
+  r->spin_limit = r->config.spin_count >= 0 ? r->config.spin_count : oversubscribed ? 20 : 2000;
+  char host[MPI_MAX_PROCESSOR_NAME] = {};
+  gethostname(host, sizeof(host) - 1);
+  r->processor_name = host;
+  if (r->config.debug) describe(*r, layout);
+  r.release();
+  return MPI_SUCCESS;
+}
+
+int runtime_finalize() {
+  // Every send must reach its peer's ring before this process may leave, and
+  // no peer may still be sending to it: MPI_Finalize is collective.
+  progress_until([] { return rt->sending.empty(); });
+  barrier(*comm_lookup(MPI_COMM_WORLD));
+  try {
+    rt->pmi->finalize();
+  } catch (const std::exception &e) {
+    fatal("MPI_Finalize", "%s", e.what());
+  }
+  // Messages nobody received: erroneous but legal to leave behind.
+  while (unexpected_msg *m = rt->unexpected.pop_front()) {
+    if (m->data != m->inline_data) std::free(m->data);
+  }
+  delete rt;
+  rt = nullptr;
+  return MPI_SUCCESS;
+}
+
+communicator *comm_lookup(int handle) {
+  const auto bits = static_cast<std::uint32_t>(handle);
+  if ((bits >> 28) != 1 || rt == nullptr) return nullptr;
+  const std::size_t index = bits & 0x0fffffffU;
+  if (index == 0 || index >= rt->comms.size()) return nullptr;
+  return rt->comms[index].get();
+}
+
+}  // namespace iris::device

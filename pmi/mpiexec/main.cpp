@@ -1,0 +1,162 @@
+// mpiexec: starts the ranks of one job on this host as their PMIx server.
+//
+// The phases, each in its own file:
+//   options.cpp    the command line
+//   binding.cpp    which core each rank gets (hwloc)
+//   server.cpp     the embedded PMIx server and its callbacks
+//   spawn.cpp      each rank's environment, fork + exec
+//   supervise.cpp  signals, exits, aborts, the time limit
+//   cleanup.cpp    shared-memory objects and the PMIx directory
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <exception>
+#include <memory>
+
+#include "pmi/mpiexec/binding.hpp"
+#include "pmi/mpiexec/cleanup.hpp"
+#include "pmi/mpiexec/job.hpp"
+#include "pmi/mpiexec/options.hpp"
+#include "pmi/mpiexec/server.hpp"
+#include "pmi/mpiexec/spawn.hpp"
+#include "pmi/mpiexec/supervise.hpp"
+#include "pmi/pmi.hpp"
+
+namespace iris::mpiexec {
+namespace {
+
+// PMIx_server_finalize has no time limit of its own.
+constexpr std::chrono::seconds shutdown_limit{5};
+
+struct job {
+  explicit job(options o) : opts(std::move(o)), nspace("iris." + std::to_string(::getpid())) {}
+
+  options opts;
+  std::string nspace;   // unique on this host while mpiexec runs
+  job_signals signals;  // first: blocked before any thread starts
+  tmp_dir dir;
+  std::unique_ptr<pmix_server> server;
+  std::vector<rank_process> ranks;
+
+  // Removes what the ranks may have left: their shared-memory objects, and
+  // the PMIx directory. Only once every rank is gone, or a rank could
+  // create an object after the sweep.
+  void clean_up() noexcept {
+    remove_shm_objects(pmi::shm_name_prefix(nspace));
+    dir.remove();
+  }
+
+  // Leaves without the destructors: after a failed job PMIx's state is
+  // not to be trusted, and its teardown can crash.
+  [[noreturn]] void leave(int code) noexcept {
+    clean_up();
+    ::_exit(code);
+  }
+};
+
+class dev_null {
+ public:
+  dev_null() : fd_(::open("/dev/null", O_RDONLY | O_CLOEXEC)) {
+    if (fd_ < 0) throw launch_error("cannot open /dev/null");
+  }
+  ~dev_null() { ::close(fd_); }
+  dev_null(const dev_null &) = delete;
+  dev_null &operator=(const dev_null &) = delete;
+  int fd() const { return fd_; }
+
+ private:
+  int fd_;
+};
+
+void start_ranks(job &j) {
+  const std::vector<rank_binding> bindings = plan_bindings(j.opts.bind, j.opts.nranks);
+  if (j.opts.report_bindings) {
+    for (std::size_t rank = 0; rank < bindings.size(); ++rank) {
+      report("rank " + std::to_string(rank) + " " + bindings[rank].description);
+    }
+  }
+
+  j.server =
+      std::make_unique<pmix_server>(j.dir.path(), single_host_layout(j.nspace, j.opts.nranks));
+  j.server->register_job();
+
+  const std::vector<std::string> base_env = rank_environment(j.opts.env);
+  std::vector<char *> argv;
+  for (std::string &arg : j.opts.argv) argv.push_back(arg.data());
+  argv.push_back(nullptr);
+  // Only rank 0 reads mpiexec's stdin; the others must not compete for it.
+  const dev_null no_input;
+
+  for (int rank = 0; rank < j.opts.nranks; ++rank) {
+    c_environment env(base_env);
+    j.server->setup_fork(rank, env);
+    const rank_binding &binding = bindings[static_cast<std::size_t>(rank)];
+    const pid_t pid = spawn_rank({
+        .rank = rank,
+        .path = j.opts.program_path.c_str(),
+        .argv = argv.data(),
+        .envp = env.get(),
+        .cpus = binding.bound ? &binding.cpus : nullptr,
+        .stdin_fd = rank == 0 ? -1 : no_input.fd(),
+        .signal_mask = &j.signals.original_mask(),
+    });
+    j.ranks.push_back({.rank = rank, .pid = pid, .reaped = false});
+  }
+}
+
+int run_job(options opts) {
+  job j(std::move(opts));
+  try {
+    start_ranks(j);
+  } catch (const std::exception &e) {
+    report(e.what());
+    kill_and_reap(j.ranks);
+    j.leave(launch_failure_code);
+  }
+
+  const job_end end = supervise(j.ranks, *j.server, j.signals, j.opts.timeout_s);
+  if (!end.clean) j.leave(end.exit_code);
+
+  {
+    const watchdog guard(shutdown_limit, [&j, &end] {
+      report("the PMIx server did not shut down within " + std::to_string(shutdown_limit.count()) +
+             " s; leaving it");
+      j.leave(end.exit_code);
+    });
+    try {
+      j.server->shutdown();
+    } catch (const launch_error &e) {
+      report(e.what());
+      j.leave(end.exit_code);
+    }
+  }
+  j.server.reset();
+  j.clean_up();
+  return end.exit_code;
+}
+
+}  // namespace
+}  // namespace iris::mpiexec
+
+int main(int argc, char **argv) {
+  using namespace iris::mpiexec;
+  options opts;
+  try {
+    opts = parse_options(argc, argv);
+  } catch (const usage_error &e) {
+    report(e.what());
+    return usage_error_code;
+  }
+  if (opts.help) {
+    print_help(stdout);
+    return 0;
+  }
+  try {
+    return run_job(std::move(opts));
+  } catch (const std::exception &e) {
+    // Before any rank started (signals, tmp dir): nothing to clean yet.
+    report(e.what());
+    return launch_failure_code;
+  }
+}

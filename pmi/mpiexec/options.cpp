@@ -1,0 +1,232 @@
+// The command line: one table declares every option with its default and help
+// text; --help prints it, the parser walks it.
+#include "pmi/mpiexec/options.hpp"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <array>
+#include <charconv>
+#include <cmath>
+#include <cstdlib>
+#include <string_view>
+
+namespace iris::mpiexec {
+namespace {
+
+// More ranks than this on one host is a typo, not a job.
+constexpr int max_ranks = 100000;
+
+int parse_nranks(std::string_view text) {
+  int n = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), n);
+  if (ec != std::errc() || end != text.data() + text.size() || n < 1 || n > max_ranks) {
+    throw usage_error("-n needs a number of ranks from 1 to " + std::to_string(max_ranks) +
+                      ", got '" + std::string(text) + "'");
+  }
+  return n;
+}
+
+std::optional<double> parse_seconds(std::string_view text) {
+  const std::string copy(text);
+  char *end = nullptr;
+  const double seconds = std::strtod(copy.c_str(), &end);
+  if (copy.empty() || *end != '\0' || !std::isfinite(seconds) || seconds <= 0 || seconds > 1e7) {
+    return std::nullopt;
+  }
+  return seconds;
+}
+
+bind_policy parse_bind(std::string_view text) {
+  if (text == "core") return bind_policy::core;
+  if (text == "none") return bind_policy::none;
+  throw usage_error("--bind-to takes core or none, got '" + std::string(text) + "'");
+}
+
+env_setting parse_env(std::string_view text) {
+  const std::size_t equals = text.find('=');
+  const std::string_view name = text.substr(0, equals);
+  if (name.empty())
+    throw usage_error("-x takes NAME or NAME=value, got '" + std::string(text) + "'");
+  if (equals == std::string_view::npos) return {std::string(name), std::nullopt};
+  return {std::string(name), std::string(text.substr(equals + 1))};
+}
+
+struct option_spec {
+  std::array<std::string_view, 2> names;  // second one may be empty
+  std::string_view value_name;            // empty: a flag without a value
+  std::string_view default_text;
+  std::string_view help;
+  void (*apply)(options &, std::string_view value);
+};
+
+constexpr std::array option_table{
+    option_spec{
+        .names = {"-n", "-np"},
+        .value_name = "N",
+        .default_text = "",
+        .help = "number of ranks to start on this host (required)",
+        .apply = [](options &o, std::string_view v) { o.nranks = parse_nranks(v); },
+    },
+    option_spec{
+        .names = {"--bind-to", ""},
+        .value_name = "core|none",
+        .default_text = "core if ranks <= cores, else none",
+        .help = "bind each rank to one core, round-robin over the cores, or not at all",
+        .apply = [](options &o, std::string_view v) { o.bind = parse_bind(v); },
+    },
+    option_spec{
+        .names = {"--report-bindings", ""},
+        .value_name = "",
+        .default_text = "off",
+        .help = "print one line per rank on stderr saying where it is bound",
+        .apply = [](options &o, std::string_view) { o.report_bindings = true; },
+    },
+    option_spec{
+        .names = {"--timeout", ""},
+        .value_name = "S",
+        .default_text = "$MPIEXEC_TIMEOUT, else none",
+        .help = "kill the job after S seconds (decimals allowed) and exit 124",
+        .apply =
+            [](options &o, std::string_view v) {
+              o.timeout_s = parse_seconds(v);
+              if (!o.timeout_s) {
+                throw usage_error("--timeout takes a positive number of seconds, got '" +
+                                  std::string(v) + "'");
+              }
+            },
+    },
+    option_spec{
+        .names = {"-x", ""},
+        .value_name = "NAME[=value]",
+        .default_text = "mpiexec's whole environment is passed anyway",
+        .help = "pass NAME from mpiexec's environment, or set it to value; repeatable",
+        .apply = [](options &o, std::string_view v) { o.env.push_back(parse_env(v)); },
+    },
+    option_spec{
+        .names = {"-h", "--help"},
+        .value_name = "",
+        .default_text = "",
+        .help = "print this help and exit",
+        .apply = [](options &o, std::string_view) { o.help = true; },
+    },
+};
+
+const option_spec *find_option(std::string_view name) {
+  for (const option_spec &spec : option_table) {
+    if (name == spec.names[0] || (!spec.names[1].empty() && name == spec.names[1])) return &spec;
+  }
+  return nullptr;
+}
+
+bool is_executable_file(const std::string &path) {
+  struct stat info;
+  return ::stat(path.c_str(), &info) == 0 && S_ISREG(info.st_mode) &&
+         ::access(path.c_str(), X_OK) == 0;
+}
+
+// Resolves `name` the way execvp(3) would, so that a missing program is
+// reported here, before any rank starts.
+std::string resolve_program(const std::string &name) {
+  if (name.find('/') != std::string::npos) {
+    struct stat info;
+    if (::stat(name.c_str(), &info) != 0) throw usage_error("program '" + name + "' not found");
+    if (!is_executable_file(name)) {
+      throw usage_error("program '" + name + "' is not an executable file");
+    }
+    return name;
+  }
+  const char *path_env = std::getenv("PATH");
+  const std::string_view path = path_env != nullptr ? path_env : "/usr/local/bin:/usr/bin:/bin";
+  std::size_t start = 0;
+  while (start <= path.size()) {
+    std::size_t end = path.find(':', start);
+    if (end == std::string_view::npos) end = path.size();
+    const std::string_view dir = path.substr(start, end - start);
+    const std::string candidate = (dir.empty() ? std::string(".") : std::string(dir)) + "/" + name;
+    if (is_executable_file(candidate)) return candidate;
+    start = end + 1;
+  }
+  throw usage_error("program '" + name + "' not found in PATH");
+}
+
+}  // namespace
+
+options parse_options(int argc, char **argv) {
+  options opts;
+  int i = 1;
+  for (; i < argc; ++i) {
+    std::string_view arg = argv[i];
+    if (arg == "--") {
+      ++i;
+      break;
+    }
+    if (arg.size() < 2 || arg[0] != '-') break;  // the program
+    std::optional<std::string_view> inline_value;
+    if (arg.starts_with("--") && arg.find('=') != std::string_view::npos) {
+      inline_value = arg.substr(arg.find('=') + 1);
+      arg = arg.substr(0, arg.find('='));
+    }
+    const option_spec *spec = find_option(arg);
+    if (spec == nullptr) {
+      throw usage_error("unknown option '" + std::string(arg) + "' (mpiexec --help lists them)");
+    }
+    std::string_view value;
+    if (!spec->value_name.empty()) {
+      if (inline_value) {
+        value = *inline_value;
+      } else if (i + 1 < argc) {
+        value = argv[++i];
+      } else {
+        throw usage_error("option " + std::string(arg) + " needs a value (" +
+                          std::string(spec->value_name) + ")");
+      }
+    } else if (inline_value) {
+      throw usage_error("option " + std::string(arg) + " takes no value");
+    }
+    spec->apply(opts, value);
+    if (opts.help) return opts;
+  }
+
+  if (opts.nranks == 0) {
+    throw usage_error("no -n given: say how many ranks to start, e.g. mpiexec -n 4 ./prog");
+  }
+  if (i >= argc) throw usage_error("no program given: mpiexec -n N program [args...]");
+  if (!opts.timeout_s) {
+    const char *env = std::getenv("MPIEXEC_TIMEOUT");
+    if (env != nullptr && *env != '\0') {
+      opts.timeout_s = parse_seconds(env);
+      if (!opts.timeout_s) {
+        throw usage_error("MPIEXEC_TIMEOUT must be a positive number of seconds, got '" +
+                          std::string(env) + "'");
+      }
+    }
+  }
+  opts.program_path = resolve_program(argv[i]);
+  opts.argv.assign(argv + i, argv + argc);
+  return opts;
+}
+
+void print_help(std::FILE *out) {
+  std::fprintf(out,
+               "Usage: mpiexec [options] -n N program [args...]\n"
+               "Starts N ranks of program on this host as their PMIx server.\n\n"
+               "Options:\n");
+  for (const option_spec &spec : option_table) {
+    std::string names(spec.names[0]);
+    if (!spec.names[1].empty()) names += ", " + std::string(spec.names[1]);
+    if (!spec.value_name.empty()) names += " " + std::string(spec.value_name);
+    std::fprintf(out, "  %-22s %.*s\n", names.c_str(), static_cast<int>(spec.help.size()),
+                 spec.help.data());
+    if (!spec.default_text.empty()) {
+      std::fprintf(out, "  %-22s default: %.*s\n", "", static_cast<int>(spec.default_text.size()),
+                   spec.default_text.data());
+    }
+  }
+  std::fprintf(out,
+               "\nExit status: that of the first rank to fail (128+N if killed by signal N),\n"
+               "the abort code after an abort, 124 after --timeout, 128+N after mpiexec\n"
+               "gets signal N, 2 for bad arguments, 1 when mpiexec itself fails.\n");
+}
+
+}  // namespace iris::mpiexec

@@ -1,0 +1,46 @@
+// Phase 1 of mpiexec: the command line.
+#pragma once
+
+#include <cstdio>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace iris::mpiexec {
+
+// The user's arguments are wrong: one line, exit code 2, no rank started.
+class usage_error : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+enum class bind_policy {
+  automatic,  // core when the ranks fit on the cores, none when oversubscribed
+  core,
+  none,
+};
+
+// One -x: NAME alone passes mpiexec's value (if any), NAME=value sets it.
+struct env_setting {
+  std::string name;
+  std::optional<std::string> value;
+};
+
+struct options {
+  bool help = false;
+  int nranks = 0;
+  bind_policy bind = bind_policy::automatic;
+  bool report_bindings = false;
+  std::optional<double> timeout_s;  // none: no time limit
+  std::vector<env_setting> env;
+  std::string program_path;       // resolved like execvp(3) does
+  std::vector<std::string> argv;  // argv[0] as the user wrote it, then the args
+};
+
+// Throws usage_error. Reads MPIEXEC_TIMEOUT when --timeout is not given.
+[[nodiscard]] options parse_options(int argc, char **argv);
+
+void print_help(std::FILE *out);
+
+}  // namespace iris::mpiexec

@@ -1,0 +1,269 @@
+#include "pmi/mpiexec/supervise.hpp"
+
+#include <poll.h>
+#include <sys/signalfd.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <string>
+
+namespace iris::mpiexec {
+namespace {
+
+using clock = std::chrono::steady_clock;
+
+// After forwarding SIGINT/SIGTERM (or sending SIGTERM on timeout), ranks get
+// this long to exit on their own before SIGKILL.
+constexpr std::chrono::seconds kill_grace{2};
+// A rank still there this long after SIGKILL is stuck in the kernel;
+// mpiexec stops waiting for it rather than hang.
+constexpr std::chrono::seconds reap_limit{10};
+
+std::string signal_text(int sig) {
+  const char *name = ::sigdescr_np(sig);
+  return "signal " + std::to_string(sig) + " (" + (name != nullptr ? name : "unknown") + ")";
+}
+
+// An abort always fails the job, whatever code the rank passed.
+int abort_exit_code(int status) {
+  return status >= 1 && status <= 255 ? status : 1;
+}
+
+// Abort messages come from the program: keep them to one line.
+std::string one_line(std::string text) {
+  for (char &c : text) {
+    if (c == '\n' || c == '\r') c = ' ';
+  }
+  while (!text.empty() && text.back() == ' ') text.pop_back();
+  return text;
+}
+
+class supervisor {
+ public:
+  supervisor(std::vector<rank_process> &ranks, pmix_server &server, const job_signals &signals,
+             std::optional<double> timeout_s)
+      : ranks_(ranks), server_(server), signals_(signals), timeout_s_(timeout_s) {
+    if (timeout_s_) {
+      job_deadline_ = clock::now() + std::chrono::duration_cast<clock::duration>(
+                                         std::chrono::duration<double>(*timeout_s_));
+    }
+  }
+
+  job_end run() {
+    while (alive() > 0) {
+      if (give_up_deadline_ && clock::now() >= *give_up_deadline_) {
+        report_stuck_ranks();
+        break;
+      }
+      wait_for_event();
+      read_signals();
+      handle_aborts();
+      reap();
+      check_deadlines();
+    }
+    return {.exit_code = exit_code_.value_or(0), .clean = !exit_code_.has_value()};
+  }
+
+ private:
+  std::size_t alive() const {
+    std::size_t n = 0;
+    for (const rank_process &r : ranks_) n += r.reaped ? 0 : 1;
+    return n;
+  }
+
+  void wait_for_event() {
+    std::optional<clock::time_point> next = job_deadline_;
+    for (const auto &d : {kill_deadline_, give_up_deadline_}) {
+      if (d && (!next || *d < *next)) next = d;
+    }
+    int timeout_ms = -1;
+    if (next) {
+      const auto left = std::chrono::ceil<std::chrono::milliseconds>(*next - clock::now());
+      timeout_ms = static_cast<int>(std::max<std::chrono::milliseconds::rep>(0, left.count()));
+    }
+    pollfd fds[] = {{.fd = signals_.fd(), .events = POLLIN, .revents = 0},
+                    {.fd = server_.wake_fd(), .events = POLLIN, .revents = 0}};
+    ::poll(fds, 2, timeout_ms);  // EINTR or a timeout: the callers check everything anyway
+  }
+
+  void read_signals() {
+    signalfd_siginfo info;
+    while (::read(signals_.fd(), &info, sizeof info) == static_cast<ssize_t>(sizeof info)) {
+      const int sig = static_cast<int>(info.ssi_signo);
+      if (sig != SIGCHLD) on_user_signal(sig);  // SIGCHLD: reap() looks every round
+    }
+  }
+
+  void on_user_signal(int sig) {
+    if (exit_code_) {
+      // A second signal, or one while the job already ends: no more grace.
+      kill_all(SIGKILL);
+      return;
+    }
+    exit_code_ = 128 + sig;
+    report("got " + signal_text(sig) + "; forwarding it to " + count_ranks(alive()));
+    kill_all(sig);
+    kill_deadline_ = clock::now() + kill_grace;
+  }
+
+  void handle_aborts() {
+    for (const abort_request &request : server_.take_aborts()) {
+      if (exit_code_) continue;
+      const rank_process *rank = find_rank(request.rank);
+      const std::string pid = rank != nullptr ? std::to_string(rank->pid) : "?";
+      report("rank " + std::to_string(request.rank) + " (pid " + pid +
+             ") aborted the job with code " + std::to_string(request.status) + ": " +
+             one_line(request.message) + "; killing " + count_ranks(alive()));
+      exit_code_ = abort_exit_code(request.status);
+      kill_all(SIGKILL);
+    }
+  }
+
+  void reap() {
+    for (;;) {
+      int status = 0;
+      const pid_t pid = ::waitpid(-1, &status, WNOHANG);
+      if (pid <= 0) return;  // none exited (0) or no children left (ECHILD)
+      for (rank_process &r : ranks_) {
+        if (r.pid == pid && !r.reaped) {
+          r.reaped = true;
+          on_exit(r, status);
+        }
+      }
+    }
+  }
+
+  void on_exit(const rank_process &rank, int status) {
+    if (exit_code_) return;  // the job is already ending
+    std::string how;
+    int code = 0;
+    if (WIFEXITED(status)) {
+      code = WEXITSTATUS(status);
+      if (code == 0) {
+        if (!server_.connected_without_finalize(rank.rank)) return;  // success
+        // Its peers may wait for it in a fence forever: end the job now.
+        how = "exited with code 0 without finalizing PMIx";
+        code = 1;
+      } else {
+        how = "exited with code " + std::to_string(code);
+      }
+    } else if (WIFSIGNALED(status)) {
+      code = 128 + WTERMSIG(status);
+      how =
+          "killed by " + signal_text(WTERMSIG(status)) + (WCOREDUMP(status) ? ", core dumped" : "");
+    } else {
+      return;  // stopped or continued: not an end
+    }
+    // An abort queued before this exit is the real cause: the aborting rank
+    // exits right after mpiexec acknowledged its request.
+    handle_aborts();
+    if (exit_code_) return;
+    const std::size_t others = alive();
+    report("rank " + std::to_string(rank.rank) + " (pid " + std::to_string(rank.pid) + ") " + how +
+           (others > 0 ? "; killing " + std::to_string(others) + " other " +
+                             (others == 1 ? "rank" : "ranks")
+                       : ""));
+    exit_code_ = code;
+    kill_all(SIGKILL);
+  }
+
+  void check_deadlines() {
+    const clock::time_point now = clock::now();
+    if (job_deadline_ && now >= *job_deadline_) {
+      job_deadline_.reset();
+      if (!exit_code_ && alive() > 0) {
+        char seconds[32];
+        std::snprintf(seconds, sizeof seconds, "%g", *timeout_s_);
+        report(std::string("job timed out after ") + seconds + " s; killing " +
+               count_ranks(alive()));
+        exit_code_ = timeout_code;
+        kill_all(SIGTERM);
+        kill_deadline_ = now + kill_grace;
+      }
+    }
+    if (kill_deadline_ && now >= *kill_deadline_) kill_all(SIGKILL);
+  }
+
+  void kill_all(int sig) {
+    for (const rank_process &r : ranks_) {
+      if (!r.reaped) ::kill(r.pid, sig);
+    }
+    if (sig == SIGKILL) {
+      kill_deadline_.reset();
+      job_deadline_.reset();
+      if (!give_up_deadline_) give_up_deadline_ = clock::now() + reap_limit;
+    }
+  }
+
+  void report_stuck_ranks() {
+    for (const rank_process &r : ranks_) {
+      if (r.reaped) continue;
+      report("rank " + std::to_string(r.rank) + " (pid " + std::to_string(r.pid) + ") is still " +
+             "there " + std::to_string(reap_limit.count()) + " s after SIGKILL; leaving it");
+    }
+    if (!exit_code_) exit_code_ = launch_failure_code;
+  }
+
+  const rank_process *find_rank(int rank) const {
+    for (const rank_process &r : ranks_) {
+      if (r.rank == rank) return &r;
+    }
+    return nullptr;
+  }
+
+  std::vector<rank_process> &ranks_;
+  pmix_server &server_;
+  const job_signals &signals_;
+  std::optional<double> timeout_s_;
+  std::optional<clock::time_point> job_deadline_;      // --timeout
+  std::optional<clock::time_point> kill_deadline_;     // SIGKILL after the grace period
+  std::optional<clock::time_point> give_up_deadline_;  // stop waiting after SIGKILL
+  std::optional<int> exit_code_;                       // set by the first failure
+};
+
+sigset_t job_signal_set() {
+  sigset_t set;
+  sigemptyset(&set);
+  for (int sig : {SIGCHLD, SIGINT, SIGTERM, SIGHUP}) sigaddset(&set, sig);
+  return set;
+}
+
+}  // namespace
+
+job_signals::job_signals() {
+  const sigset_t set = job_signal_set();
+  if (::pthread_sigmask(SIG_BLOCK, &set, &original_mask_) != 0) {
+    throw launch_error("cannot block the job signals");
+  }
+  // A closed stdout or stderr must not kill mpiexec in the middle of a job.
+  ::signal(SIGPIPE, SIG_IGN);
+  fd_ = ::signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
+  if (fd_ < 0) throw launch_error(std::string("signalfd failed: ") + std::strerror(errno));
+}
+
+job_signals::~job_signals() {
+  ::close(fd_);
+}
+
+job_end supervise(std::vector<rank_process> &ranks, pmix_server &server, const job_signals &signals,
+                  std::optional<double> timeout_s) {
+  return supervisor(ranks, server, signals, timeout_s).run();
+}
+
+void kill_and_reap(std::vector<rank_process> &ranks) {
+  for (const rank_process &r : ranks) {
+    if (!r.reaped) ::kill(r.pid, SIGKILL);
+  }
+  for (rank_process &r : ranks) {
+    if (!r.reaped) ::waitpid(r.pid, nullptr, 0);
+    r.reaped = true;
+  }
+}
+
+}  // namespace iris::mpiexec

@@ -1,0 +1,49 @@
+// Phase 5 of mpiexec: watch the running job until every rank is gone.
+//
+// The main thread waits on two descriptors: a signalfd (SIGCHLD from the
+// ranks; SIGINT, SIGTERM, SIGHUP from the user) and the PMIx server's wake
+// fd (abort requests). The first failure decides the exit code and kills the
+// other ranks; what happens after that is a consequence, not news.
+#pragma once
+
+#include <signal.h>
+
+#include <optional>
+#include <vector>
+
+#include "pmi/mpiexec/job.hpp"
+#include "pmi/mpiexec/server.hpp"
+
+namespace iris::mpiexec {
+
+// Blocks the job signals in the calling thread (and so in every thread
+// started after it: construct it before PMIx_server_init) and opens a
+// signalfd for them. Ignores SIGPIPE.
+class job_signals {
+ public:
+  job_signals();
+  ~job_signals();
+  job_signals(const job_signals &) = delete;
+  job_signals &operator=(const job_signals &) = delete;
+
+  int fd() const { return fd_; }
+  // The mask mpiexec started with, for the ranks.
+  const sigset_t &original_mask() const { return original_mask_; }
+
+ private:
+  int fd_ = -1;
+  sigset_t original_mask_;
+};
+
+struct job_end {
+  int exit_code = 0;
+  bool clean = false;  // every rank exited 0 and nothing failed: PMIx may shut down
+};
+
+[[nodiscard]] job_end supervise(std::vector<rank_process> &ranks, pmix_server &server,
+                                const job_signals &signals, std::optional<double> timeout_s);
+
+// Setup failed after some ranks started: SIGKILL and reap them.
+void kill_and_reap(std::vector<rank_process> &ranks);
+
+}  // namespace iris::mpiexec

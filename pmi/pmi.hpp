@@ -1,0 +1,72 @@
+// The process-management contract: who am I, who are my peers, where do I
+// reach them.
+//
+// Lifecycle, as the device uses it:
+//   client_open()            find the launcher (PMIx, or none: singleton)
+//   rank()/size()/node_of()  the job's shape, fixed for its lifetime
+//   put() ... commit()       publish this rank's business cards
+//   fence()                  collective over the whole job; after it, get()
+//                            sees every rank's committed cards
+//   get(rank, key)           read a peer's card
+//   finalize()               leave the job (abort() instead on fatal errors)
+//
+// Only the thread that called client_open() may call the methods.
+#pragma once
+
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace iris::pmi {
+
+// Setup-time failure: the launcher is unreachable, a key is missing, a fence
+// failed. The message is one line saying what and why.
+class error : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// Business-card values are at most this many characters, so that the same
+// card can travel over PMI-1 as well (keys at most 64).
+inline constexpr std::size_t max_value_length = 1024;
+inline constexpr std::size_t max_key_length = 64;
+
+class client {
+ public:
+  virtual ~client() = default;
+
+  virtual int rank() const = 0;
+  virtual int size() const = 0;
+  // Node index of `rank`: ranks with the same node index share memory.
+  // Nodes are numbered 0.. in order of their lowest rank.
+  virtual int node_of(int rank) const = 0;
+  // A name unique to this job on this host (the PMIx namespace), usable in
+  // file names after shm_name_prefix().
+  virtual std::string_view job_id() const = 0;
+  // The launcher's name for the backend ("pmix", "singleton").
+  virtual std::string_view backend() const = 0;
+  virtual bool singleton() const = 0;
+
+  virtual void put(std::string_view key, std::string_view value) = 0;
+  virtual void commit() = 0;
+  virtual void fence() = 0;
+  virtual std::string get(int rank, std::string_view key) = 0;
+
+  // Ends the whole job: the launcher kills every rank and exits with `code`.
+  [[noreturn]] virtual void abort(int code, std::string_view message) = 0;
+  virtual void finalize() = 0;
+};
+
+// Picks the backend from the environment: PMIx when a PMIx server started
+// us, otherwise a singleton of size 1. Throws pmi::error.
+std::unique_ptr<client> client_open();
+
+// Every shared-memory object a job creates in /dev/shm has a name starting
+// with this prefix (without the leading '/'), so that the launcher can remove
+// what a crashed rank left behind. `job_id` characters outside [A-Za-z0-9]
+// become '_'.
+std::string shm_name_prefix(std::string_view job_id);
+
+}  // namespace iris::pmi

@@ -1,0 +1,280 @@
+// The PMIx backend: a process started by a PMIx server (Iris's mpiexec,
+// Open MPI's mpirun, srun --mpi=pmix).
+#include <pmix.h>
+#include <unistd.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "pmi/backends.hpp"
+
+extern char **environ;
+
+namespace iris::pmi {
+namespace {
+
+std::string status_text(pmix_status_t status) {
+  return PMIx_Error_string(status);
+}
+
+pmix_proc_t make_proc(const char *nspace, pmix_rank_t rank) {
+  pmix_proc_t proc;
+  std::memset(&proc, 0, sizeof proc);
+  std::snprintf(proc.nspace, sizeof proc.nspace, "%s", nspace);
+  proc.rank = rank;
+  return proc;
+}
+
+// Owns a value that PMIx_Get allocated.
+struct value_deleter {
+  void operator()(pmix_value_t *value) const {
+    PMIx_Value_destruct(value);
+    std::free(value);
+  }
+};
+using value_ptr = std::unique_ptr<pmix_value_t, value_deleter>;
+
+// One info entry on the stack, released on scope exit.
+class scoped_info {
+ public:
+  scoped_info(const char *key, const void *data, pmix_data_type_t type) {
+    std::memset(&info_, 0, sizeof info_);
+    if (PMIx_Info_load(&info_, key, data, type) != PMIX_SUCCESS) {
+      throw error(std::string("cannot build the PMIx attribute ") + key);
+    }
+  }
+  ~scoped_info() { PMIx_Value_destruct(&info_.value); }
+  scoped_info(const scoped_info &) = delete;
+  scoped_info &operator=(const scoped_info &) = delete;
+  pmix_info_t *get() { return &info_; }
+
+ private:
+  pmix_info_t info_;
+};
+
+// The environment variables a PMIx server sets for the processes it starts.
+bool launcher_advertised() {
+  for (char **entry = environ; entry != nullptr && *entry != nullptr; ++entry) {
+    const std::string_view var(*entry);
+    if (var.starts_with("PMIX_NAMESPACE=") || var.starts_with("PMIX_SERVER_URI")) return true;
+  }
+  return false;
+}
+
+// Reads `key` of `proc` from the data the server registered with the job.
+// PMIX_OPTIONAL keeps a missing key from turning into a request to the server
+// that would only time out after seconds. Returns nullptr when it is missing.
+value_ptr get_optional(const pmix_proc_t &proc, const char *key) {
+  const bool optional = true;
+  scoped_info info(PMIX_OPTIONAL, &optional, PMIX_BOOL);
+  pmix_value_t *value = nullptr;
+  if (PMIx_Get(&proc, key, info.get(), 1, &value) != PMIX_SUCCESS) return nullptr;
+  return value_ptr(value);
+}
+
+bool unsigned_of(const pmix_value_t &value, std::uint64_t &out) {
+  switch (value.type) {
+    case PMIX_UINT8:
+      out = value.data.uint8;
+      return true;
+    case PMIX_UINT16:
+      out = value.data.uint16;
+      return true;
+    case PMIX_UINT32:
+      out = value.data.uint32;
+      return true;
+    case PMIX_UINT64:
+      out = value.data.uint64;
+      return true;
+    case PMIX_SIZE:
+      out = value.data.size;
+      return true;
+    case PMIX_PROC_RANK:
+      out = value.data.rank;
+      return true;
+    default:
+      return false;
+  }
+}
+
+class pmix_client final : public client {
+ public:
+  explicit pmix_client(const pmix_proc_t &self) : self_(self) {
+    read_size();
+    read_nodes();
+  }
+
+  ~pmix_client() override {
+    // A device that threw during setup never reached finalize(); leaving
+    // without PMIx_Finalize would make mpiexec report a rank that vanished.
+    if (!finalized_) PMIx_Finalize(nullptr, 0);
+  }
+
+  pmix_client(const pmix_client &) = delete;
+  pmix_client &operator=(const pmix_client &) = delete;
+
+  int rank() const override { return static_cast<int>(self_.rank); }
+  int size() const override { return size_; }
+  int node_of(int rank) const override {
+    check_rank(rank);
+    return node_of_[static_cast<std::size_t>(rank)];
+  }
+  std::string_view job_id() const override { return self_.nspace; }
+  std::string_view backend() const override { return "pmix"; }
+  bool singleton() const override { return false; }
+
+  void put(std::string_view key, std::string_view value) override {
+    check_card(key, value);
+    const std::string text(value);
+    pmix_value_t pmix_value;
+    std::memset(&pmix_value, 0, sizeof pmix_value);
+    pmix_status_t status = PMIx_Value_load(&pmix_value, text.c_str(), PMIX_STRING);
+    if (status == PMIX_SUCCESS)
+      status = PMIx_Put(PMIX_GLOBAL, std::string(key).c_str(), &pmix_value);
+    PMIx_Value_destruct(&pmix_value);
+    if (status != PMIX_SUCCESS) {
+      throw error("PMIx_Put of business card '" + std::string(key) +
+                  "' failed: " + status_text(status));
+    }
+  }
+
+  void commit() override {
+    const pmix_status_t status = PMIx_Commit();
+    if (status != PMIX_SUCCESS) throw error("PMIx_Commit failed: " + status_text(status));
+  }
+
+  void fence() override {
+    const bool collect = true;
+    scoped_info info(PMIX_COLLECT_DATA, &collect, PMIX_BOOL);
+    const pmix_status_t status = PMIx_Fence(nullptr, 0, info.get(), 1);
+    if (status != PMIX_SUCCESS) throw error("PMIx_Fence failed: " + status_text(status));
+  }
+
+  std::string get(int rank, std::string_view key) override {
+    check_rank(rank);
+    const pmix_proc_t peer = make_proc(self_.nspace, static_cast<pmix_rank_t>(rank));
+    pmix_value_t *raw = nullptr;
+    const pmix_status_t status = PMIx_Get(&peer, std::string(key).c_str(), nullptr, 0, &raw);
+    if (status != PMIX_SUCCESS) {
+      throw error("PMIx_Get of business card '" + std::string(key) + "' from rank " +
+                  std::to_string(rank) + " failed: " + status_text(status));
+    }
+    const value_ptr value(raw);
+    if (value->type != PMIX_STRING || value->data.string == nullptr) {
+      throw error("business card '" + std::string(key) + "' from rank " + std::to_string(rank) +
+                  " is not a string");
+    }
+    return value->data.string;
+  }
+
+  [[noreturn]] void abort(int code, std::string_view message) override {
+    // Output still buffered here would be lost when the launcher kills us.
+    std::fflush(nullptr);
+    // PMIx_Abort returns once the server has the request; the server then
+    // kills the job, and _exit covers a server that does not.
+    PMIx_Abort(code, std::string(message).c_str(), nullptr, 0);
+    ::_exit(code);
+  }
+
+  void finalize() override {
+    if (finalized_) return;
+    finalized_ = true;
+    const pmix_status_t status = PMIx_Finalize(nullptr, 0);
+    if (status != PMIX_SUCCESS) throw error("PMIx_Finalize failed: " + status_text(status));
+  }
+
+ private:
+  void check_rank(int rank) const {
+    if (rank < 0 || rank >= size_) {
+      throw error("rank " + std::to_string(rank) + " does not exist in job " + self_.nspace +
+                  " of size " + std::to_string(size_));
+    }
+  }
+
+  // PMIX_JOB_SIZE, not PMIX_UNIV_SIZE: under mpirun the latter is the number
+  // of slots, which can exceed the ranks started.
+  void read_size() {
+    const pmix_proc_t job = make_proc(self_.nspace, PMIX_RANK_WILDCARD);
+    const value_ptr value = get_optional(job, PMIX_JOB_SIZE);
+    std::uint64_t size = 0;
+    if (!value || !unsigned_of(*value, size) || size == 0 || size > 0x7fffffff) {
+      throw error(std::string("the PMIx server gave no usable ") + PMIX_JOB_SIZE + " for job " +
+                  self_.nspace);
+    }
+    size_ = static_cast<int>(size);
+    if (self_.rank >= size) {
+      throw error("PMIx rank " + std::to_string(self_.rank) + " is outside job " + self_.nspace +
+                  " of size " + std::to_string(size_));
+    }
+  }
+
+  // Ranks share a node when their PMIX_HOSTNAME matches. PMIX_NODEID would do
+  // too, but a launcher may not give it for ranks on other nodes, and
+  // PMIX_LOCAL_PEERS cannot tell apart nodes simulated on one host.
+  void read_nodes() {
+    std::map<std::string, int> node_by_name;
+    node_of_.reserve(static_cast<std::size_t>(size_));
+    for (int rank = 0; rank < size_; ++rank) {
+      const std::string name = node_name_of(rank);
+      const auto [it, inserted] =
+          node_by_name.try_emplace(name, static_cast<int>(node_by_name.size()));
+      node_of_.push_back(it->second);
+    }
+  }
+
+  std::string node_name_of(int rank) const {
+    const pmix_proc_t proc = make_proc(self_.nspace, static_cast<pmix_rank_t>(rank));
+    if (const value_ptr name = get_optional(proc, PMIX_HOSTNAME)) {
+      if (name->type == PMIX_STRING && name->data.string != nullptr) {
+        return std::string("host:") + name->data.string;
+      }
+    }
+    if (const value_ptr id = get_optional(proc, PMIX_NODEID)) {
+      std::uint64_t node = 0;
+      if (unsigned_of(*id, node)) return "id:" + std::to_string(node);
+    }
+    throw error("cannot tell which node rank " + std::to_string(rank) +
+                " runs on: the PMIx server " + "gave neither " + PMIX_HOSTNAME + " nor " +
+                PMIX_NODEID);
+  }
+
+  pmix_proc_t self_;
+  int size_ = 0;
+  std::vector<int> node_of_;
+  bool finalized_ = false;
+};
+
+}  // namespace
+
+std::unique_ptr<client> pmix_client_open() {
+  pmix_proc_t self;
+  std::memset(&self, 0, sizeof self);
+  const pmix_status_t status = PMIx_Init(&self, nullptr, 0);
+  if (status == PMIX_ERR_UNREACH && !launcher_advertised()) {
+    // No launcher: PMIx set itself up as a singleton, which we do not use.
+    PMIx_Finalize(nullptr, 0);
+    return nullptr;
+  }
+  if (status != PMIX_SUCCESS) {
+    // No PMIx_Finalize here: after a failed PMIx_Init it can crash (4.2.2).
+    if (launcher_advertised()) {
+      throw error("PMIx_Init failed (" + status_text(status) +
+                  ") although PMIX_NAMESPACE/PMIX_SERVER_URI* say a PMIx launcher started this "
+                  "process: is the launcher still running?");
+    }
+    throw error("PMIx_Init failed: " + status_text(status));
+  }
+  try {
+    return std::make_unique<pmix_client>(self);
+  } catch (...) {
+    PMIx_Finalize(nullptr, 0);
+    throw;
+  }
+}
+
+}  // namespace iris::pmi

@@ -1,0 +1,194 @@
+// A single-producer single-consumer byte ring in shared memory.
+//
+// One ring carries the records of one sender process to one receiver process.
+// A record is a 16-byte record header followed by the caller's bytes, padded
+// to whole cache lines:
+//
+//   [stamp u64][length u32][kind u32][bytes ...][pad to 64]
+//
+// The stamp is the record's absolute position in the ring plus one. The
+// sender writes the bytes first and the stamp last (release); the receiver
+// polls the stamp at its head position (acquire). A small message therefore
+// moves in one cache line and needs no separate doorbell or index update on
+// the sender's side: the receiver reads nothing else.
+//
+// The receiver zeroes the first word of every cache line it consumes before
+// publishing its head, so that stale bytes of an earlier lap can never look
+// like a valid stamp. The head is published in its own cache line; the sender
+// reads it only when its cached copy says the ring is full.
+//
+// Memory layout (all offsets from the ring's base; no pointers are stored):
+//   ring_control (one cache line, written by the receiver only)
+//   data[capacity]
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+
+namespace iris::shm {
+
+inline constexpr std::size_t cache_line = 64;
+inline constexpr std::size_t record_header_size = 16;
+
+// Written by the receiver (head), read by the sender when it runs out of room.
+struct alignas(cache_line) ring_control {
+  std::atomic<std::uint64_t> head;  // release by ring_receiver::consume,
+                                    // acquire by ring_sender::reserve
+  std::uint64_t capacity;           // set once at creation, read-only after
+};
+static_assert(sizeof(ring_control) == cache_line);
+static_assert(std::atomic<std::uint64_t>::is_always_lock_free,
+              "shared-memory rings need address-free 64-bit atomics");
+
+enum class record_kind : std::uint32_t { data = 1, skip = 2 };
+
+inline constexpr std::size_t round_to_line(std::size_t n) {
+  return (n + cache_line - 1) & ~(cache_line - 1);
+}
+
+// Bytes a ring of `capacity` occupies in a segment.
+inline constexpr std::size_t ring_footprint(std::size_t capacity) {
+  return sizeof(ring_control) + capacity;
+}
+
+// Largest payload one record may carry in a ring of `capacity`: half the ring,
+// so that a record always fits once the receiver has drained the ring.
+inline constexpr std::size_t max_record_payload(std::size_t capacity) {
+  return capacity / 2 - record_header_size;
+}
+
+// The sending side. Lives in the sender's private memory; one per peer.
+// Only the sending thread may call it.
+class ring_sender {
+ public:
+  ring_sender() = default;
+  ring_sender(ring_control *control, std::byte *data)
+      : control_(control), data_(data), capacity_(control->capacity) {}
+
+  // Returns where to write `bytes` bytes of payload, or nullptr when the ring
+  // has no room now (the caller retries after progress). `bytes` must be at
+  // most max_record_payload(capacity).
+  [[nodiscard]] std::byte *reserve(std::size_t bytes) {
+    const std::size_t need = round_to_line(record_header_size + bytes);
+    for (;;) {
+      const std::size_t offset = tail_ & (capacity_ - 1);
+      const std::size_t to_end = capacity_ - offset;
+      const std::size_t want = need <= to_end ? need : to_end;
+      if (!have_room(want)) return nullptr;
+      if (need <= to_end) {
+        reserved_ = need;
+        reserved_length_ = bytes;
+        return data_ + offset + record_header_size;
+      }
+      // The record does not fit before the end: fill the rest with a skip
+      // record and start again at offset 0.
+      publish(tail_, to_end - record_header_size, record_kind::skip);
+      tail_ += to_end;
+    }
+  }
+
+  // Publishes the record reserved by the last reserve().
+  void commit() {
+    publish(tail_, reserved_length_, record_kind::data);
+    tail_ += reserved_;
+  }
+
+  bool attached() const { return control_ != nullptr; }
+
+ private:
+  bool have_room(std::size_t want) {
+    if (tail_ + want - head_cache_ <= capacity_) return true;
+    head_cache_ = control_->head.load(std::memory_order_acquire);
+    return tail_ + want - head_cache_ <= capacity_;
+  }
+
+  void publish(std::uint64_t position, std::size_t length, record_kind kind) {
+    std::byte *record = data_ + (position & (capacity_ - 1));
+    const std::uint32_t words[2] = {static_cast<std::uint32_t>(length),
+                                    static_cast<std::uint32_t>(kind)};
+    std::memcpy(record + 8, words, sizeof(words));
+    // Pairs with the acquire load in ring_receiver::peek: the payload and
+    // length are visible before the stamp is.
+    std::atomic_ref<std::uint64_t>(*reinterpret_cast<std::uint64_t *>(record))
+        .store(position + 1, std::memory_order_release);
+  }
+
+  ring_control *control_ = nullptr;
+  std::byte *data_ = nullptr;
+  std::uint64_t capacity_ = 0;
+  std::uint64_t tail_ = 0;        // next absolute position to write
+  std::uint64_t head_cache_ = 0;  // last head read from control_
+  std::size_t reserved_ = 0;
+  std::size_t reserved_length_ = 0;
+};
+
+// A record as the receiver sees it.
+struct record_view {
+  const std::byte *bytes;
+  std::size_t length;
+};
+
+enum class peek_status { empty, record, corrupt };
+
+// The receiving side. Lives in the receiver's private memory; one per peer.
+// Only the receiving thread may call it.
+class ring_receiver {
+ public:
+  ring_receiver() = default;
+  ring_receiver(ring_control *control, std::byte *data)
+      : control_(control), data_(data), capacity_(control->capacity) {}
+
+  // Looks at the next record without consuming it. Skip records are consumed
+  // here. `corrupt` means a stamped record whose length cannot be right.
+  [[nodiscard]] peek_status peek(record_view &out) {
+    for (;;) {
+      const std::size_t offset = head_ & (capacity_ - 1);
+      std::byte *record = data_ + offset;
+      const std::uint64_t stamp =
+          std::atomic_ref<std::uint64_t>(*reinterpret_cast<std::uint64_t *>(record))
+              .load(std::memory_order_acquire);
+      if (stamp != head_ + 1) return peek_status::empty;
+      std::uint32_t words[2];
+      std::memcpy(words, record + 8, sizeof(words));
+      const std::size_t span = round_to_line(record_header_size + words[0]);
+      if (span > capacity_ - offset) return peek_status::corrupt;
+      if (words[1] == static_cast<std::uint32_t>(record_kind::skip)) {
+        release(offset, span);
+        continue;
+      }
+      if (words[1] != static_cast<std::uint32_t>(record_kind::data)) return peek_status::corrupt;
+      out = {record + record_header_size, words[0]};
+      current_span_ = span;
+      return peek_status::record;
+    }
+  }
+
+  // Consumes the record returned by the last successful peek().
+  void consume() { release(head_ & (capacity_ - 1), current_span_); }
+
+  bool attached() const { return control_ != nullptr; }
+
+ private:
+  void release(std::size_t offset, std::size_t span) {
+    // Clear the first word of each line so that no stale byte can pass for a
+    // stamp of a later lap. Ordered before the sender's next write of these
+    // lines by the release store of head below.
+    for (std::size_t line = 0; line < span; line += cache_line) {
+      std::atomic_ref<std::uint64_t>(*reinterpret_cast<std::uint64_t *>(data_ + offset + line))
+          .store(0, std::memory_order_relaxed);
+    }
+    head_ += span;
+    // Pairs with the acquire load in ring_sender::have_room.
+    control_->head.store(head_, std::memory_order_release);
+  }
+
+  ring_control *control_ = nullptr;
+  std::byte *data_ = nullptr;
+  std::uint64_t capacity_ = 0;
+  std::uint64_t head_ = 0;  // next absolute position to read
+  std::size_t current_span_ = 0;
+};
+
+}  // namespace iris::shm

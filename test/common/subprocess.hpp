@@ -1,0 +1,98 @@
+// Runs a command as a test would from a shell: its own process group, stdout
+// and stderr captured together, and a time limit after which the whole group
+// is killed. Shared by the launcher and MPI job suites.
+#pragma once
+
+#include <dirent.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace iris::test {
+
+struct run_result {
+  int exit_code = -1;  // valid when the command exited
+  int signal = 0;      // the signal that ended it, or 0
+  bool timed_out = false;
+  std::string output;  // stdout and stderr, interleaved
+  double seconds = 0;
+};
+
+// Runs argv[0] (a path) with `env` added to this process's environment.
+inline run_result run(const std::vector<std::string> &argv, double time_limit_s,
+                      const std::vector<std::pair<std::string, std::string>> &env = {}) {
+  int out[2];
+  if (pipe(out) != 0) return {};
+  const auto start = std::chrono::steady_clock::now();
+  const pid_t pid = fork();
+  if (pid == 0) {
+    setpgid(0, 0);
+    dup2(out[1], STDOUT_FILENO);
+    dup2(out[1], STDERR_FILENO);
+    close(out[0]);
+    close(out[1]);
+    for (const auto &[name, value] : env) setenv(name.c_str(), value.c_str(), 1);
+    std::vector<char *> args;
+    for (const auto &a : argv) args.push_back(const_cast<char *>(a.c_str()));
+    args.push_back(nullptr);
+    execv(args[0], args.data());
+    _exit(127);
+  }
+  close(out[1]);
+  run_result result;
+  const auto deadline = start + std::chrono::duration<double>(time_limit_s);
+  char chunk[4096];
+  for (;;) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+                          deadline - std::chrono::steady_clock::now())
+                          .count();
+    if (left <= 0) {
+      result.timed_out = true;
+      kill(-pid, SIGKILL);
+      kill(pid, SIGKILL);
+      break;
+    }
+    pollfd p{out[0], POLLIN, 0};
+    if (poll(&p, 1, static_cast<int>(left)) <= 0) continue;
+    const ssize_t n = read(out[0], chunk, sizeof(chunk));
+    if (n <= 0) break;
+    result.output.append(chunk, static_cast<std::size_t>(n));
+  }
+  close(out[0]);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  // Anything the command left in its group (ranks of a killed launcher) goes.
+  kill(-pid, SIGKILL);
+  if (WIFEXITED(status)) result.exit_code = WEXITSTATUS(status);
+  if (WIFSIGNALED(status)) result.signal = WTERMSIG(status);
+  result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return result;
+}
+
+// The value of a variable the test's meson definition must set.
+inline std::string required_env(const char *name) {
+  const char *value = std::getenv(name);
+  return value != nullptr ? value : std::string();
+}
+
+// Entries of /dev/shm whose names start with `prefix`.
+inline std::vector<std::string> shm_entries(const std::string &prefix = "iris-") {
+  std::vector<std::string> names;
+  if (DIR *dir = opendir("/dev/shm")) {
+    while (const dirent *e = readdir(dir)) {
+      const std::string name = e->d_name;
+      if (name.rfind(prefix, 0) == 0) names.push_back(name);
+    }
+    closedir(dir);
+  }
+  return names;
+}
+
+}  // namespace iris::test

@@ -1,0 +1,154 @@
+// Runs the MPI test programs through Iris's own mpiexec at 1, 2, 4 and 8
+// ranks, and the failure cases a user meets: argument errors, MPI_Abort, a
+// call before MPI_Init, a /dev/shm too small. After every job nothing of
+// Iris's may remain in /dev/shm.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "test/common/subprocess.hpp"
+
+namespace iris::test {
+namespace {
+
+const std::string mpiexec = required_env("IRIS_MPIEXEC");
+const std::string programs = required_env("IRIS_TEST_PROGRAMS");  // build/test/mpi
+const std::string build_root = required_env("IRIS_BUILD_ROOT");
+const std::string source_root = required_env("IRIS_SOURCE_ROOT");
+
+run_result job(int ranks, const std::string &program, std::vector<std::string> args = {},
+               const std::vector<std::pair<std::string, std::string>> &env = {},
+               double limit = 120) {
+  std::vector<std::string> argv = {mpiexec, "-n", std::to_string(ranks), programs + "/" + program};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return run(argv, limit, env);
+}
+
+class JobTest : public ::testing::TestWithParam<int> {
+ protected:
+  void TearDown() override {
+    EXPECT_EQ(shm_entries(), std::vector<std::string>{}) << "left in /dev/shm";
+  }
+};
+
+TEST_P(JobTest, Ring) {
+  const run_result r = job(GetParam(), "ring");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("ring of " + std::to_string(GetParam()) + " ranks"), std::string::npos)
+      << r.output;
+}
+
+TEST_P(JobTest, PointToPointSemantics) {
+  const run_result r = job(GetParam(), "p2p");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("p2p: all checks passed"), std::string::npos) << r.output;
+}
+
+TEST_P(JobTest, StormChecksEveryByteAndTheOrder) {
+  for (const char *seed : {"1", "2"}) {
+    const run_result r = job(GetParam(), "storm", {seed, "200"});
+    ASSERT_EQ(r.exit_code, 0) << "seed " << seed << "\n" << r.output;
+    EXPECT_NE(r.output.find("all bytes and orders checked"), std::string::npos) << r.output;
+  }
+}
+
+TEST_P(JobTest, StormThroughTinyRingsAndFragments) {
+  // Every message longer than 64 bytes is split; rings fill constantly.
+  const run_result r = job(GetParam(), "storm", {"3", "120"},
+                           {{"IRIS_SHM_RING_SIZE", "1024"}, {"IRIS_SHM_FRAGMENT_SIZE", "64"}});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+}
+
+TEST_P(JobTest, ArgumentErrorsReturnTheirClasses) {
+  const run_result r = job(GetParam(), "errors");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("errors: all classes as expected"), std::string::npos) << r.output;
+}
+
+INSTANTIATE_TEST_SUITE_P(Ranks, JobTest, ::testing::Values(1, 2, 4, 8),
+                         [](const auto &info) { return "np" + std::to_string(info.param); });
+
+class FailureTest : public JobTest {};
+
+TEST_F(FailureTest, DefaultHandlerPrintsOneLineAndEndsTheJob) {
+  const run_result r = job(3, "errors", {"fatal"}, {}, 30);
+  EXPECT_NE(r.exit_code, 0) << r.output;
+  EXPECT_FALSE(r.timed_out);
+  EXPECT_NE(
+      r.output.find("iris: rank 0: MPI_Send: invalid destination rank 93 (communicator size 3)"),
+      std::string::npos)
+      << r.output;
+}
+
+TEST_F(FailureTest, CallBeforeInitIsAClearError) {
+  const run_result r = job(2, "errors", {"before-init"}, {}, 30);
+  EXPECT_NE(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("MPI_Send: called outside MPI_Init .. MPI_Finalize"), std::string::npos)
+      << r.output;
+}
+
+TEST_F(FailureTest, AbortEndsTheJobWithItsCode) {
+  const run_result r = job(4, "errors", {"abort", "7"}, {}, 30);
+  EXPECT_EQ(r.exit_code, 7) << r.output;
+  EXPECT_NE(r.output.find("rank 1: MPI_Abort called with error code 7"), std::string::npos)
+      << r.output;
+}
+
+TEST_F(FailureTest, MalformedTunableIsAClearError) {
+  const run_result r = job(2, "ring", {}, {{"IRIS_SHM_RING_SIZE", "1000"}}, 30);
+  EXPECT_NE(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("ring size 1000 is not a power of two"), std::string::npos) << r.output;
+}
+
+TEST_F(FailureTest, SegmentLargerThanDevShmIsRefusedAtStartUp) {
+  // 8 ranks x 8 rings x 1 GiB: more than /dev/shm holds on any CI machine.
+  const run_result r = job(8, "ring", {}, {{"IRIS_SHM_RING_SIZE", "1073741824"}}, 30);
+  EXPECT_NE(r.exit_code, 0) << r.output;
+  EXPECT_FALSE(r.timed_out);
+  EXPECT_NE(r.output.find("/dev/shm has"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("IRIS_SHM_RING_SIZE"), std::string::npos) << r.output;
+}
+
+TEST_F(FailureTest, FullDevShmIsAClearErrorNotASigbus) {
+  // A private 1 MiB /dev/shm in a mount namespace: the reservation itself fails.
+  const run_result probe = run({"/usr/bin/unshare", "-m", "/bin/true"}, 10);
+  if (probe.exit_code != 0) GTEST_SKIP() << "unshare -m is not permitted here: " << probe.output;
+  const std::string script = "mount -t tmpfs -o size=1m iris-test /dev/shm && exec " + mpiexec +
+                             " -n 4 " + programs + "/ring";
+  const run_result r = run({"/usr/bin/unshare", "-m", "/bin/sh", "-c", script}, 30);
+  EXPECT_NE(r.exit_code, 0) << r.output;
+  EXPECT_FALSE(r.timed_out);
+  EXPECT_EQ(r.signal, 0);
+  EXPECT_NE(r.output.find("/dev/shm"), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("Bus error"), std::string::npos) << r.output;
+}
+
+TEST(Wrappers, MpiccAndMpicxxBuildPlainProgramsThatRunUnchanged) {
+  const std::string dir = testing::TempDir() + "/iris-wrappers-" + std::to_string(getpid());
+  ASSERT_EQ(run({"/bin/mkdir", "-p", dir}, 10).exit_code, 0);
+  const run_result cc = run({build_root + "/mpicc", "-O2", "-Wall", "-Werror", "-o", dir + "/ring",
+                             source_root + "/test/programs/ring.c"},
+                            60);
+  ASSERT_EQ(cc.exit_code, 0) << cc.output;
+  const run_result r = run({mpiexec, "-n", "4", dir + "/ring"}, 60);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("ring of 4 ranks"), std::string::npos) << r.output;
+  const run_result cxx = run({build_root + "/mpicxx", "-O2", "-Wall", "-Werror", "-x", "c++", "-o",
+                              dir + "/ring_cxx", source_root + "/test/programs/ring.c"},
+                             60);
+  ASSERT_EQ(cxx.exit_code, 0) << cxx.output;
+  EXPECT_EQ(run({mpiexec, "-n", "2", dir + "/ring_cxx"}, 60).exit_code, 0);
+  const run_result show = run({build_root + "/mpicc", "-show", "x.c"}, 10);
+  EXPECT_NE(show.output.find("-liris"), std::string::npos) << show.output;
+  run({"/bin/rm", "-rf", dir}, 10);
+}
+
+TEST(Singleton, AProgramStartedWithoutMpiexecIsRankZeroOfOne) {
+  const run_result r = run({programs + "/ring"}, 30);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("ring of 1 ranks"), std::string::npos) << r.output;
+}
+
+}  // namespace
+}  // namespace iris::test

@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# The whole test suite, as CI runs it (.ci/run):
+#   1. formatting (clang-format, the repo's .clang-format)
+#   2. the normal build with warnings as errors, all suites
+#   3. AddressSanitizer + UndefinedBehaviorSanitizer build, all suites
+#   4. ThreadSanitizer build, the lock-free unit tests
+# Installs missing Debian packages first (.ci/deps). Build trees: build/,
+# build-asan/, build-tsan/ (reused when present).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+.ci/deps
+
+echo "== formatting"
+git ls-files '*.c' '*.h' '*.cpp' '*.hpp' | xargs clang-format --dry-run --Werror
+
+setup() {
+  local dir=$1
+  shift
+  if [ -f "$dir/build.ninja" ]; then
+    meson setup --reconfigure "$dir" "$@" >/dev/null
+  else
+    rm -rf "$dir"
+    meson setup "$dir" "$@" >/dev/null
+  fi
+}
+
+echo "== build (warnings are errors)"
+setup build
+meson compile -C build
+meson test -C build --print-errorlogs
+
+echo "== ASan + UBSan"
+setup build-asan -Db_sanitize=address,undefined -Db_lundef=false -Dbuildtype=debugoptimized
+meson compile -C build-asan
+UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 \
+LSAN_OPTIONS=suppressions="$PWD/test/lsan.supp":print_suppressions=0 \
+  meson test -C build-asan --print-errorlogs --timeout-multiplier 3
+
+echo "== ThreadSanitizer (lock-free unit tests)"
+setup build-tsan -Db_sanitize=thread -Db_lundef=false
+ninja -C build-tsan test/unit/unit_test
+TSAN_OPTIONS=halt_on_error=1 meson test -C build-tsan --no-rebuild --print-errorlogs --suite unit

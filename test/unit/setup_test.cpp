@@ -1,0 +1,93 @@
+// Start-up pieces that fail with a clear message: tunables and segments.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <string>
+
+#include "device/tunables.hpp"
+#include "shm/segment.hpp"
+
+namespace iris {
+namespace {
+
+TEST(Tunables, DefaultsAndSuffixes) {
+  unsetenv("IRIS_SHM_RING_SIZE");
+  EXPECT_EQ(device::settings_load().shm_ring_size, 256u * 1024);
+  setenv("IRIS_SHM_RING_SIZE", "64k", 1);
+  EXPECT_EQ(device::settings_load().shm_ring_size, 64u * 1024);
+  setenv("IRIS_SHM_RING_SIZE", "1M", 1);
+  EXPECT_EQ(device::settings_load().shm_ring_size, 1024u * 1024);
+  unsetenv("IRIS_SHM_RING_SIZE");
+}
+
+TEST(Tunables, MalformedValueNamesTheVariableAndTheRange) {
+  setenv("IRIS_POLL_BATCH", "lots", 1);
+  try {
+    (void)device::settings_load();
+    ADD_FAILURE() << "accepted IRIS_POLL_BATCH=lots";
+  } catch (const std::runtime_error &e) {
+    EXPECT_NE(std::string(e.what()).find("IRIS_POLL_BATCH=lots"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("between 1 and"), std::string::npos) << e.what();
+  }
+  setenv("IRIS_POLL_BATCH", "0", 1);
+  EXPECT_THROW((void)device::settings_load(), std::runtime_error);
+  unsetenv("IRIS_POLL_BATCH");
+}
+
+TEST(Tunables, EveryTunableIsDescribed) {
+  const std::string text = device::tunables_describe();
+  for (const auto &t : device::tunables()) {
+    EXPECT_NE(text.find(t.name), std::string::npos) << t.name;
+    EXPECT_GT(std::string(t.help).size(), 10u) << t.name;
+  }
+}
+
+std::string unique_name(const char *what) {
+  return "/iris-unit-" + std::to_string(getpid()) + "-" + what;
+}
+
+TEST(Segment, CreateAttachAndTheLastAttacherRemovesTheName) {
+  const std::string name = unique_name("a");
+  const shm::segment_shape shape{2, 4096};
+  shm::segment a = shm::segment::create(name, shape);
+  shm::segment b = shm::segment::attach(name, shape);
+  // A record written through one mapping is read through the other.
+  shm::ring_sender tx = a.sender(0, 1);
+  shm::ring_receiver rx = b.receiver(0, 1);
+  std::byte *p = tx.reserve(4);
+  ASSERT_NE(p, nullptr);
+  std::memcpy(p, "iris", 4);
+  tx.commit();
+  shm::record_view r{};
+  ASSERT_EQ(rx.peek(r), shm::peek_status::record);
+  EXPECT_EQ(std::memcmp(r.bytes, "iris", 4), 0);
+  a.mark_attached();
+  EXPECT_EQ(access(("/dev/shm" + name).c_str(), F_OK), 0) << "removed before all attached";
+  b.mark_attached();
+  EXPECT_NE(access(("/dev/shm" + name).c_str(), F_OK), 0) << "left in /dev/shm";
+}
+
+TEST(Segment, ClearErrors) {
+  const std::string name = unique_name("b");
+  EXPECT_THROW(shm::segment::create(name, {2, 1000}), shm::error) << "not a power of two";
+  EXPECT_THROW(shm::segment::attach(name, {2, 4096}), shm::error) << "no such segment";
+  {
+    shm::segment a = shm::segment::create(name, {2, 4096});
+    EXPECT_THROW(shm::segment::create(name, {2, 4096}), shm::error) << "exists";
+    EXPECT_THROW(shm::segment::attach(name, {3, 4096}), shm::error) << "other shape";
+    a.mark_attached();
+    shm::segment b = shm::segment::attach(name, {2, 4096});
+    b.mark_attached();
+  }
+  // Far larger than /dev/shm: refused before a byte is allocated.
+  try {
+    shm::segment::create(name, {1024, std::size_t{1} << 30});
+    ADD_FAILURE() << "a 1 PiB segment was created";
+  } catch (const shm::error &e) {
+    EXPECT_NE(std::string(e.what()).find("/dev/shm has"), std::string::npos) << e.what();
+  }
+  EXPECT_NE(access(("/dev/shm" + name).c_str(), F_OK), 0);
+}
+
+}  // namespace
+}  // namespace iris
