@@ -12,10 +12,13 @@
 // moves in one cache line and needs no separate doorbell or index update on
 // the sender's side: the receiver reads nothing else.
 //
-// The receiver zeroes the first word of every cache line it consumes before
-// publishing its head, so that stale bytes of an earlier lap can never look
-// like a valid stamp. The head is published in its own cache line; the sender
-// reads it only when its cached copy says the ring is full.
+// Before publishing a record, the sender clears the stamp word where the next
+// record will start, so that stale bytes of an earlier lap can never look like
+// a valid stamp there. It always keeps one line of slack so that this word is
+// free space. The receiver therefore never writes into the data lines: each
+// line only moves from the sender's cache to the receiver's. The head is
+// published in its own cache line; the sender reads it only when its cached
+// copy says the ring is full.
 //
 // Memory layout (all offsets from the ring's base; no pointers are stored):
 //   ring_control (one cache line, written by the receiver only)
@@ -54,7 +57,7 @@ inline constexpr std::size_t ring_footprint(std::size_t capacity) {
 }
 
 // Largest payload one record may carry in a ring of `capacity`: half the ring,
-// so that a record always fits once the receiver has drained the ring.
+// so that a record and the line of slack always fit once the ring is drained.
 inline constexpr std::size_t max_record_payload(std::size_t capacity) {
   return capacity / 2 - record_header_size;
 }
@@ -76,7 +79,7 @@ class ring_sender {
       const std::size_t offset = tail_ & (capacity_ - 1);
       const std::size_t to_end = capacity_ - offset;
       const std::size_t want = need <= to_end ? need : to_end;
-      if (!have_room(want)) return nullptr;
+      if (!have_room(want + cache_line)) return nullptr;  // + the next record's stamp
       if (need <= to_end) {
         reserved_ = need;
         reserved_length_ = bytes;
@@ -84,14 +87,14 @@ class ring_sender {
       }
       // The record does not fit before the end: fill the rest with a skip
       // record and start again at offset 0.
-      publish(tail_, to_end - record_header_size, record_kind::skip);
+      publish(tail_, to_end, record_kind::skip);
       tail_ += to_end;
     }
   }
 
   // Publishes the record reserved by the last reserve().
   void commit() {
-    publish(tail_, reserved_length_, record_kind::data);
+    publish(tail_, reserved_, record_kind::data, reserved_length_);
     tail_ += reserved_;
   }
 
@@ -104,15 +107,25 @@ class ring_sender {
     return tail_ + want - head_cache_ <= capacity_;
   }
 
-  void publish(std::uint64_t position, std::size_t length, record_kind kind) {
+  // Publishes the record of `span` bytes at `position` (a skip record fills
+  // its span; a data record carries `length` bytes).
+  void publish(std::uint64_t position, std::size_t span, record_kind kind, std::size_t length = 0) {
+    if (kind == record_kind::skip) length = span - record_header_size;
+    // Clear the next record's stamp first; the release store below orders
+    // this before the receiver can look there.
+    stamp_at(position + span).store(0, std::memory_order_relaxed);
     std::byte *record = data_ + (position & (capacity_ - 1));
     const std::uint32_t words[2] = {static_cast<std::uint32_t>(length),
                                     static_cast<std::uint32_t>(kind)};
     std::memcpy(record + 8, words, sizeof(words));
     // Pairs with the acquire load in ring_receiver::peek: the payload and
     // length are visible before the stamp is.
-    std::atomic_ref<std::uint64_t>(*reinterpret_cast<std::uint64_t *>(record))
-        .store(position + 1, std::memory_order_release);
+    stamp_at(position).store(position + 1, std::memory_order_release);
+  }
+
+  std::atomic_ref<std::uint64_t> stamp_at(std::uint64_t position) const {
+    return std::atomic_ref<std::uint64_t>(
+        *reinterpret_cast<std::uint64_t *>(data_ + (position & (capacity_ - 1))));
   }
 
   ring_control *control_ = nullptr;
@@ -155,7 +168,7 @@ class ring_receiver {
       const std::size_t span = round_to_line(record_header_size + words[0]);
       if (span > capacity_ - offset) return peek_status::corrupt;
       if (words[1] == static_cast<std::uint32_t>(record_kind::skip)) {
-        release(offset, span);
+        release(span);
         continue;
       }
       if (words[1] != static_cast<std::uint32_t>(record_kind::data)) return peek_status::corrupt;
@@ -166,19 +179,12 @@ class ring_receiver {
   }
 
   // Consumes the record returned by the last successful peek().
-  void consume() { release(head_ & (capacity_ - 1), current_span_); }
+  void consume() { release(current_span_); }
 
   bool attached() const { return control_ != nullptr; }
 
  private:
-  void release(std::size_t offset, std::size_t span) {
-    // Clear the first word of each line so that no stale byte can pass for a
-    // stamp of a later lap. Ordered before the sender's next write of these
-    // lines by the release store of head below.
-    for (std::size_t line = 0; line < span; line += cache_line) {
-      std::atomic_ref<std::uint64_t>(*reinterpret_cast<std::uint64_t *>(data_ + offset + line))
-          .store(0, std::memory_order_relaxed);
-    }
+  void release(std::size_t span) {
     head_ += span;
     // Pairs with the acquire load in ring_sender::have_room.
     control_->head.store(head_, std::memory_order_release);
