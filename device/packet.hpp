@@ -1,5 +1,9 @@
 // The one packet format every transport carries. Transports move packets;
 // only device/ interprets them.
+//
+// Message packets (eager, eager_sync, rts) carry an envelope and are matched;
+// they travel in send order. Control packets (cts, fin, data, credit,
+// sync_ack) name a request and are never matched; they need no credits.
 #pragma once
 
 #include <cstddef>
@@ -8,26 +12,43 @@
 namespace iris::device {
 
 enum class packet_type : std::uint8_t {
-  eager = 1,        // a whole message: header + all of its bytes
-  eager_first = 2,  // the first fragment of a message longer than a record
-  eager_more = 3,   // a following fragment; `offset` says where it goes
+  eager = 1,       // a whole message: header + all of its bytes; costs a credit
+  eager_sync = 2,  // as eager, and the receiver answers sync_ack once matched
+  rts = 3,         // rendezvous request to send: envelope, length, rts_payload
+  cts = 4,         // clear to send: stream `length` bytes to `receiver_request`
+  data = 5,        // rendezvous data for `receiver_request`, at `offset`
+  fin = 6,         // the receiver has read the data (CMA): `sender_request` done
+  credit = 7,      // nothing but returned credits
+  sync_ack = 8,    // a synchronous send matched: `sender_request` done
 };
 
 struct packet_header {
   packet_type type;
-  std::uint8_t flags;     // none defined yet; must be zero
-  std::uint16_t credits;  // eager credits returned to the receiver of this packet
-  std::int32_t source;    // sender's rank in the communicator of `context`
-  std::uint32_t context;  // context id of the communicator
-  std::int32_t tag;
-  std::uint64_t length;          // length of the whole message in bytes
-  std::uint64_t sender_request;  // the sender's request id (0: none)
-  std::uint64_t offset;          // eager_more: where this fragment starts
+  std::uint8_t flags;              // none defined yet; must be zero
+  std::uint16_t credits;           // eager credits returned to the receiver of this packet
+  std::int32_t source;             // message packets: sender's rank in the communicator
+  std::uint32_t context;           // message packets: context id of the communicator
+  std::int32_t tag;                // message packets: the tag
+  std::uint64_t length;            // message length (cts: bytes wanted; data: fragment bytes)
+  std::uint64_t sender_request;    // the sender's request id (0: none)
+  std::uint64_t receiver_request;  // cts/data: the receiver's request id; data: offset below
+  std::uint64_t offset;            // data: where this fragment goes
 };
-static_assert(sizeof(packet_header) == 40, "the packet header is part of the wire format");
+static_assert(sizeof(packet_header) == 48, "the packet header is part of the wire format");
+
+// What an RTS carries after its header: where the receiver may read the data
+// itself (cross-memory attach), when it can.
+struct rts_payload {
+  std::int64_t pid;
+  std::uint64_t address;
+};
 
 // The largest message length the device accepts in a header.
 inline constexpr std::uint64_t max_message_length = std::uint64_t{1} << 48;
+
+inline bool is_message(packet_type t) {
+  return t == packet_type::eager || t == packet_type::eager_sync || t == packet_type::rts;
+}
 
 // Checks a header that arrived from outside, before anything uses it.
 // `payload` is the number of bytes that came after the header in the same

@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <new>
 #include <vector>
 
 namespace iris::device {
@@ -20,7 +21,8 @@ class pool {
     T *item = free_;
     free_ = item->next;
     const std::uint32_t index = item->index;
-    *item = T{};
+    item->~T();
+    new (item) T;  // members have initializers; inline buffers stay uninitialised
     item->index = index;
     ++live_;
     return item;

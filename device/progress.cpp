@@ -38,7 +38,7 @@ int push_sends() {
   for (std::size_t i = 0; i < rt->sending.size();) {
     vc *v = rt->sending[i];
     pushed += send_push(*v);
-    if (v->send_queue.empty()) {
+    if (!v->has_pending()) {
       v->on_sending_list = false;
       rt->sending[i] = rt->sending.back();
       rt->sending.pop_back();

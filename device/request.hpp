@@ -1,32 +1,48 @@
 // Requests: one per nonblocking operation (and per blocking one that could
-// not finish at once). They live in a pool and are named by int handles.
+// not finish at once). They live in a pool and are named by int handles; on
+// the wire they are named by ids that also carry a generation, so that a
+// stale or forged id is refused instead of touching a reused request.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 
 #include "device/match.hpp"
+#include "device/packet.hpp"
 #include "device/pool.hpp"
 
 namespace iris::device {
 
 struct communicator;
-struct unexpected_msg;
 
 enum class request_kind : std::uint8_t { send, recv };
 
+enum class send_state : std::uint8_t {
+  queued,      // its message packet waits for room in the send queue
+  wait_ack,    // eager_sync sent; waits for sync_ack
+  wait_reply,  // rts sent; waits for cts (pipeline) or fin (receiver read it)
+  streaming,   // cts received; data fragments go out from the stream queue
+  done,
+};
+
 struct request {
-  request *next = nullptr;  // free list, posted queue or a VC's send queue
+  request *next = nullptr;  // free list, posted queue, or a VC's send/stream queue
   request *prev = nullptr;
   std::uint32_t index = 0;
-  match_key key{};  // recv: pattern (may hold wildcards); send: the message's key
+  std::uint32_t generation = 0;  // bumped at every allocation
+  match_key key{};               // recv: pattern (may hold wildcards); send: the message's key
   request_kind kind = request_kind::send;
   bool in_use = false;
   bool complete = false;
-  std::byte *buffer = nullptr;  // recv: where the data goes; send: the user's data
-  std::size_t bytes = 0;        // recv: capacity; send: message length
-  std::size_t sent = 0;         // send: bytes handed to the transport so far
-  int peer = -1;                // send: destination rank in MPI_COMM_WORLD
+  bool synchronous = false;  // send: completes only once matched
+  send_state state = send_state::queued;
+  packet_type protocol = packet_type::eager;  // send: eager, eager_sync or rts
+  std::byte *buffer = nullptr;                // recv: where the data goes; send: the user's data
+  std::size_t bytes = 0;                      // recv: capacity; send: message length
+  std::size_t progress = 0;        // send: bytes streamed; recv: bytes arrived (rendezvous)
+  std::size_t expected = 0;        // send: bytes the receiver wants; recv: bytes to arrive
+  std::uint64_t peer_request = 0;  // the other side's request id (rendezvous)
+  int peer = -1;                   // world rank of the other side once known
   const communicator *comm = nullptr;
   // The outcome, valid once complete.
   int status_source = 0;
@@ -35,18 +51,21 @@ struct request {
   std::size_t status_bytes = 0;
 };
 
-// An eager message that arrived before its receive was posted.
+// A message that arrived before its receive was posted: an eager message with
+// its bytes, or an RTS with where to fetch them.
 struct unexpected_msg {
-  static constexpr std::size_t inline_capacity = 224;
+  static constexpr std::size_t inline_capacity = 192;
 
   unexpected_msg *next = nullptr;
   unexpected_msg *prev = nullptr;
   std::uint32_t index = 0;
   match_key key{};
-  std::size_t length = 0;     // of the whole message
-  std::size_t arrived = 0;    // bytes arrived so far
-  std::byte *data = nullptr;  // inline_data, or the heap for longer messages
-  int from = 0;               // sender's rank in the world
+  packet_type type = packet_type::eager;
+  std::size_t length = 0;  // of the whole message
+  int from = 0;            // sender's rank in the world
+  std::uint64_t sender_request = 0;
+  rts_payload rts{};
+  std::byte *data = nullptr;  // eager: inline_data, or the heap for longer messages
   std::byte inline_data[inline_capacity];
 };
 
@@ -56,10 +75,15 @@ inline int request_handle(const request &r) {
   return request_handle_kind | static_cast<int>(r.index + 1);
 }
 
+inline std::uint64_t request_id(const request &r) {
+  return (std::uint64_t{r.generation} << 32) | (r.index + 1);
+}
+
 class request_pool {
  public:
   request *allocate(request_kind kind, const communicator *comm) {
     request *r = pool_.allocate();
+    r->generation = ++generation_;
     r->kind = kind;
     r->comm = comm;
     r->in_use = true;
@@ -76,10 +100,19 @@ class request_pool {
     request *r = pool_.at((bits & 0x0fffffffU) - 1);
     return r != nullptr && r->in_use ? r : nullptr;
   }
+  // The live request of `kind` named by a wire id, or nullptr.
+  request *from_id(std::uint64_t id, request_kind kind) const {
+    const auto index = static_cast<std::uint32_t>(id & 0xffffffffU);
+    if (index == 0) return nullptr;
+    request *r = pool_.at(index - 1);
+    if (r == nullptr || !r->in_use || r->kind != kind) return nullptr;
+    return r->generation == static_cast<std::uint32_t>(id >> 32) ? r : nullptr;
+  }
   std::size_t live() const { return pool_.live(); }
 
  private:
   pool<request> pool_;
+  std::uint32_t generation_ = 0;
 };
 
 }  // namespace iris::device

@@ -61,6 +61,7 @@ void shm_setup(runtime &r, const node_layout &layout) {
     vc &v = r.vcs[static_cast<std::size_t>(peer)];
     v.via = transport::shm;
     v.tx = r.segment->sender(layout.local_index, i);
+    v.credits = r.config.eager_credits;
     r.inboxes.push_back(inbox{peer, r.segment->receiver(i, layout.local_index)});
   }
 }
@@ -90,11 +91,28 @@ void comms_setup(runtime &r) {
 void describe(const runtime &r, const node_layout &layout) {
   std::fprintf(stderr,
                "iris: rank %d of %d: pmi %s, job %.*s, node %d with %zu local ranks (index %d), "
-               "shm ring %zu B, fragment %zu B, spin %d\n",
+               "shm ring %zu B, fragment %zu B, eager limit %zu B x %d credits, spin %d\n",
                r.rank, r.size, std::string(r.pmi->backend()).c_str(),
                static_cast<int>(r.pmi->job_id().size()), r.pmi->job_id().data(),
                r.pmi->node_of(r.rank), layout.local_ranks.size(), layout.local_index,
-               r.config.shm_ring_size, r.config.shm_fragment_size, r.spin_limit);
+               r.config.shm_ring_size, r.config.shm_fragment_size, r.config.eager_limit,
+               r.config.eager_credits, r.spin_limit);
+}
+
+void stats_print(const runtime &r) {
+  const statistics &s = r.stats;
+  std::fprintf(stderr,
+               "iris: rank %d stats: sent eager %llu, eager-sync %llu, rendezvous %llu "
+               "(credit stalls %llu); received rendezvous by cma %llu, by pipeline %llu; "
+               "credit packets %llu; unexpected peak %zu messages, %zu bytes\n",
+               r.rank, static_cast<unsigned long long>(s.eager),
+               static_cast<unsigned long long>(s.eager_sync),
+               static_cast<unsigned long long>(s.rendezvous),
+               static_cast<unsigned long long>(s.credit_stalls),
+               static_cast<unsigned long long>(s.rendezvous_cma),
+               static_cast<unsigned long long>(s.rendezvous_pipeline),
+               static_cast<unsigned long long>(s.credit_packets), s.unexpected_depth_peak,
+               s.unexpected_bytes_peak);
 }
 
 }  // namespace
@@ -108,9 +126,11 @@ int runtime_init(int required_thread_level) {
   } catch (const std::exception &e) {
     fatal("MPI_Init", "%s", e.what());
   }
-  r->config.shm_fragment_size =
-      std::min(r->config.shm_fragment_size,
-               shm::max_record_payload(r->config.shm_ring_size) - sizeof(packet_header));
+  // One eager message and one rendezvous fragment must each fit one record.
+  const std::size_t record_payload =
+      shm::max_record_payload(r->config.shm_ring_size) - sizeof(packet_header);
+  r->config.shm_fragment_size = std::min(r->config.shm_fragment_size, record_payload);
+  r->config.eager_limit = std::min(r->config.eager_limit, record_payload);
   r->rank = r->pmi->rank();
   r->size = r->pmi->size();
   r->thread_level = std::min(required_thread_level, MPI_THREAD_SERIALIZED);
@@ -148,10 +168,9 @@ int runtime_finalize() {
   } catch (const std::exception &e) {
     fatal("MPI_Finalize", "%s", e.what());
   }
+  if (rt->config.stats) stats_print(*rt);
   // Messages nobody received: erroneous but legal to leave behind.
-  while (unexpected_msg *m = rt->unexpected.pop_front()) {
-    if (m->data != m->inline_data) std::free(m->data);
-  }
+  unexpected_release_all();
   delete rt;
   rt = nullptr;
   return MPI_SUCCESS;

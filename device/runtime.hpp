@@ -25,20 +25,38 @@ enum class transport : std::uint8_t { self, shm };
 struct vc {
   int world_rank = 0;
   transport via = transport::self;
-  shm::ring_sender tx;                  // via == shm
-  intrusive_queue<request> send_queue;  // sends waiting for room, oldest first
+  shm::ring_sender tx;                    // via == shm
+  bool cma_usable = true;                 // this peer's memory can be read (CMA)
+  int credits = 0;                        // eager messages we may still send it
+  int owed = 0;                           // credits we owe it (its eager messages we consumed)
+  intrusive_queue<request> send_queue;    // message packets waiting, in send order
+  intrusive_queue<request> stream_queue;  // rendezvous sends streaming data
+  std::vector<packet_header> backlog;     // control packets that found the ring full
   bool on_sending_list = false;
-  // The message from this peer whose fragments are still arriving: exactly
-  // one of `into` (a posted receive) or `held` (an unexpected message).
-  request *into = nullptr;
-  unexpected_msg *held = nullptr;
-  std::size_t expect_offset = 0;
+  bool has_pending() const {
+    return !send_queue.empty() || !stream_queue.empty() || !backlog.empty();
+  }
 };
 
 // A ring this process drains: the one its local peer `from` writes into.
 struct inbox {
   int from = 0;  // world rank
   shm::ring_receiver rx;
+};
+
+// Counters for IRIS_STATS=1, printed at MPI_Finalize.
+struct statistics {
+  std::uint64_t eager = 0;
+  std::uint64_t eager_sync = 0;
+  std::uint64_t rendezvous = 0;           // sent
+  std::uint64_t rendezvous_cma = 0;       // received by reading the sender's memory
+  std::uint64_t rendezvous_pipeline = 0;  // received through the ring
+  std::uint64_t credit_stalls = 0;        // eager-sized sends that went by rendezvous
+  std::uint64_t credit_packets = 0;
+  std::size_t unexpected_depth = 0;
+  std::size_t unexpected_depth_peak = 0;
+  std::size_t unexpected_bytes = 0;
+  std::size_t unexpected_bytes_peak = 0;
 };
 
 struct runtime {
@@ -49,10 +67,11 @@ struct runtime {
   int spin_limit = 2000;
   std::vector<vc> vcs;
   std::vector<inbox> inboxes;
-  std::vector<vc *> sending;  // VCs with a non-empty send queue
+  std::vector<vc *> sending;  // VCs with something to push
   std::optional<shm::segment> segment;
   intrusive_queue<request> posted;
   intrusive_queue<unexpected_msg> unexpected;
+  statistics stats;
   request_pool requests;
   pool<unexpected_msg> unexpected_pool;
   std::vector<std::unique_ptr<communicator>> comms;  // indexed by handle & 0x0fffffff
@@ -90,19 +109,15 @@ void progress_until(Done done) {
 }
 
 // Sends `bytes` from `data` to rank `dest` of `comm`. Returns nullptr when the
-// message is already on its way (the buffer may be reused), else a request
-// that completes when it is. `context` selects point-to-point or collective.
+// message is already on its way and the buffer may be reused, else a request
+// that completes when it may. A synchronous send always returns a request.
 request *send_start(const communicator &comm, std::uint32_t context, const void *data,
-                    std::size_t bytes, int dest, int tag);
+                    std::size_t bytes, int dest, int tag, bool synchronous = false);
 // Posts a receive; the returned request completes when a message matched.
 request *recv_start(const communicator &comm, std::uint32_t context, void *data,
                     std::size_t capacity, int source, int tag);
 // The oldest unexpected message matching the pattern, or nullptr.
 const unexpected_msg *probe_find(std::uint32_t context, int source, int tag);
-
-// Pushes queued fragments to `to` while its transport takes them. Returns
-// how many packets went out.
-int send_push(vc &to);
 
 // Blocks until every rank of `comm` has called it (dissemination barrier on
 // the collective context).
@@ -111,9 +126,39 @@ void barrier(const communicator &comm);
 // Waits for `r` to complete and releases it.
 void request_wait_release(request *r);
 
-// Hands a packet that arrived from world rank `from` to the device.
-// Returns nullptr, or why the packet was refused (it is then dropped).
+// Pushes what `to` has waiting (control packets first, then message packets
+// in order, then rendezvous data) while its transport takes it. Returns how
+// many packets went out.
+int send_push(vc &to);
+
+// Sends a control packet (cts, fin, credit, sync_ack) to `to`: at once when
+// the transport has room, else ahead of everything else queued for it.
+void control_send(vc &to, packet_header h);
+
+// Hands a packet that arrived from `from` to the device. Returns nullptr, or
+// why the packet was refused (it is then dropped).
 const char *packet_deliver(vc &from, const packet_header &h, const std::byte *payload,
                            std::size_t length);
+
+// Rendezvous: a receive `r` has matched an RTS of `from`.
+void rendezvous_matched(request &r, vc &from, std::uint64_t sender_request,
+                        const rts_payload &where);
+const char *rendezvous_on_cts(vc &from, const packet_header &h);
+const char *rendezvous_on_data(vc &from, const packet_header &h, const std::byte *payload);
+// Pushes data fragments of `to`'s streaming sends. Returns packets sent.
+int rendezvous_push(vc &to);
+
+// Completes a send request waiting for fin or sync_ack.
+const char *send_on_done(vc &from, const packet_header &h);
+
+// Frees every unexpected message (at MPI_Finalize).
+void unexpected_release_all();
+
+// Marks `to` as having something to push in progress_poll.
+void sending_list_add(vc &to);
+
+// Writes one packet into `to`'s ring, with any credits owed to it. Returns
+// false when the ring has no room now.
+bool packet_write(vc &to, packet_header h, const void *payload, std::size_t bytes);
 
 }  // namespace iris::device

@@ -3,27 +3,56 @@
 #include <cerrno>
 #include <cstdlib>
 #include <stdexcept>
+#include <string_view>
 
 namespace iris::device {
 namespace {
 
 constexpr tunable table[] = {
-    {"IRIS_SHM_RING_SIZE", 256 * 1024, 256, 1 << 30,
+    {"IRIS_EAGER_LIMIT", 16 * 1024, 0, 1 << 29, nullptr,
+     "largest message sent eagerly (its bytes with its header); longer ones use rendezvous. "
+     "Capped so that one eager message fits one shared-memory record"},
+    {"IRIS_EAGER_CREDITS", 64, 1, 0xffff, nullptr,
+     "eager messages a sender may have unreceived at one receiver; with none left it uses "
+     "rendezvous. Bounds a receiver's unexpected eager memory to credits x eager limit per peer"},
+    {"IRIS_RNDV_ENGINE", 0, 0, 2, "auto,cma,pipeline",
+     "how rendezvous data moves between ranks of one node: cma reads the sender's memory "
+     "(process_vm_readv, one copy); pipeline streams it through the ring (two copies, "
+     "overlapped); auto uses cma from IRIS_CMA_THRESHOLD up where the kernel allows it"},
+    {"IRIS_CMA_THRESHOLD", 1 << 30, 0, std::int64_t{1} << 40, nullptr,
+     "with IRIS_RNDV_ENGINE=auto, the smallest rendezvous message read with cma"},
+    {"IRIS_SHM_RING_SIZE", 256 * 1024, 256, 1 << 30, nullptr,
      "bytes of each shared-memory ring (one per ordered pair of ranks on a node); a power of two"},
-    {"IRIS_SHM_FRAGMENT_SIZE", 32 * 1024, 64, 1 << 29,
-     "largest payload of one shared-memory record; longer messages are split and pipelined "
-     "(capped at half the ring)"},
-    {"IRIS_SPIN_COUNT", -1, -1, 1 << 30,
+    {"IRIS_SHM_FRAGMENT_SIZE", 32 * 1024, 64, 1 << 29, nullptr,
+     "largest payload of one shared-memory record; rendezvous data is streamed in pieces of "
+     "this size (capped at half the ring)"},
+    {"IRIS_SPIN_COUNT", -1, -1, 1 << 30, nullptr,
      "idle progress polls before a waiting rank yields its core; -1 chooses 2000, or 20 when "
      "a node has more ranks than cores"},
-    {"IRIS_POLL_BATCH", 16, 1, 1 << 20,
+    {"IRIS_POLL_BATCH", 16, 1, 1 << 20, nullptr,
      "most packets taken from one peer in one progress call, so that no peer starves the others"},
-    {"IRIS_DEBUG", 0, 0, 1, "1 prints one line per rank at start-up describing its transports"},
+    {"IRIS_DEBUG", 0, 0, 1, nullptr,
+     "1 prints one line per rank at start-up describing its transports"},
+    {"IRIS_STATS", 0, 0, 1, nullptr,
+     "1 prints one line per rank at MPI_Finalize: messages by protocol, credit stalls, peak "
+     "unexpected-queue depth and bytes"},
 };
+
+std::int64_t parse_choice(const tunable &t, std::string_view text) {
+  std::string_view rest = t.choices;
+  for (std::int64_t index = 0; !rest.empty(); ++index) {
+    const std::size_t comma = rest.find(',');
+    if (rest.substr(0, comma) == text) return index;
+    rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
+  }
+  throw std::runtime_error(std::string(t.name) + "=" + std::string(text) + " is not one of " +
+                           t.choices);
+}
 
 std::int64_t read_value(const tunable &t) {
   const char *text = std::getenv(t.name);
   if (text == nullptr || *text == '\0') return t.default_value;
+  if (t.choices != nullptr) return parse_choice(t, text);
   errno = 0;
   char *end = nullptr;
   long long value = std::strtoll(text, &end, 0);
@@ -36,15 +65,22 @@ std::int64_t read_value(const tunable &t) {
   return value;
 }
 
-const tunable &find(const char *name) {
+const tunable &find(std::string_view name) {
   for (const tunable &t : table) {
-    if (std::string_view(t.name) == name) return t;
+    if (name == t.name) return t;
   }
-  throw std::logic_error(std::string("undeclared tunable ") + name);
+  throw std::logic_error("undeclared tunable " + std::string(name));
 }
 
-std::int64_t value_of(const char *name) {
+std::int64_t value_of(std::string_view name) {
   return read_value(find(name));
+}
+
+std::string default_text(const tunable &t) {
+  if (t.choices == nullptr) return std::to_string(t.default_value);
+  std::string_view rest = t.choices;
+  for (std::int64_t i = 0; i < t.default_value; ++i) rest = rest.substr(rest.find(',') + 1);
+  return std::string(rest.substr(0, rest.find(',')));
 }
 
 }  // namespace
@@ -57,9 +93,14 @@ settings settings_load() {
   settings s{};
   s.shm_ring_size = static_cast<std::size_t>(value_of("IRIS_SHM_RING_SIZE"));
   s.shm_fragment_size = static_cast<std::size_t>(value_of("IRIS_SHM_FRAGMENT_SIZE"));
+  s.eager_limit = static_cast<std::size_t>(value_of("IRIS_EAGER_LIMIT"));
+  s.eager_credits = static_cast<int>(value_of("IRIS_EAGER_CREDITS"));
+  s.engine = static_cast<rndv_engine>(value_of("IRIS_RNDV_ENGINE"));
+  s.cma_threshold = static_cast<std::size_t>(value_of("IRIS_CMA_THRESHOLD"));
   s.spin_count = static_cast<int>(value_of("IRIS_SPIN_COUNT"));
   s.poll_batch = static_cast<int>(value_of("IRIS_POLL_BATCH"));
   s.debug = value_of("IRIS_DEBUG") != 0;
+  s.stats = value_of("IRIS_STATS") != 0;
   return s;
 }
 
@@ -67,8 +108,8 @@ std::string tunables_describe() {
   std::string out;
   for (const tunable &t : table) {
     const char *now = std::getenv(t.name);
-    out += std::string(t.name) + " = " + (now != nullptr ? now : std::to_string(t.default_value)) +
-           " (default " + std::to_string(t.default_value) + ")\n    " + t.help + "\n";
+    out += std::string(t.name) + " = " + (now != nullptr && *now != '\0' ? now : default_text(t)) +
+           " (default " + default_text(t) + ")\n    " + t.help + "\n";
   }
   return out;
 }

@@ -1,7 +1,9 @@
 // Every tunable of the runtime, declared once with its default and help text.
-// Each is read from the environment variable of the same name at MPI_Init.
+// Each is read from the environment variable of the same name at MPI_Init;
+// iris_info prints the table.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <span>
 #include <string>
@@ -13,24 +15,32 @@ struct tunable {
   std::int64_t default_value;
   std::int64_t min_value;
   std::int64_t max_value;
+  const char *choices;  // "a,b,c": the value is a name, read as its index; else nullptr
   const char *help;
 };
 
 std::span<const tunable> tunables();
 
+enum class rndv_engine : std::uint8_t { automatic = 0, cma = 1, pipeline = 2 };
+
 struct settings {
   std::size_t shm_ring_size;
   std::size_t shm_fragment_size;
+  std::size_t eager_limit;
+  int eager_credits;
+  rndv_engine engine;
+  std::size_t cma_threshold;
   int spin_count;  // -1: chosen at start-up
   int poll_batch;
   bool debug;
+  bool stats;
 };
 
 // Reads the environment. Throws std::runtime_error naming the variable and
-// the accepted range when a value is malformed or out of range.
+// the accepted values when one is malformed or out of range.
 settings settings_load();
 
-// The table as text, one tunable per line, for iris_info.
+// The table as text, one tunable per entry with its current value.
 std::string tunables_describe();
 
 }  // namespace iris::device

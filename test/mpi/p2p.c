@@ -90,8 +90,13 @@ static void wildcard_order(void) {
    * three times: it must see 1, 2, 1 with the values in send order. */
   if (size < 2 || rank > 1) return;
   if (rank == 1) {
+    /* Nonblocking: blocking sends here would rely on eager buffering. */
     const int tags[] = {1, 2, 3, 1};
-    for (int i = 0; i < 4; ++i) MPI_Send(&i, 1, MPI_INT, 0, tags[i], MPI_COMM_WORLD);
+    const int values[] = {0, 1, 2, 3};
+    MPI_Request r[4];
+    for (int i = 0; i < 4; ++i)
+      MPI_Isend(&values[i], 1, MPI_INT, 0, tags[i], MPI_COMM_WORLD, &r[i]);
+    MPI_Waitall(4, r, MPI_STATUSES_IGNORE);
     return;
   }
   int v = -1;

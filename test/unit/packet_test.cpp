@@ -6,62 +6,84 @@
 namespace iris::device {
 namespace {
 
-packet_header eager(std::uint64_t length) {
+packet_header message(packet_type type, std::uint64_t length) {
   packet_header h{};
-  h.type = packet_type::eager;
+  h.type = type;
   h.source = 1;
   h.context = 0;
   h.tag = 3;
   h.length = length;
+  h.sender_request = 7;
+  return h;
+}
+
+packet_header control(packet_type type) {
+  packet_header h{};
+  h.type = type;
+  h.sender_request = 5;
+  h.receiver_request = 9;
   return h;
 }
 
 TEST(PacketCheck, SoundHeadersPass) {
-  EXPECT_EQ(packet_check(eager(0), 0, 4), nullptr);
-  EXPECT_EQ(packet_check(eager(100), 100, 4), nullptr);
-  packet_header first = eager(1000);
-  first.type = packet_type::eager_first;
-  EXPECT_EQ(packet_check(first, 400, 4), nullptr);
-  packet_header more = eager(1000);
-  more.type = packet_type::eager_more;
-  more.offset = 400;
-  EXPECT_EQ(packet_check(more, 600, 4), nullptr);
+  EXPECT_EQ(packet_check(message(packet_type::eager, 0), 0, 4), nullptr);
+  EXPECT_EQ(packet_check(message(packet_type::eager, 100), 100, 4), nullptr);
+  EXPECT_EQ(packet_check(message(packet_type::eager_sync, 8), 8, 4), nullptr);
+  EXPECT_EQ(packet_check(message(packet_type::rts, 1 << 20), sizeof(rts_payload), 4), nullptr);
+  packet_header cts = control(packet_type::cts);
+  cts.length = 1 << 20;
+  EXPECT_EQ(packet_check(cts, 0, 4), nullptr);
+  packet_header data = control(packet_type::data);
+  data.length = 4096;
+  data.offset = 8192;
+  EXPECT_EQ(packet_check(data, 4096, 4), nullptr);
+  EXPECT_EQ(packet_check(control(packet_type::fin), 0, 4), nullptr);
+  EXPECT_EQ(packet_check(control(packet_type::sync_ack), 0, 4), nullptr);
+  packet_header credit{};
+  credit.type = packet_type::credit;
+  credit.credits = 30;
+  EXPECT_EQ(packet_check(credit, 0, 4), nullptr);
 }
 
-TEST(PacketCheck, EveryImpossibleFieldIsRefused) {
-  packet_header h = eager(8);
+TEST(PacketCheck, ImpossibleEnvelopesAreRefused) {
+  packet_header h = message(packet_type::eager, 8);
   h.source = 4;
   EXPECT_NE(packet_check(h, 8, 4), nullptr) << "source == world size";
   h.source = -1;
   EXPECT_NE(packet_check(h, 8, 4), nullptr) << "negative source";
-  h = eager(8);
+  h = message(packet_type::rts, 8);
   h.tag = -5;
-  EXPECT_NE(packet_check(h, 8, 4), nullptr) << "negative tag";
-  h = eager(8);
+  EXPECT_NE(packet_check(h, sizeof(rts_payload), 4), nullptr) << "negative tag";
+  h = message(packet_type::eager, 8);
   h.flags = 1;
   EXPECT_NE(packet_check(h, 8, 4), nullptr) << "unknown flags";
-  h = eager(8);
+  h = message(packet_type::eager, 8);
   h.type = static_cast<packet_type>(99);
   EXPECT_NE(packet_check(h, 8, 4), nullptr) << "unknown type";
-  h = eager(max_message_length + 1);
+  h = message(packet_type::eager, max_message_length + 1);
   EXPECT_NE(packet_check(h, 8, 4), nullptr) << "impossible length";
-  EXPECT_NE(packet_check(eager(8), 7, 4), nullptr) << "payload shorter than the message";
-  EXPECT_NE(packet_check(eager(8), 9, 4), nullptr) << "payload longer than the message";
 }
 
-TEST(PacketCheck, FragmentsMustLieInsideTheirMessage) {
-  packet_header first = eager(1000);
-  first.type = packet_type::eager_first;
-  EXPECT_NE(packet_check(first, 1000, 4), nullptr) << "a first fragment that is the whole";
-  EXPECT_NE(packet_check(first, 0, 4), nullptr) << "an empty first fragment";
-  packet_header more = eager(1000);
-  more.type = packet_type::eager_more;
-  more.offset = 900;
-  EXPECT_NE(packet_check(more, 101, 4), nullptr) << "runs past the end";
-  more.offset = 0;
-  EXPECT_NE(packet_check(more, 10, 4), nullptr) << "offset 0 is the first fragment's";
-  more.offset = 1001;
-  EXPECT_NE(packet_check(more, 0, 4), nullptr) << "starts past the end";
+TEST(PacketCheck, PayloadsMustFitTheirType) {
+  EXPECT_NE(packet_check(message(packet_type::eager, 8), 7, 4), nullptr) << "eager too short";
+  EXPECT_NE(packet_check(message(packet_type::eager, 8), 9, 4), nullptr) << "eager too long";
+  EXPECT_NE(packet_check(message(packet_type::rts, 8), 0, 4), nullptr) << "rts without payload";
+  packet_header rts = message(packet_type::rts, 8);
+  rts.sender_request = 0;
+  EXPECT_NE(packet_check(rts, sizeof(rts_payload), 4), nullptr) << "rts without request";
+  EXPECT_NE(packet_check(control(packet_type::cts), 8, 4), nullptr) << "cts with payload";
+  packet_header data = control(packet_type::data);
+  data.length = 10;
+  EXPECT_NE(packet_check(data, 11, 4), nullptr) << "data length differs from payload";
+  EXPECT_NE(packet_check(data, 0, 4), nullptr) << "empty data";
+  data.receiver_request = 0;
+  EXPECT_NE(packet_check(data, 10, 4), nullptr) << "data for no request";
+  packet_header fin = control(packet_type::fin);
+  fin.sender_request = 0;
+  EXPECT_NE(packet_check(fin, 0, 4), nullptr) << "fin for no request";
+  packet_header credit{};
+  credit.type = packet_type::credit;
+  EXPECT_NE(packet_check(credit, 4, 4), nullptr) << "credit with payload";
 }
 
 }  // namespace

@@ -1,0 +1,157 @@
+// The receiving side: message packets meet posted receives or wait on the
+// unexpected queue; eager credits go back to their senders as messages are
+// consumed; every packet is dispatched from here.
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+
+#include "device/errors.hpp"
+#include "device/runtime.hpp"
+#include "include/mpi.h"
+
+namespace iris::device {
+namespace {
+
+// A receive has met a message of `length` bytes with envelope `key`.
+void recv_matched(request &r, const match_key &key, std::size_t length) {
+  r.status_source = key.source;
+  r.status_tag = key.tag;
+  r.status_bytes = std::min(length, r.bytes);
+  r.status_error = length > r.bytes ? MPI_ERR_TRUNCATE : MPI_SUCCESS;
+}
+
+// One eager message of `from` has been consumed: its credit goes back,
+// piggybacked on the next packet to `from`, or alone once half the window is
+// owed.
+void credit_return(vc &from) {
+  if (from.via == transport::self) return;
+  ++from.owed;
+  if (from.owed * 2 >= rt->config.eager_credits) {
+    packet_header h{};
+    h.type = packet_type::credit;
+    ++rt->stats.credit_packets;
+    control_send(from, h);
+  }
+}
+
+void sync_ack_send(vc &to, std::uint64_t sender_request) {
+  packet_header h{};
+  h.type = packet_type::sync_ack;
+  h.sender_request = sender_request;
+  control_send(to, h);
+}
+
+// A receive takes a message: its bytes (eager) or its RTS (rendezvous).
+void message_into(request &r, vc &from, const match_key &key, packet_type type, std::size_t length,
+                  std::uint64_t sender_request, const std::byte *data, const rts_payload &where) {
+  recv_matched(r, key, length);
+  if (type == packet_type::rts) {
+    rendezvous_matched(r, from, sender_request, where);
+    return;
+  }
+  if (r.status_bytes != 0) std::memcpy(r.buffer, data, r.status_bytes);
+  r.complete = true;
+  credit_return(from);
+  if (type == packet_type::eager_sync) sync_ack_send(from, sender_request);
+}
+
+void unexpected_account(std::ptrdiff_t messages, std::ptrdiff_t bytes) {
+  statistics &s = rt->stats;
+  s.unexpected_depth =
+      static_cast<std::size_t>(static_cast<std::ptrdiff_t>(s.unexpected_depth) + messages);
+  s.unexpected_bytes =
+      static_cast<std::size_t>(static_cast<std::ptrdiff_t>(s.unexpected_bytes) + bytes);
+  s.unexpected_depth_peak = std::max(s.unexpected_depth_peak, s.unexpected_depth);
+  s.unexpected_bytes_peak = std::max(s.unexpected_bytes_peak, s.unexpected_bytes);
+}
+
+// Bytes of memory an unexpected message holds beyond its entry.
+std::size_t held_bytes(const unexpected_msg &m) {
+  return m.type == packet_type::rts ? 0 : m.length;
+}
+
+void unexpected_free(unexpected_msg *m) {
+  unexpected_account(-1, -static_cast<std::ptrdiff_t>(held_bytes(*m)));
+  if (m->data != m->inline_data) std::free(m->data);
+  rt->unexpected_pool.release(m);
+}
+
+const char *message_arrived(vc &from, const packet_header &h, const std::byte *payload) {
+  const match_key key{h.context, h.source, h.tag};
+  rts_payload where{};
+  if (h.type == packet_type::rts) std::memcpy(&where, payload, sizeof(where));
+  if (request *r = match_oldest(rt->posted, key)) {
+    message_into(*r, from, key, h.type, h.length, h.sender_request, payload, where);
+    return nullptr;
+  }
+  unexpected_msg *m = rt->unexpected_pool.allocate();
+  m->key = key;
+  m->type = h.type;
+  m->length = h.length;
+  m->from = from.world_rank;
+  m->sender_request = h.sender_request;
+  m->rts = where;
+  m->data = m->inline_data;
+  if (h.type != packet_type::rts && h.length > unexpected_msg::inline_capacity) {
+    m->data = static_cast<std::byte *>(std::malloc(h.length));
+    if (m->data == nullptr) {
+      fatal("progress", "out of memory holding an unexpected message of %zu bytes from rank %d",
+            static_cast<std::size_t>(h.length), from.world_rank);
+    }
+  }
+  if (h.type != packet_type::rts && h.length != 0) std::memcpy(m->data, payload, h.length);
+  rt->unexpected.push_back(m);
+  unexpected_account(1, static_cast<std::ptrdiff_t>(held_bytes(*m)));
+  return nullptr;
+}
+
+}  // namespace
+
+const char *packet_deliver(vc &from, const packet_header &h, const std::byte *payload,
+                           std::size_t length) {
+  if (const char *why = packet_check(h, length, rt->size)) return why;
+  // A peer can only return credits it was given.
+  from.credits = std::min(from.credits + h.credits, rt->config.eager_credits);
+  switch (h.type) {
+    case packet_type::eager:
+    case packet_type::eager_sync:
+    case packet_type::rts:
+      return message_arrived(from, h, payload);
+    case packet_type::cts:
+      return rendezvous_on_cts(from, h);
+    case packet_type::data:
+      return rendezvous_on_data(from, h, payload);
+    case packet_type::fin:
+    case packet_type::sync_ack:
+      return send_on_done(from, h);
+    case packet_type::credit:
+      return nullptr;
+  }
+  return "unknown packet type";
+}
+
+request *recv_start(const communicator &comm, std::uint32_t context, void *data,
+                    std::size_t capacity, int source, int tag) {
+  request *r = rt->requests.allocate(request_kind::recv, &comm);
+  r->key = match_key{context, source, tag};
+  r->buffer = static_cast<std::byte *>(data);
+  r->bytes = capacity;
+  if (unexpected_msg *m = take_oldest_for_pattern(rt->unexpected, r->key)) {
+    message_into(*r, rt->vcs[static_cast<std::size_t>(m->from)], m->key, m->type, m->length,
+                 m->sender_request, m->data, m->rts);
+    unexpected_free(m);
+  } else {
+    rt->posted.push_back(r);
+  }
+  return r;
+}
+
+const unexpected_msg *probe_find(std::uint32_t context, int source, int tag) {
+  return find_oldest_for_pattern(rt->unexpected, match_key{context, source, tag});
+}
+
+void unexpected_release_all() {
+  while (unexpected_msg *m = rt->unexpected.pop_front()) unexpected_free(m);
+}
+
+}  // namespace iris::device

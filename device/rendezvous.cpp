@@ -1,0 +1,128 @@
+// Rendezvous: the sender's RTS waits for its match; then the receiver either
+// reads the data straight from the sender's memory (cross-memory attach,
+// single copy) and answers FIN, or answers CTS and the sender streams the
+// data through the ring in fragments (pipelined copy). Data only moves once
+// matched, so unexpected rendezvous messages hold no buffer memory.
+#include <sys/uio.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "device/runtime.hpp"
+
+namespace iris::device {
+namespace {
+
+bool cma_wanted(const vc &from, std::size_t bytes) {
+  if (from.via != transport::shm || !from.cma_usable) return false;
+  switch (rt->config.engine) {
+    case rndv_engine::cma:
+      return true;
+    case rndv_engine::pipeline:
+      return false;
+    case rndv_engine::automatic:
+      return bytes >= rt->config.cma_threshold;
+  }
+  return false;
+}
+
+// Reads `bytes` from the sender's memory into `to`. False when the kernel
+// refuses (ptrace policy, containers) or the read falls short.
+bool cma_read(const rts_payload &where, std::byte *to, std::size_t bytes) {
+  std::size_t done = 0;
+  while (done < bytes) {
+    iovec local{to + done, bytes - done};
+    iovec remote{reinterpret_cast<void *>(where.address + done), bytes - done};
+    const ssize_t n = process_vm_readv(static_cast<pid_t>(where.pid), &local, 1, &remote, 1, 0);
+    if (n <= 0) return false;
+    done += static_cast<std::size_t>(n);
+  }
+  return true;
+}
+
+void reply(vc &to, packet_type type, std::uint64_t sender_request, std::uint64_t receiver_request,
+           std::size_t length) {
+  packet_header h{};
+  h.type = type;
+  h.sender_request = sender_request;
+  h.receiver_request = receiver_request;
+  h.length = length;
+  control_send(to, h);
+}
+
+}  // namespace
+
+void rendezvous_matched(request &r, vc &from, std::uint64_t sender_request,
+                        const rts_payload &where) {
+  const std::size_t want = r.status_bytes;  // what fits the receive buffer
+  r.peer = from.world_rank;
+  r.peer_request = sender_request;
+  if (want == 0 || (cma_wanted(from, want) && cma_read(where, r.buffer, want))) {
+    rt->stats.rendezvous_cma += want != 0 ? 1 : 0;
+    r.complete = true;
+    reply(from, packet_type::fin, sender_request, 0, 0);
+    return;
+  }
+  // The kernel refused a read: stop trying with this peer. Either way the
+  // data now comes through the ring.
+  if (from.via == transport::shm && cma_wanted(from, want)) from.cma_usable = false;
+  ++rt->stats.rendezvous_pipeline;
+  r.expected = want;
+  r.progress = 0;
+  reply(from, packet_type::cts, sender_request, request_id(r), want);
+}
+
+const char *rendezvous_on_cts(vc &from, const packet_header &h) {
+  request *s = rt->requests.from_id(h.sender_request, request_kind::send);
+  if (s == nullptr || s->peer != from.world_rank || s->state != send_state::wait_reply) {
+    return "cts for a send that is not waiting for one";
+  }
+  s->expected = std::min<std::size_t>(h.length, s->bytes);
+  s->peer_request = h.receiver_request;
+  s->progress = 0;
+  if (s->expected == 0) {
+    s->state = send_state::done;
+    s->complete = true;
+    return nullptr;
+  }
+  s->state = send_state::streaming;
+  from.stream_queue.push_back(s);
+  sending_list_add(from);
+  return nullptr;
+}
+
+const char *rendezvous_on_data(vc &from, const packet_header &h, const std::byte *payload) {
+  request *r = rt->requests.from_id(h.receiver_request, request_kind::recv);
+  if (r == nullptr || r->complete || r->peer != from.world_rank || h.offset != r->progress ||
+      h.length > r->expected - r->progress) {
+    return "data for no receive, or out of sequence";
+  }
+  std::memcpy(r->buffer + h.offset, payload, h.length);
+  r->progress += h.length;
+  r->complete = r->progress == r->expected;
+  return nullptr;
+}
+
+int rendezvous_push(vc &to) {
+  int packets = 0;
+  const std::size_t fragment = rt->config.shm_fragment_size;
+  while (request *s = to.stream_queue.front()) {
+    const std::size_t chunk = std::min(s->expected - s->progress, fragment);
+    packet_header h{};
+    h.type = packet_type::data;
+    h.length = chunk;
+    h.receiver_request = s->peer_request;
+    h.offset = s->progress;
+    if (!packet_write(to, h, s->buffer + s->progress, chunk)) break;
+    ++packets;
+    s->progress += chunk;
+    if (s->progress == s->expected) {
+      to.stream_queue.remove(s);
+      s->state = send_state::done;
+      s->complete = true;
+    }
+  }
+  return packets;
+}
+
+}  // namespace iris::device

@@ -1,0 +1,157 @@
+// The sending side: protocol choice, message packets in send order, control
+// packets ahead of everything, and eager credits.
+//
+// A message goes eager (one packet with its bytes) when it fits the eager
+// limit and the sender holds a credit at the receiver; otherwise it goes by
+// rendezvous (an RTS now, the data once matched). Running out of credits
+// therefore never blocks a sender nor anything queued behind it.
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "device/errors.hpp"
+#include "device/runtime.hpp"
+
+namespace iris::device {
+namespace {
+
+packet_header message_header(packet_type type, const match_key &key, std::size_t length,
+                             std::uint64_t sender_request) {
+  packet_header h{};
+  h.type = type;
+  h.source = key.source;
+  h.context = key.context;
+  h.tag = key.tag;
+  h.length = length;
+  h.sender_request = sender_request;
+  return h;
+}
+
+// Writes the message packet of a queued send. Returns false when there is no
+// room now.
+bool message_write(vc &to, request &r) {
+  const packet_header h = message_header(r.protocol, r.key, r.bytes, request_id(r));
+  if (r.protocol == packet_type::rts) {
+    const rts_payload where{getpid(), reinterpret_cast<std::uint64_t>(r.buffer)};
+    if (!packet_write(to, h, &where, sizeof(where))) return false;
+    r.state = send_state::wait_reply;
+    return true;
+  }
+  if (!packet_write(to, h, r.buffer, r.bytes)) return false;
+  r.state = r.synchronous ? send_state::wait_ack : send_state::done;
+  r.complete = !r.synchronous;
+  return true;
+}
+
+void deliver_to_self(vc &self, const packet_header &h, const void *data, std::size_t bytes) {
+  if (const char *why = packet_deliver(self, h, static_cast<const std::byte *>(data), bytes)) {
+    fatal("send to self", "refused its own packet: %s", why);
+  }
+}
+
+}  // namespace
+
+bool packet_write(vc &to, packet_header h, const void *payload, std::size_t bytes) {
+  std::byte *slot = to.tx.reserve(sizeof(h) + bytes);
+  if (slot == nullptr) return false;
+  const int give = std::min(to.owed, 0xffff);
+  h.credits = static_cast<std::uint16_t>(give);
+  to.owed -= give;
+  std::memcpy(slot, &h, sizeof(h));
+  if (bytes != 0) std::memcpy(slot + sizeof(h), payload, bytes);
+  to.tx.commit();
+  return true;
+}
+
+void sending_list_add(vc &to) {
+  if (to.on_sending_list) return;
+  to.on_sending_list = true;
+  rt->sending.push_back(&to);  // capacity reserved at init: no allocation
+}
+
+void control_send(vc &to, packet_header h) {
+  if (to.via == transport::self) {
+    deliver_to_self(to, h, nullptr, 0);
+    return;
+  }
+  if (to.backlog.empty() && packet_write(to, h, nullptr, 0)) return;
+  to.backlog.push_back(h);  // rare: only when the ring is full
+  sending_list_add(to);
+}
+
+int send_push(vc &to) {
+  int packets = 0;
+  std::size_t sent = 0;
+  while (sent < to.backlog.size() && packet_write(to, to.backlog[sent], nullptr, 0)) ++sent;
+  to.backlog.erase(to.backlog.begin(), to.backlog.begin() + static_cast<std::ptrdiff_t>(sent));
+  packets += static_cast<int>(sent);
+  if (!to.backlog.empty()) return packets;
+  while (request *r = to.send_queue.front()) {
+    if (!message_write(to, *r)) return packets;
+    to.send_queue.remove(r);
+    ++packets;
+  }
+  return packets + rendezvous_push(to);
+}
+
+request *send_start(const communicator &comm, std::uint32_t context, const void *data,
+                    std::size_t bytes, int dest, int tag, bool synchronous) {
+  vc &to = rt->vcs[static_cast<std::size_t>(comm.world_rank[static_cast<std::size_t>(dest)])];
+  const match_key key{context, comm.rank, tag};
+  // Fast path: an eager message with nothing queued ahead of it goes straight
+  // into the ring, without a request.
+  const bool eager_size = bytes <= rt->config.eager_limit;
+  if (!synchronous && to.via == transport::shm && eager_size && to.credits > 0 &&
+      to.send_queue.empty() &&
+      packet_write(to, message_header(packet_type::eager, key, bytes, 0), data, bytes)) {
+    --to.credits;
+    ++rt->stats.eager;
+    return nullptr;
+  }
+  if (to.via == transport::self && !synchronous) {
+    // Messages to oneself are buffered: a send to self never waits.
+    deliver_to_self(to, message_header(packet_type::eager, key, bytes, 0), data, bytes);
+    return nullptr;
+  }
+  request *r = rt->requests.allocate(request_kind::send, &comm);
+  r->key = key;
+  r->buffer = const_cast<std::byte *>(static_cast<const std::byte *>(data));  // only read
+  r->bytes = bytes;
+  r->peer = to.world_rank;
+  r->synchronous = synchronous;
+  if (to.via == transport::self) {
+    r->protocol = packet_type::eager_sync;
+    r->state = send_state::wait_ack;  // before delivery: the ack may come at once
+    deliver_to_self(to, message_header(r->protocol, key, bytes, request_id(*r)), data, bytes);
+    return r;
+  }
+  if (eager_size && to.credits > 0) {
+    r->protocol = synchronous ? packet_type::eager_sync : packet_type::eager;
+    --to.credits;  // reserved now: the packet goes out in order, maybe later
+    ++(synchronous ? rt->stats.eager_sync : rt->stats.eager);
+  } else {
+    r->protocol = packet_type::rts;
+    rt->stats.credit_stalls += eager_size ? 1 : 0;
+    ++rt->stats.rendezvous;
+  }
+  r->state = send_state::queued;
+  to.send_queue.push_back(r);
+  sending_list_add(to);
+  send_push(to);
+  return r;
+}
+
+const char *send_on_done(vc &from, const packet_header &h) {
+  request *r = rt->requests.from_id(h.sender_request, request_kind::send);
+  const send_state waiting =
+      h.type == packet_type::fin ? send_state::wait_reply : send_state::wait_ack;
+  if (r == nullptr || r->peer != from.world_rank || r->state != waiting) {
+    return "completion for a send that is not waiting for one";
+  }
+  r->state = send_state::done;
+  r->complete = true;
+  return nullptr;
+}
+
+}  // namespace iris::device
