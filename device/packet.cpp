@@ -33,6 +33,10 @@ const char *packet_check(const packet_header &h, std::size_t payload, int world_
     case packet_type::credit:
       if (payload != 0) return "credit packet with a payload";
       return nullptr;
+    case packet_type::cancel_send:
+    case packet_type::cancel_reply:
+      if (payload != 0 || h.sender_request == 0 || h.length > 1) return "malformed cancel";
+      return nullptr;
   }
   return "unknown packet type";
 }

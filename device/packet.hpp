@@ -12,14 +12,16 @@
 namespace iris::device {
 
 enum class packet_type : std::uint8_t {
-  eager = 1,       // a whole message: header + all of its bytes; costs a credit
-  eager_sync = 2,  // as eager, and the receiver answers sync_ack once matched
-  rts = 3,         // rendezvous request to send: envelope, length, rts_payload
-  cts = 4,         // clear to send: stream `length` bytes to `receiver_request`
-  data = 5,        // rendezvous data for `receiver_request`, at `offset`
-  fin = 6,         // the receiver has read the data (CMA): `sender_request` done
-  credit = 7,      // nothing but returned credits
-  sync_ack = 8,    // a synchronous send matched: `sender_request` done
+  eager = 1,          // a whole message: header + all of its bytes; costs a credit
+  eager_sync = 2,     // as eager, and the receiver answers sync_ack once matched
+  rts = 3,            // rendezvous request to send: envelope, length, rts_payload
+  cts = 4,            // clear to send: stream `length` bytes to `receiver_request`
+  data = 5,           // rendezvous data for `receiver_request`, at `offset`
+  fin = 6,            // the receiver has read the data (CMA): `sender_request` done
+  credit = 7,         // nothing but returned credits
+  sync_ack = 8,       // a synchronous send matched: `sender_request` done
+  cancel_send = 9,    // the sender asks to withdraw `sender_request` if unmatched
+  cancel_reply = 10,  // the answer: `length` 1 if it was withdrawn, 0 if too late
 };
 
 struct packet_header {

@@ -20,6 +20,8 @@ void recv_matched(request &r, const match_key &key, std::size_t length) {
   r.status_error = length > r.bytes ? MPI_ERR_TRUNCATE : MPI_SUCCESS;
 }
 
+}  // namespace
+
 // One eager message of `from` has been consumed: its credit goes back,
 // piggybacked on the next packet to `from`, or alone once half the window is
 // owed.
@@ -33,6 +35,8 @@ void credit_return(vc &from) {
     control_send(from, h);
   }
 }
+
+namespace {
 
 void sync_ack_send(vc &to, std::uint64_t sender_request) {
   packet_header h{};
@@ -50,7 +54,7 @@ void message_into(request &r, vc &from, const match_key &key, packet_type type, 
     return;
   }
   if (r.status_bytes != 0) std::memcpy(r.buffer, data, r.status_bytes);
-  r.complete = true;
+  request_complete(r);
   credit_return(from);
   if (type == packet_type::eager_sync) sync_ack_send(from, sender_request);
 }
@@ -65,16 +69,22 @@ void unexpected_account(std::ptrdiff_t messages, std::ptrdiff_t bytes) {
   s.unexpected_bytes_peak = std::max(s.unexpected_bytes_peak, s.unexpected_bytes);
 }
 
-// Bytes of memory an unexpected message holds beyond its entry.
+// Bytes of eager data an unexpected message holds for a peer: what credits
+// bound. Messages to oneself are the program's own buffering and not counted.
 std::size_t held_bytes(const unexpected_msg &m) {
-  return m.type == packet_type::rts ? 0 : m.length;
+  return m.type == packet_type::rts || m.from == rt->rank ? 0 : m.length;
 }
+
+}  // namespace
 
 void unexpected_free(unexpected_msg *m) {
   unexpected_account(-1, -static_cast<std::ptrdiff_t>(held_bytes(*m)));
   if (m->data != m->inline_data) std::free(m->data);
+  m->claimed = false;
   rt->unexpected_pool.release(m);
 }
+
+namespace {
 
 const char *message_arrived(vc &from, const packet_header &h, const std::byte *payload) {
   const match_key key{h.context, h.source, h.tag};
@@ -126,6 +136,10 @@ const char *packet_deliver(vc &from, const packet_header &h, const std::byte *pa
       return send_on_done(from, h);
     case packet_type::credit:
       return nullptr;
+    case packet_type::cancel_send:
+      return cancel_on_request(from, h);
+    case packet_type::cancel_reply:
+      return cancel_on_reply(from, h);
   }
   return "unknown packet type";
 }
@@ -143,6 +157,35 @@ request *recv_start(const communicator &comm, std::uint32_t context, void *data,
   } else {
     rt->posted.push_back(r);
   }
+  return r;
+}
+
+unexpected_msg *message_claim(std::uint32_t context, int source, int tag) {
+  unexpected_msg *m = take_oldest_for_pattern(rt->unexpected, match_key{context, source, tag});
+  if (m != nullptr) m->claimed = true;
+  return m;
+}
+
+unexpected_msg *message_from_handle(int handle) {
+  const auto bits = static_cast<std::uint32_t>(handle);
+  if ((bits >> 28) != (message_handle_kind >> 28) || (bits & 0x0fffffffU) == 0) return nullptr;
+  unexpected_msg *m = rt->unexpected_pool.at((bits & 0x0fffffffU) - 1);
+  return m != nullptr && m->claimed ? m : nullptr;
+}
+
+int message_handle(const unexpected_msg &m) {
+  return message_handle_kind | static_cast<int>(m.index + 1);
+}
+
+request *recv_claimed(const communicator &comm, unexpected_msg *m, void *data,
+                      std::size_t capacity) {
+  request *r = rt->requests.allocate(request_kind::recv, &comm);
+  r->key = m->key;
+  r->buffer = static_cast<std::byte *>(data);
+  r->bytes = capacity;
+  message_into(*r, rt->vcs[static_cast<std::size_t>(m->from)], m->key, m->type, m->length,
+               m->sender_request, m->data, m->rts);
+  unexpected_free(m);
   return r;
 }
 

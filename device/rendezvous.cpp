@@ -59,7 +59,7 @@ void rendezvous_matched(request &r, vc &from, std::uint64_t sender_request,
   r.peer_request = sender_request;
   if (want == 0 || (cma_wanted(from, want) && cma_read(where, r.buffer, want))) {
     rt->stats.rendezvous_cma += want != 0 ? 1 : 0;
-    r.complete = true;
+    request_complete(r);
     reply(from, packet_type::fin, sender_request, 0, 0);
     return;
   }
@@ -82,7 +82,7 @@ const char *rendezvous_on_cts(vc &from, const packet_header &h) {
   s->progress = 0;
   if (s->expected == 0) {
     s->state = send_state::done;
-    s->complete = true;
+    request_complete(*s);
     return nullptr;
   }
   s->state = send_state::streaming;
@@ -99,7 +99,7 @@ const char *rendezvous_on_data(vc &from, const packet_header &h, const std::byte
   }
   std::memcpy(r->buffer + h.offset, payload, h.length);
   r->progress += h.length;
-  r->complete = r->progress == r->expected;
+  if (r->progress == r->expected) request_complete(*r);
   return nullptr;
 }
 
@@ -119,7 +119,7 @@ int rendezvous_push(vc &to) {
     if (s->progress == s->expected) {
       to.stream_queue.remove(s);
       s->state = send_state::done;
-      s->complete = true;
+      request_complete(*s);
     }
   }
   return packets;

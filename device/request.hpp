@@ -34,7 +34,10 @@ struct request {
   request_kind kind = request_kind::send;
   bool in_use = false;
   bool complete = false;
-  bool synchronous = false;  // send: completes only once matched
+  bool synchronous = false;     // send: completes only once matched
+  bool freed = false;           // MPI_Request_free: release once complete
+  bool cancelled = false;       // the operation was cancelled
+  bool cancel_pending = false;  // send: waiting for the receiver's cancel_reply
   send_state state = send_state::queued;
   packet_type protocol = packet_type::eager;  // send: eager, eager_sync or rts
   std::byte *buffer = nullptr;                // recv: where the data goes; send: the user's data
@@ -65,11 +68,13 @@ struct unexpected_msg {
   int from = 0;            // sender's rank in the world
   std::uint64_t sender_request = 0;
   rts_payload rts{};
+  bool claimed = false;       // taken by MPI_Mprobe: named by an MPI_Message handle
   std::byte *data = nullptr;  // eager: inline_data, or the heap for longer messages
   std::byte inline_data[inline_capacity];
 };
 
 inline constexpr int request_handle_kind = 0x70000000;
+inline constexpr int message_handle_kind = 0x60000000;
 
 inline int request_handle(const request &r) {
   return request_handle_kind | static_cast<int>(r.index + 1);

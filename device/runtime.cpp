@@ -184,4 +184,11 @@ communicator *comm_lookup(int handle) {
   return rt->comms[index].get();
 }
 
+communicator *comm_of_context(std::uint32_t context) {
+  for (const auto &c : rt->comms) {
+    if (c && c->context == context) return c.get();
+  }
+  return nullptr;
+}
+
 }  // namespace iris::device

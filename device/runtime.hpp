@@ -55,7 +55,7 @@ struct statistics {
   std::uint64_t credit_packets = 0;
   std::size_t unexpected_depth = 0;
   std::size_t unexpected_depth_peak = 0;
-  std::size_t unexpected_bytes = 0;
+  std::size_t unexpected_bytes = 0;  // eager data held for peers (not self)
   std::size_t unexpected_bytes_peak = 0;
 };
 
@@ -88,6 +88,8 @@ int runtime_finalize();
 
 // The communicator named by `handle`, or nullptr.
 communicator *comm_lookup(int handle);
+// The communicator whose point-to-point context is `context`, or nullptr.
+communicator *comm_of_context(std::uint32_t context);
 
 // One pass of the progress engine. Returns how many events it handled.
 int progress_poll();
@@ -108,11 +110,36 @@ void progress_until(Done done) {
   }
 }
 
+enum class send_mode : std::uint8_t { standard, synchronous };
+
 // Sends `bytes` from `data` to rank `dest` of `comm`. Returns nullptr when the
-// message is already on its way and the buffer may be reused, else a request
-// that completes when it may. A synchronous send always returns a request.
+// message is already on its way and the buffer may be reused (only when
+// `need_request` is false), else a request that completes when it may. A
+// synchronous send completes only once matched.
 request *send_start(const communicator &comm, std::uint32_t context, const void *data,
-                    std::size_t bytes, int dest, int tag, bool synchronous = false);
+                    std::size_t bytes, int dest, int tag, send_mode mode = send_mode::standard,
+                    bool need_request = false);
+
+// Marks `r` complete (while a cancel is pending, that waits for the answer);
+// a request the user freed is released here.
+void request_complete(request &r);
+
+// MPI_Cancel: withdraws an unmatched receive at once; asks the receiver to
+// withdraw an unmatched send. Either way the request completes, cancelled or
+// not.
+void request_cancel(request &r);
+const char *cancel_on_request(vc &from, const packet_header &h);
+const char *cancel_on_reply(vc &from, const packet_header &h);
+
+// MPI_Mprobe: removes the oldest matching unexpected message and claims it
+// for a later MPI_Mrecv. nullptr when there is none.
+unexpected_msg *message_claim(std::uint32_t context, int source, int tag);
+// The claimed message named by an MPI_Message handle, or nullptr.
+unexpected_msg *message_from_handle(int handle);
+int message_handle(const unexpected_msg &m);
+// MPI_Mrecv: a receive of a claimed message; frees the message.
+request *recv_claimed(const communicator &comm, unexpected_msg *m, void *data,
+                      std::size_t capacity);
 // Posts a receive; the returned request completes when a message matched.
 request *recv_start(const communicator &comm, std::uint32_t context, void *data,
                     std::size_t capacity, int source, int tag);
@@ -153,6 +180,10 @@ const char *send_on_done(vc &from, const packet_header &h);
 
 // Frees every unexpected message (at MPI_Finalize).
 void unexpected_release_all();
+// Frees one unexpected message, keeping the statistics.
+void unexpected_free(unexpected_msg *m);
+// Counts one consumed eager message of `from` towards the credits owed to it.
+void credit_return(vc &from);
 
 // Marks `to` as having something to push in progress_poll.
 void sending_list_add(vc &to);

@@ -40,7 +40,7 @@ bool message_write(vc &to, request &r) {
   }
   if (!packet_write(to, h, r.buffer, r.bytes)) return false;
   r.state = r.synchronous ? send_state::wait_ack : send_state::done;
-  r.complete = !r.synchronous;
+  if (!r.synchronous) request_complete(r);
   return true;
 }
 
@@ -96,20 +96,21 @@ int send_push(vc &to) {
 }
 
 request *send_start(const communicator &comm, std::uint32_t context, const void *data,
-                    std::size_t bytes, int dest, int tag, bool synchronous) {
+                    std::size_t bytes, int dest, int tag, send_mode mode, bool need_request) {
   vc &to = rt->vcs[static_cast<std::size_t>(comm.world_rank[static_cast<std::size_t>(dest)])];
   const match_key key{context, comm.rank, tag};
-  // Fast path: an eager message with nothing queued ahead of it goes straight
-  // into the ring, without a request.
+  const bool synchronous = mode == send_mode::synchronous;
   const bool eager_size = bytes <= rt->config.eager_limit;
-  if (!synchronous && to.via == transport::shm && eager_size && to.credits > 0 &&
+  // Fast path: a blocking send of an eager message with nothing queued ahead
+  // of it goes straight into the ring, without a request.
+  if (!need_request && !synchronous && to.via == transport::shm && eager_size && to.credits > 0 &&
       to.send_queue.empty() &&
       packet_write(to, message_header(packet_type::eager, key, bytes, 0), data, bytes)) {
     --to.credits;
     ++rt->stats.eager;
     return nullptr;
   }
-  if (to.via == transport::self && !synchronous) {
+  if (to.via == transport::self && !synchronous && !need_request) {
     // Messages to oneself are buffered: a send to self never waits.
     deliver_to_self(to, message_header(packet_type::eager, key, bytes, 0), data, bytes);
     return nullptr;
@@ -121,8 +122,10 @@ request *send_start(const communicator &comm, std::uint32_t context, const void 
   r->peer = to.world_rank;
   r->synchronous = synchronous;
   if (to.via == transport::self) {
-    r->protocol = packet_type::eager_sync;
-    r->state = send_state::wait_ack;  // before delivery: the ack may come at once
+    r->protocol = synchronous ? packet_type::eager_sync : packet_type::eager;
+    // Set before delivery: the sync_ack may come back at once.
+    r->state = synchronous ? send_state::wait_ack : send_state::done;
+    if (!synchronous) request_complete(*r);
     deliver_to_self(to, message_header(r->protocol, key, bytes, request_id(*r)), data, bytes);
     return r;
   }
@@ -142,6 +145,12 @@ request *send_start(const communicator &comm, std::uint32_t context, const void 
   return r;
 }
 
+void request_complete(request &r) {
+  if (r.cancel_pending) return;  // cancel_on_reply completes it
+  r.complete = true;
+  if (r.freed) rt->requests.release(&r);
+}
+
 const char *send_on_done(vc &from, const packet_header &h) {
   request *r = rt->requests.from_id(h.sender_request, request_kind::send);
   const send_state waiting =
@@ -150,7 +159,7 @@ const char *send_on_done(vc &from, const packet_header &h) {
     return "completion for a send that is not waiting for one";
   }
   r->state = send_state::done;
-  r->complete = true;
+  request_complete(*r);
   return nullptr;
 }
 

@@ -95,8 +95,8 @@ inline void status_fill(MPI_Status *status, const device::request &r) {
   status->MPI_SOURCE = r.status_source;
   status->MPI_TAG = r.status_tag;
   status->MPI_ERROR = r.status_error;
-  status->iris_cancelled = 0;
-  status->iris_bytes = static_cast<MPI_Count>(r.status_bytes);
+  status->iris_cancelled = r.cancelled ? 1 : 0;
+  status->iris_bytes = static_cast<MPI_Count>(r.cancelled ? 0 : r.status_bytes);
 }
 
 // The status of an operation with MPI_PROC_NULL: source MPI_PROC_NULL, tag
@@ -108,6 +108,56 @@ inline void status_proc_null(MPI_Status *status) {
   status->MPI_ERROR = MPI_SUCCESS;
   status->iris_cancelled = 0;
   status->iris_bytes = 0;
+}
+
+// Waits for every buffered send (MPI_Buffer_detach, MPI_Finalize).
+void buffered_sends_drain();
+
+// The status a probe reports for a message that has not been received.
+inline void status_of_message(MPI_Status *status, const device::unexpected_msg &m) {
+  if (status == MPI_STATUS_IGNORE) return;
+  status->MPI_SOURCE = m.key.source;
+  status->MPI_TAG = m.key.tag;
+  status->MPI_ERROR = MPI_SUCCESS;
+  status->iris_cancelled = 0;
+  status->iris_bytes = static_cast<MPI_Count>(m.length);
+}
+
+// A request that is complete from the start: an operation with MPI_PROC_NULL.
+inline device::request *proc_null_request(const communicator &comm, device::request_kind kind) {
+  device::request *r = device::rt->requests.allocate(kind, &comm);
+  r->status_source = MPI_PROC_NULL;
+  r->status_tag = MPI_ANY_TAG;
+  r->complete = true;
+  return r;
+}
+
+inline int send_checks(const char *call, const void *buf, int count, MPI_Datatype type, int dest,
+                       int tag, MPI_Comm handle, communicator *&comm, std::size_t &bytes) {
+  if (int err = check_comm(call, handle, comm)) return err;
+  if (int err = check_buffer(call, *comm, buf, count, type, bytes)) return err;
+  if (int err = check_dest(call, *comm, dest)) return err;
+  return check_send_tag(call, *comm, tag);
+}
+
+// Every send binding but the buffered ones: checks, then the device. With a
+// null `request` the call blocks until the buffer may be reused.
+inline int send_binding(const char *call, const void *buf, int count, MPI_Datatype type, int dest,
+                        int tag, MPI_Comm handle, device::send_mode mode, MPI_Request *request) {
+  communicator *c = nullptr;
+  std::size_t bytes = 0;
+  if (int err = send_checks(call, buf, count, type, dest, tag, handle, c, bytes)) return err;
+  if (request == nullptr) {
+    if (dest != MPI_PROC_NULL) {
+      device::request_wait_release(device::send_start(*c, c->context, buf, bytes, dest, tag, mode));
+    }
+    return MPI_SUCCESS;
+  }
+  device::request *r = dest == MPI_PROC_NULL
+                           ? proc_null_request(*c, device::request_kind::send)
+                           : device::send_start(*c, c->context, buf, bytes, dest, tag, mode, true);
+  *request = device::request_handle(*r);
+  return MPI_SUCCESS;
 }
 
 }  // namespace iris::api

@@ -92,4 +92,36 @@ int MPI_Error_string(int errorcode, char *string, int *resultlen) {
   return MPI_SUCCESS;
 }
 
+int MPIX_Stat_get(const char *name, MPI_Count *value) {
+  const char *call = "MPIX_Stat_get";
+  if (int err = api::check_initialized(call)) return err;
+  if (int err = api::check_not_null(call, nullptr, name, "name")) return err;
+  if (int err = api::check_not_null(call, nullptr, value, "value")) return err;
+  const device::statistics &s = device::rt->stats;
+  const device::settings &c = device::rt->config;
+  const struct {
+    const char *name;
+    std::uint64_t value;
+  } table[] = {
+      {"eager", s.eager},
+      {"eager_sync", s.eager_sync},
+      {"rendezvous", s.rendezvous},
+      {"rendezvous_cma", s.rendezvous_cma},
+      {"rendezvous_pipeline", s.rendezvous_pipeline},
+      {"credit_stalls", s.credit_stalls},
+      {"credit_packets", s.credit_packets},
+      {"unexpected_depth_peak", s.unexpected_depth_peak},
+      {"unexpected_bytes_peak", s.unexpected_bytes_peak},
+      {"eager_limit", c.eager_limit},
+      {"eager_credits", static_cast<std::uint64_t>(c.eager_credits)},
+  };
+  for (const auto &entry : table) {
+    if (std::strcmp(entry.name, name) == 0) {
+      *value = static_cast<MPI_Count>(entry.value);
+      return MPI_SUCCESS;
+    }
+  }
+  return device::error_raise(nullptr, call, MPI_ERR_ARG, "unknown statistic \"%s\"", name);
+}
+
 }  // extern "C"

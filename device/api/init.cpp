@@ -54,6 +54,7 @@ int MPI_Init_thread(int *, char ***, int required, int *provided) {
 
 int MPI_Finalize(void) {
   if (int err = api::check_initialized("MPI_Finalize")) return err;
+  api::buffered_sends_drain();
   const int err = device::runtime_finalize();
   finalized = true;
   return err;

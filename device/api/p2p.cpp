@@ -6,23 +6,6 @@ using iris::api::communicator;
 
 namespace {
 
-// A request that is complete from the start: an operation with MPI_PROC_NULL.
-device::request *proc_null_request(const communicator &comm, device::request_kind kind) {
-  device::request *r = device::rt->requests.allocate(kind, &comm);
-  r->status_source = MPI_PROC_NULL;
-  r->status_tag = MPI_ANY_TAG;
-  r->complete = true;
-  return r;
-}
-
-int send_checks(const char *call, const void *buf, int count, MPI_Datatype type, int dest, int tag,
-                MPI_Comm handle, communicator *&comm, std::size_t &bytes) {
-  if (int err = api::check_comm(call, handle, comm)) return err;
-  if (int err = api::check_buffer(call, *comm, buf, count, type, bytes)) return err;
-  if (int err = api::check_dest(call, *comm, dest)) return err;
-  return api::check_send_tag(call, *comm, tag);
-}
-
 int recv_checks(const char *call, const void *buf, int count, MPI_Datatype type, int source,
                 int tag, MPI_Comm handle, communicator *&comm, std::size_t &bytes) {
   if (int err = api::check_comm(call, handle, comm)) return err;
@@ -39,14 +22,10 @@ int recv_result(const char *call, const communicator &comm, const device::reques
                              r.status_source, r.status_tag, r.bytes);
 }
 
-// The status a probe reports for a message that has not been received.
-void status_of_message(MPI_Status *status, const device::unexpected_msg &m) {
-  if (status == MPI_STATUS_IGNORE) return;
-  status->MPI_SOURCE = m.key.source;
-  status->MPI_TAG = m.key.tag;
-  status->MPI_ERROR = MPI_SUCCESS;
-  status->iris_cancelled = 0;
-  status->iris_bytes = static_cast<MPI_Count>(m.length);
+int probe_checks(const char *call, int source, int tag, MPI_Comm comm, communicator *&c) {
+  if (int err = api::check_comm(call, comm, c)) return err;
+  if (int err = api::check_source(call, *c, source)) return err;
+  return api::check_recv_tag(call, *c, tag);
 }
 
 }  // namespace
@@ -54,36 +33,38 @@ void status_of_message(MPI_Status *status, const device::unexpected_msg &m) {
 extern "C" {
 
 int MPI_Send(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm) {
-  communicator *c = nullptr;
-  std::size_t bytes = 0;
-  if (int err = send_checks("MPI_Send", buf, count, datatype, dest, tag, comm, c, bytes)) {
-    return err;
-  }
-  if (dest == MPI_PROC_NULL) return MPI_SUCCESS;
-  device::request_wait_release(device::send_start(*c, c->context, buf, bytes, dest, tag));
-  return MPI_SUCCESS;
+  return api::send_binding("MPI_Send", buf, count, datatype, dest, tag, comm,
+                           device::send_mode::standard, nullptr);
 }
 
 int MPI_Isend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm,
               MPI_Request *request) {
-  communicator *c = nullptr;
-  std::size_t bytes = 0;
-  if (int err = send_checks("MPI_Isend", buf, count, datatype, dest, tag, comm, c, bytes)) {
-    return err;
-  }
-  if (int err = api::check_not_null("MPI_Isend", c, request, "request")) return err;
-  device::request *r = nullptr;
-  if (dest == MPI_PROC_NULL) {
-    r = proc_null_request(*c, device::request_kind::send);
-  } else {
-    r = device::send_start(*c, c->context, buf, bytes, dest, tag);
-    if (r == nullptr) {  // already on its way: hand back a completed request
-      r = device::rt->requests.allocate(device::request_kind::send, c);
-      r->complete = true;
-    }
-  }
-  *request = device::request_handle(*r);
-  return MPI_SUCCESS;
+  return api::send_binding("MPI_Isend", buf, count, datatype, dest, tag, comm,
+                           device::send_mode::standard, request);
+}
+
+int MPI_Ssend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm) {
+  return api::send_binding("MPI_Ssend", buf, count, datatype, dest, tag, comm,
+                           device::send_mode::synchronous, nullptr);
+}
+
+int MPI_Issend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm,
+               MPI_Request *request) {
+  return api::send_binding("MPI_Issend", buf, count, datatype, dest, tag, comm,
+                           device::send_mode::synchronous, request);
+}
+
+// A ready send is correct only when the receive is already posted; a
+// standard send is then exactly as fast, so it is one.
+int MPI_Rsend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm) {
+  return api::send_binding("MPI_Rsend", buf, count, datatype, dest, tag, comm,
+                           device::send_mode::standard, nullptr);
+}
+
+int MPI_Irsend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm,
+               MPI_Request *request) {
+  return api::send_binding("MPI_Irsend", buf, count, datatype, dest, tag, comm,
+                           device::send_mode::standard, request);
 }
 
 int MPI_Recv(void *buf, int count, MPI_Datatype datatype, int source, int tag, MPI_Comm comm,
@@ -114,7 +95,7 @@ int MPI_Irecv(void *buf, int count, MPI_Datatype datatype, int source, int tag, 
   }
   if (int err = api::check_not_null("MPI_Irecv", c, request, "request")) return err;
   device::request *r = source == MPI_PROC_NULL
-                           ? proc_null_request(*c, device::request_kind::recv)
+                           ? api::proc_null_request(*c, device::request_kind::recv)
                            : device::recv_start(*c, c->context, buf, bytes, source, tag);
   *request = device::request_handle(*r);
   return MPI_SUCCESS;
@@ -127,8 +108,8 @@ int MPI_Sendrecv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, int 
   communicator *c = nullptr;
   std::size_t send_bytes = 0;
   std::size_t recv_bytes = 0;
-  if (int err =
-          send_checks(call, sendbuf, sendcount, sendtype, dest, sendtag, comm, c, send_bytes)) {
+  if (int err = api::send_checks(call, sendbuf, sendcount, sendtype, dest, sendtag, comm, c,
+                                 send_bytes)) {
     return err;
   }
   if (int err =
@@ -169,7 +150,7 @@ int MPI_Iprobe(int source, int tag, MPI_Comm comm, int *flag, MPI_Status *status
   device::progress_poll();
   const device::unexpected_msg *m = device::probe_find(c->context, source, tag);
   *flag = m != nullptr ? 1 : 0;
-  if (m != nullptr) status_of_message(status, *m);
+  if (m != nullptr) api::status_of_message(status, *m);
   return MPI_SUCCESS;
 }
 
@@ -188,8 +169,87 @@ int MPI_Probe(int source, int tag, MPI_Comm comm, MPI_Status *status) {
     m = device::probe_find(c->context, source, tag);
     return m != nullptr;
   });
-  status_of_message(status, *m);
+  api::status_of_message(status, *m);
   return MPI_SUCCESS;
+}
+
+int MPI_Improbe(int source, int tag, MPI_Comm comm, int *flag, MPI_Message *message,
+                MPI_Status *status) {
+  const char *call = "MPI_Improbe";
+  communicator *c = nullptr;
+  if (int err = probe_checks(call, source, tag, comm, c)) return err;
+  if (int err = api::check_not_null(call, c, flag, "flag")) return err;
+  if (int err = api::check_not_null(call, c, message, "message")) return err;
+  if (source == MPI_PROC_NULL) {
+    *flag = 1;
+    *message = MPI_MESSAGE_NO_PROC;
+    api::status_proc_null(status);
+    return MPI_SUCCESS;
+  }
+  device::progress_poll();
+  device::unexpected_msg *m = device::message_claim(c->context, source, tag);
+  *flag = m != nullptr ? 1 : 0;
+  if (m != nullptr) {
+    *message = device::message_handle(*m);
+    api::status_of_message(status, *m);
+  }
+  return MPI_SUCCESS;
+}
+
+int MPI_Mprobe(int source, int tag, MPI_Comm comm, MPI_Message *message, MPI_Status *status) {
+  const char *call = "MPI_Mprobe";
+  communicator *c = nullptr;
+  if (int err = probe_checks(call, source, tag, comm, c)) return err;
+  if (int err = api::check_not_null(call, c, message, "message")) return err;
+  if (source == MPI_PROC_NULL) {
+    *message = MPI_MESSAGE_NO_PROC;
+    api::status_proc_null(status);
+    return MPI_SUCCESS;
+  }
+  device::unexpected_msg *m = nullptr;
+  device::progress_until(
+      [&] { return (m = device::message_claim(c->context, source, tag)) != nullptr; });
+  *message = device::message_handle(*m);
+  api::status_of_message(status, *m);
+  return MPI_SUCCESS;
+}
+
+int MPI_Imrecv(void *buf, int count, MPI_Datatype datatype, MPI_Message *message,
+               MPI_Request *request) {
+  const char *call = "MPI_Imrecv";
+  if (int err = api::check_initialized(call)) return err;
+  if (int err = api::check_not_null(call, nullptr, message, "message")) return err;
+  if (int err = api::check_not_null(call, nullptr, request, "request")) return err;
+  communicator *world = device::comm_lookup(MPI_COMM_WORLD);
+  if (*message == MPI_MESSAGE_NO_PROC) {
+    std::size_t bytes = 0;
+    if (int err = api::check_buffer(call, *world, buf, count, datatype, bytes)) return err;
+    *request = device::request_handle(*api::proc_null_request(*world, device::request_kind::recv));
+    *message = MPI_MESSAGE_NULL;
+    return MPI_SUCCESS;
+  }
+  device::unexpected_msg *m = device::message_from_handle(*message);
+  if (m == nullptr) {
+    return device::error_raise(nullptr, call, MPI_ERR_REQUEST, "invalid message handle 0x%x",
+                               static_cast<unsigned>(*message));
+  }
+  // The message names its communicator by context; the receive reports on it.
+  const communicator *c = device::comm_of_context(m->key.context);
+  std::size_t bytes = 0;
+  if (int err = api::check_buffer(call, c != nullptr ? *c : *world, buf, count, datatype, bytes)) {
+    return err;
+  }
+  device::request *r = device::recv_claimed(c != nullptr ? *c : *world, m, buf, bytes);
+  *request = device::request_handle(*r);
+  *message = MPI_MESSAGE_NULL;
+  return MPI_SUCCESS;
+}
+
+int MPI_Mrecv(void *buf, int count, MPI_Datatype datatype, MPI_Message *message,
+              MPI_Status *status) {
+  MPI_Request request = MPI_REQUEST_NULL;
+  if (int err = MPI_Imrecv(buf, count, datatype, message, &request)) return err;
+  return MPI_Wait(&request, status);
 }
 
 int MPI_Get_count(const MPI_Status *status, MPI_Datatype datatype, int *count) {

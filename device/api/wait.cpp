@@ -1,4 +1,4 @@
-// MPI completion bindings: Wait, Waitall, Test.
+// MPI completion bindings: the Wait and Test families, Request_free, Cancel.
 #include "device/api/check.hpp"
 
 using namespace iris;
@@ -13,61 +13,8 @@ int request_of(const char *call, MPI_Request handle, device::request *&out) {
                              static_cast<unsigned>(handle));
 }
 
-// Hands back a completed request's outcome and frees it.
-int request_finish(MPI_Request *handle, device::request *r, MPI_Status *status) {
-  api::status_fill(status, *r);
-  const int error = r->kind == device::request_kind::recv ? r->status_error : MPI_SUCCESS;
-  device::rt->requests.release(r);
-  *handle = MPI_REQUEST_NULL;
-  return error;
-}
-
-}  // namespace
-
-extern "C" {
-
-int MPI_Wait(MPI_Request *request, MPI_Status *status) {
-  const char *call = "MPI_Wait";
-  if (int err = api::check_initialized(call)) return err;
-  if (int err = api::check_not_null(call, nullptr, request, "request")) return err;
-  if (*request == MPI_REQUEST_NULL) {
-    api::status_proc_null(status);
-    return MPI_SUCCESS;
-  }
-  device::request *r = nullptr;
-  if (int err = request_of(call, *request, r)) return err;
-  device::progress_until([r] { return r->complete; });
-  const device::communicator *comm = r->comm;
-  if (int error = request_finish(request, r, status)) {
-    return device::error_raise(comm, call, error, "receive buffer too small for the message");
-  }
-  return MPI_SUCCESS;
-}
-
-int MPI_Test(MPI_Request *request, int *flag, MPI_Status *status) {
-  const char *call = "MPI_Test";
-  if (int err = api::check_initialized(call)) return err;
-  if (int err = api::check_not_null(call, nullptr, request, "request")) return err;
-  if (int err = api::check_not_null(call, nullptr, flag, "flag")) return err;
-  if (*request == MPI_REQUEST_NULL) {
-    *flag = 1;
-    api::status_proc_null(status);
-    return MPI_SUCCESS;
-  }
-  device::request *r = nullptr;
-  if (int err = request_of(call, *request, r)) return err;
-  if (!r->complete) device::progress_poll();
-  *flag = r->complete ? 1 : 0;
-  if (!r->complete) return MPI_SUCCESS;
-  const device::communicator *comm = r->comm;
-  if (int error = request_finish(request, r, status)) {
-    return device::error_raise(comm, call, error, "receive buffer too small for the message");
-  }
-  return MPI_SUCCESS;
-}
-
-int MPI_Waitall(int count, MPI_Request requests[], MPI_Status statuses[]) {
-  const char *call = "MPI_Waitall";
+// Checks an array argument: every entry is MPI_REQUEST_NULL or live.
+int check_requests(const char *call, int count, const MPI_Request requests[]) {
   if (int err = api::check_initialized(call)) return err;
   if (count < 0)
     return device::error_raise(nullptr, call, MPI_ERR_COUNT, "negative count %d", count);
@@ -76,31 +23,248 @@ int MPI_Waitall(int count, MPI_Request requests[], MPI_Status statuses[]) {
   }
   for (int i = 0; i < count; ++i) {
     device::request *r = nullptr;
-    if (requests[i] != MPI_REQUEST_NULL) {
-      if (int err = request_of(call, requests[i], r)) return err;
-    }
+    if (requests[i] == MPI_REQUEST_NULL) continue;
+    if (int err = request_of(call, requests[i], r)) return err;
   }
+  return MPI_SUCCESS;
+}
+
+// The live request of a checked, non-null handle.
+device::request &live(MPI_Request handle) {
+  return *device::rt->requests.from_handle(handle);
+}
+
+bool finished(MPI_Request handle) {
+  return handle == MPI_REQUEST_NULL || live(handle).complete;
+}
+
+// Hands back a completed request's outcome, frees it, and returns its error
+// class (a receive's truncation).
+int request_finish(MPI_Request *handle, MPI_Status *status) {
+  device::request &r = live(*handle);
+  api::status_fill(status, r);
+  const int error = r.kind == device::request_kind::recv ? r.status_error : MPI_SUCCESS;
+  device::rt->requests.release(&r);
+  *handle = MPI_REQUEST_NULL;
+  return error;
+}
+
+int single_result(const char *call, const device::communicator *comm, int error) {
+  if (error == MPI_SUCCESS) return MPI_SUCCESS;
+  return device::error_raise(comm, call, error, "receive buffer too small for the message");
+}
+
+int in_status_result(const char *call, bool any_error) {
+  if (!any_error) return MPI_SUCCESS;
+  return device::error_raise(nullptr, call, MPI_ERR_IN_STATUS,
+                             "a receive buffer was too small; see the statuses");
+}
+
+MPI_Status *status_at(MPI_Status statuses[], int i) {
+  return statuses == MPI_STATUSES_IGNORE ? MPI_STATUS_IGNORE : &statuses[i];
+}
+
+// The index of the first completed non-null request, -1 if none, or
+// MPI_UNDEFINED when all are null.
+int first_finished(int count, const MPI_Request requests[]) {
+  bool any_active = false;
+  for (int i = 0; i < count; ++i) {
+    if (requests[i] == MPI_REQUEST_NULL) continue;
+    any_active = true;
+    if (live(requests[i]).complete) return i;
+  }
+  return any_active ? -1 : MPI_UNDEFINED;
+}
+
+// Finishes every completed request; returns how many (MPI_UNDEFINED when all
+// are null).
+int finish_some(int count, MPI_Request requests[], int indices[], MPI_Status statuses[],
+                bool &any_error) {
+  int done = 0;
+  bool any_active = false;
+  for (int i = 0; i < count; ++i) {
+    if (requests[i] == MPI_REQUEST_NULL) continue;
+    any_active = true;
+    if (!live(requests[i]).complete) continue;
+    const int error = request_finish(&requests[i], status_at(statuses, done));
+    if (statuses != MPI_STATUSES_IGNORE) statuses[done].MPI_ERROR = error;
+    any_error = any_error || error != MPI_SUCCESS;
+    indices[done++] = i;
+  }
+  return any_active ? done : MPI_UNDEFINED;
+}
+
+}  // namespace
+
+extern "C" {
+
+int MPI_Wait(MPI_Request *request, MPI_Status *status) {
+  const char *call = "MPI_Wait";
+  if (int err = api::check_not_null(call, nullptr, request, "request")) return err;
+  if (int err = check_requests(call, 1, request)) return err;
+  if (*request == MPI_REQUEST_NULL) {
+    api::status_proc_null(status);
+    return MPI_SUCCESS;
+  }
+  device::request &r = live(*request);
+  device::progress_until([&r] { return r.complete; });
+  const device::communicator *comm = r.comm;
+  return single_result(call, comm, request_finish(request, status));
+}
+
+int MPI_Test(MPI_Request *request, int *flag, MPI_Status *status) {
+  const char *call = "MPI_Test";
+  if (int err = api::check_not_null(call, nullptr, request, "request")) return err;
+  if (int err = api::check_not_null(call, nullptr, flag, "flag")) return err;
+  if (int err = check_requests(call, 1, request)) return err;
+  if (*request == MPI_REQUEST_NULL) {
+    *flag = 1;
+    api::status_proc_null(status);
+    return MPI_SUCCESS;
+  }
+  device::request &r = live(*request);
+  if (!r.complete) device::progress_poll();
+  *flag = r.complete ? 1 : 0;
+  if (!r.complete) return MPI_SUCCESS;
+  const device::communicator *comm = r.comm;
+  return single_result(call, comm, request_finish(request, status));
+}
+
+int MPI_Waitall(int count, MPI_Request requests[], MPI_Status statuses[]) {
+  const char *call = "MPI_Waitall";
+  if (int err = check_requests(call, count, requests)) return err;
+  int first_open = 0;  // everything before it is complete
   device::progress_until([&] {
-    for (int i = 0; i < count; ++i) {
-      if (requests[i] == MPI_REQUEST_NULL) continue;
-      if (!device::rt->requests.from_handle(requests[i])->complete) return false;
-    }
-    return true;
+    while (first_open < count && finished(requests[first_open])) ++first_open;
+    return first_open == count;
   });
   bool any_error = false;
   for (int i = 0; i < count; ++i) {
-    MPI_Status *status = statuses == MPI_STATUSES_IGNORE ? MPI_STATUS_IGNORE : &statuses[i];
+    MPI_Status *status = status_at(statuses, i);
     if (requests[i] == MPI_REQUEST_NULL) {
       api::status_proc_null(status);
       continue;
     }
-    const int error =
-        request_finish(&requests[i], device::rt->requests.from_handle(requests[i]), status);
+    const int error = request_finish(&requests[i], status);
     any_error = any_error || error != MPI_SUCCESS;
   }
-  if (!any_error) return MPI_SUCCESS;
-  return device::error_raise(nullptr, call, MPI_ERR_IN_STATUS,
-                             "a receive buffer was too small; see the statuses");
+  return in_status_result(call, any_error);
+}
+
+int MPI_Testall(int count, MPI_Request requests[], int *flag, MPI_Status statuses[]) {
+  const char *call = "MPI_Testall";
+  if (int err = api::check_not_null(call, nullptr, flag, "flag")) return err;
+  if (int err = check_requests(call, count, requests)) return err;
+  device::progress_poll();
+  *flag = 0;
+  for (int i = 0; i < count; ++i) {
+    if (!finished(requests[i])) return MPI_SUCCESS;
+  }
+  *flag = 1;
+  bool any_error = false;
+  for (int i = 0; i < count; ++i) {
+    if (requests[i] == MPI_REQUEST_NULL) {
+      api::status_proc_null(status_at(statuses, i));
+      continue;
+    }
+    any_error = request_finish(&requests[i], status_at(statuses, i)) != MPI_SUCCESS || any_error;
+  }
+  return in_status_result(call, any_error);
+}
+
+int MPI_Waitany(int count, MPI_Request requests[], int *index, MPI_Status *status) {
+  const char *call = "MPI_Waitany";
+  if (int err = api::check_not_null(call, nullptr, index, "index")) return err;
+  if (int err = check_requests(call, count, requests)) return err;
+  int found = -1;
+  device::progress_until([&] { return (found = first_finished(count, requests)) != -1; });
+  *index = found;
+  if (found == MPI_UNDEFINED) {
+    api::status_proc_null(status);
+    return MPI_SUCCESS;
+  }
+  const device::communicator *comm = live(requests[found]).comm;
+  return single_result(call, comm, request_finish(&requests[found], status));
+}
+
+int MPI_Testany(int count, MPI_Request requests[], int *index, int *flag, MPI_Status *status) {
+  const char *call = "MPI_Testany";
+  if (int err = api::check_not_null(call, nullptr, index, "index")) return err;
+  if (int err = api::check_not_null(call, nullptr, flag, "flag")) return err;
+  if (int err = check_requests(call, count, requests)) return err;
+  device::progress_poll();
+  const int found = first_finished(count, requests);
+  *flag = found != -1 ? 1 : 0;
+  *index = found == -1 ? MPI_UNDEFINED : found;
+  if (found == -1) return MPI_SUCCESS;
+  if (found == MPI_UNDEFINED) {
+    api::status_proc_null(status);
+    return MPI_SUCCESS;
+  }
+  const device::communicator *comm = live(requests[found]).comm;
+  return single_result(call, comm, request_finish(&requests[found], status));
+}
+
+int MPI_Waitsome(int incount, MPI_Request requests[], int *outcount, int indices[],
+                 MPI_Status statuses[]) {
+  const char *call = "MPI_Waitsome";
+  if (int err = api::check_not_null(call, nullptr, outcount, "outcount")) return err;
+  if (int err = check_requests(call, incount, requests)) return err;
+  if (incount > 0) {
+    if (int err = api::check_not_null(call, nullptr, indices, "array_of_indices")) return err;
+  }
+  device::progress_until([&] { return first_finished(incount, requests) != -1; });
+  bool any_error = false;
+  *outcount = finish_some(incount, requests, indices, statuses, any_error);
+  return in_status_result(call, any_error);
+}
+
+int MPI_Testsome(int incount, MPI_Request requests[], int *outcount, int indices[],
+                 MPI_Status statuses[]) {
+  const char *call = "MPI_Testsome";
+  if (int err = api::check_not_null(call, nullptr, outcount, "outcount")) return err;
+  if (int err = check_requests(call, incount, requests)) return err;
+  if (incount > 0) {
+    if (int err = api::check_not_null(call, nullptr, indices, "array_of_indices")) return err;
+  }
+  device::progress_poll();
+  bool any_error = false;
+  *outcount = finish_some(incount, requests, indices, statuses, any_error);
+  return in_status_result(call, any_error);
+}
+
+int MPI_Request_free(MPI_Request *request) {
+  const char *call = "MPI_Request_free";
+  if (int err = api::check_not_null(call, nullptr, request, "request")) return err;
+  if (*request == MPI_REQUEST_NULL) {
+    return device::error_raise(nullptr, call, MPI_ERR_REQUEST, "MPI_REQUEST_NULL cannot be freed");
+  }
+  if (int err = check_requests(call, 1, request)) return err;
+  device::request &r = live(*request);
+  r.freed = true;  // the device releases it when it completes
+  if (r.complete) device::rt->requests.release(&r);
+  *request = MPI_REQUEST_NULL;
+  return MPI_SUCCESS;
+}
+
+int MPI_Cancel(MPI_Request *request) {
+  const char *call = "MPI_Cancel";
+  if (int err = api::check_not_null(call, nullptr, request, "request")) return err;
+  if (*request == MPI_REQUEST_NULL) {
+    return device::error_raise(nullptr, call, MPI_ERR_REQUEST,
+                               "MPI_REQUEST_NULL cannot be cancelled");
+  }
+  if (int err = check_requests(call, 1, request)) return err;
+  device::request_cancel(live(*request));
+  return MPI_SUCCESS;
+}
+
+int MPI_Test_cancelled(const MPI_Status *status, int *flag) {
+  const char *call = "MPI_Test_cancelled";
+  if (int err = api::check_not_null(call, nullptr, status, "status")) return err;
+  if (int err = api::check_not_null(call, nullptr, flag, "flag")) return err;
+  *flag = status->iris_cancelled != 0 ? 1 : 0;
+  return MPI_SUCCESS;
 }
 
 }  // extern "C"

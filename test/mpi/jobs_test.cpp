@@ -78,6 +78,18 @@ TEST_P(JobTest, StormChecksEveryByteAndTheOrder) {
   }
 }
 
+TEST_P(JobTest, SendModesProbesCancelAndCompletion) {
+  const run_result r = job(ranks(), "modes", {}, env());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("modes: all checks passed"), std::string::npos) << r.output;
+}
+
+TEST_P(JobTest, NoFetchDeadlockAndBoundedUnexpectedMemory) {
+  const run_result r = job(ranks(), "deadlock", {}, env());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("deadlock: all checks passed"), std::string::npos) << r.output;
+}
+
 TEST_P(JobTest, ArgumentErrorsReturnTheirClasses) {
   const run_result r = job(ranks(), "errors", {}, env());
   ASSERT_EQ(r.exit_code, 0) << r.output;

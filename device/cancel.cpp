@@ -1,0 +1,83 @@
+// MPI_Cancel. An unmatched receive is withdrawn at once. A send that has not
+// left is withdrawn at once too; one that has left asks its receiver, which
+// withdraws it only if it still waits unmatched on the unexpected queue, and
+// answers either way. The send's request completes with the answer.
+#include "device/errors.hpp"
+#include "device/runtime.hpp"
+
+namespace iris::device {
+namespace {
+
+void cancelled_now(request &r) {
+  r.cancelled = true;
+  r.state = send_state::done;
+  r.status_bytes = 0;
+  request_complete(r);
+}
+
+void reply(vc &to, std::uint64_t sender_request, bool withdrawn) {
+  packet_header h{};
+  h.type = packet_type::cancel_reply;
+  h.sender_request = sender_request;
+  h.length = withdrawn ? 1 : 0;
+  control_send(to, h);
+}
+
+}  // namespace
+
+void request_cancel(request &r) {
+  if (r.complete && r.kind == request_kind::recv) return;  // too late
+  if (r.kind == request_kind::recv) {
+    if (r.next != nullptr || r.prev != nullptr || rt->posted.front() == &r) {
+      rt->posted.remove(&r);  // still posted: nothing has matched it
+      cancelled_now(r);
+    }
+    return;
+  }
+  if (r.cancel_pending || r.cancelled) return;
+  vc &to = rt->vcs[static_cast<std::size_t>(r.peer)];
+  if (r.state == send_state::queued) {
+    to.send_queue.remove(&r);
+    if (r.protocol != packet_type::rts) ++to.credits;  // its credit was never used
+    cancelled_now(r);
+    return;
+  }
+  if (r.state == send_state::streaming) return;  // matched: too late
+  if (r.state == send_state::done && (r.protocol == packet_type::rts || r.synchronous)) return;
+  // Sent and maybe unmatched: ask the receiver.
+  r.cancel_pending = true;
+  r.complete = false;
+  packet_header h{};
+  h.type = packet_type::cancel_send;
+  h.sender_request = request_id(r);
+  control_send(to, h);
+}
+
+const char *cancel_on_request(vc &from, const packet_header &h) {
+  unexpected_msg *m = rt->unexpected.find([&](const unexpected_msg &u) {
+    return u.from == from.world_rank && u.sender_request == h.sender_request;
+  });
+  if (m != nullptr) {
+    rt->unexpected.remove(m);
+    if (m->type != packet_type::rts) credit_return(from);
+    unexpected_free(m);
+  }
+  reply(from, h.sender_request, m != nullptr);
+  return nullptr;
+}
+
+const char *cancel_on_reply(vc &from, const packet_header &h) {
+  request *r = rt->requests.from_id(h.sender_request, request_kind::send);
+  if (r == nullptr || r->peer != from.world_rank || !r->cancel_pending) {
+    return "cancel answer for a send that asked none";
+  }
+  r->cancel_pending = false;
+  if (h.length == 1) {
+    cancelled_now(*r);
+  } else if (r->state == send_state::done) {
+    request_complete(*r);  // it finished while the question was out
+  }
+  return nullptr;
+}
+
+}  // namespace iris::device

@@ -1,0 +1,267 @@
+/* Send modes, matched probes, cancel and the completion family, at any
+ * number of ranks (pairs 0-1, 2-3, ...; an odd rank out pairs with itself). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+
+static int rank;
+static int size;
+
+static int partner(void) {
+  const int p = rank ^ 1;
+  return p < size ? p : rank;
+}
+
+/* Progress for a while without completing anything else. */
+static int still_pending(MPI_Request *r) {
+  int flag = 0;
+  for (int i = 0; i < 3000 && !flag; ++i) MPI_Test(r, &flag, MPI_STATUS_IGNORE);
+  return !flag;
+}
+
+static void synchronous_sends(void) {
+  /* An Issend must not complete before the receive is posted: the receiver
+   * posts it only after a "go" that the sender sends after testing. */
+  const int p = partner();
+  const int sizes[] = {0, 8, 100000};
+  for (int k = 0; k < 3; ++k) {
+    const int n = sizes[k];
+    char *out = calloc((size_t)n + 1, 1);
+    char *in = calloc((size_t)n + 1, 1);
+    memset(out, 'a' + k, (size_t)n);
+    const int lower = rank < p || p == rank;
+    if (lower) {
+      MPI_Request r;
+      MPI_Issend(out, n, MPI_CHAR, p, 30 + k, MPI_COMM_WORLD, &r);
+      CHECK(still_pending(&r), "Issend of %d bytes completed before a receive was posted", n);
+      if (p == rank) {
+        MPI_Recv(in, n, MPI_CHAR, rank, 30 + k, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+      } else {
+        MPI_Send(NULL, 0, MPI_CHAR, p, 40 + k, MPI_COMM_WORLD); /* go */
+      }
+      MPI_Wait(&r, MPI_STATUS_IGNORE);
+    } else {
+      MPI_Recv(NULL, 0, MPI_CHAR, p, 40 + k, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+      MPI_Recv(in, n, MPI_CHAR, p, 30 + k, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+      CHECK(n == 0 || (in[0] == 'a' + k && in[n - 1] == 'a' + k), "Issend data %d", n);
+    }
+    free(out);
+    free(in);
+  }
+  int v = rank;
+  int got = -1;
+  MPI_Request r;
+  MPI_Irecv(&got, 1, MPI_INT, p, 49, MPI_COMM_WORLD, &r);
+  MPI_Ssend(&v, 1, MPI_INT, p, 49, MPI_COMM_WORLD);
+  MPI_Wait(&r, MPI_STATUS_IGNORE);
+  CHECK(got == p, "Ssend delivered %d", got);
+}
+
+static void ready_and_buffered(void) {
+  const int p = partner();
+  int v = 1000 + rank;
+  int got = -1;
+  MPI_Request r;
+  MPI_Irecv(&got, 1, MPI_INT, p, 50, MPI_COMM_WORLD, &r);
+  MPI_Barrier(MPI_COMM_WORLD); /* every receive is posted: a ready send is legal */
+  MPI_Rsend(&v, 1, MPI_INT, p, 50, MPI_COMM_WORLD);
+  MPI_Wait(&r, MPI_STATUS_IGNORE);
+  CHECK(got == 1000 + p, "Rsend delivered %d", got);
+
+  /* Buffered: three messages of 1000 ints, sent before anything is posted. */
+  const int n = 1000;
+  const int per = n * (int)sizeof(int) + MPI_BSEND_OVERHEAD;
+  char *space = malloc((size_t)per * 3);
+  MPI_Buffer_attach(space, per * 3);
+  int *msg = malloc(sizeof(int) * (size_t)n);
+  for (int k = 0; k < 3; ++k) {
+    for (int i = 0; i < n; ++i) msg[i] = rank * 10 + k + i;
+    if (k < 2) {
+      MPI_Bsend(msg, n, MPI_INT, p, 51, MPI_COMM_WORLD);
+    } else {
+      MPI_Ibsend(msg, n, MPI_INT, p, 51, MPI_COMM_WORLD, &r);
+      MPI_Wait(&r, MPI_STATUS_IGNORE);
+    }
+    memset(msg, 0, sizeof(int) * (size_t)n); /* the buffered copy is what travels */
+  }
+  /* One message larger than the whole buffer can never fit. */
+  MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+  int *huge = calloc((size_t)n * 4, sizeof(int));
+  const int err = MPI_Bsend(huge, n * 4, MPI_INT, p, 52, MPI_COMM_WORLD);
+  free(huge);
+  int cls = -1;
+  MPI_Error_class(err, &cls);
+  CHECK(cls == MPI_ERR_BUFFER, "a Bsend larger than the buffer gave class %d", cls);
+  MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL);
+  for (int k = 0; k < 3; ++k) {
+    MPI_Recv(msg, n, MPI_INT, p, 51, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    CHECK(msg[0] == p * 10 + k && msg[n - 1] == p * 10 + k + n - 1, "Bsend %d data", k);
+  }
+  void *back = NULL;
+  int back_size = 0;
+  MPI_Buffer_detach(&back, &back_size);
+  CHECK(back == space && back_size == per * 3, "detach gave %p %d", back, back_size);
+  free(space);
+  free(msg);
+
+  /* Sendrecv_replace around the ring. */
+  int token = rank;
+  MPI_Status st;
+  MPI_Sendrecv_replace(&token, 1, MPI_INT, (rank + 1) % size, 53, (rank + size - 1) % size, 53,
+                       MPI_COMM_WORLD, &st);
+  CHECK(token == (rank + size - 1) % size, "Sendrecv_replace got %d", token);
+}
+
+static void matched_probe(void) {
+  const int p = partner();
+  const int big = 50000;
+  char *a = malloc(big);
+  memset(a, 'x', big);
+  int small = 77;
+  MPI_Request s[2];
+  MPI_Isend(a, big, MPI_CHAR, p, 5, MPI_COMM_WORLD, &s[0]);
+  MPI_Isend(&small, 1, MPI_INT, p, 6, MPI_COMM_WORLD, &s[1]);
+  MPI_Message m1;
+  MPI_Message m2;
+  MPI_Status st;
+  MPI_Mprobe(p, MPI_ANY_TAG, MPI_COMM_WORLD, &m1, &st);
+  CHECK(st.MPI_TAG == 5, "Mprobe took tag %d first", st.MPI_TAG);
+  int flag = 0;
+  while (!flag) MPI_Improbe(p, MPI_ANY_TAG, MPI_COMM_WORLD, &flag, &m2, &st);
+  CHECK(st.MPI_TAG == 6, "Improbe took tag %d second", st.MPI_TAG);
+  /* Claimed messages are invisible to other probes. */
+  MPI_Iprobe(p, MPI_ANY_TAG, MPI_COMM_WORLD, &flag, &st);
+  CHECK(!flag, "a claimed message is still probed (tag %d)", st.MPI_TAG);
+  int got = 0;
+  MPI_Mrecv(&got, 1, MPI_INT, &m2, &st);
+  CHECK(got == 77 && m2 == MPI_MESSAGE_NULL, "Mrecv small %d", got);
+  char *in = calloc(big, 1);
+  MPI_Request r;
+  MPI_Imrecv(in, big, MPI_CHAR, &m1, &r);
+  MPI_Wait(&r, &st);
+  int count = 0;
+  MPI_Get_count(&st, MPI_CHAR, &count);
+  CHECK(count == big && in[0] == 'x' && in[big - 1] == 'x', "Imrecv large %d", count);
+  MPI_Waitall(2, s, MPI_STATUSES_IGNORE);
+  MPI_Message none;
+  MPI_Mprobe(MPI_PROC_NULL, 0, MPI_COMM_WORLD, &none, &st);
+  CHECK(none == MPI_MESSAGE_NO_PROC && st.MPI_SOURCE == MPI_PROC_NULL, "Mprobe of PROC_NULL");
+  MPI_Mrecv(&got, 1, MPI_INT, &none, &st);
+  CHECK(st.MPI_SOURCE == MPI_PROC_NULL && none == MPI_MESSAGE_NULL, "Mrecv of NO_PROC");
+  free(a);
+  free(in);
+}
+
+static void cancel(void) {
+  const int p = partner();
+  /* A receive nobody will match. */
+  int v = 0;
+  MPI_Request r;
+  MPI_Status st;
+  MPI_Irecv(&v, 1, MPI_INT, p, 60, MPI_COMM_WORLD, &r);
+  MPI_Cancel(&r);
+  MPI_Wait(&r, &st);
+  int flag = 0;
+  MPI_Test_cancelled(&st, &flag);
+  CHECK(flag, "an unmatched receive was not cancelled");
+  /* Sends nobody will receive: eager and rendezvous. */
+  const int sizes[] = {4, 200000};
+  for (int k = 0; k < 2; ++k) {
+    char *out = calloc((size_t)sizes[k], 1);
+    MPI_Isend(out, sizes[k], MPI_CHAR, p, 61, MPI_COMM_WORLD, &r);
+    MPI_Cancel(&r);
+    MPI_Wait(&r, &st);
+    MPI_Test_cancelled(&st, &flag);
+    CHECK(flag, "an unmatched send of %d bytes was not cancelled", sizes[k]);
+    free(out);
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+  MPI_Iprobe(p, 61, MPI_COMM_WORLD, &flag, MPI_STATUS_IGNORE);
+  CHECK(!flag, "a cancelled send still arrived");
+  /* A send that was received cannot be cancelled. */
+  if (p != rank) {
+    if (rank < p) {
+      MPI_Isend(&v, 1, MPI_INT, p, 62, MPI_COMM_WORLD, &r);
+      MPI_Recv(NULL, 0, MPI_INT, p, 63, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+      MPI_Cancel(&r);
+      MPI_Wait(&r, &st);
+      MPI_Test_cancelled(&st, &flag);
+      CHECK(!flag, "a received send was reported cancelled");
+    } else {
+      MPI_Recv(&v, 1, MPI_INT, p, 62, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+      MPI_Send(NULL, 0, MPI_INT, p, 63, MPI_COMM_WORLD);
+    }
+  }
+}
+
+static void completion_family(void) {
+  const int p = partner();
+  enum { n = 6 };
+  int in[n];
+  int out[n];
+  MPI_Request r[n + 1];
+  MPI_Request s[n];
+  for (int i = 0; i < n; ++i) MPI_Irecv(&in[i], 1, MPI_INT, p, 70 + i, MPI_COMM_WORLD, &r[i]);
+  r[n] = MPI_REQUEST_NULL;
+  MPI_Barrier(MPI_COMM_WORLD);
+  for (int i = n; i-- > 0;) {
+    out[i] = rank * 100 + i;
+    MPI_Isend(&out[i], 1, MPI_INT, p, 70 + i, MPI_COMM_WORLD, &s[i]);
+  }
+  int seen = 0;
+  for (int k = 0; k < 2; ++k) { /* Waitany twice */
+    int index = -1;
+    MPI_Status st;
+    MPI_Waitany(n + 1, r, &index, &st);
+    CHECK(index >= 0 && index < n && r[index] == MPI_REQUEST_NULL && st.MPI_TAG == 70 + index,
+          "Waitany index %d", index);
+    if (index >= 0 && index < n) seen |= 1 << index;
+  }
+  int flag = 0;
+  int index = -1;
+  do {
+    MPI_Testany(n + 1, r, &index, &flag, MPI_STATUS_IGNORE);
+  } while (!flag);
+  if (index >= 0 && index < n) seen |= 1 << index;
+  int outcount = 0;
+  int indices[n + 1];
+  MPI_Status statuses[n + 1];
+  MPI_Waitsome(n + 1, r, &outcount, indices, statuses);
+  CHECK(outcount >= 1, "Waitsome completed %d", outcount);
+  for (int i = 0; i < outcount; ++i) seen |= 1 << indices[i];
+  do {
+    MPI_Testsome(n + 1, r, &outcount, indices, statuses);
+    for (int i = 0; i < outcount && outcount != MPI_UNDEFINED; ++i) seen |= 1 << indices[i];
+  } while (outcount != MPI_UNDEFINED);
+  CHECK(seen == (1 << n) - 1, "completed set 0x%x", seen);
+  for (int i = 0; i < n; ++i) CHECK(in[i] == p * 100 + i, "value %d = %d", i, in[i]);
+  MPI_Waitany(n + 1, r, &index, MPI_STATUS_IGNORE);
+  CHECK(index == MPI_UNDEFINED, "Waitany on all-null gave %d", index);
+  do {
+    MPI_Testall(n, s, &flag, MPI_STATUSES_IGNORE);
+  } while (!flag);
+  /* Request_free on a send in flight: the message still arrives. */
+  MPI_Request f;
+  int x = 5;
+  int y = 0;
+  MPI_Isend(&x, 1, MPI_INT, p, 80, MPI_COMM_WORLD, &f);
+  MPI_Request_free(&f);
+  CHECK(f == MPI_REQUEST_NULL, "Request_free left the handle");
+  MPI_Recv(&y, 1, MPI_INT, p, 80, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+  CHECK(y == 5, "freed send delivered %d", y);
+}
+
+int main(int argc, char **argv) {
+  MPI_Init(&argc, &argv);
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  void (*const phases[])(void) = {synchronous_sends, ready_and_buffered, matched_probe, cancel,
+                                  completion_family};
+  for (unsigned i = 0; i < sizeof(phases) / sizeof(phases[0]); ++i) {
+    phases[i]();
+    MPI_Barrier(MPI_COMM_WORLD);
+  }
+  if (rank == 0 && check_failures == 0) printf("modes: all checks passed on %d ranks\n", size);
+  return finish();
+}
