@@ -3,8 +3,10 @@
 #include "device/runtime.hpp"
 
 #include <sched.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <stdexcept>
@@ -38,6 +40,32 @@ int online_cores() {
   return static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN));
 }
 
+// A word each process publishes the address of, so that a peer can check at
+// start-up whether the kernel lets it read this process's memory (CMA).
+const std::uint64_t cma_probe_word = 0x49726973434d4121ULL;  // "IrisCMA!"
+
+void cma_card_put(pmi::client &pmi) {
+  char card[64];
+  std::snprintf(card, sizeof(card), "%llx:%llx", static_cast<unsigned long long>(getpid()),
+                static_cast<unsigned long long>(reinterpret_cast<std::uintptr_t>(&cma_probe_word)));
+  pmi.put("iris.cma", card);
+}
+
+// Reads the probe word of local peer `peer`. False when the kernel refuses
+// (containers, Yama ptrace policy): rendezvous then uses the pipeline.
+bool cma_permitted(pmi::client &pmi, int peer) {
+  unsigned long long pid = 0;
+  unsigned long long address = 0;
+  const std::string card = pmi.get(peer, "iris.cma");
+  if (std::sscanf(card.c_str(), "%llx:%llx", &pid, &address) != 2) return false;
+  std::uint64_t word = 0;
+  iovec local{&word, sizeof(word)};
+  iovec remote{reinterpret_cast<void *>(address), sizeof(word)};
+  return process_vm_readv(static_cast<pid_t>(pid), &local, 1, &remote, 1, 0) ==
+             static_cast<ssize_t>(sizeof(word)) &&
+         word == cma_probe_word;
+}
+
 // Creates (local index 0) or attaches the node's segment. The PMI fence
 // between create and attach orders them.
 void shm_setup(runtime &r, const node_layout &layout) {
@@ -47,6 +75,7 @@ void shm_setup(runtime &r, const node_layout &layout) {
       "/" + pmi::shm_name_prefix(r.pmi->job_id()) + "node" + std::to_string(r.pmi->node_of(r.rank));
   try {
     if (layout.local_index == 0 && local_size > 1) r.segment = shm::segment::create(name, shape);
+    if (local_size > 1) cma_card_put(*r.pmi);
     r.pmi->commit();
     r.pmi->fence();
     if (layout.local_index != 0) r.segment = shm::segment::attach(name, shape);
@@ -55,6 +84,14 @@ void shm_setup(runtime &r, const node_layout &layout) {
   }
   if (!r.segment) return;
   r.segment->mark_attached();
+  bool cma = false;
+  try {
+    const int probe_peer =
+        layout.local_ranks[static_cast<std::size_t>((layout.local_index + 1) % local_size)];
+    cma = cma_permitted(*r.pmi, probe_peer);
+  } catch (const std::exception &) {
+    cma = false;  // no card: use the pipeline
+  }
   for (int i = 0; i < local_size; ++i) {
     if (i == layout.local_index) continue;
     const int peer = layout.local_ranks[static_cast<std::size_t>(i)];
@@ -62,6 +99,7 @@ void shm_setup(runtime &r, const node_layout &layout) {
     v.via = transport::shm;
     v.tx = r.segment->sender(layout.local_index, i);
     v.credits = r.config.eager_credits;
+    v.cma_usable = cma;
     r.inboxes.push_back(inbox{peer, r.segment->receiver(i, layout.local_index)});
   }
 }
@@ -91,12 +129,17 @@ void comms_setup(runtime &r) {
 void describe(const runtime &r, const node_layout &layout) {
   std::fprintf(stderr,
                "iris: rank %d of %d: pmi %s, job %.*s, node %d with %zu local ranks (index %d), "
-               "shm ring %zu B, fragment %zu B, eager limit %zu B x %d credits, spin %d\n",
+               "shm ring %zu B, fragment %zu B, eager limit %zu B x %d credits, cma %s, "
+               "spin %d\n",
                r.rank, r.size, std::string(r.pmi->backend()).c_str(),
                static_cast<int>(r.pmi->job_id().size()), r.pmi->job_id().data(),
                r.pmi->node_of(r.rank), layout.local_ranks.size(), layout.local_index,
                r.config.shm_ring_size, r.config.shm_fragment_size, r.config.eager_limit,
-               r.config.eager_credits, r.spin_limit);
+               r.config.eager_credits,
+               std::any_of(r.vcs.begin(), r.vcs.end(), [](const vc &v) { return v.cma_usable; })
+                   ? "permitted"
+                   : "refused or unused",
+               r.spin_limit);
 }
 
 void stats_print(const runtime &r) {

@@ -26,7 +26,7 @@ struct vc {
   int world_rank = 0;
   transport via = transport::self;
   shm::ring_sender tx;                    // via == shm
-  bool cma_usable = true;                 // this peer's memory can be read (CMA)
+  bool cma_usable = false;                // this peer's memory can be read (CMA)
   int credits = 0;                        // eager messages we may still send it
   int owed = 0;                           // credits we owe it (its eager messages we consumed)
   intrusive_queue<request> send_queue;    // message packets waiting, in send order

@@ -48,6 +48,12 @@ const protocol_config configs[] = {
     {"all_rendezvous", {{"IRIS_EAGER_LIMIT", "0"}}},
 };
 
+std::size_t occurrences(const std::string &text, const std::string &what) {
+  std::size_t n = 0;
+  for (std::size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
 class JobTest : public ::testing::TestWithParam<std::tuple<int, int>> {
  protected:
   int ranks() const { return std::get<0>(GetParam()); }
@@ -162,6 +168,29 @@ TEST_F(FailureTest, FullDevShmIsAClearErrorNotASigbus) {
   EXPECT_EQ(r.signal, 0);
   EXPECT_NE(r.output.find("/dev/shm"), std::string::npos) << r.output;
   EXPECT_EQ(r.output.find("Bus error"), std::string::npos) << r.output;
+}
+
+// A kernel that refuses CMA: the start-up probe sees it and rendezvous uses
+// the pipeline, silently, even when CMA is asked for.
+TEST_F(FailureTest, RefusedCmaFallsBackToThePipelineSilently) {
+  for (const char *engine : {"auto", "cma"}) {
+    const run_result r = job(4, "deadlock", {},
+                             {{"LD_PRELOAD", required_env("IRIS_NO_CMA_LIBRARY")},
+                              {"ASAN_OPTIONS", "verify_asan_link_order=0"},
+                              {"IRIS_RNDV_ENGINE", engine},
+                              {"IRIS_CMA_THRESHOLD", "0"},
+                              {"IRIS_STATS", "1"}},
+                             60);
+    ASSERT_EQ(r.exit_code, 0) << engine << "\n" << r.output;
+    EXPECT_NE(r.output.find("deadlock: all checks passed"), std::string::npos) << r.output;
+    EXPECT_EQ(occurrences(r.output, "by cma 0,"), 4u) << "every rank: no cma\n" << r.output;
+    EXPECT_EQ(occurrences(r.output, " stats: "), 4u) << r.output;
+  }
+  // Without the shim the same settings do use CMA: the check above can fail.
+  const run_result r =
+      job(2, "deadlock", {}, {{"IRIS_RNDV_ENGINE", "cma"}, {"IRIS_STATS", "1"}}, 60);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(r.output.find("by cma 0,"), std::string::npos) << r.output;
 }
 
 TEST(Wrappers, MpiccAndMpicxxBuildPlainProgramsThatRunUnchanged) {
