@@ -1,10 +1,14 @@
-/* Point-to-point latency and bandwidth between ranks 0 and 1.
+/* Point-to-point latency, bandwidth and message rate between ranks 0 and 1.
  *
  *   mpiexec -n 2 pt2pt [max_bytes] [trials]
  *
  * latency:   ping-pong, half the round-trip time (us), like osu_latency
  * bandwidth: a window of 64 MPI_Isend then one short ack per window (GB/s,
  *            1e9 bytes/s), like osu_bw
+ * bibw:      both ranks stream a window of 64 to each other (GB/s, sum of
+ *            both directions), like osu_bibw
+ * rate:      8-byte messages per second in windows of 64, one pair, like
+ *            osu_mbw_mr
  * Each figure is the median of `trials` timed trials (default 7), after a
  * warm-up. Plain MPI: it builds with any MPI's mpicc, so the same source
  * measures Iris, MPICH and Open MPI side by side. */
@@ -71,6 +75,25 @@ static double stream(int rank, char *buf, size_t bytes, int iters) {
   return (MPI_Wtime() - start) / iters;
 }
 
+/* Seconds per window exchanged both ways, one trial. */
+static double bidirectional(int rank, char *out, char *in, size_t bytes, int iters) {
+  MPI_Request requests[2 * window];
+  MPI_Barrier(MPI_COMM_WORLD);
+  double start = MPI_Wtime();
+  if (rank > 1) return 1;
+  const int peer = 1 - rank;
+  for (int i = 0; i < iters; ++i) {
+    for (int w = 0; w < window; ++w) {
+      MPI_Irecv(in, (int)bytes, MPI_BYTE, peer, 4, MPI_COMM_WORLD, &requests[w]);
+    }
+    for (int w = 0; w < window; ++w) {
+      MPI_Isend(out, (int)bytes, MPI_BYTE, peer, 4, MPI_COMM_WORLD, &requests[window + w]);
+    }
+    MPI_Waitall(2 * window, requests, MPI_STATUSES_IGNORE);
+  }
+  return (MPI_Wtime() - start) / iters;
+}
+
 int main(int argc, char **argv) {
   MPI_Init(&argc, &argv);
   int rank = 0;
@@ -94,10 +117,13 @@ int main(int argc, char **argv) {
     printf("# %.*s\n", (int)strcspn(library, "\n"), library);
     printf("# median of %d trials; latency = half round trip; bandwidth = window of %d\n", trials,
            window);
-    printf("%10s %14s %16s\n", "bytes", "latency(us)", "bandwidth(GB/s)");
+    printf("%10s %14s %16s %12s\n", "bytes", "latency(us)", "bandwidth(GB/s)", "bibw(GB/s)");
   }
   double lat[max_trials];
   double bw[max_trials];
+  double bibw[max_trials];
+  char *in = malloc(max_bytes > 0 ? max_bytes : 1);
+  memset(in, 0, max_bytes > 0 ? max_bytes : 1);
   for (size_t bytes = 0; bytes <= max_bytes; bytes = bytes ? bytes * 2 : 1) {
     const int lat_iters = iterations_for(bytes, 2000);
     const int bw_iters = iterations_for(bytes, 100) / 4 + 1;
@@ -107,11 +133,22 @@ int main(int argc, char **argv) {
     for (int t = 0; t < trials; ++t) {
       bw[t] = (double)bytes * window / stream(rank, buf, bytes, bw_iters);
     }
+    bidirectional(rank, buf, in, bytes, 1);
+    for (int t = 0; t < trials; ++t) {
+      bibw[t] = 2.0 * (double)bytes * window / bidirectional(rank, buf, in, bytes, bw_iters);
+    }
     if (rank == 0) {
-      printf("%10zu %14.3f %16.3f\n", bytes, median(lat, trials) * 1e6, median(bw, trials) / 1e9);
+      printf("%10zu %14.3f %16.3f %12.3f\n", bytes, median(lat, trials) * 1e6,
+             median(bw, trials) / 1e9, median(bibw, trials) / 1e9);
       fflush(stdout);
     }
   }
+  /* Message rate: 8-byte messages, windows of 64, one pair. */
+  double rate[max_trials];
+  stream(rank, buf, 8, 100);
+  for (int t = 0; t < trials; ++t) rate[t] = window / stream(rank, buf, 8, 2000);
+  if (rank == 0) printf("# 8-byte message rate: %.2f M msgs/s\n", median(rate, trials) / 1e6);
+  free(in);
   free(buf);
   MPI_Finalize();
   return 0;

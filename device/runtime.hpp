@@ -68,6 +68,7 @@ struct runtime {
   std::vector<vc> vcs;
   std::vector<inbox> inboxes;
   std::vector<vc *> sending;  // VCs with something to push
+  int pipeline_receives = 0;  // rendezvous receives streaming through rings
   std::optional<shm::segment> segment;
   intrusive_queue<request> posted;
   intrusive_queue<unexpected_msg> unexpected;

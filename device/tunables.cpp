@@ -17,9 +17,10 @@ constexpr tunable table[] = {
      "rendezvous. Bounds a receiver's unexpected eager memory to credits x eager limit per peer"},
     {"IRIS_RNDV_ENGINE", 0, 0, 2, "auto,cma,pipeline",
      "how rendezvous data moves between ranks of one node: cma reads the sender's memory "
-     "(process_vm_readv, one copy); pipeline streams it through the ring (two copies, "
-     "overlapped); auto uses cma from IRIS_CMA_THRESHOLD up where the kernel allows it"},
-    {"IRIS_CMA_THRESHOLD", 1 << 30, 0, std::int64_t{1} << 40, nullptr,
+     "(process_vm_readv, one copy by the receiver); pipeline streams it through the ring "
+     "(two copies, by both sides at once); auto pipelines a message alone and reads with cma "
+     "when another is already streaming (many messages in flight), where the kernel allows"},
+    {"IRIS_CMA_THRESHOLD", 32 * 1024, 0, std::int64_t{1} << 40, nullptr,
      "with IRIS_RNDV_ENGINE=auto, the smallest rendezvous message read with cma"},
     {"IRIS_SHM_RING_SIZE", 256 * 1024, 256, 1 << 30, nullptr,
      "bytes of each shared-memory ring (one per ordered pair of ranks on a node); a power of two"},

@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Side-by-side: builds bench/pt2pt.c with Iris's, MPICH's and Open MPI's
+# mpicc and runs them in turn, ROUNDS times (A, B, C, A, B, C, ...), so that
+# all three meet the same machine weather. Needs `apt-get install mpich
+# openmpi-bin libmpich-dev libopenmpi-dev`; a missing MPI is skipped.
+#   bench/compare.sh [build-dir] [max_bytes] [rounds] [trials]
+# Prints each run's table into OUT (default /tmp/iris-compare) and the paths.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+build=${1:-build}
+max=${2:-4194304}
+rounds=${3:-2}
+trials=${4:-5}
+out=${OUT:-/tmp/iris-compare}
+mkdir -p "$out"
+
+ninja -C "$build" bench/pt2pt >/dev/null
+declare -A run
+run[iris]="$build/pmi/mpiexec -n 2 $build/bench/pt2pt"
+if command -v mpicc.mpich >/dev/null; then
+  mpicc.mpich -O2 -o "$out/pt2pt.mpich" bench/pt2pt.c
+  run[mpich]="mpiexec.mpich -n 2 $out/pt2pt.mpich"
+fi
+if command -v mpicc.openmpi >/dev/null; then
+  mpicc.openmpi -O2 -o "$out/pt2pt.openmpi" bench/pt2pt.c
+  run[openmpi]="mpirun.openmpi --allow-run-as-root --oversubscribe -n 2 $out/pt2pt.openmpi"
+fi
+
+for round in $(seq 1 "$rounds"); do
+  for name in iris mpich openmpi; do
+    [ -n "${run[$name]:-}" ] || continue
+    file="$out/$name.$round.txt"
+    # shellcheck disable=SC2086  # the command line is meant to split
+    ${run[$name]} "$max" "$trials" > "$file" 2>&1 || echo "$name round $round failed" >&2
+    echo "$file"
+  done
+done
