@@ -38,7 +38,7 @@ void request_cancel(request &r) {
   vc &to = rt->vcs[static_cast<std::size_t>(r.peer)];
   if (r.state == send_state::queued) {
     to.send_queue.remove(&r);
-    if (r.protocol != packet_type::rts) ++to.credits;  // its credit was never used
+    if (r.protocol != packet_type::rts) to.credits += credit_cost(r.bytes);  // never spent
     cancelled_now(r);
     return;
   }
@@ -59,7 +59,7 @@ const char *cancel_on_request(vc &from, const packet_header &h) {
   });
   if (m != nullptr) {
     rt->unexpected.remove(m);
-    if (m->type != packet_type::rts) credit_return(from);
+    if (m->type != packet_type::rts) credit_return(from, m->length);
     unexpected_free(m);
   }
   reply(from, h.sender_request, m != nullptr);

@@ -27,7 +27,7 @@ enum class packet_type : std::uint8_t {
 struct packet_header {
   packet_type type;
   std::uint8_t flags;              // none defined yet; must be zero
-  std::uint16_t credits;           // eager credits returned to the receiver of this packet
+  std::uint16_t credits;           // eager credit units (64 B) returned to this packet's receiver
   std::int32_t source;             // message packets: sender's rank in the communicator
   std::uint32_t context;           // message packets: context id of the communicator
   std::int32_t tag;                // message packets: the tag
@@ -44,6 +44,13 @@ struct rts_payload {
   std::int64_t pid;
   std::uint64_t address;
 };
+
+// Eager flow control counts bytes in units of 64: a message costs one unit
+// for its queue entry plus its payload rounded up to whole units.
+inline constexpr std::size_t credit_unit = 64;
+inline constexpr int credit_cost(std::size_t length) {
+  return 1 + static_cast<int>((length + credit_unit - 1) / credit_unit);
+}
 
 // The largest message length the device accepts in a header.
 inline constexpr std::uint64_t max_message_length = std::uint64_t{1} << 48;

@@ -25,10 +25,12 @@ void recv_matched(request &r, const match_key &key, std::size_t length) {
 // One eager message of `from` has been consumed: its credit goes back,
 // piggybacked on the next packet to `from`, or alone once half the window is
 // owed.
-void credit_return(vc &from) {
+void credit_return(vc &from, std::size_t length) {
   if (from.via == transport::self) return;
-  ++from.owed;
-  if (from.owed * 2 >= rt->config.eager_credits) {
+  from.owed += credit_cost(length);
+  // A quarter of the window owed and nothing going back: say so at once, so
+  // that a streaming sender never runs dry.
+  if (from.owed * 4 >= rt->config.eager_window) {
     packet_header h{};
     h.type = packet_type::credit;
     ++rt->stats.credit_packets;
@@ -55,7 +57,7 @@ void message_into(request &r, vc &from, const match_key &key, packet_type type, 
   }
   if (r.status_bytes != 0) std::memcpy(r.buffer, data, r.status_bytes);
   request_complete(r);
-  credit_return(from);
+  credit_return(from, length);
   if (type == packet_type::eager_sync) sync_ack_send(from, sender_request);
 }
 
@@ -121,7 +123,7 @@ const char *packet_deliver(vc &from, const packet_header &h, const std::byte *pa
                            std::size_t length) {
   if (const char *why = packet_check(h, length, rt->size)) return why;
   // A peer can only return credits it was given.
-  from.credits = std::min(from.credits + h.credits, rt->config.eager_credits);
+  from.credits = std::min(from.credits + h.credits, rt->config.eager_window);
   switch (h.type) {
     case packet_type::eager:
     case packet_type::eager_sync:

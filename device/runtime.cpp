@@ -98,7 +98,7 @@ void shm_setup(runtime &r, const node_layout &layout) {
     vc &v = r.vcs[static_cast<std::size_t>(peer)];
     v.via = transport::shm;
     v.tx = r.segment->sender(layout.local_index, i);
-    v.credits = r.config.eager_credits;
+    v.credits = r.config.eager_window;
     v.cma_usable = cma;
     r.inboxes.push_back(inbox{peer, r.segment->receiver(i, layout.local_index)});
   }
@@ -129,13 +129,13 @@ void comms_setup(runtime &r) {
 void describe(const runtime &r, const node_layout &layout) {
   std::fprintf(stderr,
                "iris: rank %d of %d: pmi %s, job %.*s, node %d with %zu local ranks (index %d), "
-               "shm ring %zu B, fragment %zu B, eager limit %zu B x %d credits, cma %s, "
+               "shm ring %zu B, fragment %zu B, eager limit %zu B, window %d B, cma %s, "
                "spin %d\n",
                r.rank, r.size, std::string(r.pmi->backend()).c_str(),
                static_cast<int>(r.pmi->job_id().size()), r.pmi->job_id().data(),
                r.pmi->node_of(r.rank), layout.local_ranks.size(), layout.local_index,
                r.config.shm_ring_size, r.config.shm_fragment_size, r.config.eager_limit,
-               r.config.eager_credits,
+               r.config.eager_window * static_cast<int>(credit_unit),
                std::any_of(r.vcs.begin(), r.vcs.end(), [](const vc &v) { return v.cma_usable; })
                    ? "permitted"
                    : "refused or unused",

@@ -27,8 +27,8 @@ struct vc {
   transport via = transport::self;
   shm::ring_sender tx;                    // via == shm
   bool cma_usable = false;                // this peer's memory can be read (CMA)
-  int credits = 0;                        // eager messages we may still send it
-  int owed = 0;                           // credits we owe it (its eager messages we consumed)
+  int credits = 0;                        // eager credit units we may still spend at it
+  int owed = 0;                           // units we owe it (its eager messages we consumed)
   intrusive_queue<request> send_queue;    // message packets waiting, in send order
   intrusive_queue<request> stream_queue;  // rendezvous sends streaming data
   std::vector<packet_header> backlog;     // control packets that found the ring full
@@ -183,8 +183,9 @@ const char *send_on_done(vc &from, const packet_header &h);
 void unexpected_release_all();
 // Frees one unexpected message, keeping the statistics.
 void unexpected_free(unexpected_msg *m);
-// Counts one consumed eager message of `from` towards the credits owed to it.
-void credit_return(vc &from);
+// Counts a consumed eager message of `length` bytes from `from` towards the
+// credits owed to it.
+void credit_return(vc &from, std::size_t length);
 
 // Marks `to` as having something to push in progress_poll.
 void sending_list_add(vc &to);

@@ -101,12 +101,13 @@ request *send_start(const communicator &comm, std::uint32_t context, const void 
   const match_key key{context, comm.rank, tag};
   const bool synchronous = mode == send_mode::synchronous;
   const bool eager_size = bytes <= rt->config.eager_limit;
+  const int cost = credit_cost(bytes);
   // Fast path: a blocking send of an eager message with nothing queued ahead
   // of it goes straight into the ring, without a request.
-  if (!need_request && !synchronous && to.via == transport::shm && eager_size && to.credits > 0 &&
-      to.send_queue.empty() &&
+  if (!need_request && !synchronous && to.via == transport::shm && eager_size &&
+      to.credits >= cost && to.send_queue.empty() &&
       packet_write(to, message_header(packet_type::eager, key, bytes, 0), data, bytes)) {
-    --to.credits;
+    to.credits -= cost;
     ++rt->stats.eager;
     return nullptr;
   }
@@ -129,9 +130,9 @@ request *send_start(const communicator &comm, std::uint32_t context, const void 
     deliver_to_self(to, message_header(r->protocol, key, bytes, request_id(*r)), data, bytes);
     return r;
   }
-  if (eager_size && to.credits > 0) {
+  if (eager_size && to.credits >= cost) {
     r->protocol = synchronous ? packet_type::eager_sync : packet_type::eager;
-    --to.credits;  // reserved now: the packet goes out in order, maybe later
+    to.credits -= cost;  // reserved now: the packet goes out in order, maybe later
     ++(synchronous ? rt->stats.eager_sync : rt->stats.eager);
   } else {
     r->protocol = packet_type::rts;

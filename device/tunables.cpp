@@ -12,9 +12,10 @@ constexpr tunable table[] = {
     {"IRIS_EAGER_LIMIT", 16 * 1024, 0, 1 << 29, nullptr,
      "largest message sent eagerly (its bytes with its header); longer ones use rendezvous. "
      "Capped so that one eager message fits one shared-memory record"},
-    {"IRIS_EAGER_CREDITS", 64, 1, 0xffff, nullptr,
-     "eager messages a sender may have unreceived at one receiver; with none left it uses "
-     "rendezvous. Bounds a receiver's unexpected eager memory to credits x eager limit per peer"},
+    {"IRIS_EAGER_WINDOW", 256 * 1024, 128, 1 << 30, nullptr,
+     "eager bytes a sender may have unreceived at one receiver, counted in 64-byte units (one "
+     "unit per message plus its payload); a message that does not fit the rest of the window "
+     "uses rendezvous. Bounds a receiver's unexpected eager memory to this much per peer"},
     {"IRIS_RNDV_ENGINE", 0, 0, 2, "auto,cma,pipeline",
      "how rendezvous data moves between ranks of one node: cma reads the sender's memory "
      "(process_vm_readv, one copy by the receiver); pipeline streams it through the ring "
@@ -95,7 +96,7 @@ settings settings_load() {
   s.shm_ring_size = static_cast<std::size_t>(value_of("IRIS_SHM_RING_SIZE"));
   s.shm_fragment_size = static_cast<std::size_t>(value_of("IRIS_SHM_FRAGMENT_SIZE"));
   s.eager_limit = static_cast<std::size_t>(value_of("IRIS_EAGER_LIMIT"));
-  s.eager_credits = static_cast<int>(value_of("IRIS_EAGER_CREDITS"));
+  s.eager_window = static_cast<int>(value_of("IRIS_EAGER_WINDOW") / 64);
   s.engine = static_cast<rndv_engine>(value_of("IRIS_RNDV_ENGINE"));
   s.cma_threshold = static_cast<std::size_t>(value_of("IRIS_CMA_THRESHOLD"));
   s.spin_count = static_cast<int>(value_of("IRIS_SPIN_COUNT"));

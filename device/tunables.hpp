@@ -27,7 +27,7 @@ struct settings {
   std::size_t shm_ring_size;
   std::size_t shm_fragment_size;
   std::size_t eager_limit;
-  int eager_credits;
+  int eager_window;  // credit units (IRIS_EAGER_WINDOW / credit_unit)
   rndv_engine engine;
   std::size_t cma_threshold;
   int spin_count;  // -1: chosen at start-up

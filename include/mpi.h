@@ -238,7 +238,7 @@ int MPI_Error_class(int errorcode, int *errorclass);
  * tools: "eager", "eager_sync", "rendezvous", "rendezvous_cma",
  * "rendezvous_pipeline", "credit_stalls", "credit_packets",
  * "unexpected_depth_peak", "unexpected_bytes_peak" (eager data held for
- * peers), "eager_limit", "eager_credits". An unknown name is MPI_ERR_ARG. */
+ * peers), "eager_limit", "eager_window". An unknown name is MPI_ERR_ARG. */
 int MPIX_Stat_get(const char *name, MPI_Count *value);
 
 #ifdef __cplusplus

@@ -113,7 +113,7 @@ int MPIX_Stat_get(const char *name, MPI_Count *value) {
       {"unexpected_depth_peak", s.unexpected_depth_peak},
       {"unexpected_bytes_peak", s.unexpected_bytes_peak},
       {"eager_limit", c.eager_limit},
-      {"eager_credits", static_cast<std::uint64_t>(c.eager_credits)},
+      {"eager_window", static_cast<std::uint64_t>(c.eager_window) * device::credit_unit},
   };
   for (const auto &entry : table) {
     if (std::strcmp(entry.name, name) == 0) {

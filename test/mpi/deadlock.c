@@ -4,8 +4,8 @@
  *   exchange  two ranks Isend hundreds of messages to each other first
  *   all       every rank sends to every other before receiving
  *   flood     all ranks flood rank 0 with thousands of unexpected messages;
- *             its unexpected eager memory must stay within
- *             credits x eager limit per sender
+ *             its unexpected eager memory must stay within the eager
+ *             window per sender
  *   order     one sender mixes eager and rendezvous sizes; the receiver
  *             pre-posts ANY_SOURCE/ANY_TAG receives: message i must land
  *             in receive i whatever protocol it took */
@@ -107,12 +107,10 @@ static void flood(void) {
   }
   free(next);
   MPI_Count peak = -1;
-  MPI_Count credits = 0;
-  MPI_Count limit = 0;
+  MPI_Count window = 0;
   MPIX_Stat_get("unexpected_bytes_peak", &peak);
-  MPIX_Stat_get("eager_credits", &credits);
-  MPIX_Stat_get("eager_limit", &limit);
-  const MPI_Count bound = credits * limit * (size - 1);
+  MPIX_Stat_get("eager_window", &window);
+  const MPI_Count bound = window * (size - 1);
   CHECK(peak <= bound, "unexpected eager memory peaked at %lld bytes, bound %lld", (long long)peak,
         (long long)bound);
   if (size > 1)

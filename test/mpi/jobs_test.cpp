@@ -42,7 +42,7 @@ const protocol_config configs[] = {
     // One credit and tiny rings: nearly everything goes by rendezvous in
     // 64-byte fragments, and rings fill constantly.
     {"starved",
-     {{"IRIS_EAGER_CREDITS", "1"},
+     {{"IRIS_EAGER_WINDOW", "128"},
       {"IRIS_SHM_RING_SIZE", "1024"},
       {"IRIS_SHM_FRAGMENT_SIZE", "64"}}},
     {"all_rendezvous", {{"IRIS_EAGER_LIMIT", "0"}}},
