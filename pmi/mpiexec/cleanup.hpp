@@ -1,7 +1,9 @@
 // Phase 6 of mpiexec: nothing of a job outlives it. Runs after success,
-// failure, timeout, signals and ranks killed with SIGKILL alike; only a
-// SIGKILL of mpiexec itself skips it.
+// failure, timeout, signals and ranks killed with SIGKILL alike, and even
+// after a fault inside mpiexec; only a SIGKILL of mpiexec itself skips it.
 #pragma once
+
+#include <sys/types.h>
 
 #include <chrono>
 #include <condition_variable>
@@ -13,8 +15,8 @@
 
 namespace iris::mpiexec {
 
-// A private directory for the PMIx server's rendezvous files, under $TMPDIR
-// when that is short enough for a Unix socket path, else /tmp.
+// A private directory for the PMIx server's files, under $TMPDIR when that
+// is short enough for a Unix socket path, else /tmp.
 class tmp_dir {
  public:
   tmp_dir();  // throws launch_error
@@ -32,6 +34,7 @@ class tmp_dir {
 
 // Removes every /dev/shm entry whose name starts with `prefix`: what the
 // ranks of the job created, including what a crashed rank left behind.
+// Async-signal-safe.
 void remove_shm_objects(std::string_view prefix) noexcept;
 
 // Calls `on_expire` on its own thread unless destroyed within `limit`: a
@@ -48,6 +51,27 @@ class watchdog {
   std::condition_variable cv_;
   bool cancelled_ = false;  // guarded by mutex_
   std::thread thread_;
+};
+
+// mpiexec faulted once while the ranks of a failed job died (site not
+// captured; libpmix's lost-connection handling, which runs then, has had
+// such bugs). A fault must not cost the job its exit code nor leave its
+// files behind: on SIGSEGV, SIGBUS, SIGILL, SIGFPE or SIGABRT the guard
+// kills and reaps the ranks, removes the job's /dev/shm objects and the PMIx
+// directory, and exits with the code the job already earned; before that is
+// decided it says mpiexec failed and exits 1. One guard per process; its
+// methods are called by the main thread only.
+class fault_guard {
+ public:
+  fault_guard(std::string_view shm_prefix, const std::string &tmp_path, int nranks);
+  ~fault_guard();
+  fault_guard(const fault_guard &) = delete;
+  fault_guard &operator=(const fault_guard &) = delete;
+
+  void rank_started(int rank, pid_t pid) noexcept;
+  void rank_reaped(int rank) noexcept;
+  // The job's exit code is known (and reported): a fault now changes nothing.
+  void outcome_decided(int exit_code) noexcept;
 };
 
 }  // namespace iris::mpiexec

@@ -30,12 +30,16 @@ namespace {
 constexpr std::chrono::seconds shutdown_limit{5};
 
 struct job {
-  explicit job(options o) : opts(std::move(o)), nspace("iris." + std::to_string(::getpid())) {}
+  explicit job(options o)
+      : opts(std::move(o)),
+        nspace("iris." + std::to_string(::getpid())),
+        guard(pmi::shm_name_prefix(nspace), dir.path(), opts.nranks) {}
 
   options opts;
   std::string nspace;   // unique on this host while mpiexec runs
-  job_signals signals;  // first: blocked before any thread starts
+  job_signals signals;  // before any thread starts: they inherit the mask
   tmp_dir dir;
+  fault_guard guard;
   std::unique_ptr<pmix_server> server;
   std::vector<rank_process> ranks;
 
@@ -102,6 +106,7 @@ void start_ranks(job &j) {
         .signal_mask = &j.signals.original_mask(),
     });
     j.ranks.push_back({.rank = rank, .pid = pid, .reaped = false});
+    j.guard.rank_started(rank, pid);
   }
 }
 
@@ -110,13 +115,21 @@ int run_job(options opts) {
   try {
     start_ranks(j);
   } catch (const std::exception &e) {
+    j.guard.outcome_decided(launch_failure_code);
     report(e.what());
     kill_and_reap(j.ranks);
     j.leave(launch_failure_code);
   }
 
-  const job_end end = supervise(j.ranks, *j.server, j.signals, j.opts.timeout_s);
+  const job_end end = supervise({.ranks = j.ranks,
+                                 .server = *j.server,
+                                 .signals = j.signals,
+                                 .guard = j.guard,
+                                 .timeout_s = j.opts.timeout_s});
   if (!end.clean) j.leave(end.exit_code);
+  // Every rank finished well: should PMIx fault while shutting down, the
+  // job still succeeded.
+  j.guard.outcome_decided(end.exit_code);
 
   {
     const watchdog guard(shutdown_limit, [&j, &end] {

@@ -46,9 +46,12 @@ std::string one_line(std::string text) {
 
 class supervisor {
  public:
-  supervisor(std::vector<rank_process> &ranks, pmix_server &server, const job_signals &signals,
-             std::optional<double> timeout_s)
-      : ranks_(ranks), server_(server), signals_(signals), timeout_s_(timeout_s) {
+  explicit supervisor(const job_watch &watch)
+      : ranks_(watch.ranks),
+        server_(watch.server),
+        signals_(watch.signals),
+        guard_(watch.guard),
+        timeout_s_(watch.timeout_s) {
     if (timeout_s_) {
       job_deadline_ = clock::now() + std::chrono::duration_cast<clock::duration>(
                                          std::chrono::duration<double>(*timeout_s_));
@@ -71,6 +74,13 @@ class supervisor {
   }
 
  private:
+  // The first failure decides the exit code; from then on the fault guard
+  // keeps it too.
+  void decide(int code) {
+    exit_code_ = code;
+    guard_.outcome_decided(code);
+  }
+
   std::size_t alive() const {
     std::size_t n = 0;
     for (const rank_process &r : ranks_) n += r.reaped ? 0 : 1;
@@ -106,7 +116,7 @@ class supervisor {
       kill_all(SIGKILL);
       return;
     }
-    exit_code_ = 128 + sig;
+    decide(128 + sig);
     report("got " + signal_text(sig) + "; forwarding it to " + count_ranks(alive()));
     kill_all(sig);
     kill_deadline_ = clock::now() + kill_grace;
@@ -120,7 +130,7 @@ class supervisor {
       report("rank " + std::to_string(request.rank) + " (pid " + pid +
              ") aborted the job with code " + std::to_string(request.status) + ": " +
              one_line(request.message) + "; killing " + count_ranks(alive()));
-      exit_code_ = abort_exit_code(request.status);
+      decide(abort_exit_code(request.status));
       kill_all(SIGKILL);
     }
   }
@@ -133,6 +143,7 @@ class supervisor {
       for (rank_process &r : ranks_) {
         if (r.pid == pid && !r.reaped) {
           r.reaped = true;
+          guard_.rank_reaped(r.rank);
           on_exit(r, status);
         }
       }
@@ -169,7 +180,7 @@ class supervisor {
            (others > 0 ? "; killing " + std::to_string(others) + " other " +
                              (others == 1 ? "rank" : "ranks")
                        : ""));
-    exit_code_ = code;
+    decide(code);
     kill_all(SIGKILL);
   }
 
@@ -182,7 +193,7 @@ class supervisor {
         std::snprintf(seconds, sizeof seconds, "%g", *timeout_s_);
         report(std::string("job timed out after ") + seconds + " s; killing " +
                count_ranks(alive()));
-        exit_code_ = timeout_code;
+        decide(timeout_code);
         kill_all(SIGTERM);
         kill_deadline_ = now + kill_grace;
       }
@@ -207,7 +218,7 @@ class supervisor {
       report("rank " + std::to_string(r.rank) + " (pid " + std::to_string(r.pid) + ") is still " +
              "there " + std::to_string(reap_limit.count()) + " s after SIGKILL; leaving it");
     }
-    if (!exit_code_) exit_code_ = launch_failure_code;
+    if (!exit_code_) decide(launch_failure_code);
   }
 
   const rank_process *find_rank(int rank) const {
@@ -220,6 +231,7 @@ class supervisor {
   std::vector<rank_process> &ranks_;
   pmix_server &server_;
   const job_signals &signals_;
+  fault_guard &guard_;
   std::optional<double> timeout_s_;
   std::optional<clock::time_point> job_deadline_;      // --timeout
   std::optional<clock::time_point> kill_deadline_;     // SIGKILL after the grace period
@@ -251,9 +263,8 @@ job_signals::~job_signals() {
   ::close(fd_);
 }
 
-job_end supervise(std::vector<rank_process> &ranks, pmix_server &server, const job_signals &signals,
-                  std::optional<double> timeout_s) {
-  return supervisor(ranks, server, signals, timeout_s).run();
+job_end supervise(const job_watch &watch) {
+  return supervisor(watch).run();
 }
 
 void kill_and_reap(std::vector<rank_process> &ranks) {

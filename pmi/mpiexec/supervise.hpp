@@ -11,6 +11,7 @@
 #include <optional>
 #include <vector>
 
+#include "pmi/mpiexec/cleanup.hpp"
 #include "pmi/mpiexec/job.hpp"
 #include "pmi/mpiexec/server.hpp"
 
@@ -40,8 +41,16 @@ struct job_end {
   bool clean = false;  // every rank exited 0 and nothing failed: PMIx may shut down
 };
 
-[[nodiscard]] job_end supervise(std::vector<rank_process> &ranks, pmix_server &server,
-                                const job_signals &signals, std::optional<double> timeout_s);
+// The things the job runs with, for supervise().
+struct job_watch {
+  std::vector<rank_process> &ranks;
+  pmix_server &server;
+  const job_signals &signals;
+  fault_guard &guard;
+  std::optional<double> timeout_s;
+};
+
+[[nodiscard]] job_end supervise(const job_watch &watch);
 
 // Setup failed after some ranks started: SIGKILL and reap them.
 void kill_and_reap(std::vector<rank_process> &ranks);

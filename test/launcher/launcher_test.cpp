@@ -4,23 +4,21 @@
 //
 // Paths come from the environment (meson test sets them): IRIS_MPIEXEC and
 // IRIS_LAUNCHER_RANK.
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <hwloc.h>
 #include <poll.h>
 #include <sched.h>
 #include <signal.h>
-#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <fcntl.h>
-
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <map>
-#include <regex>
 #include <set>
 #include <sstream>
 #include <string>
@@ -62,6 +60,7 @@ struct run_options {
 };
 
 struct run_result {
+  pid_t pid = -1;      // of the process run: mpiexec, or the rank program
   int exit_code = -1;  // 128+N when killed by signal N
   bool timed_out = false;
   std::string out;
@@ -200,6 +199,7 @@ run_result run(const std::vector<std::string> &argv, const run_options &opts = {
   const auto deadline = start + opts.limit;
   const child c = start_child(argv, opts);
   if (c.pid <= 0) return result;
+  result.pid = c.pid;
   // Output still open at the deadline: something of the job survived it.
   result.timed_out = !collect_output(c, opts, deadline, result);
   if (result.timed_out) ::kill(-c.pid, SIGKILL);
@@ -245,7 +245,22 @@ bool rank_alive(pid_t pid) {
   return command.find("launcher_rank") != std::string::npos;
 }
 
-// Checks that every rank printed its pid and that none is left.
+// The PMIx directories mpiexec `pid` made ($TMPDIR/iris-mpiexec.<pid>.*).
+std::vector<std::string> pmix_dirs_of(pid_t pid) {
+  std::vector<std::string> found;
+  const std::string prefix = "iris-mpiexec." + std::to_string(pid) + ".";
+  for (const std::string &base : {required_env("TMPDIR"), std::string("/tmp")}) {
+    std::error_code ec;
+    if (base.empty() || !std::filesystem::is_directory(base, ec)) continue;
+    for (const auto &entry : std::filesystem::directory_iterator(base, ec)) {
+      if (entry.path().filename().string().starts_with(prefix)) found.push_back(entry.path());
+    }
+  }
+  return found;
+}
+
+// Checks that every rank printed its pid, that none is left, and that
+// mpiexec removed its PMIx directory.
 void expect_all_ranks_gone(const run_result &r, int n) {
   const auto pids = r.lines("pid");
   EXPECT_EQ(pids.size(), static_cast<std::size_t>(n)) << r.describe();
@@ -253,6 +268,8 @@ void expect_all_ranks_gone(const run_result &r, int n) {
     ASSERT_EQ(words.size(), 3u);
     EXPECT_FALSE(rank_alive(std::stoi(words[2]))) << "rank " << words[1] << " survived";
   }
+  EXPECT_TRUE(pmix_dirs_of(r.pid).empty())
+      << "the PMIx directory of mpiexec " << r.pid << " is left";
 }
 
 std::string pid_of_rank(const run_result &r, int rank) {
@@ -323,6 +340,7 @@ TEST_P(launcher_at, normal_job_leaves_no_shared_memory) {
   ASSERT_EQ(created.size(), static_cast<std::size_t>(n)) << r.describe();
   const std::string job = created[0][2].substr(0, created[0][2].find("test-"));
   EXPECT_TRUE(shm_entries(job).empty()) << job;
+  EXPECT_TRUE(pmix_dirs_of(r.pid).empty()) << "the PMIx directory is left";
 }
 
 INSTANTIATE_TEST_SUITE_P(rank_counts, launcher_at, ::testing::Values(1, 2, 4, 8));
@@ -389,6 +407,15 @@ TEST_P(failing_job, exit_without_finalize_ends_the_job) {
 
 INSTANTIATE_TEST_SUITE_P(rank_counts, failing_job, ::testing::Values(2, 4, 8));
 
+TEST_F(launcher, mpiexec_timeout_variable_sets_the_default) {
+  run_options opts;
+  opts.set_env = {"MPIEXEC_TIMEOUT=0.5"};
+  const run_result r = ranks(2, {"hang"}, {}, opts);
+  ASSERT_EQ(r.exit_code, 124) << r.describe();
+  expect_one_report(r, "mpiexec: job timed out after 0.5 s; killing 2 ranks");
+  expect_all_ranks_gone(r, 2);
+}
+
 TEST_F(launcher, timeout_ends_hung_job) {
   const run_result r = ranks(4, {"hang"}, {"--timeout", "2"});
   ASSERT_EQ(r.exit_code, 124) << r.describe();
@@ -427,6 +454,23 @@ INSTANTIATE_TEST_SUITE_P(signals, signalled_job,
                          ::testing::Values(signal_case{SIGINT, "Interrupt", "hang"},
                                            signal_case{SIGTERM, "Terminated", "hang"},
                                            signal_case{SIGINT, "Interrupt", "stubborn"}));
+
+// A fault inside mpiexec (libpmix can fault while a failed job's ranks
+// die) still kills the ranks and removes the job's files.
+TEST_F(launcher, fault_inside_mpiexec_still_cleans_up) {
+  run_options opts;
+  opts.trigger_prefix = "ready ";
+  opts.trigger_count = 2;
+  opts.trigger_signal = SIGSEGV;
+  const run_result r = ranks(2, {"shm-hang"}, {}, opts);
+  ASSERT_EQ(r.exit_code, 1) << r.describe();
+  expect_one_report(r, "mpiexec: internal error: SIGSEGV inside mpiexec; killing the ranks");
+  const auto created = r.lines("shm");
+  ASSERT_EQ(created.size(), 2u) << r.describe();
+  const std::string prefix = created[0][2].substr(0, created[0][2].find("test-"));
+  EXPECT_TRUE(shm_entries(prefix).empty()) << prefix;
+  expect_all_ranks_gone(r, 2);
+}
 
 // ---- Environment, binding, stdin ---------------------------------------------
 
@@ -523,13 +567,13 @@ TEST_F(launcher, bind_to_core_gives_each_rank_its_own_core) {
 TEST_F(launcher, default_binds_unless_oversubscribed) {
   const auto cores = core_cpus();
   const int n = static_cast<int>(cores.size());
-  const run_result fits = ranks(n, {"affinity"});
+  const run_result fits = ranks(std::min(n, 8), {"affinity"});
   ASSERT_EQ(fits.exit_code, 0) << fits.describe();
   for (const auto &[rank, cpus] : affinities(fits)) {
     EXPECT_EQ(cpus, cores[static_cast<std::size_t>(rank)]) << "rank " << rank;
   }
   // More ranks than cores: waiting ranks must be able to move.
-  const run_result over = ranks(2 * n + 1, {"affinity"}, {"--report-bindings"});
+  const run_result over = ranks(n + 1, {"affinity"}, {"--report-bindings"});
   ASSERT_EQ(over.exit_code, 0) << over.describe();
   for (const auto &[rank, cpus] : affinities(over)) EXPECT_EQ(cpus, own_cpus()) << "rank " << rank;
   EXPECT_NE(over.err.find("not bound"), std::string::npos) << over.describe();

@@ -12,6 +12,7 @@
 //   stubborn         every rank ignores SIGINT and SIGTERM and waits to be killed
 //   shm              every rank creates a /dev/shm object and exits normally
 //   shm-kill R       every rank creates a /dev/shm object, then rank R SIGKILLs itself
+//   shm-hang         every rank creates a /dev/shm object, then waits to be killed
 //   env NAME...      print each variable's value
 //   affinity         print the cpus this rank may run on
 //   stdin            print what stdin holds
@@ -24,7 +25,6 @@
 
 #include <algorithm>
 #include <cstdarg>
-#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
@@ -148,6 +148,18 @@ void print_stdin(int rank) {
   say("stdin %d '%s'", rank, input.c_str());
 }
 
+// A real fault, on a page that exists but may not be touched: a null store
+// is caught by UBSan first, and a sanitizer's SIGSEGV handler would turn the
+// fault into an ordinary exit.
+[[noreturn]] void segfault() {
+  const rlimit no_core = {0, 0};
+  ::setrlimit(RLIMIT_CORE, &no_core);  // no core files in the build tree
+  ::signal(SIGSEGV, SIG_DFL);
+  void *page = ::mmap(nullptr, 4096, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  *static_cast<volatile int *>(page) = 1;
+  std::abort();  // not reached
+}
+
 int run(pmi::client &c, const std::vector<std::string_view> &args) {
   const std::string_view mode = args.at(0);
   const auto number = [&](std::size_t i) { return std::atoi(std::string(args.at(i)).c_str()); };
@@ -178,7 +190,7 @@ int run(pmi::client &c, const std::vector<std::string_view> &args) {
       ::signal(SIGTERM, SIG_IGN);
       wait_to_be_killed(c);
     }
-    if (mode == "shm-kill") {
+    if (mode == "shm-kill" || mode == "shm-hang") {
       create_shm_object(c);
       c.fence();
       if (me) ::raise(SIGKILL);
@@ -187,12 +199,7 @@ int run(pmi::client &c, const std::vector<std::string_view> &args) {
     if (me && mode == "exit0") std::exit(0);
     if (me && mode == "abort")
       c.abort(number(2), "test abort from rank " + std::to_string(c.rank()));
-    if (me && mode == "segv") {
-      const rlimit no_core = {0, 0};
-      ::setrlimit(RLIMIT_CORE, &no_core);  // no core files in the build tree
-      volatile std::uintptr_t address = 0;
-      *reinterpret_cast<volatile int *>(address) = 1;
-    }
+    if (me && mode == "segv") segfault();
     wait_to_be_killed(c);
   }
   c.finalize();
