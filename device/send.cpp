@@ -140,6 +140,8 @@ request *send_start(const communicator &comm, std::uint32_t context, const void 
     ++rt->stats.rendezvous;
   }
   r->state = send_state::queued;
+  // Nothing queued ahead of it: write it now, without touching the queues.
+  if (to.send_queue.empty() && message_write(to, *r)) return r;
   to.send_queue.push_back(r);
   sending_list_add(to);
   send_push(to);

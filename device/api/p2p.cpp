@@ -138,9 +138,7 @@ int MPI_Sendrecv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, int 
 int MPI_Iprobe(int source, int tag, MPI_Comm comm, int *flag, MPI_Status *status) {
   const char *call = "MPI_Iprobe";
   communicator *c = nullptr;
-  if (int err = api::check_comm(call, comm, c)) return err;
-  if (int err = api::check_source(call, *c, source)) return err;
-  if (int err = api::check_recv_tag(call, *c, tag)) return err;
+  if (int err = probe_checks(call, source, tag, comm, c)) return err;
   if (int err = api::check_not_null(call, c, flag, "flag")) return err;
   if (source == MPI_PROC_NULL) {
     *flag = 1;
@@ -157,9 +155,7 @@ int MPI_Iprobe(int source, int tag, MPI_Comm comm, int *flag, MPI_Status *status
 int MPI_Probe(int source, int tag, MPI_Comm comm, MPI_Status *status) {
   const char *call = "MPI_Probe";
   communicator *c = nullptr;
-  if (int err = api::check_comm(call, comm, c)) return err;
-  if (int err = api::check_source(call, *c, source)) return err;
-  if (int err = api::check_recv_tag(call, *c, tag)) return err;
+  if (int err = probe_checks(call, source, tag, comm, c)) return err;
   if (source == MPI_PROC_NULL) {
     api::status_proc_null(status);
     return MPI_SUCCESS;

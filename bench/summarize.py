@@ -1,0 +1,49 @@
+#!/usr/bin/env python3
+"""Summarizes bench/compare.sh output: per size, the median over rounds of
+each MPI's latency, bandwidth and bidirectional bandwidth, with Iris's ratio
+to the best peer (latency: best/iris, so >1 means Iris is faster; bandwidth:
+iris/best). Usage: bench/summarize.py DIR (default /tmp/iris-compare)."""
+import glob
+import os
+import statistics
+import sys
+
+d = sys.argv[1] if len(sys.argv) > 1 else "/tmp/iris-compare"
+names = ["iris", "mpich", "openmpi"]
+data = {}  # name -> size -> list of (lat, bw, bibw)
+rate = {}
+for name in names:
+    for path in sorted(glob.glob(os.path.join(d, f"{name}.*.txt"))):
+        for line in open(path):
+            parts = line.split()
+            if line.startswith("# 8-byte message rate"):
+                rate.setdefault(name, []).append(float(parts[-3]))
+            elif len(parts) == 4 and parts[0].isdigit():
+                data.setdefault(name, {}).setdefault(int(parts[0]), []).append(
+                    tuple(float(x) for x in parts[1:]))
+
+def med(name, size, i):
+    vals = [v[i] for v in data.get(name, {}).get(size, [])]
+    return statistics.median(vals) if vals else None
+
+peers = [n for n in names[1:] if n in data]
+print("| bytes | " + " | ".join(f"lat {n} (us)" for n in names if n in data) +
+      " | lat ratio | " + " | ".join(f"bw {n}" for n in names if n in data) +
+      " | bw ratio | " + " | ".join(f"bibw {n}" for n in names if n in data) + " | bibw ratio |")
+print("|---:" * (3 * (len(peers) + 1) + 4) + "|")
+for size in sorted(data["iris"]):
+    row = [str(size)]
+    for i, better_low in ((0, True), (1, False), (2, False)):
+        vals = {n: med(n, size, i) for n in names if n in data}
+        row += [f"{vals[n]:.3f}" if vals[n] is not None else "-" for n in names if n in data]
+        peer_vals = [vals[n] for n in peers if vals[n]]
+        if not peer_vals or not vals["iris"]:
+            row.append("-")
+        elif better_low:
+            row.append(f"{min(peer_vals) / vals['iris']:.2f}")
+        else:
+            row.append(f"{vals['iris'] / max(peer_vals):.2f}")
+    print("| " + " | ".join(row) + " |")
+print()
+print("8-byte message rate (M msgs/s): " +
+      ", ".join(f"{n} {statistics.median(rate[n]):.2f}" for n in names if n in rate))
