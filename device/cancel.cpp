@@ -10,9 +10,12 @@ namespace {
 
 void cancelled_now(request &r) {
   r.cancelled = true;
-  r.state = send_state::done;
   r.status_bytes = 0;
-  request_complete(r);
+  if (r.kind == request_kind::send) {
+    send_done(r);
+  } else {
+    request_complete(r);
+  }
 }
 
 void reply(vc &to, std::uint64_t sender_request, bool withdrawn) {

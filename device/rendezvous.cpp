@@ -15,9 +15,11 @@ namespace {
 
 // Under `auto`, one message alone goes through the pipeline: sender and
 // receiver copy at the same time, which halves its latency. When a pipeline
-// receive is already streaming, this rank is moving many messages at once
-// (a window of sends, both directions): then a single copy by the receiver
-// (CMA) lets both cores move more. Measured in bench/README.md.
+// receive is already streaming, this rank is moving many messages at once:
+// then a single copy by the receiver (CMA) moves more, except for very large
+// messages while this rank sends nothing itself: CMA of a large buffer is
+// slow on virtual machines, and the sender's idle core copies through the
+// pipeline faster. Measured in bench/README.md.
 bool cma_wanted(const vc &from, std::size_t bytes) {
   if (from.via != transport::shm || !from.cma_usable) return false;
   switch (rt->config.engine) {
@@ -26,7 +28,8 @@ bool cma_wanted(const vc &from, std::size_t bytes) {
     case rndv_engine::pipeline:
       return false;
     case rndv_engine::automatic:
-      return bytes >= rt->config.cma_threshold && rt->pipeline_receives > 0;
+      if (bytes < rt->config.cma_threshold || rt->pipeline_receives == 0) return false;
+      return bytes < rt->config.pipeline_large || rt->rendezvous_sends > 0;
   }
   return false;
 }
@@ -87,8 +90,7 @@ const char *rendezvous_on_cts(vc &from, const packet_header &h) {
   s->peer_request = h.receiver_request;
   s->progress = 0;
   if (s->expected == 0) {
-    s->state = send_state::done;
-    request_complete(*s);
+    send_done(*s);
     return nullptr;
   }
   s->state = send_state::streaming;
@@ -127,8 +129,7 @@ int rendezvous_push(vc &to) {
     s->progress += chunk;
     if (s->progress == s->expected) {
       to.stream_queue.remove(s);
-      s->state = send_state::done;
-      request_complete(*s);
+      send_done(*s);
     }
   }
   return packets;

@@ -69,6 +69,7 @@ struct runtime {
   std::vector<inbox> inboxes;
   std::vector<vc *> sending;  // VCs with something to push
   int pipeline_receives = 0;  // rendezvous receives streaming through rings
+  int rendezvous_sends = 0;   // rendezvous sends not yet complete
   std::optional<shm::segment> segment;
   intrusive_queue<request> posted;
   intrusive_queue<unexpected_msg> unexpected;
@@ -120,6 +121,9 @@ enum class send_mode : std::uint8_t { standard, synchronous };
 request *send_start(const communicator &comm, std::uint32_t context, const void *data,
                     std::size_t bytes, int dest, int tag, send_mode mode = send_mode::standard,
                     bool need_request = false);
+
+// A send is over: its state becomes done and it completes.
+void send_done(request &r);
 
 // Marks `r` complete (while a cancel is pending, that waits for the answer);
 // a request the user freed is released here.

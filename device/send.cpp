@@ -136,6 +136,7 @@ request *send_start(const communicator &comm, std::uint32_t context, const void 
     ++(synchronous ? rt->stats.eager_sync : rt->stats.eager);
   } else {
     r->protocol = packet_type::rts;
+    ++rt->rendezvous_sends;
     rt->stats.credit_stalls += eager_size ? 1 : 0;
     ++rt->stats.rendezvous;
   }
@@ -146,6 +147,12 @@ request *send_start(const communicator &comm, std::uint32_t context, const void 
   sending_list_add(to);
   send_push(to);
   return r;
+}
+
+void send_done(request &r) {
+  if (r.protocol == packet_type::rts && r.state != send_state::done) --rt->rendezvous_sends;
+  r.state = send_state::done;
+  request_complete(r);
 }
 
 void request_complete(request &r) {
@@ -161,8 +168,7 @@ const char *send_on_done(vc &from, const packet_header &h) {
   if (r == nullptr || r->peer != from.world_rank || r->state != waiting) {
     return "completion for a send that is not waiting for one";
   }
-  r->state = send_state::done;
-  request_complete(*r);
+  send_done(*r);
   return nullptr;
 }
 

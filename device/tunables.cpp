@@ -23,6 +23,9 @@ constexpr tunable table[] = {
      "when another is already streaming (many messages in flight), where the kernel allows"},
     {"IRIS_CMA_THRESHOLD", 32 * 1024, 0, std::int64_t{1} << 40, nullptr,
      "with IRIS_RNDV_ENGINE=auto, the smallest rendezvous message read with cma"},
+    {"IRIS_PIPELINE_LARGE", 2 * 1024 * 1024, 0, std::int64_t{1} << 40, nullptr,
+     "with IRIS_RNDV_ENGINE=auto, from this size up a rank that is not sending itself lets the "
+     "sender copy through the pipeline instead of reading with cma"},
     {"IRIS_SHM_RING_SIZE", 256 * 1024, 256, 1 << 30, nullptr,
      "bytes of each shared-memory ring (one per ordered pair of ranks on a node); a power of two"},
     {"IRIS_SHM_FRAGMENT_SIZE", 32 * 1024, 64, 1 << 29, nullptr,
@@ -99,6 +102,7 @@ settings settings_load() {
   s.eager_window = static_cast<int>(value_of("IRIS_EAGER_WINDOW") / 64);
   s.engine = static_cast<rndv_engine>(value_of("IRIS_RNDV_ENGINE"));
   s.cma_threshold = static_cast<std::size_t>(value_of("IRIS_CMA_THRESHOLD"));
+  s.pipeline_large = static_cast<std::size_t>(value_of("IRIS_PIPELINE_LARGE"));
   s.spin_count = static_cast<int>(value_of("IRIS_SPIN_COUNT"));
   s.poll_batch = static_cast<int>(value_of("IRIS_POLL_BATCH"));
   s.debug = value_of("IRIS_DEBUG") != 0;

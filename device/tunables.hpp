@@ -30,6 +30,7 @@ struct settings {
   int eager_window;  // credit units (IRIS_EAGER_WINDOW / credit_unit)
   rndv_engine engine;
   std::size_t cma_threshold;
+  std::size_t pipeline_large;
   int spin_count;  // -1: chosen at start-up
   int poll_batch;
   bool debug;
