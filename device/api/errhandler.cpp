@@ -1,0 +1,93 @@
+// MPI bindings for error handlers, error classes and strings, and the
+// MPIX_Stat_get extension.
+#include <cstring>
+
+#include "device/api/check.hpp"
+
+using namespace iris;
+using iris::api::communicator;
+
+extern "C" {
+
+int MPI_Comm_set_errhandler(MPI_Comm comm, MPI_Errhandler errhandler) {
+  const char *call = "MPI_Comm_set_errhandler";
+  communicator *c = nullptr;
+  if (int err = api::check_comm(call, comm, c)) return err;
+  if (errhandler != MPI_ERRORS_ARE_FATAL && errhandler != MPI_ERRORS_RETURN &&
+      errhandler != MPI_ERRORS_ABORT) {
+    return device::error_raise(c, call, MPI_ERR_ARG, "invalid error handler handle 0x%x",
+                               static_cast<unsigned>(errhandler));
+  }
+  c->errhandler = errhandler;
+  return MPI_SUCCESS;
+}
+
+int MPI_Comm_get_errhandler(MPI_Comm comm, MPI_Errhandler *errhandler) {
+  const char *call = "MPI_Comm_get_errhandler";
+  communicator *c = nullptr;
+  if (int err = api::check_comm(call, comm, c)) return err;
+  if (int err = api::check_not_null(call, c, errhandler, "errhandler")) return err;
+  *errhandler = c->errhandler;
+  return MPI_SUCCESS;
+}
+
+int MPI_Error_class(int errorcode, int *errorclass) {
+  if (int err = api::check_not_null("MPI_Error_class", nullptr, errorclass, "errorclass")) {
+    return err;
+  }
+  if (device::error_class_text(errorcode) == nullptr) {
+    return device::error_raise(nullptr, "MPI_Error_class", MPI_ERR_ARG, "unknown error code %d",
+                               errorcode);
+  }
+  *errorclass = errorcode;  // every code Iris returns is an error class
+  return MPI_SUCCESS;
+}
+
+int MPI_Error_string(int errorcode, char *string, int *resultlen) {
+  const char *call = "MPI_Error_string";
+  if (int err = api::check_not_null(call, nullptr, string, "string")) return err;
+  if (int err = api::check_not_null(call, nullptr, resultlen, "resultlen")) return err;
+  const char *text = device::error_class_text(errorcode);
+  if (text == nullptr) {
+    return device::error_raise(nullptr, call, MPI_ERR_ARG, "unknown error code %d", errorcode);
+  }
+  const std::size_t n = std::min(std::strlen(text), std::size_t{MPI_MAX_ERROR_STRING - 1});
+  std::memcpy(string, text, n);
+  string[n] = '\0';
+  *resultlen = static_cast<int>(n);
+  return MPI_SUCCESS;
+}
+
+int MPIX_Stat_get(const char *name, MPI_Count *value) {
+  const char *call = "MPIX_Stat_get";
+  if (int err = api::check_initialized(call)) return err;
+  if (int err = api::check_not_null(call, nullptr, name, "name")) return err;
+  if (int err = api::check_not_null(call, nullptr, value, "value")) return err;
+  const device::statistics &s = device::rt->stats;
+  const device::settings &c = device::rt->config;
+  const struct {
+    const char *name;
+    std::uint64_t value;
+  } table[] = {
+      {"eager", s.eager},
+      {"eager_sync", s.eager_sync},
+      {"rendezvous", s.rendezvous},
+      {"rendezvous_cma", s.rendezvous_cma},
+      {"rendezvous_pipeline", s.rendezvous_pipeline},
+      {"credit_stalls", s.credit_stalls},
+      {"credit_packets", s.credit_packets},
+      {"unexpected_depth_peak", s.unexpected_depth_peak},
+      {"unexpected_bytes_peak", s.unexpected_bytes_peak},
+      {"eager_limit", c.eager_limit},
+      {"eager_window", static_cast<std::uint64_t>(c.eager_window) * device::credit_unit},
+  };
+  for (const auto &entry : table) {
+    if (std::strcmp(entry.name, name) == 0) {
+      *value = static_cast<MPI_Count>(entry.value);
+      return MPI_SUCCESS;
+    }
+  }
+  return device::error_raise(nullptr, call, MPI_ERR_ARG, "unknown statistic \"%s\"", name);
+}
+
+}  // extern "C"
