@@ -76,7 +76,10 @@ struct runtime {
   statistics stats;
   request_pool requests;
   pool<unexpected_msg> unexpected_pool;
-  std::vector<std::unique_ptr<communicator>> comms;  // indexed by handle & 0x0fffffff
+  std::vector<std::unique_ptr<communicator>> comms;        // indexed by handle & 0x0fffffff
+  std::vector<std::unique_ptr<communicator>> freed_comms;  // kept for pending operations
+  std::vector<std::unique_ptr<group>> groups;              // indexed by handle & 0x0fffffff
+  std::uint32_t next_context = first_free_context;
   int thread_level = 0;
   std::string processor_name;
 };

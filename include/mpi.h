@@ -20,6 +20,7 @@ extern "C" {
 #define IRIS_VERSION_STRING "0.1.0"
 
 typedef int MPI_Comm;
+typedef int MPI_Group;
 typedef int MPI_Datatype;
 typedef int MPI_Op;
 typedef int MPI_Errhandler;
@@ -44,6 +45,16 @@ typedef struct MPI_Status {
 #define MPI_COMM_NULL ((MPI_Comm)0x10000000)
 #define MPI_COMM_WORLD ((MPI_Comm)0x10000001)
 #define MPI_COMM_SELF ((MPI_Comm)0x10000002)
+
+/* Groups */
+#define MPI_GROUP_NULL ((MPI_Group)0x20000000)
+#define MPI_GROUP_EMPTY ((MPI_Group)0x20000001)
+
+/* Results of MPI_Comm_compare and MPI_Group_compare */
+#define MPI_IDENT 0
+#define MPI_CONGRUENT 1
+#define MPI_SIMILAR 2
+#define MPI_UNEQUAL 3
 
 /* Requests and messages */
 #define MPI_REQUEST_NULL ((MPI_Request)0x70000000)
@@ -165,6 +176,27 @@ double MPI_Wtick(void);
 /* Communicators */
 int MPI_Comm_rank(MPI_Comm comm, int *rank);
 int MPI_Comm_size(MPI_Comm comm, int *size);
+int MPI_Comm_dup(MPI_Comm comm, MPI_Comm *newcomm);
+int MPI_Comm_split(MPI_Comm comm, int color, int key, MPI_Comm *newcomm);
+int MPI_Comm_create(MPI_Comm comm, MPI_Group group, MPI_Comm *newcomm);
+int MPI_Comm_free(MPI_Comm *comm);
+int MPI_Comm_compare(MPI_Comm comm1, MPI_Comm comm2, int *result);
+int MPI_Comm_set_name(MPI_Comm comm, const char *comm_name);
+int MPI_Comm_get_name(MPI_Comm comm, char *comm_name, int *resultlen);
+int MPI_Comm_group(MPI_Comm comm, MPI_Group *group);
+
+/* Groups */
+int MPI_Group_size(MPI_Group group, int *size);
+int MPI_Group_rank(MPI_Group group, int *rank);
+int MPI_Group_incl(MPI_Group group, int n, const int ranks[], MPI_Group *newgroup);
+int MPI_Group_excl(MPI_Group group, int n, const int ranks[], MPI_Group *newgroup);
+int MPI_Group_translate_ranks(MPI_Group group1, int n, const int ranks1[], MPI_Group group2,
+                              int ranks2[]);
+int MPI_Group_compare(MPI_Group group1, MPI_Group group2, int *result);
+int MPI_Group_union(MPI_Group group1, MPI_Group group2, MPI_Group *newgroup);
+int MPI_Group_intersection(MPI_Group group1, MPI_Group group2, MPI_Group *newgroup);
+int MPI_Group_difference(MPI_Group group1, MPI_Group group2, MPI_Group *newgroup);
+int MPI_Group_free(MPI_Group *group);
 
 /* Point-to-point */
 int MPI_Send(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm);

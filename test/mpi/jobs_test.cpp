@@ -96,6 +96,12 @@ TEST_P(JobTest, NoFetchDeadlockAndBoundedUnexpectedMemory) {
   EXPECT_NE(r.output.find("deadlock: all checks passed"), std::string::npos) << r.output;
 }
 
+TEST_P(JobTest, CommunicatorsAndGroups) {
+  const run_result r = job(ranks(), "comms", {}, env());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("comms: all checks passed"), std::string::npos) << r.output;
+}
+
 TEST_P(JobTest, ArgumentErrorsReturnTheirClasses) {
   const run_result r = job(ranks(), "errors", {}, env());
   ASSERT_EQ(r.exit_code, 0) << r.output;

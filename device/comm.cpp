@@ -1,0 +1,108 @@
+// Communicator creation: context ids by agreement, and the registry.
+#include <algorithm>
+#include <cstring>
+
+#include "device/runtime.hpp"
+
+namespace iris::device {
+
+int group::rank_of(int w) const {
+  const auto it = std::find(world_ranks.begin(), world_ranks.end(), w);
+  return it == world_ranks.end() ? -1 : static_cast<int>(it - world_ranks.begin());
+}
+
+std::uint32_t context_agree(const communicator &parent) {
+  // Dissemination with max: max is idempotent, so the values heard twice
+  // through different paths do no harm; after ceil(log2 size) rounds every
+  // member holds the maximum of all.
+  std::uint32_t agreed = rt->next_context;
+  for (int distance = 1; distance < parent.size; distance *= 2) {
+    const int to = (parent.rank + distance) % parent.size;
+    const int from = (parent.rank - distance + parent.size) % parent.size;
+    std::uint32_t heard = 0;
+    request *recv = recv_start(parent, parent.collective_context(), &heard, sizeof(heard), from,
+                               tag_context_agree);
+    request_wait_release(send_start(parent, parent.collective_context(), &agreed, sizeof(agreed),
+                                    to, tag_context_agree));
+    request_wait_release(recv);
+    agreed = std::max(agreed, heard);
+  }
+  rt->next_context = agreed + 2;  // point-to-point and collective contexts
+  return agreed;
+}
+
+int comm_register(std::vector<int> world_ranks, std::uint32_t context, int errhandler) {
+  auto c = std::make_unique<communicator>();
+  c->context = context;
+  c->size = static_cast<int>(world_ranks.size());
+  c->rank = static_cast<int>(std::find(world_ranks.begin(), world_ranks.end(), rt->rank) -
+                             world_ranks.begin());
+  c->world_rank = std::move(world_ranks);
+  c->errhandler = errhandler;
+  // Reuse a free slot; slots 1 and 2 are MPI_COMM_WORLD and MPI_COMM_SELF.
+  std::size_t slot = 3;
+  while (slot < rt->comms.size() && rt->comms[slot]) ++slot;
+  if (slot == rt->comms.size()) rt->comms.emplace_back();
+  c->handle = 0x10000000 | static_cast<int>(slot);
+  const int handle = c->handle;
+  rt->comms[slot] = std::move(c);
+  return handle;
+}
+
+void comm_release(int handle) {
+  const std::size_t slot = static_cast<std::uint32_t>(handle) & 0x0fffffffU;
+  rt->freed_comms.push_back(std::move(rt->comms[slot]));
+}
+
+std::vector<std::pair<int, int>> comm_allgather_pairs(const communicator &parent, int color,
+                                                      int key) {
+  // Everyone sends its pair to rank 0, which sends the whole table back:
+  // linear, fine for the sizes one node holds.
+  std::vector<std::pair<int, int>> table(static_cast<std::size_t>(parent.size));
+  const std::uint32_t context = parent.collective_context();
+  const int mine[2] = {color, key};
+  const std::size_t table_bytes = table.size() * sizeof(int) * 2;
+  std::vector<int> flat(table.size() * 2);
+  if (parent.rank == 0) {
+    flat[0] = color;
+    flat[1] = key;
+    for (int r = 1; r < parent.size; ++r) {
+      request_wait_release(recv_start(parent, context, &flat[static_cast<std::size_t>(r) * 2],
+                                      sizeof(mine), r, tag_split_gather));
+    }
+    for (int r = 1; r < parent.size; ++r) {
+      request_wait_release(
+          send_start(parent, context, flat.data(), table_bytes, r, tag_split_table));
+    }
+  } else {
+    request_wait_release(send_start(parent, context, mine, sizeof(mine), 0, tag_split_gather));
+    request_wait_release(recv_start(parent, context, flat.data(), table_bytes, 0, tag_split_table));
+  }
+  for (std::size_t r = 0; r < table.size(); ++r) table[r] = {flat[r * 2], flat[r * 2 + 1]};
+  return table;
+}
+
+int group_register(std::vector<int> world_ranks) {
+  if (rt->groups.size() < 2) rt->groups.resize(2);  // 0: MPI_GROUP_NULL, 1: MPI_GROUP_EMPTY
+  std::size_t slot = 2;
+  while (slot < rt->groups.size() && rt->groups[slot]) ++slot;
+  if (slot == rt->groups.size()) rt->groups.emplace_back();
+  rt->groups[slot] = std::make_unique<group>(group{std::move(world_ranks)});
+  return 0x20000000 | static_cast<int>(slot);
+}
+
+group *group_lookup(int handle) {
+  static group empty;
+  const auto bits = static_cast<std::uint32_t>(handle);
+  if ((bits >> 28) != 2) return nullptr;
+  const std::size_t slot = bits & 0x0fffffffU;
+  if (slot == 1) return &empty;
+  if (slot < 2 || slot >= rt->groups.size()) return nullptr;
+  return rt->groups[slot].get();
+}
+
+void group_release(int handle) {
+  rt->groups[static_cast<std::uint32_t>(handle) & 0x0fffffffU].reset();
+}
+
+}  // namespace iris::device
