@@ -147,8 +147,8 @@ const char *packet_deliver(vc &from, const packet_header &h, const std::byte *pa
 }
 
 request *recv_start(const communicator &comm, std::uint32_t context, void *data,
-                    std::size_t capacity, int source, int tag) {
-  request *r = rt->requests.allocate(request_kind::recv, &comm);
+                    std::size_t capacity, int source, int tag, request *use) {
+  request *r = use != nullptr ? use : rt->requests.allocate(request_kind::recv, &comm);
   r->key = match_key{context, source, tag};
   r->buffer = static_cast<std::byte *>(data);
   r->bytes = capacity;

@@ -17,6 +17,19 @@ struct communicator;
 
 enum class request_kind : std::uint8_t { send, recv };
 
+// What MPI_Start repeats for a persistent request.
+enum class persistent_op : std::uint8_t { none, send, ssend, bsend, recv };
+struct persistent_args {
+  persistent_op op = persistent_op::none;
+  void *buffer = nullptr;
+  std::size_t bytes = 0;
+  int peer = 0;  // rank in the communicator, or MPI_PROC_NULL / MPI_ANY_SOURCE
+  int tag = 0;
+  int count = 0;  // as given, for buffered sends that start again through MPI_Bsend
+  int datatype = 0;
+  int comm = 0;
+};
+
 enum class send_state : std::uint8_t {
   queued,      // its message packet waits for room in the send queue
   wait_ack,    // eager_sync sent; waits for sync_ack
@@ -38,6 +51,8 @@ struct request {
   bool freed = false;           // MPI_Request_free: release once complete
   bool cancelled = false;       // the operation was cancelled
   bool cancel_pending = false;  // send: waiting for the receiver's cancel_reply
+  bool active = false;          // persistent: started and not yet waited for
+  persistent_args persistent;   // persistent.op != none: made by MPI_*_init
   send_state state = send_state::queued;
   packet_type protocol = packet_type::eager;  // send: eager, eager_sync or rts
   std::byte *buffer = nullptr;                // recv: where the data goes; send: the user's data
@@ -97,6 +112,21 @@ class request_pool {
   void release(request *r) {
     r->in_use = false;
     pool_.release(r);
+  }
+  // Readies a persistent request for another start: everything but its
+  // identity and arguments is reset, and it gets a new generation so that
+  // ids of the previous round are refused.
+  void restart(request *r) {
+    const request keep = *r;
+    r->~request();
+    new (r) request;
+    r->index = keep.index;
+    r->generation = ++generation_;
+    r->kind = keep.kind;
+    r->comm = keep.comm;
+    r->in_use = true;
+    r->persistent = keep.persistent;
+    r->active = true;
   }
   // The live request named by `handle`, or nullptr.
   request *from_handle(int handle) const {

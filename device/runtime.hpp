@@ -121,9 +121,11 @@ enum class send_mode : std::uint8_t { standard, synchronous };
 // message is already on its way and the buffer may be reused (only when
 // `need_request` is false), else a request that completes when it may. A
 // synchronous send completes only once matched.
+// `use`, when given, is a (restarted persistent) request to use instead of
+// allocating one.
 request *send_start(const communicator &comm, std::uint32_t context, const void *data,
                     std::size_t bytes, int dest, int tag, send_mode mode = send_mode::standard,
-                    bool need_request = false);
+                    bool need_request = false, request *use = nullptr);
 
 // A send is over: its state becomes done and it completes.
 void send_done(request &r);
@@ -150,7 +152,7 @@ request *recv_claimed(const communicator &comm, unexpected_msg *m, void *data,
                       std::size_t capacity);
 // Posts a receive; the returned request completes when a message matched.
 request *recv_start(const communicator &comm, std::uint32_t context, void *data,
-                    std::size_t capacity, int source, int tag);
+                    std::size_t capacity, int source, int tag, request *use = nullptr);
 // The oldest unexpected message matching the pattern, or nullptr.
 const unexpected_msg *probe_find(std::uint32_t context, int source, int tag);
 

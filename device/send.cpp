@@ -96,7 +96,9 @@ int send_push(vc &to) {
 }
 
 request *send_start(const communicator &comm, std::uint32_t context, const void *data,
-                    std::size_t bytes, int dest, int tag, send_mode mode, bool need_request) {
+                    std::size_t bytes, int dest, int tag, send_mode mode, bool need_request,
+                    request *use) {
+  need_request = need_request || use != nullptr;
   vc &to = rt->vcs[static_cast<std::size_t>(comm.world_rank[static_cast<std::size_t>(dest)])];
   const match_key key{context, comm.rank, tag};
   const bool synchronous = mode == send_mode::synchronous;
@@ -116,7 +118,7 @@ request *send_start(const communicator &comm, std::uint32_t context, const void 
     deliver_to_self(to, message_header(packet_type::eager, key, bytes, 0), data, bytes);
     return nullptr;
   }
-  request *r = rt->requests.allocate(request_kind::send, &comm);
+  request *r = use != nullptr ? use : rt->requests.allocate(request_kind::send, &comm);
   r->key = key;
   r->buffer = const_cast<std::byte *>(static_cast<const std::byte *>(data));  // only read
   r->bytes = bytes;

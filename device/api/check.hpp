@@ -99,6 +99,16 @@ inline void status_fill(MPI_Status *status, const device::request &r) {
   status->iris_bytes = static_cast<MPI_Count>(r.cancelled ? 0 : r.status_bytes);
 }
 
+// The empty status a null or inactive request reports.
+inline void status_empty(MPI_Status *status) {
+  if (status == MPI_STATUS_IGNORE) return;
+  status->MPI_SOURCE = MPI_ANY_SOURCE;
+  status->MPI_TAG = MPI_ANY_TAG;
+  status->MPI_ERROR = MPI_SUCCESS;
+  status->iris_cancelled = 0;
+  status->iris_bytes = 0;
+}
+
 // The status of an operation with MPI_PROC_NULL: source MPI_PROC_NULL, tag
 // MPI_ANY_TAG, count 0.
 inline void status_proc_null(MPI_Status *status) {
@@ -112,6 +122,8 @@ inline void status_proc_null(MPI_Status *status) {
 
 // Waits for every buffered send (MPI_Buffer_detach, MPI_Finalize).
 void buffered_sends_drain();
+// A buffered send as MPI_Bsend makes it (for persistent Bsend_init + Start).
+int bsend_start(const void *buf, int count, MPI_Datatype type, int dest, int tag, MPI_Comm comm);
 
 // The status a probe reports for a message that has not been received.
 inline void status_of_message(MPI_Status *status, const device::unexpected_msg &m) {

@@ -86,6 +86,10 @@ int bsend(const char *call, const void *buf, int count, MPI_Datatype type, int d
 
 namespace iris::api {
 
+int bsend_start(const void *buf, int count, MPI_Datatype type, int dest, int tag, MPI_Comm comm) {
+  return bsend("MPI_Start", buf, count, type, dest, tag, comm, nullptr);
+}
+
 void buffered_sends_drain() {
   if (device::rt == nullptr) return;
   device::progress_until([] {

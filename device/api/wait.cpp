@@ -34,16 +34,33 @@ device::request &live(MPI_Request handle) {
   return *device::rt->requests.from_handle(handle);
 }
 
-bool finished(MPI_Request handle) {
-  return handle == MPI_REQUEST_NULL || live(handle).complete;
+// A persistent request that is not started counts as null for the Wait and
+// Test calls, but keeps its handle.
+bool inactive(MPI_Request handle) {
+  if (handle == MPI_REQUEST_NULL) return true;
+  const device::request &r = live(handle);
+  return r.persistent.op != device::persistent_op::none && !r.active;
 }
 
-// Hands back a completed request's outcome, frees it, and returns its error
-// class (a receive's truncation).
+bool finished(MPI_Request handle) {
+  return inactive(handle) || live(handle).complete;
+}
+
+// Hands back a completed request's outcome and returns its error class (a
+// receive's truncation). An ordinary request is freed; a persistent one
+// becomes inactive and keeps its handle.
 int request_finish(MPI_Request *handle, MPI_Status *status) {
+  if (inactive(*handle)) {
+    api::status_empty(status);
+    return MPI_SUCCESS;
+  }
   device::request &r = live(*handle);
   api::status_fill(status, r);
   const int error = r.kind == device::request_kind::recv ? r.status_error : MPI_SUCCESS;
+  if (r.persistent.op != device::persistent_op::none) {
+    r.active = false;
+    return error;
+  }
   device::rt->requests.release(&r);
   *handle = MPI_REQUEST_NULL;
   return error;
@@ -69,7 +86,7 @@ MPI_Status *status_at(MPI_Status statuses[], int i) {
 int first_finished(int count, const MPI_Request requests[]) {
   bool any_active = false;
   for (int i = 0; i < count; ++i) {
-    if (requests[i] == MPI_REQUEST_NULL) continue;
+    if (inactive(requests[i])) continue;
     any_active = true;
     if (live(requests[i]).complete) return i;
   }
@@ -83,7 +100,7 @@ int finish_some(int count, MPI_Request requests[], int indices[], MPI_Status sta
   int done = 0;
   bool any_active = false;
   for (int i = 0; i < count; ++i) {
-    if (requests[i] == MPI_REQUEST_NULL) continue;
+    if (inactive(requests[i])) continue;
     any_active = true;
     if (!live(requests[i]).complete) continue;
     const int error = request_finish(&requests[i], status_at(statuses, done));
@@ -103,7 +120,7 @@ int MPI_Wait(MPI_Request *request, MPI_Status *status) {
   if (int err = api::check_not_null(call, nullptr, request, "request")) return err;
   if (int err = check_requests(call, 1, request)) return err;
   if (*request == MPI_REQUEST_NULL) {
-    api::status_proc_null(status);
+    api::status_empty(status);
     return MPI_SUCCESS;
   }
   device::request &r = live(*request);
@@ -119,7 +136,7 @@ int MPI_Test(MPI_Request *request, int *flag, MPI_Status *status) {
   if (int err = check_requests(call, 1, request)) return err;
   if (*request == MPI_REQUEST_NULL) {
     *flag = 1;
-    api::status_proc_null(status);
+    api::status_empty(status);
     return MPI_SUCCESS;
   }
   device::request &r = live(*request);
@@ -142,7 +159,7 @@ int MPI_Waitall(int count, MPI_Request requests[], MPI_Status statuses[]) {
   for (int i = 0; i < count; ++i) {
     MPI_Status *status = status_at(statuses, i);
     if (requests[i] == MPI_REQUEST_NULL) {
-      api::status_proc_null(status);
+      api::status_empty(status);
       continue;
     }
     const int error = request_finish(&requests[i], status);
@@ -164,7 +181,7 @@ int MPI_Testall(int count, MPI_Request requests[], int *flag, MPI_Status statuse
   bool any_error = false;
   for (int i = 0; i < count; ++i) {
     if (requests[i] == MPI_REQUEST_NULL) {
-      api::status_proc_null(status_at(statuses, i));
+      api::status_empty(status_at(statuses, i));
       continue;
     }
     any_error = request_finish(&requests[i], status_at(statuses, i)) != MPI_SUCCESS || any_error;
@@ -180,7 +197,7 @@ int MPI_Waitany(int count, MPI_Request requests[], int *index, MPI_Status *statu
   device::progress_until([&] { return (found = first_finished(count, requests)) != -1; });
   *index = found;
   if (found == MPI_UNDEFINED) {
-    api::status_proc_null(status);
+    api::status_empty(status);
     return MPI_SUCCESS;
   }
   const device::communicator *comm = live(requests[found]).comm;
@@ -198,7 +215,7 @@ int MPI_Testany(int count, MPI_Request requests[], int *index, int *flag, MPI_St
   *index = found == -1 ? MPI_UNDEFINED : found;
   if (found == -1) return MPI_SUCCESS;
   if (found == MPI_UNDEFINED) {
-    api::status_proc_null(status);
+    api::status_empty(status);
     return MPI_SUCCESS;
   }
   const device::communicator *comm = live(requests[found]).comm;

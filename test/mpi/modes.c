@@ -252,12 +252,90 @@ static void completion_family(void) {
   CHECK(y == 5, "freed send delivered %d", y);
 }
 
+static void persistent(void) {
+  /* The same pair of requests started five times, eager and rendezvous. */
+  const int p = partner();
+  const int sizes[] = {8, 100000};
+  for (int k = 0; k < 2; ++k) {
+    const int n = sizes[k];
+    char *out = malloc((size_t)n);
+    char *in = malloc((size_t)n);
+    MPI_Request r[2];
+    MPI_Recv_init(in, n, MPI_CHAR, p, 90, MPI_COMM_WORLD, &r[0]);
+    MPI_Send_init(out, n, MPI_CHAR, p, 90, MPI_COMM_WORLD, &r[1]);
+    for (int round = 0; round < 5; ++round) {
+      memset(out, 'a' + round + rank, (size_t)n);
+      MPI_Startall(2, r);
+      MPI_Status st[2];
+      MPI_Waitall(2, r, st);
+      CHECK(r[0] != MPI_REQUEST_NULL && r[1] != MPI_REQUEST_NULL, "persistent handle freed");
+      CHECK(in[0] == 'a' + round + p && in[n - 1] == 'a' + round + p && st[0].MPI_SOURCE == p,
+            "round %d of %d bytes got %c", round, n, in[0]);
+    }
+    /* Inactive: Wait returns at once with an empty status. */
+    MPI_Status st;
+    MPI_Wait(&r[0], &st);
+    CHECK(st.MPI_SOURCE == MPI_ANY_SOURCE && st.MPI_TAG == MPI_ANY_TAG, "inactive wait status");
+    int index = 0;
+    MPI_Waitany(2, r, &index, MPI_STATUS_IGNORE);
+    CHECK(index == MPI_UNDEFINED, "Waitany over inactive requests gave %d", index);
+    MPI_Request_free(&r[0]);
+    MPI_Request_free(&r[1]);
+    CHECK(r[0] == MPI_REQUEST_NULL && r[1] == MPI_REQUEST_NULL, "Request_free of persistent");
+    free(out);
+    free(in);
+  }
+  /* Synchronous, ready and buffered persistent sends, and MPI_PROC_NULL. */
+  int v[3] = {1, 2, 3};
+  int got[3] = {0, 0, 0};
+  MPI_Request rr[3];
+  MPI_Request sr[3];
+  for (int i = 0; i < 3; ++i) MPI_Irecv(&got[i], 1, MPI_INT, p, 91 + i, MPI_COMM_WORLD, &rr[i]);
+  MPI_Barrier(MPI_COMM_WORLD); /* receives posted: the ready send is legal */
+  char space[3 * (sizeof(int) + MPI_BSEND_OVERHEAD)];
+  MPI_Buffer_attach(space, (int)sizeof(space));
+  MPI_Ssend_init(&v[0], 1, MPI_INT, p, 91, MPI_COMM_WORLD, &sr[0]);
+  MPI_Rsend_init(&v[1], 1, MPI_INT, p, 92, MPI_COMM_WORLD, &sr[1]);
+  MPI_Bsend_init(&v[2], 1, MPI_INT, p, 93, MPI_COMM_WORLD, &sr[2]);
+  MPI_Startall(3, sr);
+  MPI_Waitall(3, rr, MPI_STATUSES_IGNORE);
+  MPI_Waitall(3, sr, MPI_STATUSES_IGNORE);
+  CHECK(got[0] == 1 && got[1] == 2 && got[2] == 3, "modes delivered %d %d %d", got[0], got[1],
+        got[2]);
+  for (int i = 0; i < 3; ++i) MPI_Request_free(&sr[i]);
+  void *back = NULL;
+  int back_size = 0;
+  MPI_Buffer_detach(&back, &back_size);
+  MPI_Request nul;
+  MPI_Recv_init(&v[0], 1, MPI_INT, MPI_PROC_NULL, 0, MPI_COMM_WORLD, &nul);
+  MPI_Start(&nul);
+  MPI_Status st;
+  MPI_Wait(&nul, &st);
+  CHECK(st.MPI_SOURCE == MPI_PROC_NULL, "persistent PROC_NULL receive source %d", st.MPI_SOURCE);
+  /* Starting an active request is an error. */
+  MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+  MPI_Request busy;
+  MPI_Recv_init(&v[0], 1, MPI_INT, p, 95, MPI_COMM_WORLD, &busy);
+  MPI_Start(&busy);
+  int cls = -1;
+  MPI_Error_class(MPI_Start(&busy), &cls);
+  CHECK(cls == MPI_ERR_REQUEST, "starting an active request gave %d", cls);
+  MPI_Error_class(MPI_Start(&nul), &cls);
+  CHECK(cls == MPI_SUCCESS, "restarting an inactive request gave %d", cls);
+  MPI_Wait(&nul, MPI_STATUS_IGNORE);
+  MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL);
+  MPI_Send(&v[0], 1, MPI_INT, p, 95, MPI_COMM_WORLD);
+  MPI_Wait(&busy, MPI_STATUS_IGNORE);
+  MPI_Request_free(&busy);
+  MPI_Request_free(&nul);
+}
+
 int main(int argc, char **argv) {
   MPI_Init(&argc, &argv);
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
   void (*const phases[])(void) = {synchronous_sends, ready_and_buffered, matched_probe, cancel,
-                                  completion_family};
+                                  completion_family, persistent};
   for (unsigned i = 0; i < sizeof(phases) / sizeof(phases[0]); ++i) {
     phases[i]();
     MPI_Barrier(MPI_COMM_WORLD);

@@ -1,0 +1,134 @@
+// Persistent requests: MPI_*_init records an operation, MPI_Start runs it
+// again on the same request, the Wait and Test calls leave it inactive
+// instead of freeing it, and MPI_Request_free ends it.
+#include "device/api/check.hpp"
+
+using namespace iris;
+using iris::api::communicator;
+
+namespace {
+
+int init_send(const char *call, device::persistent_op op, const void *buf, int count,
+              MPI_Datatype type, int dest, int tag, MPI_Comm comm, MPI_Request *request) {
+  communicator *c = nullptr;
+  std::size_t bytes = 0;
+  if (int err = api::send_checks(call, buf, count, type, dest, tag, comm, c, bytes)) return err;
+  if (int err = api::check_not_null(call, c, request, "request")) return err;
+  device::request *r = device::rt->requests.allocate(device::request_kind::send, c);
+  r->persistent = {op, const_cast<void *>(buf), bytes, dest, tag, count, type, comm};
+  r->complete = true;  // inactive until started
+  *request = device::request_handle(*r);
+  return MPI_SUCCESS;
+}
+
+// Runs a persistent request's operation again on the same request.
+int start(device::request &r) {
+  const device::persistent_args a = r.persistent;
+  const communicator &c = *r.comm;
+  device::rt->requests.restart(&r);
+  if (a.peer == MPI_PROC_NULL) {
+    r.status_source = MPI_PROC_NULL;
+    r.status_tag = MPI_ANY_TAG;
+    r.complete = true;
+    return MPI_SUCCESS;
+  }
+  switch (a.op) {
+    case device::persistent_op::recv:
+      device::recv_start(c, c.context, a.buffer, a.bytes, a.peer, a.tag, &r);
+      return MPI_SUCCESS;
+    case device::persistent_op::bsend:
+      r.complete = true;  // copied into the attached buffer, or an error
+      return api::bsend_start(a.buffer, a.count, a.datatype, a.peer, a.tag, a.comm);
+    case device::persistent_op::send:
+    case device::persistent_op::ssend:
+      device::send_start(c, c.context, a.buffer, a.bytes, a.peer, a.tag,
+                         a.op == device::persistent_op::ssend ? device::send_mode::synchronous
+                                                              : device::send_mode::standard,
+                         true, &r);
+      return MPI_SUCCESS;
+    case device::persistent_op::none:
+      break;
+  }
+  return MPI_ERR_INTERN;
+}
+
+int start_checked(const char *call, MPI_Request handle) {
+  device::request *r = device::rt->requests.from_handle(handle);
+  if (r == nullptr || r->persistent.op == device::persistent_op::none) {
+    return device::error_raise(nullptr, call, MPI_ERR_REQUEST,
+                               "request 0x%x is not a persistent request",
+                               static_cast<unsigned>(handle));
+  }
+  if (r->active) {
+    return device::error_raise(r->comm, call, MPI_ERR_REQUEST,
+                               "request 0x%x is already active; wait for it first",
+                               static_cast<unsigned>(handle));
+  }
+  return start(*r);
+}
+
+}  // namespace
+
+extern "C" {
+
+int MPI_Send_init(const void *buf, int count, MPI_Datatype datatype, int dest, int tag,
+                  MPI_Comm comm, MPI_Request *request) {
+  return init_send("MPI_Send_init", device::persistent_op::send, buf, count, datatype, dest, tag,
+                   comm, request);
+}
+
+int MPI_Ssend_init(const void *buf, int count, MPI_Datatype datatype, int dest, int tag,
+                   MPI_Comm comm, MPI_Request *request) {
+  return init_send("MPI_Ssend_init", device::persistent_op::ssend, buf, count, datatype, dest, tag,
+                   comm, request);
+}
+
+// A ready send is a standard send (see MPI_Rsend).
+int MPI_Rsend_init(const void *buf, int count, MPI_Datatype datatype, int dest, int tag,
+                   MPI_Comm comm, MPI_Request *request) {
+  return init_send("MPI_Rsend_init", device::persistent_op::send, buf, count, datatype, dest, tag,
+                   comm, request);
+}
+
+int MPI_Bsend_init(const void *buf, int count, MPI_Datatype datatype, int dest, int tag,
+                   MPI_Comm comm, MPI_Request *request) {
+  return init_send("MPI_Bsend_init", device::persistent_op::bsend, buf, count, datatype, dest, tag,
+                   comm, request);
+}
+
+int MPI_Recv_init(void *buf, int count, MPI_Datatype datatype, int source, int tag, MPI_Comm comm,
+                  MPI_Request *request) {
+  const char *call = "MPI_Recv_init";
+  communicator *c = nullptr;
+  std::size_t bytes = 0;
+  if (int err = api::check_comm(call, comm, c)) return err;
+  if (int err = api::check_buffer(call, *c, buf, count, datatype, bytes)) return err;
+  if (int err = api::check_source(call, *c, source)) return err;
+  if (int err = api::check_recv_tag(call, *c, tag)) return err;
+  if (int err = api::check_not_null(call, c, request, "request")) return err;
+  device::request *r = device::rt->requests.allocate(device::request_kind::recv, c);
+  r->persistent = {device::persistent_op::recv, buf, bytes, source, tag, count, datatype, comm};
+  r->complete = true;  // inactive until started
+  *request = device::request_handle(*r);
+  return MPI_SUCCESS;
+}
+
+int MPI_Start(MPI_Request *request) {
+  if (int err = api::check_initialized("MPI_Start")) return err;
+  if (int err = api::check_not_null("MPI_Start", nullptr, request, "request")) return err;
+  return start_checked("MPI_Start", *request);
+}
+
+int MPI_Startall(int count, MPI_Request requests[]) {
+  const char *call = "MPI_Startall";
+  if (int err = api::check_initialized(call)) return err;
+  if (count < 0 || (count > 0 && requests == nullptr)) {
+    return device::error_raise(nullptr, call, MPI_ERR_ARG, "invalid request array of %d", count);
+  }
+  for (int i = 0; i < count; ++i) {
+    if (int err = start_checked(call, requests[i])) return err;
+  }
+  return MPI_SUCCESS;
+}
+
+}  // extern "C"
