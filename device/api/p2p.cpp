@@ -262,4 +262,53 @@ int MPI_Get_count(const MPI_Status *status, MPI_Datatype datatype, int *count) {
   return MPI_SUCCESS;
 }
 
+// Elements of a predefined datatype are its whole extent: for them,
+// Get_elements is Get_count. Derived datatypes will count basic elements.
+int MPI_Get_elements_x(const MPI_Status *status, MPI_Datatype datatype, MPI_Count *count) {
+  const char *call = "MPI_Get_elements_x";
+  if (int err = api::check_not_null(call, nullptr, status, "status")) return err;
+  if (int err = api::check_not_null(call, nullptr, count, "count")) return err;
+  const std::size_t extent = device::datatype_extent(datatype);
+  if (extent == 0) {
+    return device::error_raise(nullptr, call, MPI_ERR_TYPE, "invalid datatype handle 0x%x",
+                               static_cast<unsigned>(datatype));
+  }
+  const auto bytes = static_cast<std::size_t>(status->iris_bytes);
+  *count = bytes % extent == 0 ? static_cast<MPI_Count>(bytes / extent) : MPI_UNDEFINED;
+  return MPI_SUCCESS;
+}
+
+int MPI_Get_elements(const MPI_Status *status, MPI_Datatype datatype, int *count) {
+  if (int err = api::check_not_null("MPI_Get_elements", nullptr, count, "count")) return err;
+  MPI_Count n = 0;
+  if (int err = MPI_Get_elements_x(status, datatype, &n)) return err;
+  *count = static_cast<int>(n);
+  return MPI_SUCCESS;
+}
+
+int MPI_Status_set_elements_x(MPI_Status *status, MPI_Datatype datatype, MPI_Count count) {
+  const char *call = "MPI_Status_set_elements_x";
+  if (int err = api::check_not_null(call, nullptr, status, "status")) return err;
+  const std::size_t extent = device::datatype_extent(datatype);
+  if (extent == 0 || count < 0) {
+    return device::error_raise(nullptr, call, extent == 0 ? MPI_ERR_TYPE : MPI_ERR_COUNT,
+                               "invalid datatype 0x%x or count %lld",
+                               static_cast<unsigned>(datatype), static_cast<long long>(count));
+  }
+  status->iris_bytes = count * static_cast<MPI_Count>(extent);
+  return MPI_SUCCESS;
+}
+
+int MPI_Status_set_elements(MPI_Status *status, MPI_Datatype datatype, int count) {
+  return MPI_Status_set_elements_x(status, datatype, count);
+}
+
+int MPI_Status_set_cancelled(MPI_Status *status, int flag) {
+  if (int err = api::check_not_null("MPI_Status_set_cancelled", nullptr, status, "status")) {
+    return err;
+  }
+  status->iris_cancelled = flag != 0 ? 1 : 0;
+  return MPI_SUCCESS;
+}
+
 }  // extern "C"

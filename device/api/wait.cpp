@@ -284,4 +284,21 @@ int MPI_Test_cancelled(const MPI_Status *status, int *flag) {
   return MPI_SUCCESS;
 }
 
+// Like MPI_Test, but the request stays as it is (not freed, not inactive).
+int MPI_Request_get_status(MPI_Request request, int *flag, MPI_Status *status) {
+  const char *call = "MPI_Request_get_status";
+  if (int err = api::check_not_null(call, nullptr, flag, "flag")) return err;
+  if (int err = check_requests(call, 1, &request)) return err;
+  if (inactive(request)) {
+    *flag = 1;
+    api::status_empty(status);
+    return MPI_SUCCESS;
+  }
+  device::request &r = live(request);
+  if (!r.complete) device::progress_poll();
+  *flag = r.complete ? 1 : 0;
+  if (r.complete) api::status_fill(status, r);
+  return MPI_SUCCESS;
+}
+
 }  // extern "C"

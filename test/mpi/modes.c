@@ -330,12 +330,35 @@ static void persistent(void) {
   MPI_Request_free(&nul);
 }
 
+static void status_calls(void) {
+  const int p = partner();
+  double d[4] = {1, 2, 3, 4};
+  double in[4];
+  MPI_Request r;
+  MPI_Irecv(in, 4, MPI_DOUBLE, p, 96, MPI_COMM_WORLD, &r);
+  MPI_Send(d, 4, MPI_DOUBLE, p, 96, MPI_COMM_WORLD);
+  int flag = 0;
+  MPI_Status st;
+  while (!flag) MPI_Request_get_status(r, &flag, &st);
+  CHECK(r != MPI_REQUEST_NULL, "Request_get_status freed the request");
+  int n = 0;
+  MPI_Get_elements(&st, MPI_DOUBLE, &n);
+  CHECK(n == 4, "Get_elements %d", n);
+  MPI_Wait(&r, MPI_STATUS_IGNORE);
+  MPI_Status_set_elements(&st, MPI_INT, 3);
+  MPI_Get_count(&st, MPI_INT, &n);
+  CHECK(n == 3, "Status_set_elements then Get_count %d", n);
+  MPI_Status_set_cancelled(&st, 1);
+  MPI_Test_cancelled(&st, &flag);
+  CHECK(flag == 1, "Status_set_cancelled");
+}
+
 int main(int argc, char **argv) {
   MPI_Init(&argc, &argv);
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
   void (*const phases[])(void) = {synchronous_sends, ready_and_buffered, matched_probe, cancel,
-                                  completion_family, persistent};
+                                  completion_family, persistent,         status_calls};
   for (unsigned i = 0; i < sizeof(phases) / sizeof(phases[0]); ++i) {
     phases[i]();
     MPI_Barrier(MPI_COMM_WORLD);
