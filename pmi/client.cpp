@@ -7,6 +7,7 @@
 namespace iris::pmi {
 
 std::unique_ptr<client> client_open() {
+  if (auto pmi1 = pmi1_client_open()) return pmi1;
   if (auto pmix = pmix_client_open()) return pmix;
   return singleton_client_open();
 }

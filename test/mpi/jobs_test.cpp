@@ -199,6 +199,38 @@ TEST_F(FailureTest, RefusedCmaFallsBackToThePipelineSilently) {
   EXPECT_EQ(r.output.find("by cma 0,"), std::string::npos) << r.output;
 }
 
+// The same Iris programs under the launchers people already use: Open MPI's
+// mpirun (PMIx) and MPICH's Hydra (PMI-1, over PMI_FD and over -pmi-port).
+struct other_launcher {
+  const char *name;
+  std::vector<std::string> argv;  // the command before the program
+};
+
+TEST(OtherLaunchers, RunIrisProgramsUnchanged) {
+  const other_launcher launchers[] = {
+      {"mpirun.openmpi", {"/usr/bin/mpirun.openmpi", "--allow-run-as-root", "--oversubscribe"}},
+      {"mpiexec.hydra", {"/usr/bin/mpiexec.hydra"}},
+      {"mpiexec.hydra -pmi-port", {"/usr/bin/mpiexec.hydra", "-pmi-port"}},
+  };
+  int ran = 0;
+  for (const auto &l : launchers) {
+    if (access(l.argv[0].c_str(), X_OK) != 0) continue;
+    for (const char *program : {"ring", "p2p"}) {
+      std::vector<std::string> argv = l.argv;
+      argv.insert(argv.end(), {"-n", "4", programs + "/" + program});
+      const run_result r = run(argv, 120);
+      EXPECT_EQ(r.exit_code, 0) << l.name << " " << program << "\n" << r.output;
+      // Four ranks of one job, not four singletons.
+      const std::string expected =
+          std::string(program) == "ring" ? "ring of 4 ranks" : "all checks passed on 4 ranks";
+      EXPECT_NE(r.output.find(expected), std::string::npos) << l.name << "\n" << r.output;
+      ++ran;
+    }
+  }
+  EXPECT_EQ(shm_entries(), std::vector<std::string>{}) << "left in /dev/shm";
+  if (ran == 0) GTEST_SKIP() << "neither mpirun.openmpi nor mpiexec.hydra is installed";
+}
+
 TEST(Wrappers, MpiccAndMpicxxBuildPlainProgramsThatRunUnchanged) {
   const std::string dir = testing::TempDir() + "/iris-wrappers-" + std::to_string(getpid());
   ASSERT_EQ(run({"/bin/mkdir", "-p", dir}, 10).exit_code, 0);
