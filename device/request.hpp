@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
 
 #include "device/match.hpp"
 #include "device/packet.hpp"
@@ -14,6 +15,7 @@
 namespace iris::device {
 
 struct communicator;
+struct dtype;
 
 enum class request_kind : std::uint8_t { send, recv };
 
@@ -53,6 +55,13 @@ struct request {
   bool cancel_pending = false;  // send: waiting for the receiver's cancel_reply
   bool active = false;          // persistent: started and not yet waited for
   persistent_args persistent;   // persistent.op != none: made by MPI_*_init
+  // A non-contiguous datatype: the message travels packed through `scratch`
+  // (freed with the request); a receive unpacks it into `unpack_to` when the
+  // user completes the request.
+  void *scratch = nullptr;
+  void *unpack_to = nullptr;
+  int unpack_count = 0;
+  const dtype *unpack_type = nullptr;  // kept alive even if the user frees the type
   send_state state = send_state::queued;
   packet_type protocol = packet_type::eager;  // send: eager, eager_sync or rts
   std::byte *buffer = nullptr;                // recv: where the data goes; send: the user's data
@@ -110,6 +119,8 @@ class request_pool {
     return r;
   }
   void release(request *r) {
+    std::free(r->scratch);
+    r->scratch = nullptr;
     r->in_use = false;
     pool_.release(r);
   }

@@ -4,9 +4,11 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdlib>
 
 #include "device/comm.hpp"
 #include "device/datatype.hpp"
+#include "device/dtype.hpp"
 #include "device/errors.hpp"
 #include "device/runtime.hpp"
 #include "include/mpi.h"
@@ -46,6 +48,11 @@ inline int check_buffer(const char *call, const communicator &comm, const void *
   }
   const std::size_t extent = device::datatype_extent(type);
   if (extent == 0) {
+    if (device::dtype_lookup(type) != nullptr) {
+      return device::error_raise(&comm, call, MPI_ERR_TYPE,
+                                 "derived datatypes are not supported by this call yet (0x%x)",
+                                 static_cast<unsigned>(type));
+    }
     return device::error_raise(&comm, call, MPI_ERR_TYPE, "invalid datatype handle 0x%x",
                                static_cast<unsigned>(type));
   }
@@ -53,6 +60,33 @@ inline int check_buffer(const char *call, const communicator &comm, const void *
     return device::error_raise(&comm, call, MPI_ERR_BUFFER, "NULL buffer with count %d", count);
   }
   bytes = static_cast<std::size_t>(count) * extent;
+  return MPI_SUCCESS;
+}
+
+// A message's buffer with any committed datatype. `packed` is set when the
+// type is not one contiguous run: the message then travels packed.
+struct typed_buffer {
+  const device::dtype *type = nullptr;
+  std::size_t bytes = 0;
+  bool packed = false;
+};
+
+inline int check_typed_buffer(const char *call, const communicator &comm, const void *buf,
+                              int count, MPI_Datatype type, typed_buffer &out) {
+  if (count < 0) {
+    return device::error_raise(&comm, call, MPI_ERR_COUNT, "negative count %d", count);
+  }
+  out.type = device::dtype_lookup(type);
+  if (out.type == nullptr || !out.type->committed) {
+    return device::error_raise(&comm, call, MPI_ERR_TYPE, "%s datatype handle 0x%x",
+                               out.type == nullptr ? "invalid" : "uncommitted",
+                               static_cast<unsigned>(type));
+  }
+  if (buf == nullptr && count > 0 && out.type->packed_size > 0 && out.type->true_lb == 0) {
+    return device::error_raise(&comm, call, MPI_ERR_BUFFER, "NULL buffer with count %d", count);
+  }
+  out.bytes = static_cast<std::size_t>(count) * out.type->packed_size;
+  out.packed = !device::dtype_contiguous(*out.type, count);
   return MPI_SUCCESS;
 }
 
@@ -152,23 +186,84 @@ inline int send_checks(const char *call, const void *buf, int count, MPI_Datatyp
   return check_send_tag(call, *comm, tag);
 }
 
+// Unpacks a completed receive of a non-contiguous datatype into the user's
+// buffer (what arrived of it).
+inline void recv_unpack(device::request &r) {
+  if (r.unpack_to == nullptr) return;
+  device::dtype_unpack_range(r.scratch, 0, r.status_bytes, r.unpack_to, r.unpack_count,
+                             *r.unpack_type);
+  r.unpack_to = nullptr;
+}
+
 // Every send binding but the buffered ones: checks, then the device. With a
-// null `request` the call blocks until the buffer may be reused.
+// null `request` the call blocks until the buffer may be reused. A
+// non-contiguous datatype is packed into a scratch buffer the request owns.
 inline int send_binding(const char *call, const void *buf, int count, MPI_Datatype type, int dest,
                         int tag, MPI_Comm handle, device::send_mode mode, MPI_Request *request) {
   communicator *c = nullptr;
-  std::size_t bytes = 0;
-  if (int err = send_checks(call, buf, count, type, dest, tag, handle, c, bytes)) return err;
-  if (request == nullptr) {
-    if (dest != MPI_PROC_NULL) {
-      device::request_wait_release(device::send_start(*c, c->context, buf, bytes, dest, tag, mode));
+  typed_buffer tb;
+  if (int err = check_comm(call, handle, c)) return err;
+  if (int err = check_typed_buffer(call, *c, buf, count, type, tb)) return err;
+  if (int err = check_dest(call, *c, dest)) return err;
+  if (int err = check_send_tag(call, *c, tag)) return err;
+  if (dest == MPI_PROC_NULL) {
+    if (request != nullptr) {
+      *request = device::request_handle(*proc_null_request(*c, device::request_kind::send));
     }
     return MPI_SUCCESS;
   }
-  device::request *r = dest == MPI_PROC_NULL
-                           ? proc_null_request(*c, device::request_kind::send)
-                           : device::send_start(*c, c->context, buf, bytes, dest, tag, mode, true);
-  *request = device::request_handle(*r);
+  void *scratch = nullptr;
+  if (tb.packed) {
+    scratch = std::malloc(tb.bytes != 0 ? tb.bytes : 1);
+    if (scratch == nullptr) {
+      return device::error_raise(c, call, MPI_ERR_NO_MEM, "cannot pack %zu bytes", tb.bytes);
+    }
+    device::dtype_pack_range(buf, count, *tb.type, 0, tb.bytes, scratch);
+  }
+  device::request *r = device::send_start(*c, c->context, scratch != nullptr ? scratch : buf,
+                                          tb.bytes, dest, tag, mode, request != nullptr);
+  if (r == nullptr) {
+    std::free(scratch);  // the message is in the transport already
+    return MPI_SUCCESS;
+  }
+  r->scratch = scratch;
+  if (request == nullptr) {
+    device::request_wait_release(r);
+  } else {
+    *request = device::request_handle(*r);
+  }
+  return MPI_SUCCESS;
+}
+
+// Posts a receive into a buffer of any committed datatype (MPI_PROC_NULL: a
+// completed request).
+inline int recv_post(const char *call, void *buf, int count, MPI_Datatype type, int source, int tag,
+                     MPI_Comm handle, device::request *&out) {
+  communicator *c = nullptr;
+  typed_buffer tb;
+  if (int err = check_comm(call, handle, c)) return err;
+  if (int err = check_typed_buffer(call, *c, buf, count, type, tb)) return err;
+  if (int err = check_source(call, *c, source)) return err;
+  if (int err = check_recv_tag(call, *c, tag)) return err;
+  if (source == MPI_PROC_NULL) {
+    out = proc_null_request(*c, device::request_kind::recv);
+    return MPI_SUCCESS;
+  }
+  void *scratch = nullptr;
+  if (tb.packed) {
+    scratch = std::malloc(tb.bytes != 0 ? tb.bytes : 1);
+    if (scratch == nullptr) {
+      return device::error_raise(c, call, MPI_ERR_NO_MEM, "cannot receive %zu bytes", tb.bytes);
+    }
+  }
+  out =
+      device::recv_start(*c, c->context, scratch != nullptr ? scratch : buf, tb.bytes, source, tag);
+  if (scratch != nullptr) {
+    out->scratch = scratch;
+    out->unpack_to = buf;
+    out->unpack_count = count;
+    out->unpack_type = tb.type;
+  }
   return MPI_SUCCESS;
 }
 

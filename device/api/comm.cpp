@@ -33,18 +33,6 @@ int MPI_Barrier(MPI_Comm comm) {
   return MPI_SUCCESS;
 }
 
-int MPI_Type_size(MPI_Datatype datatype, int *size) {
-  const char *call = "MPI_Type_size";
-  if (int err = api::check_not_null(call, nullptr, size, "size")) return err;
-  const int bytes = device::datatype_size(datatype);
-  if (bytes == 0) {
-    return device::error_raise(nullptr, call, MPI_ERR_TYPE, "invalid datatype handle 0x%x",
-                               static_cast<unsigned>(datatype));
-  }
-  *size = bytes;
-  return MPI_SUCCESS;
-}
-
 int MPI_Comm_dup(MPI_Comm comm, MPI_Comm *newcomm) {
   const char *call = "MPI_Comm_dup";
   communicator *c = nullptr;

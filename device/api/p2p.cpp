@@ -6,20 +6,32 @@ using iris::api::communicator;
 
 namespace {
 
-int recv_checks(const char *call, const void *buf, int count, MPI_Datatype type, int source,
-                int tag, MPI_Comm handle, communicator *&comm, std::size_t &bytes) {
-  if (int err = api::check_comm(call, handle, comm)) return err;
-  if (int err = api::check_buffer(call, *comm, buf, count, type, bytes)) return err;
-  if (int err = api::check_source(call, *comm, source)) return err;
-  return api::check_recv_tag(call, *comm, tag);
-}
-
 // Reports a truncated receive through the error handler, as MPI_Recv must.
 int recv_result(const char *call, const communicator &comm, const device::request &r) {
   if (r.status_error == MPI_SUCCESS) return MPI_SUCCESS;
   return device::error_raise(&comm, call, r.status_error,
                              "message of rank %d tag %d truncated: receive buffer holds %zu bytes",
                              r.status_source, r.status_tag, r.bytes);
+}
+
+// Waits for a receive posted by recv_post, unpacks it, reports its status
+// and frees it.
+int recv_complete(const char *call, device::request *r, MPI_Status *status) {
+  device::progress_until([r] { return r->complete; });
+  api::recv_unpack(*r);
+  api::status_fill(status, *r);
+  const int result = recv_result(call, *r->comm, *r);
+  device::rt->requests.release(r);
+  return result;
+}
+
+int status_type(const char *call, const MPI_Status *status, MPI_Datatype handle,
+                const device::dtype *&t) {
+  if (int err = api::check_not_null(call, nullptr, status, "status")) return err;
+  t = device::dtype_lookup(handle);
+  if (t != nullptr) return MPI_SUCCESS;
+  return device::error_raise(nullptr, call, MPI_ERR_TYPE, "invalid datatype handle 0x%x",
+                             static_cast<unsigned>(handle));
 }
 
 int probe_checks(const char *call, int source, int tag, MPI_Comm comm, communicator *&c) {
@@ -69,34 +81,18 @@ int MPI_Irsend(const void *buf, int count, MPI_Datatype datatype, int dest, int 
 
 int MPI_Recv(void *buf, int count, MPI_Datatype datatype, int source, int tag, MPI_Comm comm,
              MPI_Status *status) {
-  communicator *c = nullptr;
-  std::size_t bytes = 0;
-  if (int err = recv_checks("MPI_Recv", buf, count, datatype, source, tag, comm, c, bytes)) {
-    return err;
-  }
-  if (source == MPI_PROC_NULL) {
-    api::status_proc_null(status);
-    return MPI_SUCCESS;
-  }
-  device::request *r = device::recv_start(*c, c->context, buf, bytes, source, tag);
-  device::progress_until([r] { return r->complete; });
-  api::status_fill(status, *r);
-  const int result = recv_result("MPI_Recv", *c, *r);
-  device::rt->requests.release(r);
-  return result;
+  device::request *r = nullptr;
+  if (int err = api::recv_post("MPI_Recv", buf, count, datatype, source, tag, comm, r)) return err;
+  return recv_complete("MPI_Recv", r, status);
 }
 
 int MPI_Irecv(void *buf, int count, MPI_Datatype datatype, int source, int tag, MPI_Comm comm,
               MPI_Request *request) {
-  communicator *c = nullptr;
-  std::size_t bytes = 0;
-  if (int err = recv_checks("MPI_Irecv", buf, count, datatype, source, tag, comm, c, bytes)) {
+  if (int err = api::check_not_null("MPI_Irecv", nullptr, request, "request")) return err;
+  device::request *r = nullptr;
+  if (int err = api::recv_post("MPI_Irecv", buf, count, datatype, source, tag, comm, r)) {
     return err;
   }
-  if (int err = api::check_not_null("MPI_Irecv", c, request, "request")) return err;
-  device::request *r = source == MPI_PROC_NULL
-                           ? api::proc_null_request(*c, device::request_kind::recv)
-                           : device::recv_start(*c, c->context, buf, bytes, source, tag);
   *request = device::request_handle(*r);
   return MPI_SUCCESS;
 }
@@ -105,34 +101,18 @@ int MPI_Sendrecv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, int 
                  void *recvbuf, int recvcount, MPI_Datatype recvtype, int source, int recvtag,
                  MPI_Comm comm, MPI_Status *status) {
   const char *call = "MPI_Sendrecv";
-  communicator *c = nullptr;
-  std::size_t send_bytes = 0;
-  std::size_t recv_bytes = 0;
-  if (int err = api::send_checks(call, sendbuf, sendcount, sendtype, dest, sendtag, comm, c,
-                                 send_bytes)) {
-    return err;
-  }
-  if (int err =
-          recv_checks(call, recvbuf, recvcount, recvtype, source, recvtag, comm, c, recv_bytes)) {
-    return err;
-  }
   device::request *r = nullptr;
-  if (source != MPI_PROC_NULL) {
-    r = device::recv_start(*c, c->context, recvbuf, recv_bytes, source, recvtag);
+  if (int err = api::recv_post(call, recvbuf, recvcount, recvtype, source, recvtag, comm, r)) {
+    return err;
   }
-  if (dest != MPI_PROC_NULL) {
-    device::request_wait_release(
-        device::send_start(*c, c->context, sendbuf, send_bytes, dest, sendtag));
+  if (int err = api::send_binding(call, sendbuf, sendcount, sendtype, dest, sendtag, comm,
+                                  device::send_mode::standard, nullptr)) {
+    device::request_cancel(*r);  // the send was refused: withdraw the receive too
+    device::progress_until([r] { return r->complete; });
+    device::rt->requests.release(r);
+    return err;
   }
-  if (r == nullptr) {
-    api::status_proc_null(status);
-    return MPI_SUCCESS;
-  }
-  device::progress_until([r] { return r->complete; });
-  api::status_fill(status, *r);
-  const int result = recv_result(call, *c, *r);
-  device::rt->requests.release(r);
-  return result;
+  return recv_complete(call, r, status);
 }
 
 int MPI_Iprobe(int source, int tag, MPI_Comm comm, int *flag, MPI_Status *status) {
@@ -249,32 +229,35 @@ int MPI_Mrecv(void *buf, int count, MPI_Datatype datatype, MPI_Message *message,
 }
 
 int MPI_Get_count(const MPI_Status *status, MPI_Datatype datatype, int *count) {
-  const char *call = "MPI_Get_count";
-  if (int err = api::check_not_null(call, nullptr, status, "status")) return err;
-  if (int err = api::check_not_null(call, nullptr, count, "count")) return err;
-  const std::size_t extent = device::datatype_extent(datatype);
-  if (extent == 0) {
-    return device::error_raise(nullptr, call, MPI_ERR_TYPE, "invalid datatype handle 0x%x",
-                               static_cast<unsigned>(datatype));
-  }
+  if (int err = api::check_not_null("MPI_Get_count", nullptr, count, "count")) return err;
+  const device::dtype *t = nullptr;
+  if (int err = status_type("MPI_Get_count", status, datatype, t)) return err;
   const auto bytes = static_cast<std::size_t>(status->iris_bytes);
-  *count = bytes % extent == 0 ? static_cast<int>(bytes / extent) : MPI_UNDEFINED;
+  *count = t->packed_size == 0           ? 0
+           : bytes % t->packed_size == 0 ? static_cast<int>(bytes / t->packed_size)
+                                         : MPI_UNDEFINED;
   return MPI_SUCCESS;
 }
 
-// Elements of a predefined datatype are its whole extent: for them,
-// Get_elements is Get_count. Derived datatypes will count basic elements.
+// Basic elements received: whole elements times their basic count, plus, for
+// a partial element of a type made of one basic type, what it holds.
 int MPI_Get_elements_x(const MPI_Status *status, MPI_Datatype datatype, MPI_Count *count) {
-  const char *call = "MPI_Get_elements_x";
-  if (int err = api::check_not_null(call, nullptr, status, "status")) return err;
-  if (int err = api::check_not_null(call, nullptr, count, "count")) return err;
-  const std::size_t extent = device::datatype_extent(datatype);
-  if (extent == 0) {
-    return device::error_raise(nullptr, call, MPI_ERR_TYPE, "invalid datatype handle 0x%x",
-                               static_cast<unsigned>(datatype));
-  }
+  if (int err = api::check_not_null("MPI_Get_elements_x", nullptr, count, "count")) return err;
+  const device::dtype *t = nullptr;
+  if (int err = status_type("MPI_Get_elements_x", status, datatype, t)) return err;
   const auto bytes = static_cast<std::size_t>(status->iris_bytes);
-  *count = bytes % extent == 0 ? static_cast<MPI_Count>(bytes / extent) : MPI_UNDEFINED;
+  if (t->packed_size == 0) {
+    *count = 0;
+    return MPI_SUCCESS;
+  }
+  const std::size_t whole = bytes / t->packed_size;
+  const std::size_t rest = bytes % t->packed_size;
+  const std::size_t basic = t->basic_count != 0 ? t->packed_size / t->basic_count : 0;
+  if (rest != 0 && (t->basic_size == 0 || basic == 0 || rest % basic != 0)) {
+    *count = MPI_UNDEFINED;
+    return MPI_SUCCESS;
+  }
+  *count = static_cast<MPI_Count>(whole * t->basic_count + (basic != 0 ? rest / basic : 0));
   return MPI_SUCCESS;
 }
 
@@ -288,14 +271,14 @@ int MPI_Get_elements(const MPI_Status *status, MPI_Datatype datatype, int *count
 
 int MPI_Status_set_elements_x(MPI_Status *status, MPI_Datatype datatype, MPI_Count count) {
   const char *call = "MPI_Status_set_elements_x";
-  if (int err = api::check_not_null(call, nullptr, status, "status")) return err;
-  const std::size_t extent = device::datatype_extent(datatype);
-  if (extent == 0 || count < 0) {
-    return device::error_raise(nullptr, call, extent == 0 ? MPI_ERR_TYPE : MPI_ERR_COUNT,
-                               "invalid datatype 0x%x or count %lld",
-                               static_cast<unsigned>(datatype), static_cast<long long>(count));
+  const device::dtype *t = nullptr;
+  if (int err = status_type(call, status, datatype, t)) return err;
+  if (count < 0) {
+    return device::error_raise(nullptr, call, MPI_ERR_COUNT, "negative count %lld",
+                               static_cast<long long>(count));
   }
-  status->iris_bytes = count * static_cast<MPI_Count>(extent);
+  const std::size_t per_basic = t->basic_count != 0 ? t->packed_size / t->basic_count : 0;
+  status->iris_bytes = count * static_cast<MPI_Count>(per_basic);
   return MPI_SUCCESS;
 }
 

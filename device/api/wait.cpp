@@ -55,6 +55,7 @@ int request_finish(MPI_Request *handle, MPI_Status *status) {
     return MPI_SUCCESS;
   }
   device::request &r = live(*handle);
+  api::recv_unpack(r);
   api::status_fill(status, r);
   const int error = r.kind == device::request_kind::recv ? r.status_error : MPI_SUCCESS;
   if (r.persistent.op != device::persistent_op::none) {

@@ -102,6 +102,12 @@ TEST_P(JobTest, CommunicatorsAndGroups) {
   EXPECT_NE(r.output.find("comms: all checks passed"), std::string::npos) << r.output;
 }
 
+TEST_P(JobTest, DerivedDatatypes) {
+  const run_result r = job(ranks(), "types", {}, env());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("types: all checks passed"), std::string::npos) << r.output;
+}
+
 TEST_P(JobTest, ArgumentErrorsReturnTheirClasses) {
   const run_result r = job(ranks(), "errors", {}, env());
   ASSERT_EQ(r.exit_code, 0) << r.output;

@@ -1,0 +1,292 @@
+// MPI bindings for datatypes: constructors, queries, names, Pack/Unpack.
+#include <cstring>
+#include <vector>
+
+#include "device/api/check.hpp"
+#include "device/dtype.hpp"
+
+using namespace iris;
+using iris::device::dtype;
+
+namespace {
+
+int type_of(const char *call, MPI_Datatype handle, const dtype *&out) {
+  if (int err = api::check_initialized(call)) return err;
+  out = device::dtype_lookup(handle);
+  if (out != nullptr) return MPI_SUCCESS;
+  return device::error_raise(nullptr, call, MPI_ERR_TYPE, "invalid datatype handle 0x%x",
+                             static_cast<unsigned>(handle));
+}
+
+int count_ok(const char *call, int count) {
+  if (count >= 0) return MPI_SUCCESS;
+  return device::error_raise(nullptr, call, MPI_ERR_COUNT, "negative count %d", count);
+}
+
+// The common end of every constructor: checks and registers.
+int build(const char *call, int count, const int blocklens[], const MPI_Datatype types[],
+          std::vector<std::int64_t> displs, bool is_struct, MPI_Datatype *newtype) {
+  if (int err = count_ok(call, count)) return err;
+  if (int err = api::check_not_null(call, nullptr, newtype, "newtype")) return err;
+  std::vector<int> lens(static_cast<std::size_t>(count));
+  std::vector<const dtype *> olds(static_cast<std::size_t>(count));
+  for (int i = 0; i < count; ++i) {
+    const auto k = static_cast<std::size_t>(i);
+    lens[k] = blocklens[k];
+    if (lens[k] < 0) {
+      return device::error_raise(nullptr, call, MPI_ERR_ARG, "negative block length %d", lens[k]);
+    }
+    if (int err = type_of(call, types[is_struct ? k : 0], olds[k])) return err;
+  }
+  *newtype = device::dtype_register(device::dtype_from_blocks(displs, lens, olds, is_struct));
+  return MPI_SUCCESS;
+}
+
+// Builders where every block has the same old type.
+int build_same(const char *call, int count, const int blocklens[], MPI_Datatype old,
+               const std::vector<std::int64_t> &displs, MPI_Datatype *newtype) {
+  const MPI_Datatype one[1] = {old};
+  return build(call, count, blocklens, one, displs, false, newtype);
+}
+
+std::int64_t extent_of(MPI_Datatype handle) {
+  const dtype *t = device::dtype_lookup(handle);
+  return t != nullptr ? t->extent : 0;
+}
+
+}  // namespace
+
+extern "C" {
+
+int MPI_Type_contiguous(int count, MPI_Datatype old, MPI_Datatype *newtype) {
+  const char *call = "MPI_Type_contiguous";
+  if (int err = count_ok(call, count)) return err;
+  const int len[1] = {count};
+  return build_same(call, 1, len, old, {0}, newtype);
+}
+
+int MPI_Type_vector(int count, int blocklength, int stride, MPI_Datatype old,
+                    MPI_Datatype *newtype) {
+  const char *call = "MPI_Type_vector";
+  if (int err = count_ok(call, count)) return err;
+  std::vector<int> lens(static_cast<std::size_t>(count), blocklength);
+  std::vector<std::int64_t> displs;
+  for (int i = 0; i < count; ++i) displs.push_back(std::int64_t{i} * stride * extent_of(old));
+  return build_same(call, count, lens.data(), old, displs, newtype);
+}
+
+int MPI_Type_create_hvector(int count, int blocklength, MPI_Aint stride, MPI_Datatype old,
+                            MPI_Datatype *newtype) {
+  const char *call = "MPI_Type_create_hvector";
+  if (int err = count_ok(call, count)) return err;
+  std::vector<int> lens(static_cast<std::size_t>(count), blocklength);
+  std::vector<std::int64_t> displs;
+  for (int i = 0; i < count; ++i) displs.push_back(std::int64_t{i} * stride);
+  return build_same(call, count, lens.data(), old, displs, newtype);
+}
+
+int MPI_Type_indexed(int count, const int blocklens[], const int displs[], MPI_Datatype old,
+                     MPI_Datatype *newtype) {
+  const char *call = "MPI_Type_indexed";
+  if (int err = count_ok(call, count)) return err;
+  std::vector<std::int64_t> bytes;
+  for (int i = 0; i < count; ++i) bytes.push_back(std::int64_t{displs[i]} * extent_of(old));
+  return build_same(call, count, blocklens, old, bytes, newtype);
+}
+
+int MPI_Type_create_hindexed(int count, const int blocklens[], const MPI_Aint displs[],
+                             MPI_Datatype old, MPI_Datatype *newtype) {
+  const char *call = "MPI_Type_create_hindexed";
+  if (int err = count_ok(call, count)) return err;
+  return build_same(call, count, blocklens, old, std::vector<std::int64_t>(displs, displs + count),
+                    newtype);
+}
+
+int MPI_Type_create_indexed_block(int count, int blocklength, const int displs[], MPI_Datatype old,
+                                  MPI_Datatype *newtype) {
+  const char *call = "MPI_Type_create_indexed_block";
+  if (int err = count_ok(call, count)) return err;
+  std::vector<int> lens(static_cast<std::size_t>(count), blocklength);
+  std::vector<std::int64_t> bytes;
+  for (int i = 0; i < count; ++i) bytes.push_back(std::int64_t{displs[i]} * extent_of(old));
+  return build_same(call, count, lens.data(), old, bytes, newtype);
+}
+
+int MPI_Type_create_struct(int count, const int blocklens[], const MPI_Aint displs[],
+                           const MPI_Datatype types[], MPI_Datatype *newtype) {
+  const char *call = "MPI_Type_create_struct";
+  if (int err = count_ok(call, count)) return err;
+  return build(call, count, blocklens, types, std::vector<std::int64_t>(displs, displs + count),
+               true, newtype);
+}
+
+int MPI_Type_create_resized(MPI_Datatype old, MPI_Aint lb, MPI_Aint extent, MPI_Datatype *newtype) {
+  const char *call = "MPI_Type_create_resized";
+  const dtype *t = nullptr;
+  if (int err = type_of(call, old, t)) return err;
+  if (int err = api::check_not_null(call, nullptr, newtype, "newtype")) return err;
+  *newtype = device::dtype_register(device::dtype_resized(*t, lb, extent));
+  return MPI_SUCCESS;
+}
+
+int MPI_Type_dup(MPI_Datatype old, MPI_Datatype *newtype) {
+  const char *call = "MPI_Type_dup";
+  const dtype *t = nullptr;
+  if (int err = type_of(call, old, t)) return err;
+  if (int err = api::check_not_null(call, nullptr, newtype, "newtype")) return err;
+  dtype copy = *t;
+  copy.predefined = false;
+  copy.name.clear();
+  *newtype = device::dtype_register(std::move(copy));  // a dup of a committed type is committed
+  return MPI_SUCCESS;
+}
+
+int MPI_Type_commit(MPI_Datatype *handle) {
+  const char *call = "MPI_Type_commit";
+  if (int err = api::check_not_null(call, nullptr, handle, "datatype")) return err;
+  const dtype *t = nullptr;
+  if (int err = type_of(call, *handle, t)) return err;
+  device::dtype_lookup_mutable(*handle)->committed = true;
+  return MPI_SUCCESS;
+}
+
+int MPI_Type_free(MPI_Datatype *handle) {
+  const char *call = "MPI_Type_free";
+  if (int err = api::check_not_null(call, nullptr, handle, "datatype")) return err;
+  const dtype *t = nullptr;
+  if (int err = type_of(call, *handle, t)) return err;
+  if (t->predefined) {
+    return device::error_raise(nullptr, call, MPI_ERR_TYPE,
+                               "predefined datatype %s cannot be freed", t->name.c_str());
+  }
+  device::dtype_release(*handle);
+  *handle = MPI_DATATYPE_NULL;
+  return MPI_SUCCESS;
+}
+
+int MPI_Type_size_x(MPI_Datatype handle, MPI_Count *size) {
+  const dtype *t = nullptr;
+  if (int err = type_of("MPI_Type_size", handle, t)) return err;
+  if (int err = api::check_not_null("MPI_Type_size", nullptr, size, "size")) return err;
+  *size = static_cast<MPI_Count>(t->size);
+  return MPI_SUCCESS;
+}
+
+int MPI_Type_size(MPI_Datatype handle, int *size) {
+  if (int err = api::check_not_null("MPI_Type_size", nullptr, size, "size")) return err;
+  MPI_Count n = 0;
+  if (int err = MPI_Type_size_x(handle, &n)) return err;
+  *size = static_cast<int>(n);
+  return MPI_SUCCESS;
+}
+
+int MPI_Type_get_extent(MPI_Datatype handle, MPI_Aint *lb, MPI_Aint *extent) {
+  const char *call = "MPI_Type_get_extent";
+  const dtype *t = nullptr;
+  if (int err = type_of(call, handle, t)) return err;
+  if (lb == nullptr || extent == nullptr) {
+    return device::error_raise(nullptr, call, MPI_ERR_ARG, "lb or extent is NULL");
+  }
+  *lb = static_cast<MPI_Aint>(t->lb);
+  *extent = static_cast<MPI_Aint>(t->extent);
+  return MPI_SUCCESS;
+}
+
+int MPI_Type_get_true_extent(MPI_Datatype handle, MPI_Aint *lb, MPI_Aint *extent) {
+  const char *call = "MPI_Type_get_true_extent";
+  const dtype *t = nullptr;
+  if (int err = type_of(call, handle, t)) return err;
+  if (lb == nullptr || extent == nullptr) {
+    return device::error_raise(nullptr, call, MPI_ERR_ARG, "true_lb or true_extent is NULL");
+  }
+  *lb = static_cast<MPI_Aint>(t->true_lb);
+  *extent = static_cast<MPI_Aint>(t->true_extent);
+  return MPI_SUCCESS;
+}
+
+int MPI_Type_get_name(MPI_Datatype handle, char *name, int *resultlen) {
+  const char *call = "MPI_Type_get_name";
+  const dtype *t = nullptr;
+  if (int err = type_of(call, handle, t)) return err;
+  if (name == nullptr || resultlen == nullptr) {
+    return device::error_raise(nullptr, call, MPI_ERR_ARG, "type_name or resultlen is NULL");
+  }
+  std::memcpy(name, t->name.c_str(), t->name.size() + 1);
+  *resultlen = static_cast<int>(t->name.size());
+  return MPI_SUCCESS;
+}
+
+int MPI_Type_set_name(MPI_Datatype handle, const char *name) {
+  const char *call = "MPI_Type_set_name";
+  const dtype *t = nullptr;
+  if (int err = type_of(call, handle, t)) return err;
+  if (int err = api::check_not_null(call, nullptr, name, "type_name")) return err;
+  device::dtype_lookup_mutable(handle)->name.assign(name, strnlen(name, MPI_MAX_OBJECT_NAME - 1));
+  return MPI_SUCCESS;
+}
+
+int MPI_Get_address(const void *location, MPI_Aint *address) {
+  if (int err = api::check_not_null("MPI_Get_address", nullptr, address, "address")) return err;
+  *address = static_cast<MPI_Aint>(reinterpret_cast<std::uintptr_t>(location));
+  return MPI_SUCCESS;
+}
+
+int MPI_Pack_size(int incount, MPI_Datatype handle, MPI_Comm comm, int *size) {
+  const char *call = "MPI_Pack_size";
+  api::communicator *c = nullptr;
+  if (int err = api::check_comm(call, comm, c)) return err;
+  const dtype *t = nullptr;
+  if (int err = type_of(call, handle, t)) return err;
+  if (int err = count_ok(call, incount)) return err;
+  if (int err = api::check_not_null(call, c, size, "size")) return err;
+  *size = static_cast<int>(static_cast<std::size_t>(incount) * t->packed_size);
+  return MPI_SUCCESS;
+}
+
+int MPI_Pack(const void *inbuf, int incount, MPI_Datatype handle, void *outbuf, int outsize,
+             int *position, MPI_Comm comm) {
+  const char *call = "MPI_Pack";
+  api::communicator *c = nullptr;
+  if (int err = api::check_comm(call, comm, c)) return err;
+  const dtype *t = nullptr;
+  if (int err = type_of(call, handle, t)) return err;
+  if (int err = count_ok(call, incount)) return err;
+  if (position == nullptr || *position < 0) {
+    return device::error_raise(c, call, MPI_ERR_ARG, "invalid position");
+  }
+  const std::size_t bytes = static_cast<std::size_t>(incount) * t->packed_size;
+  if (static_cast<std::size_t>(*position) + bytes > static_cast<std::size_t>(outsize)) {
+    return device::error_raise(c, call, MPI_ERR_TRUNCATE,
+                               "%zu bytes do not fit at position %d of a %d-byte buffer", bytes,
+                               *position, outsize);
+  }
+  device::dtype_pack_range(inbuf, incount, *t, 0, bytes,
+                           static_cast<std::byte *>(outbuf) + *position);
+  *position += static_cast<int>(bytes);
+  return MPI_SUCCESS;
+}
+
+int MPI_Unpack(const void *inbuf, int insize, int *position, void *outbuf, int outcount,
+               MPI_Datatype handle, MPI_Comm comm) {
+  const char *call = "MPI_Unpack";
+  api::communicator *c = nullptr;
+  if (int err = api::check_comm(call, comm, c)) return err;
+  const dtype *t = nullptr;
+  if (int err = type_of(call, handle, t)) return err;
+  if (int err = count_ok(call, outcount)) return err;
+  if (position == nullptr || *position < 0) {
+    return device::error_raise(c, call, MPI_ERR_ARG, "invalid position");
+  }
+  const std::size_t bytes = static_cast<std::size_t>(outcount) * t->packed_size;
+  if (static_cast<std::size_t>(*position) + bytes > static_cast<std::size_t>(insize)) {
+    return device::error_raise(c, call, MPI_ERR_TRUNCATE,
+                               "%zu bytes asked at position %d of a %d-byte buffer", bytes,
+                               *position, insize);
+  }
+  device::dtype_unpack_range(static_cast<const std::byte *>(inbuf) + *position, 0, bytes, outbuf,
+                             outcount, *t);
+  *position += static_cast<int>(bytes);
+  return MPI_SUCCESS;
+}
+
+}  // extern "C"

@@ -1,0 +1,192 @@
+/* Derived datatypes, at any number of ranks: constructors, extents, names,
+ * Pack/Unpack, and messages whose two sides use different layouts with the
+ * same type signature (a column of a matrix into a contiguous array, a
+ * struct into an indexed layout), eager and rendezvous sized, and
+ * MPI_BOTTOM with absolute addresses. */
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+
+static int rank;
+static int size;
+
+static int partner(void) {
+  const int p = rank ^ 1;
+  return p < size ? p : rank;
+}
+
+static void extents_and_names(void) {
+  MPI_Datatype vec;
+  MPI_Type_vector(3, 2, 5, MPI_INT, &vec); /* 3 blocks of 2 ints, stride 5 ints */
+  MPI_Type_commit(&vec);
+  int sz = 0;
+  MPI_Aint lb = -1;
+  MPI_Aint extent = -1;
+  MPI_Type_size(vec, &sz);
+  MPI_Type_get_extent(vec, &lb, &extent);
+  CHECK(sz == 24 && lb == 0 && extent == (2 * 5 + 2) * 4, "vector size %d extent %ld", sz,
+        (long)extent);
+  MPI_Datatype resized;
+  MPI_Type_create_resized(vec, 0, 5 * 4, &resized);
+  MPI_Type_get_extent(resized, &lb, &extent);
+  MPI_Aint tlb = -1;
+  MPI_Aint textent = -1;
+  MPI_Type_get_true_extent(resized, &tlb, &textent);
+  CHECK(extent == 20 && tlb == 0 && textent == 48, "resized extent %ld true %ld", (long)extent,
+        (long)textent);
+  struct item {
+    double d;
+    char c;
+  };
+  const int lens[2] = {1, 1};
+  const MPI_Aint displs[2] = {offsetof(struct item, d), offsetof(struct item, c)};
+  const MPI_Datatype types[2] = {MPI_DOUBLE, MPI_CHAR};
+  MPI_Datatype st;
+  MPI_Type_create_struct(2, lens, displs, types, &st);
+  MPI_Type_get_extent(st, &lb, &extent);
+  MPI_Type_size(st, &sz);
+  CHECK(extent == (MPI_Aint)sizeof(struct item) && sz == 9, "struct extent %ld size %d",
+        (long)extent, sz);
+  char name[MPI_MAX_OBJECT_NAME];
+  int len = 0;
+  MPI_Type_set_name(st, "item");
+  MPI_Type_get_name(st, name, &len);
+  CHECK(strcmp(name, "item") == 0 && len == 4, "name %s", name);
+  MPI_Type_get_name(MPI_DOUBLE, name, &len);
+  CHECK(strcmp(name, "MPI_DOUBLE") == 0, "predefined name %s", name);
+  MPI_Type_size(MPI_DOUBLE_INT, &sz);
+  CHECK(sz == 12, "MPI_DOUBLE_INT size %d", sz);
+  MPI_Type_free(&vec);
+  MPI_Type_free(&resized);
+  MPI_Type_free(&st);
+  CHECK(vec == MPI_DATATYPE_NULL, "Type_free left the handle");
+}
+
+static void pack_unpack(void) {
+  int matrix[4][4];
+  for (int i = 0; i < 16; ++i) matrix[i / 4][i % 4] = i;
+  MPI_Datatype column;
+  MPI_Type_vector(4, 1, 4, MPI_INT, &column);
+  MPI_Type_commit(&column);
+  char packed[64];
+  int position = 0;
+  int need = 0;
+  MPI_Pack_size(1, column, MPI_COMM_WORLD, &need);
+  CHECK(need >= 16, "Pack_size %d", need);
+  MPI_Pack(&matrix[0][1], 1, column, packed, sizeof(packed), &position, MPI_COMM_WORLD);
+  CHECK(position == 16, "packed %d bytes", position);
+  int out[4];
+  int at = 0;
+  MPI_Unpack(packed, position, &at, out, 4, MPI_INT, MPI_COMM_WORLD);
+  CHECK(out[0] == 1 && out[1] == 5 && out[2] == 9 && out[3] == 13, "column %d %d %d %d", out[0],
+        out[1], out[2], out[3]);
+  int back[4][4];
+  memset(back, 0, sizeof(back));
+  at = 0;
+  MPI_Unpack(packed, position, &at, &back[0][2], 1, column, MPI_COMM_WORLD);
+  CHECK(back[0][2] == 1 && back[3][2] == 13 && back[0][1] == 0, "unpacked into a column");
+  MPI_Type_free(&column);
+}
+
+static void different_layouts(void) {
+  /* Send a column of an n x n matrix (vector type), receive it into a
+   * contiguous array and back into a row: eager and rendezvous sizes. */
+  const int p = partner();
+  const int sizes[] = {8, 600};
+  for (int k = 0; k < 2; ++k) {
+    const int n = sizes[k];
+    double *m = malloc(sizeof(double) * (size_t)n * (size_t)n);
+    for (int i = 0; i < n * n; ++i) m[i] = rank * 1e6 + i;
+    MPI_Datatype column;
+    MPI_Type_vector(n, 1, n, MPI_DOUBLE, &column);
+    MPI_Type_commit(&column);
+    double *col = malloc(sizeof(double) * (size_t)n);
+    MPI_Sendrecv(&m[2], 1, column, p, 1, col, n, MPI_DOUBLE, p, 1, MPI_COMM_WORLD,
+                 MPI_STATUS_IGNORE);
+    int bad = 0;
+    for (int i = 0; i < n; ++i) bad += col[i] != p * 1e6 + i * n + 2;
+    CHECK(bad == 0, "column of %dx%d: %d wrong", n, n, bad);
+    /* Contiguous out, strided in, nonblocking. */
+    MPI_Request r[2];
+    MPI_Status st;
+    double *into = calloc((size_t)n * (size_t)n, sizeof(double));
+    MPI_Irecv(&into[3], 1, column, p, 2, MPI_COMM_WORLD, &r[0]);
+    MPI_Isend(col, n, MPI_DOUBLE, p, 2, MPI_COMM_WORLD, &r[1]);
+    MPI_Wait(&r[1], MPI_STATUS_IGNORE);
+    MPI_Wait(&r[0], &st);
+    int count = -1;
+    MPI_Get_count(&st, column, &count);
+    int elements = -1;
+    MPI_Get_elements(&st, MPI_DOUBLE, &elements);
+    CHECK(count == 1 && elements == n, "count %d elements %d", count, elements);
+    bad = 0;
+    for (int i = 0; i < n; ++i) bad += into[i * n + 3] != rank * 1e6 + i * n + 2;
+    CHECK(bad == 0, "strided receive of %d: %d wrong", n, bad);
+    free(into);
+    free(col);
+    free(m);
+    MPI_Type_free(&column);
+  }
+}
+
+static void struct_and_bottom(void) {
+  /* A struct type built from absolute addresses, sent from MPI_BOTTOM, and
+   * received into an indexed layout of ints. */
+  const int p = partner();
+  int a = 100 + rank;
+  int b[2] = {200 + rank, 300 + rank};
+  MPI_Aint addr[2];
+  MPI_Get_address(&a, &addr[0]);
+  MPI_Get_address(b, &addr[1]);
+  const int lens[2] = {1, 2};
+  const MPI_Datatype types[2] = {MPI_INT, MPI_INT};
+  MPI_Datatype abs_type;
+  MPI_Type_create_struct(2, lens, addr, types, &abs_type);
+  MPI_Type_commit(&abs_type);
+  int spread[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+  const int blens[2] = {2, 1};
+  const int displs[2] = {1, 6};
+  MPI_Datatype idx;
+  MPI_Type_indexed(2, blens, displs, MPI_INT, &idx);
+  MPI_Type_commit(&idx);
+  MPI_Sendrecv(MPI_BOTTOM, 1, abs_type, p, 3, spread, 1, idx, p, 3, MPI_COMM_WORLD,
+               MPI_STATUS_IGNORE);
+  CHECK(spread[1] == 100 + p && spread[2] == 200 + p && spread[6] == 300 + p && spread[0] == 0 &&
+            spread[3] == 0,
+        "indexed got %d %d %d", spread[1], spread[2], spread[6]);
+  MPI_Type_free(&abs_type);
+  MPI_Type_free(&idx);
+}
+
+static void errors(void) {
+  MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+  MPI_Datatype t;
+  MPI_Type_contiguous(4, MPI_INT, &t);
+  int v[4] = {0, 0, 0, 0};
+  int cls = -1;
+  MPI_Error_class(MPI_Send(v, 1, t, rank, 0, MPI_COMM_WORLD), &cls);
+  CHECK(cls == MPI_ERR_TYPE, "sending with an uncommitted type gave %d", cls);
+  MPI_Datatype d = MPI_INT;
+  MPI_Error_class(MPI_Type_free(&d), &cls);
+  CHECK(cls == MPI_ERR_TYPE, "freeing MPI_INT gave %d", cls);
+  MPI_Error_class(MPI_Type_contiguous(-1, MPI_INT, &d), &cls);
+  CHECK(cls == MPI_ERR_COUNT, "negative count gave %d", cls);
+  MPI_Type_free(&t);
+  MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL);
+}
+
+int main(int argc, char **argv) {
+  MPI_Init(&argc, &argv);
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  void (*const phases[])(void) = {extents_and_names, pack_unpack, different_layouts,
+                                  struct_and_bottom, errors};
+  for (unsigned i = 0; i < sizeof(phases) / sizeof(phases[0]); ++i) {
+    phases[i]();
+    MPI_Barrier(MPI_COMM_WORLD);
+  }
+  if (rank == 0 && check_failures == 0) printf("types: all checks passed on %d ranks\n", size);
+  return finish();
+}
