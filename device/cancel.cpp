@@ -38,6 +38,9 @@ void request_cancel(request &r) {
     return;
   }
   if (r.cancel_pending || r.cancelled) return;
+  // No peer (MPI_PROC_NULL, Ibsend's own request), or a persistent request
+  // not started: nothing is on its way.
+  if (r.peer < 0 || (r.persistent.op != persistent_op::none && !r.active)) return;
   vc &to = rt->vcs[static_cast<std::size_t>(r.peer)];
   if (r.state == send_state::queued) {
     to.send_queue.remove(&r);
@@ -73,6 +76,10 @@ const char *cancel_on_reply(vc &from, const packet_header &h) {
   request *r = rt->requests.from_id(h.sender_request, request_kind::send);
   if (r == nullptr || r->peer != from.world_rank || !r->cancel_pending) {
     return "cancel answer for a send that asked none";
+  }
+  if (h.length == 1 && r->state != send_state::wait_reply && r->state != send_state::wait_ack &&
+      r->state != send_state::done) {
+    return "a send being streamed cannot have been withdrawn";
   }
   r->cancel_pending = false;
   if (h.length == 1) {

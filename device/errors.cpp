@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <string>
+#include <vector>
 
 #include "device/comm.hpp"
 #include "device/runtime.hpp"
@@ -26,13 +27,32 @@ std::string format_line(const char *call, const char *format, va_list args) {
   return line;
 }
 
-[[noreturn]] void end_job(const std::string &line) {
+[[noreturn]] void end_job(const std::string &line, int exit_code = 1) {
   // One write, so that lines from several ranks do not interleave.
   if (::write(STDERR_FILENO, line.data(), line.size()) < 0) {
     // Nothing more can be said; the exit below still ends the job.
   }
-  if (rt != nullptr && rt->pmi) rt->pmi->abort(1, line);
-  std::_Exit(1);
+  if (rt != nullptr && rt->pmi) rt->pmi->abort(exit_code, line);
+  std::_Exit(exit_code);
+}
+
+// User error handlers, indexed by handle - first_user_errhandler. Only
+// MPI_Init's thread or one thread at a time (MPI_THREAD_SERIALIZED) calls in.
+constexpr int first_user_errhandler = MPI_ERRORS_ABORT + 1;
+std::vector<comm_errhandler_fn *> user_errhandlers;
+
+// Added error classes and codes, indexed by number - (MPI_ERR_LASTCODE + 1).
+struct added_error {
+  int error_class;
+  std::string text;
+};
+std::vector<added_error> added_errors;
+constexpr int max_added_errors = 1 << 20;
+
+const added_error *added_error_of(int code) {
+  const long index = static_cast<long>(code) - (MPI_ERR_LASTCODE + 1);
+  if (index < 0 || index >= static_cast<long>(added_errors.size())) return nullptr;
+  return &added_errors[static_cast<std::size_t>(index)];
 }
 
 }  // namespace
@@ -42,11 +62,21 @@ int error_raise(const communicator *comm, const char *call, int error_class, con
   if (comm == nullptr && rt != nullptr) comm = comm_lookup(MPI_COMM_WORLD);
   const int handler = comm != nullptr ? comm->errhandler : MPI_ERRORS_ARE_FATAL;
   if (handler == MPI_ERRORS_RETURN) return error_class;
+  if (handler >= first_user_errhandler &&
+      handler - first_user_errhandler < static_cast<int>(user_errhandlers.size())) {
+    int handle = comm->handle;
+    int code = error_class;
+    user_errhandlers[static_cast<std::size_t>(handler - first_user_errhandler)](&handle, &code);
+    return error_class;
+  }
   va_list args;
   va_start(args, format);
   const std::string line = format_line(call, format, args);
   va_end(args);
-  end_job(line);
+  // MPI_ERRORS_ABORT acts as MPI_Abort(comm, code) would: the job ends with
+  // the code. MPI_ERRORS_ARE_FATAL ends it as a failure (exit code 1).
+  end_job(line,
+          handler == MPI_ERRORS_ABORT && error_class > 0 && error_class < 256 ? error_class : 1);
 }
 
 void fatal(const char *call, const char *format, ...) {
@@ -105,9 +135,138 @@ const char *error_class_text(int error_class) {
       return "operation not supported by Iris";
     case MPI_ERR_PROC_FAILED:
       return "a peer process failed";
+    case MPI_ERR_ACCESS:
+      return "permission denied";
+    case MPI_ERR_AMODE:
+      return "invalid file access mode";
+    case MPI_ERR_ASSERT:
+      return "invalid assertion argument";
+    case MPI_ERR_BAD_FILE:
+      return "invalid file name";
+    case MPI_ERR_BASE:
+      return "invalid base argument";
+    case MPI_ERR_CONVERSION:
+      return "data conversion failed";
+    case MPI_ERR_DISP:
+      return "invalid displacement argument";
+    case MPI_ERR_DUP_DATAREP:
+      return "data representation already defined";
+    case MPI_ERR_FILE_EXISTS:
+      return "file exists";
+    case MPI_ERR_FILE_IN_USE:
+      return "file in use";
+    case MPI_ERR_FILE:
+      return "invalid file handle";
+    case MPI_ERR_INFO_KEY:
+      return "invalid info key";
+    case MPI_ERR_INFO_NOKEY:
+      return "info key not defined";
+    case MPI_ERR_INFO_VALUE:
+      return "invalid info value";
+    case MPI_ERR_INFO:
+      return "invalid info object";
+    case MPI_ERR_IO:
+      return "I/O error";
+    case MPI_ERR_KEYVAL:
+      return "invalid attribute key";
+    case MPI_ERR_LOCKTYPE:
+      return "invalid lock type";
+    case MPI_ERR_NAME:
+      return "service name not published";
+    case MPI_ERR_NOT_SAME:
+      return "collective argument not the same on all processes";
+    case MPI_ERR_NO_SPACE:
+      return "no space left";
+    case MPI_ERR_NO_SUCH_FILE:
+      return "no such file";
+    case MPI_ERR_PORT:
+      return "invalid port name";
+    case MPI_ERR_PROC_ABORTED:
+      return "a peer process aborted";
+    case MPI_ERR_QUOTA:
+      return "quota exceeded";
+    case MPI_ERR_READ_ONLY:
+      return "read-only file or file system";
+    case MPI_ERR_RMA_ATTACH:
+      return "memory cannot be attached to the window";
+    case MPI_ERR_RMA_CONFLICT:
+      return "conflicting accesses to a window";
+    case MPI_ERR_RMA_RANGE:
+      return "target memory outside the window";
+    case MPI_ERR_RMA_SHARED:
+      return "memory cannot be shared";
+    case MPI_ERR_RMA_SYNC:
+      return "invalid synchronization of RMA calls";
+    case MPI_ERR_RMA_FLAVOR:
+      return "wrong window flavor";
+    case MPI_ERR_SERVICE:
+      return "invalid service name";
+    case MPI_ERR_SESSION:
+      return "invalid session";
+    case MPI_ERR_SIZE:
+      return "invalid size argument";
+    case MPI_ERR_SPAWN:
+      return "could not spawn processes";
+    case MPI_ERR_UNSUPPORTED_DATAREP:
+      return "unsupported data representation";
+    case MPI_ERR_VALUE_TOO_LARGE:
+      return "value too large to store";
+    case MPI_ERR_WIN:
+      return "invalid window";
+    case MPI_ERR_LASTCODE:
+      return "last error code";
     default:
       return nullptr;
   }
+}
+
+int errhandler_create(comm_errhandler_fn *fn) {
+  user_errhandlers.push_back(fn);
+  return first_user_errhandler + static_cast<int>(user_errhandlers.size()) - 1;
+}
+
+bool errhandler_valid(int handle) {
+  if (handle == MPI_ERRORS_ARE_FATAL || handle == MPI_ERRORS_RETURN || handle == MPI_ERRORS_ABORT) {
+    return true;
+  }
+  return handle >= first_user_errhandler &&
+         handle - first_user_errhandler < static_cast<int>(user_errhandlers.size());
+}
+
+int error_class_add() {
+  if (added_errors.size() >= max_added_errors) return -1;
+  const int number = MPI_ERR_LASTCODE + 1 + static_cast<int>(added_errors.size());
+  added_errors.push_back({number, {}});
+  return number;
+}
+
+int error_code_add(int error_class) {
+  if (added_errors.size() >= max_added_errors) return -1;
+  added_errors.push_back({error_class, {}});
+  return MPI_ERR_LASTCODE + static_cast<int>(added_errors.size());
+}
+
+int error_class_of(int code) {
+  if (error_class_text(code) != nullptr) return code;
+  const added_error *e = added_error_of(code);
+  return e != nullptr ? e->error_class : -1;
+}
+
+bool error_string_set(int code, std::string text) {
+  const added_error *e = added_error_of(code);
+  if (e == nullptr) return false;
+  added_errors[static_cast<std::size_t>(code - (MPI_ERR_LASTCODE + 1))].text = std::move(text);
+  return true;
+}
+
+const char *error_code_text(int code) {
+  if (const char *text = error_class_text(code)) return text;
+  const added_error *e = added_error_of(code);
+  return e != nullptr ? e->text.c_str() : nullptr;
+}
+
+int error_last_used() {
+  return MPI_ERR_LASTCODE + static_cast<int>(added_errors.size());
 }
 
 }  // namespace iris::device

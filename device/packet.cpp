@@ -13,6 +13,9 @@ const char *packet_check(const packet_header &h, std::size_t payload, int world_
     case packet_type::eager:
     case packet_type::eager_sync:
       if (payload != h.length) return "eager payload length differs from the message length";
+      if (h.type == packet_type::eager_sync && h.sender_request == 0) {
+        return "synchronous message without a sender request";
+      }
       return nullptr;
     case packet_type::rts:
       if (payload != sizeof(rts_payload)) return "rts without its payload";

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "device/dtype.hpp"
 #include "device/errors.hpp"
 #include "device/runtime.hpp"
 
@@ -28,8 +29,9 @@ packet_header message_header(packet_type type, const match_key &key, std::size_t
   return h;
 }
 
-// Writes the message packet of a queued send. Returns false when there is no
-// room now.
+// Writes the message packet of a send. Returns false when there is no room
+// now. It does not complete the request: the caller does that (message_sent)
+// once the request is off any queue, since completing may release it.
 bool message_write(vc &to, request &r) {
   const packet_header h = message_header(r.protocol, r.key, r.bytes, request_id(r));
   if (r.protocol == packet_type::rts) {
@@ -40,8 +42,13 @@ bool message_write(vc &to, request &r) {
   }
   if (!packet_write(to, h, r.buffer, r.bytes)) return false;
   r.state = r.synchronous ? send_state::wait_ack : send_state::done;
-  if (!r.synchronous) request_complete(r);
   return true;
+}
+
+// An eager send is complete once written (a synchronous one waits for its
+// sync_ack; a rendezvous one for cts or fin).
+void message_sent(request &r) {
+  if (r.state == send_state::done) request_complete(r);
 }
 
 void deliver_to_self(vc &self, const packet_header &h, const void *data, std::size_t bytes) {
@@ -75,6 +82,9 @@ void control_send(vc &to, packet_header h) {
     deliver_to_self(to, h, nullptr, 0);
     return;
   }
+  // Owed credits ride on whatever packet is written next: with a backlog, a
+  // credit packet adds nothing but memory.
+  if (h.type == packet_type::credit && !to.backlog.empty()) return;
   if (to.backlog.empty() && packet_write(to, h, nullptr, 0)) return;
   to.backlog.push_back(h);  // rare: only when the ring is full
   sending_list_add(to);
@@ -90,6 +100,7 @@ int send_push(vc &to) {
   while (request *r = to.send_queue.front()) {
     if (!message_write(to, *r)) return packets;
     to.send_queue.remove(r);
+    message_sent(*r);
     ++packets;
   }
   return packets + rendezvous_push(to);
@@ -144,7 +155,10 @@ request *send_start(const communicator &comm, std::uint32_t context, const void 
   }
   r->state = send_state::queued;
   // Nothing queued ahead of it: write it now, without touching the queues.
-  if (to.send_queue.empty() && message_write(to, *r)) return r;
+  if (to.send_queue.empty() && message_write(to, *r)) {
+    message_sent(*r);
+    return r;
+  }
   to.send_queue.push_back(r);
   sending_list_add(to);
   send_push(to);
@@ -160,7 +174,12 @@ void send_done(request &r) {
 void request_complete(request &r) {
   if (r.cancel_pending) return;  // cancel_on_reply completes it
   r.complete = true;
-  if (r.freed) rt->requests.release(&r);
+  if (!r.freed) return;
+  // Freed by the user: nobody will wait for it, so finish its work here.
+  if (r.unpack_to != nullptr) {
+    dtype_unpack_range(r.scratch, 0, r.status_bytes, r.unpack_to, r.unpack_count, *r.unpack_type);
+  }
+  rt->requests.release(&r);
 }
 
 const char *send_on_done(vc &from, const packet_header &h) {

@@ -1,4 +1,5 @@
-// MPI bindings for error handlers, error classes and strings, and the
+// MPI bindings for error handlers (predefined and user), error classes,
+// codes and strings (predefined and added), and the
 // MPIX_Stat_get extension.
 #include <cstring>
 
@@ -13,8 +14,7 @@ int MPI_Comm_set_errhandler(MPI_Comm comm, MPI_Errhandler errhandler) {
   const char *call = "MPI_Comm_set_errhandler";
   communicator *c = nullptr;
   if (int err = api::check_comm(call, comm, c)) return err;
-  if (errhandler != MPI_ERRORS_ARE_FATAL && errhandler != MPI_ERRORS_RETURN &&
-      errhandler != MPI_ERRORS_ABORT) {
+  if (!device::errhandler_valid(errhandler)) {
     return device::error_raise(c, call, MPI_ERR_ARG, "invalid error handler handle 0x%x",
                                static_cast<unsigned>(errhandler));
   }
@@ -31,15 +31,93 @@ int MPI_Comm_get_errhandler(MPI_Comm comm, MPI_Errhandler *errhandler) {
   return MPI_SUCCESS;
 }
 
+int MPI_Comm_create_errhandler(MPI_Comm_errhandler_function *comm_errhandler_fn,
+                               MPI_Errhandler *errhandler) {
+  const char *call = "MPI_Comm_create_errhandler";
+  if (int err = api::check_initialized(call)) return err;
+  if (int err =
+          api::check_not_null(call, nullptr, reinterpret_cast<const void *>(comm_errhandler_fn),
+                              "comm_errhandler_fn")) {
+    return err;
+  }
+  if (int err = api::check_not_null(call, nullptr, errhandler, "errhandler")) return err;
+  *errhandler = device::errhandler_create(comm_errhandler_fn);
+  return MPI_SUCCESS;
+}
+
+// The handler object stays alive (see errors.hpp): only the caller's handle
+// is cleared, as communicators that use the handler keep it.
+int MPI_Errhandler_free(MPI_Errhandler *errhandler) {
+  const char *call = "MPI_Errhandler_free";
+  if (int err = api::check_initialized(call)) return err;
+  if (int err = api::check_not_null(call, nullptr, errhandler, "errhandler")) return err;
+  if (!device::errhandler_valid(*errhandler)) {
+    return device::error_raise(nullptr, call, MPI_ERR_ARG, "invalid error handler handle 0x%x",
+                               static_cast<unsigned>(*errhandler));
+  }
+  *errhandler = MPI_ERRHANDLER_NULL;
+  return MPI_SUCCESS;
+}
+
+int MPI_Comm_call_errhandler(MPI_Comm comm, int errorcode) {
+  const char *call = "MPI_Comm_call_errhandler";
+  communicator *c = nullptr;
+  if (int err = api::check_comm(call, comm, c)) return err;
+  const char *text = device::error_code_text(errorcode);
+  device::error_raise(c, call, errorcode, "error code %d: %s", errorcode,
+                      text != nullptr && text[0] != '\0' ? text : "(no error string)");
+  return MPI_SUCCESS;  // the handler ran and returned
+}
+
+int MPI_Add_error_class(int *errorclass) {
+  const char *call = "MPI_Add_error_class";
+  if (int err = api::check_initialized(call)) return err;
+  if (int err = api::check_not_null(call, nullptr, errorclass, "errorclass")) return err;
+  const int added = device::error_class_add();
+  if (added < 0) return device::error_raise(nullptr, call, MPI_ERR_OTHER, "too many error codes");
+  *errorclass = added;
+  return MPI_SUCCESS;
+}
+
+int MPI_Add_error_code(int errorclass, int *errorcode) {
+  const char *call = "MPI_Add_error_code";
+  if (int err = api::check_initialized(call)) return err;
+  if (int err = api::check_not_null(call, nullptr, errorcode, "errorcode")) return err;
+  if (device::error_class_of(errorclass) != errorclass) {
+    return device::error_raise(nullptr, call, MPI_ERR_ARG, "%d is not an error class", errorclass);
+  }
+  const int added = device::error_code_add(errorclass);
+  if (added < 0) return device::error_raise(nullptr, call, MPI_ERR_OTHER, "too many error codes");
+  *errorcode = added;
+  return MPI_SUCCESS;
+}
+
+int MPI_Add_error_string(int errorcode, const char *string) {
+  const char *call = "MPI_Add_error_string";
+  if (int err = api::check_initialized(call)) return err;
+  if (int err = api::check_not_null(call, nullptr, string, "string")) return err;
+  if (std::strlen(string) >= MPI_MAX_ERROR_STRING) {
+    return device::error_raise(nullptr, call, MPI_ERR_ARG, "string of %zu characters (at most %d)",
+                               std::strlen(string), MPI_MAX_ERROR_STRING - 1);
+  }
+  if (!device::error_string_set(errorcode, string)) {
+    return device::error_raise(nullptr, call, MPI_ERR_ARG,
+                               "%d is not an added error code or class (those are above %d)",
+                               errorcode, MPI_ERR_LASTCODE);
+  }
+  return MPI_SUCCESS;
+}
+
 int MPI_Error_class(int errorcode, int *errorclass) {
   if (int err = api::check_not_null("MPI_Error_class", nullptr, errorclass, "errorclass")) {
     return err;
   }
-  if (device::error_class_text(errorcode) == nullptr) {
+  const int found = device::error_class_of(errorcode);
+  if (found < 0) {
     return device::error_raise(nullptr, "MPI_Error_class", MPI_ERR_ARG, "unknown error code %d",
                                errorcode);
   }
-  *errorclass = errorcode;  // every code Iris returns is an error class
+  *errorclass = found;
   return MPI_SUCCESS;
 }
 
@@ -47,7 +125,7 @@ int MPI_Error_string(int errorcode, char *string, int *resultlen) {
   const char *call = "MPI_Error_string";
   if (int err = api::check_not_null(call, nullptr, string, "string")) return err;
   if (int err = api::check_not_null(call, nullptr, resultlen, "resultlen")) return err;
-  const char *text = device::error_class_text(errorcode);
+  const char *text = device::error_code_text(errorcode);
   if (text == nullptr) {
     return device::error_raise(nullptr, call, MPI_ERR_ARG, "unknown error code %d", errorcode);
   }

@@ -57,9 +57,16 @@ int bsend(const char *call, const void *buf, int count, MPI_Datatype type, int d
   std::size_t bytes = 0;
   if (int err = api::send_checks(call, buf, count, type, dest, tag, handle, c, bytes)) return err;
   if (dest != MPI_PROC_NULL) {
+    // Exactly what the standard tells users to budget: pieces hold no header
+    // and need no alignment (data moves by memcpy or CMA).
+    const std::size_t need = bytes + MPI_BSEND_OVERHEAD;
     reap();
-    const std::size_t need = (bytes + MPI_BSEND_OVERHEAD + 7) & ~std::size_t{7};
-    const std::size_t at = buffer.attached ? place(need) : SIZE_MAX;
+    std::size_t at = buffer.attached ? place(need) : SIZE_MAX;
+    if (at == SIZE_MAX && buffer.attached) {
+      device::progress_poll();  // a piece may free up with one more poll
+      reap();
+      at = place(need);
+    }
     if (at == SIZE_MAX) {
       return device::error_raise(
           c, call, MPI_ERR_BUFFER,
@@ -156,9 +163,14 @@ int MPI_Sendrecv_replace(void *buf, int count, MPI_Datatype datatype, int dest, 
   if (incoming == nullptr) {
     return device::error_raise(c, call, MPI_ERR_NO_MEM, "cannot allocate %zu bytes", bytes);
   }
+  MPI_Status got{};
   const int err = MPI_Sendrecv(buf, count, datatype, dest, sendtag, incoming, count, datatype,
-                               source, recvtag, comm, status);
-  if (err == MPI_SUCCESS && source != MPI_PROC_NULL) std::memcpy(buf, incoming, bytes);
+                               source, recvtag, comm, &got);
+  // Only what arrived replaces the buffer (a shorter message leaves the rest).
+  if (source != MPI_PROC_NULL && (err == MPI_SUCCESS || err == MPI_ERR_TRUNCATE)) {
+    std::memcpy(buf, incoming, static_cast<std::size_t>(got.iris_bytes));
+  }
+  if (status != MPI_STATUS_IGNORE) *status = got;
   std::free(incoming);
   return err;
 }

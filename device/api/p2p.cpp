@@ -51,6 +51,7 @@ int MPI_Send(const void *buf, int count, MPI_Datatype datatype, int dest, int ta
 
 int MPI_Isend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm,
               MPI_Request *request) {
+  if (int err = api::check_not_null("MPI_Isend", nullptr, request, "request")) return err;
   return api::send_binding("MPI_Isend", buf, count, datatype, dest, tag, comm,
                            device::send_mode::standard, request);
 }
@@ -62,6 +63,7 @@ int MPI_Ssend(const void *buf, int count, MPI_Datatype datatype, int dest, int t
 
 int MPI_Issend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm,
                MPI_Request *request) {
+  if (int err = api::check_not_null("MPI_Issend", nullptr, request, "request")) return err;
   return api::send_binding("MPI_Issend", buf, count, datatype, dest, tag, comm,
                            device::send_mode::synchronous, request);
 }
@@ -75,6 +77,7 @@ int MPI_Rsend(const void *buf, int count, MPI_Datatype datatype, int dest, int t
 
 int MPI_Irsend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm,
                MPI_Request *request) {
+  if (int err = api::check_not_null("MPI_Irsend", nullptr, request, "request")) return err;
   return api::send_binding("MPI_Irsend", buf, count, datatype, dest, tag, comm,
                            device::send_mode::standard, request);
 }

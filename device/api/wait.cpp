@@ -260,7 +260,10 @@ int MPI_Request_free(MPI_Request *request) {
   if (int err = check_requests(call, 1, request)) return err;
   device::request &r = live(*request);
   r.freed = true;  // the device releases it when it completes
-  if (r.complete) device::rt->requests.release(&r);
+  if (r.complete) {
+    api::recv_unpack(r);
+    device::rt->requests.release(&r);
+  }
   *request = MPI_REQUEST_NULL;
   return MPI_SUCCESS;
 }

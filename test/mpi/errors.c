@@ -4,7 +4,9 @@
  *   errors fatal        an invalid rank under the default handler: the job
  *                       must end with one clear line
  *   errors before-init  MPI_Send before MPI_Init
- *   errors abort N      rank 1 (or 0 alone) calls MPI_Abort with code N */
+ *   errors abort N      rank 1 (or 0 alone) calls MPI_Abort with code N
+ *   errors abort-handler  rank 0 makes an invalid send under MPI_ERRORS_ABORT
+ *   errors unsupported  rank 0 calls MPI_Win_fence under the default handler */
 #include <stdlib.h>
 #include <string.h>
 
@@ -71,6 +73,140 @@ static void returned_classes(int size) {
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL);
 }
 
+/* A user error handler that records its calls. */
+static int handler_calls = 0;
+static MPI_Comm handler_comm = MPI_COMM_NULL;
+static int handler_code = MPI_SUCCESS;
+
+static void record_error(MPI_Comm *comm, int *code, ...) {
+  ++handler_calls;
+  handler_comm = *comm;
+  handler_code = *code;
+}
+
+static void user_handlers(int size) {
+  MPI_Errhandler h = MPI_ERRHANDLER_NULL;
+  CHECK(MPI_Comm_create_errhandler(record_error, &h) == MPI_SUCCESS, "create_errhandler failed");
+  MPI_Comm dup = MPI_COMM_NULL;
+  MPI_Comm_dup(MPI_COMM_WORLD, &dup);
+  CHECK(MPI_Comm_set_errhandler(dup, h) == MPI_SUCCESS, "set of a user handler failed");
+  MPI_Errhandler got = MPI_ERRHANDLER_NULL;
+  MPI_Comm_get_errhandler(dup, &got);
+  CHECK(got == h, "get_errhandler gave 0x%x, set 0x%x", (unsigned)got, (unsigned)h);
+  int v = 0;
+  int err = MPI_Send(&v, 1, MPI_INT, size, 0, dup);
+  CHECK(err == MPI_ERR_RANK, "invalid send under a user handler returned %d", err);
+  CHECK(handler_calls == 1 && handler_comm == dup && handler_code == MPI_ERR_RANK,
+        "handler: %d calls, comm 0x%x (want 0x%x), code %d", handler_calls, (unsigned)handler_comm,
+        (unsigned)dup, handler_code);
+  err = MPI_Comm_call_errhandler(dup, MPI_ERR_OTHER);
+  CHECK(err == MPI_SUCCESS && handler_calls == 2 && handler_code == MPI_ERR_OTHER,
+        "call_errhandler: returned %d, %d calls, code %d", err, handler_calls, handler_code);
+  /* An unsupported call reports through its communicator's handler. */
+  MPI_Request r = MPI_REQUEST_NULL;
+  err = MPI_Ibarrier(dup, &r);
+  CHECK(err == MPI_ERR_UNSUPPORTED_OPERATION && handler_calls == 3 && handler_comm == dup &&
+            handler_code == MPI_ERR_UNSUPPORTED_OPERATION && r == MPI_REQUEST_NULL,
+        "Ibarrier under a user handler: returned %d, %d calls, code %d", err, handler_calls,
+        handler_code);
+  /* Freeing the handle leaves the communicator's handler working. */
+  CHECK(MPI_Errhandler_free(&h) == MPI_SUCCESS && h == MPI_ERRHANDLER_NULL, "Errhandler_free");
+  err = MPI_Send(&v, 1, MPI_INT, 0, -4, dup);
+  CHECK(err == MPI_ERR_TAG && handler_calls == 4 && handler_code == MPI_ERR_TAG,
+        "after Errhandler_free: returned %d, %d calls", err, handler_calls);
+  /* A predefined handle from get_errhandler may be freed too. */
+  MPI_Comm_get_errhandler(MPI_COMM_WORLD, &got);
+  CHECK(MPI_Errhandler_free(&got) == MPI_SUCCESS && got == MPI_ERRHANDLER_NULL,
+        "Errhandler_free of a predefined handle");
+  CHECK(MPI_Comm_call_errhandler(MPI_COMM_WORLD, MPI_ERR_OTHER) == MPI_SUCCESS,
+        "call_errhandler under MPI_ERRORS_RETURN");
+  MPI_Comm_free(&dup);
+  CHECK(handler_calls == 4, "handler called %d times", handler_calls);
+}
+
+static void added_errors(void) {
+  int cls = -1;
+  int code = -1;
+  int arg_code = -1;
+  CHECK(MPI_Add_error_class(&cls) == MPI_SUCCESS && cls > MPI_ERR_LASTCODE, "new class %d", cls);
+  CHECK(MPI_Add_error_code(cls, &code) == MPI_SUCCESS && code > MPI_ERR_LASTCODE && code != cls,
+        "new code %d", code);
+  CHECK(MPI_Add_error_code(MPI_ERR_ARG, &arg_code) == MPI_SUCCESS && arg_code > code,
+        "new code %d of MPI_ERR_ARG", arg_code);
+  CHECK(MPI_Add_error_string(cls, "iris test class") == MPI_SUCCESS, "string of a class");
+  CHECK(MPI_Add_error_string(code, "iris test code") == MPI_SUCCESS, "string of a code");
+  int got = -1;
+  MPI_Error_class(code, &got);
+  CHECK(got == cls, "class of the added code: %d, want %d", got, cls);
+  MPI_Error_class(cls, &got);
+  CHECK(got == cls, "class of the added class: %d", got);
+  MPI_Error_class(arg_code, &got);
+  CHECK(got == MPI_ERR_ARG, "class of the added MPI_ERR_ARG code: %d", got);
+  char text[MPI_MAX_ERROR_STRING];
+  int length = -1;
+  MPI_Error_string(code, text, &length);
+  CHECK(strcmp(text, "iris test code") == 0 && length == 14, "string \"%s\" (%d)", text, length);
+  MPI_Error_string(cls, text, &length);
+  CHECK(strcmp(text, "iris test class") == 0, "class string \"%s\"", text);
+  MPI_Error_string(arg_code, text, &length);
+  CHECK(length == 0 && text[0] == '\0', "an added code without a string gave \"%s\"", text);
+  expect_class(MPI_ERR_LASTCODE, MPI_ERR_LASTCODE, "MPI_ERR_LASTCODE");
+  expect_class(MPI_ERR_UNSUPPORTED_OPERATION, MPI_ERR_UNSUPPORTED_OPERATION, "unsupported");
+  expect_class(MPI_ERR_INFO_NOKEY, MPI_ERR_INFO_NOKEY, "MPI-4 class");
+  expect_class(MPI_Error_class(arg_code + 1000, &got), MPI_ERR_ARG, "class of an unknown code");
+  expect_class(MPI_Error_string(-5, text, &length), MPI_ERR_ARG, "string of an unknown code");
+  expect_class(MPI_Add_error_string(MPI_ERR_ARG, "mine"), MPI_ERR_ARG, "string of a builtin");
+  expect_class(MPI_Add_error_code(code, &got), MPI_ERR_ARG, "code of a code");
+  expect_class(MPI_Add_error_code(123456789, &got), MPI_ERR_ARG, "code of no class");
+  /* A user handler receives an added code as it is. */
+  MPI_Errhandler h = MPI_ERRHANDLER_NULL;
+  MPI_Comm_create_errhandler(record_error, &h);
+  MPI_Comm_set_errhandler(MPI_COMM_SELF, h);
+  MPI_Comm_call_errhandler(MPI_COMM_SELF, code);
+  CHECK(handler_code == code && handler_comm == MPI_COMM_SELF, "handler got code %d on 0x%x",
+        handler_code, (unsigned)handler_comm);
+  MPI_Comm_set_errhandler(MPI_COMM_SELF, MPI_ERRORS_ARE_FATAL);
+  MPI_Errhandler_free(&h);
+}
+
+/* Calls of unsupported families return their class and change nothing. */
+static void unsupported_calls(void) {
+  int buf[4] = {0, 0, 0, 0};
+  MPI_Win win = MPI_WIN_NULL;
+  expect_class(MPI_Win_create(buf, sizeof(buf), sizeof(int), MPI_INFO_NULL, MPI_COMM_WORLD, &win),
+               MPI_ERR_UNSUPPORTED_OPERATION, "Win_create");
+  CHECK(win == MPI_WIN_NULL, "Win_create wrote its output");
+  expect_class(MPI_Put(buf, 1, MPI_INT, 0, 0, 1, MPI_INT, win), MPI_ERR_UNSUPPORTED_OPERATION,
+               "Put");
+  expect_class(MPI_Win_lock_all(0, win), MPI_ERR_UNSUPPORTED_OPERATION, "Win_lock_all");
+  expect_class(MPI_Win_free(&win), MPI_ERR_UNSUPPORTED_OPERATION, "Win_free");
+  MPI_File fh = MPI_FILE_NULL;
+  expect_class(MPI_File_open(MPI_COMM_WORLD, "iris-no-file", MPI_MODE_RDONLY, MPI_INFO_NULL, &fh),
+               MPI_ERR_UNSUPPORTED_OPERATION, "File_open");
+  CHECK(fh == MPI_FILE_NULL, "File_open wrote its output");
+  expect_class(MPI_File_read_at_all(fh, 0, buf, 1, MPI_INT, MPI_STATUS_IGNORE),
+               MPI_ERR_UNSUPPORTED_OPERATION, "File_read_at_all");
+  MPI_Session session = MPI_SESSION_NULL;
+  expect_class(MPI_Session_init(MPI_INFO_NULL, MPI_ERRORS_RETURN, &session),
+               MPI_ERR_UNSUPPORTED_OPERATION, "Session_init");
+  MPI_Comm inter = MPI_COMM_NULL;
+  expect_class(MPI_Comm_spawn("true", MPI_ARGV_NULL, 1, MPI_INFO_NULL, 0, MPI_COMM_WORLD, &inter,
+                              MPI_ERRCODES_IGNORE),
+               MPI_ERR_UNSUPPORTED_OPERATION, "Comm_spawn");
+  MPI_Request r = MPI_REQUEST_NULL;
+  int sum = 0;
+  expect_class(MPI_Iallreduce(buf, &sum, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD, &r),
+               MPI_ERR_UNSUPPORTED_OPERATION, "Iallreduce");
+  CHECK(r == MPI_REQUEST_NULL, "Iallreduce wrote its request");
+  MPI_Comm parent = MPI_COMM_WORLD;
+  CHECK(MPI_Comm_get_parent(&parent) == MPI_SUCCESS && parent == MPI_COMM_NULL,
+        "Comm_get_parent gave 0x%x", (unsigned)parent);
+  char text[MPI_MAX_ERROR_STRING];
+  int length = 0;
+  MPI_Error_string(MPI_ERR_UNSUPPORTED_OPERATION, text, &length);
+  CHECK(length > 0, "no string for MPI_ERR_UNSUPPORTED_OPERATION");
+}
+
 int main(int argc, char **argv) {
   const char *mode = argc > 1 ? argv[1] : "return";
   if (strcmp(mode, "before-init") == 0) {
@@ -94,7 +230,24 @@ int main(int argc, char **argv) {
     MPI_Barrier(MPI_COMM_WORLD);
     return 0;
   }
+  if (strcmp(mode, "abort-handler") == 0) {
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ABORT);
+    int v = 0;
+    if (rank == 0) MPI_Send(&v, 1, MPI_INT, -7, 0, MPI_COMM_WORLD);
+    MPI_Barrier(MPI_COMM_WORLD);
+    return 0;
+  }
+  if (strcmp(mode, "unsupported") == 0) {
+    if (rank == 0) MPI_Win_fence(0, MPI_WIN_NULL);
+    MPI_Barrier(MPI_COMM_WORLD);
+    return 0;
+  }
   returned_classes(size);
+  MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+  user_handlers(size);
+  added_errors();
+  unsupported_calls();
+  MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL);
   MPI_Barrier(MPI_COMM_WORLD);
   if (rank == 0 && check_failures == 0) printf("errors: all classes as expected\n");
   return finish();

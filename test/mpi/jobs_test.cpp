@@ -46,6 +46,12 @@ const protocol_config configs[] = {
       {"IRIS_SHM_RING_SIZE", "1024"},
       {"IRIS_SHM_FRAGMENT_SIZE", "64"}}},
     {"all_rendezvous", {{"IRIS_EAGER_LIMIT", "0"}}},
+    // Eager messages that queue behind full rings (sends complete from the
+    // queue, not at once).
+    {"crowded",
+     {{"IRIS_EAGER_WINDOW", "4096"},
+      {"IRIS_SHM_RING_SIZE", "1024"},
+      {"IRIS_SHM_FRAGMENT_SIZE", "64"}}},
 };
 
 std::size_t occurrences(const std::string &text, const std::string &what) {
@@ -74,6 +80,14 @@ TEST_P(JobTest, PointToPointSemantics) {
   const run_result r = job(ranks(), "p2p", {}, env());
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("p2p: all checks passed"), std::string::npos) << r.output;
+}
+
+TEST_P(JobTest, Collectives) {
+  const run_result r = job(ranks(), "coll", {}, env());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("coll: all checks passed on " + std::to_string(ranks()) + " ranks"),
+            std::string::npos)
+      << r.output;
 }
 
 TEST_P(JobTest, StormChecksEveryByteAndTheOrder) {
@@ -114,6 +128,12 @@ TEST_P(JobTest, ArgumentErrorsReturnTheirClasses) {
   EXPECT_NE(r.output.find("errors: all classes as expected"), std::string::npos) << r.output;
 }
 
+TEST_P(JobTest, InfoDimsAndCartesianTopologies) {
+  const run_result r = job(ranks(), "env", {}, env());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("env: all checks passed"), std::string::npos) << r.output;
+}
+
 INSTANTIATE_TEST_SUITE_P(Ranks, JobTest,
                          ::testing::Combine(::testing::Values(1, 2, 4, 8),
                                             ::testing::Range(0, int(std::size(configs)))),
@@ -136,6 +156,25 @@ TEST_F(FailureTest, DefaultHandlerPrintsOneLineAndEndsTheJob) {
   EXPECT_NE(
       r.output.find("iris: rank 0: MPI_Send: invalid destination rank 93 (communicator size 3)"),
       std::string::npos)
+      << r.output;
+}
+
+// MPI_ERRORS_ABORT acts as MPI_Abort(comm, code): the job ends with the code.
+TEST_F(FailureTest, ErrorsAbortEndsTheJobWithTheErrorClass) {
+  const run_result r = job(3, "errors", {"abort-handler"}, {}, 30);
+  EXPECT_EQ(r.exit_code, 6) << "MPI_ERR_RANK\n" << r.output;
+  EXPECT_FALSE(r.timed_out);
+  EXPECT_NE(r.output.find("iris: rank 0: MPI_Send: invalid destination rank -7"), std::string::npos)
+      << r.output;
+}
+
+TEST_F(FailureTest, UnsupportedCallNamesItselfAndItsFamily) {
+  const run_result r = job(2, "errors", {"unsupported"}, {}, 30);
+  EXPECT_NE(r.exit_code, 0) << r.output;
+  EXPECT_FALSE(r.timed_out);
+  EXPECT_NE(r.output.find("iris: rank 0: MPI_Win_fence: MPI_Win_fence is not supported by Iris "
+                          "(one-sided communication)"),
+            std::string::npos)
       << r.output;
 }
 
@@ -255,6 +294,46 @@ TEST(Wrappers, MpiccAndMpicxxBuildPlainProgramsThatRunUnchanged) {
   const run_result show = run({build_root + "/mpicc", "-show", "x.c"}, 10);
   EXPECT_NE(show.output.find("-liris"), std::string::npos) << show.output;
   run({"/bin/rm", "-rf", dir}, 10);
+}
+
+// `meson install` into a DESTDIR, then the installed mpicc builds a plain
+// program and the installed mpiexec runs it. The configured prefix does not
+// hold this install, so this also checks that the installed wrapper finds
+// Iris from its own path (see include/mpicc.in).
+TEST(Install, DestdirInstallBuildsAndRunsPrograms) {
+  std::string dir = testing::TempDir();  // ends with '/'; the wrapper prints canonical paths
+  if (!dir.empty() && dir.back() == '/') dir.pop_back();
+  dir += "/iris-install-" + std::to_string(getpid());
+  const std::string root = dir + "/destdir" + required_env("IRIS_PREFIX");
+  const run_result install = run({required_env("IRIS_MESON"), "install", "-C", build_root,
+                                  "--no-rebuild", "--quiet", "--destdir", dir + "/destdir"},
+                                 300);
+  ASSERT_EQ(install.exit_code, 0) << install.output;
+  const std::string bin = root + "/" + required_env("IRIS_BINDIR");
+  const std::string include = root + "/" + required_env("IRIS_INCLUDEDIR");
+  const std::string lib = root + "/" + required_env("IRIS_LIBDIR");
+  for (const char *program : {"mpicc", "mpicxx", "mpiexec", "iris_info"}) {
+    EXPECT_EQ(access((bin + "/" + program).c_str(), X_OK), 0) << program;
+  }
+  EXPECT_EQ(access((include + "/mpi.h").c_str(), R_OK), 0);
+  EXPECT_EQ(access((lib + "/pkgconfig/iris.pc").c_str(), R_OK), 0);
+  const run_result show = run({bin + "/mpicc", "-show", "x.c"}, 10);
+  EXPECT_NE(show.output.find("-I" + include + " "), std::string::npos) << show.output;
+  EXPECT_NE(show.output.find("-L" + lib + " "), std::string::npos) << show.output;
+  const run_result cc = run({bin + "/mpicc", "-O2", "-Wall", "-Werror", "-o", dir + "/ring",
+                             source_root + "/test/programs/ring.c"},
+                            60);
+  ASSERT_EQ(cc.exit_code, 0) << cc.output;
+  const run_result r = run({bin + "/mpiexec", "-n", "4", dir + "/ring"}, 60);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("ring of 4 ranks"), std::string::npos) << r.output;
+  if (access("/usr/bin/pkg-config", X_OK) == 0) {
+    const run_result pc = run({"/usr/bin/pkg-config", "--libs", "iris"}, 10,
+                              {{"PKG_CONFIG_PATH", lib + "/pkgconfig"}});
+    EXPECT_NE(pc.output.find("-liris"), std::string::npos) << pc.output;
+  }
+  EXPECT_EQ(shm_entries(), std::vector<std::string>{}) << "left in /dev/shm";
+  run({"/bin/rm", "-rf", dir}, 30);
 }
 
 TEST(Singleton, AProgramStartedWithoutMpiexecIsRankZeroOfOne) {

@@ -160,6 +160,32 @@ static void struct_and_bottom(void) {
   MPI_Type_free(&idx);
 }
 
+static void freed_receive_still_unpacks(void) {
+  /* A strided receive whose request is freed at once: the data must still
+   * land in the user's layout. The partner's second message, sent after the
+   * first, proves the first has been matched and completed. */
+  const int p = partner();
+  int spread[6] = {0, 0, 0, 0, 0, 0};
+  MPI_Datatype every_other;
+  MPI_Type_vector(3, 1, 2, MPI_INT, &every_other);
+  MPI_Type_commit(&every_other);
+  MPI_Request r;
+  MPI_Irecv(spread, 1, every_other, p, 30, MPI_COMM_WORLD, &r);
+  MPI_Request_free(&r);
+  MPI_Type_free(&every_other); /* legal while the receive is pending */
+  MPI_Barrier(MPI_COMM_WORLD);
+  const int three[3] = {7, 8, 9};
+  MPI_Send(three, 3, MPI_INT, p, 30, MPI_COMM_WORLD);
+  /* Sendrecv, not Send then Recv: a standard send may wait for its match
+   * (rendezvous when credits run short), and both partners send here. */
+  int done = 0;
+  int echo = 0;
+  MPI_Sendrecv(&done, 1, MPI_INT, p, 31, &echo, 1, MPI_INT, p, 31, MPI_COMM_WORLD,
+               MPI_STATUS_IGNORE);
+  CHECK(spread[0] == 7 && spread[2] == 8 && spread[4] == 9 && spread[1] == 0,
+        "freed strided receive gave %d %d %d", spread[0], spread[2], spread[4]);
+}
+
 static void errors(void) {
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
   MPI_Datatype t;
@@ -181,8 +207,9 @@ int main(int argc, char **argv) {
   MPI_Init(&argc, &argv);
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
-  void (*const phases[])(void) = {extents_and_names, pack_unpack, different_layouts,
-                                  struct_and_bottom, errors};
+  void (*const phases[])(void) = {extents_and_names,           pack_unpack,
+                                  different_layouts,           struct_and_bottom,
+                                  freed_receive_still_unpacks, errors};
   for (unsigned i = 0; i < sizeof(phases) / sizeof(phases[0]); ++i) {
     phases[i]();
     MPI_Barrier(MPI_COMM_WORLD);

@@ -84,6 +84,14 @@ TEST(PacketCheck, PayloadsMustFitTheirType) {
   packet_header credit{};
   credit.type = packet_type::credit;
   EXPECT_NE(packet_check(credit, 4, 4), nullptr) << "credit with payload";
+  packet_header sync = message(packet_type::eager_sync, 8);
+  sync.sender_request = 0;
+  EXPECT_NE(packet_check(sync, 8, 4), nullptr) << "eager_sync without a request to acknowledge";
+  packet_header cancel = control(packet_type::cancel_reply);
+  cancel.length = 2;
+  EXPECT_NE(packet_check(cancel, 0, 4), nullptr) << "cancel answer that is neither yes nor no";
+  cancel.length = 1;
+  EXPECT_EQ(packet_check(cancel, 0, 4), nullptr);
 }
 
 }  // namespace

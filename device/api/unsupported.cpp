@@ -1,0 +1,489 @@
+// The MPI-4 C functions of the families Iris does not implement yet:
+// one-sided communication, sessions, dynamic processes, MPI-IO and
+// nonblocking collectives. Each one links, and reports
+// MPI_ERR_UNSUPPORTED_OPERATION through the error handler of its
+// communicator argument (MPI_COMM_WORLD's when it has none) with a line that
+// names the call and the family. Output arguments are left untouched.
+#include "device/api/check.hpp"
+
+using namespace iris;
+
+namespace {
+
+enum family { one_sided, sessions, dynamic_processes, mpi_io, nonblocking_collectives };
+
+const char *family_name(family f) {
+  switch (f) {
+    case one_sided:
+      return "one-sided communication";
+    case sessions:
+      return "sessions";
+    case dynamic_processes:
+      return "dynamic processes";
+    case mpi_io:
+      return "MPI-IO";
+    case nonblocking_collectives:
+      return "nonblocking collectives";
+  }
+  return "?";
+}
+
+int unsupported(const char *call, family f, MPI_Comm comm) {
+  // A valid communicator argument chooses the handler; any other falls back
+  // to MPI_COMM_WORLD's (or ends the process before MPI_Init).
+  const device::communicator *c = device::rt != nullptr ? device::comm_lookup(comm) : nullptr;
+  return device::error_raise(c, call, MPI_ERR_UNSUPPORTED_OPERATION,
+                             "%s is not supported by Iris (%s)", call, family_name(f));
+}
+
+}  // namespace
+
+extern "C" {
+
+// One-sided communication
+int MPI_Win_create(void *, MPI_Aint, int, MPI_Info, MPI_Comm comm, MPI_Win *) {
+  return unsupported("MPI_Win_create", one_sided, comm);
+}
+int MPI_Win_allocate(MPI_Aint, int, MPI_Info, MPI_Comm comm, void *, MPI_Win *) {
+  return unsupported("MPI_Win_allocate", one_sided, comm);
+}
+int MPI_Win_allocate_shared(MPI_Aint, int, MPI_Info, MPI_Comm comm, void *, MPI_Win *) {
+  return unsupported("MPI_Win_allocate_shared", one_sided, comm);
+}
+int MPI_Win_create_dynamic(MPI_Info, MPI_Comm comm, MPI_Win *) {
+  return unsupported("MPI_Win_create_dynamic", one_sided, comm);
+}
+int MPI_Win_shared_query(MPI_Win, int, MPI_Aint *, int *, void *) {
+  return unsupported("MPI_Win_shared_query", one_sided, MPI_COMM_NULL);
+}
+int MPI_Win_attach(MPI_Win, void *, MPI_Aint) {
+  return unsupported("MPI_Win_attach", one_sided, MPI_COMM_NULL);
+}
+int MPI_Win_detach(MPI_Win, const void *) {
+  return unsupported("MPI_Win_detach", one_sided, MPI_COMM_NULL);
+}
+int MPI_Win_free(MPI_Win *) {
+  return unsupported("MPI_Win_free", one_sided, MPI_COMM_NULL);
+}
+int MPI_Win_get_group(MPI_Win, MPI_Group *) {
+  return unsupported("MPI_Win_get_group", one_sided, MPI_COMM_NULL);
+}
+int MPI_Win_set_info(MPI_Win, MPI_Info) {
+  return unsupported("MPI_Win_set_info", one_sided, MPI_COMM_NULL);
+}
+int MPI_Win_get_info(MPI_Win, MPI_Info *) {
+  return unsupported("MPI_Win_get_info", one_sided, MPI_COMM_NULL);
+}
+int MPI_Put(const void *, int, MPI_Datatype, int, MPI_Aint, int, MPI_Datatype, MPI_Win) {
+  return unsupported("MPI_Put", one_sided, MPI_COMM_NULL);
+}
+int MPI_Get(void *, int, MPI_Datatype, int, MPI_Aint, int, MPI_Datatype, MPI_Win) {
+  return unsupported("MPI_Get", one_sided, MPI_COMM_NULL);
+}
+int MPI_Accumulate(const void *, int, MPI_Datatype, int, MPI_Aint, int, MPI_Datatype, MPI_Op,
+                   MPI_Win) {
+  return unsupported("MPI_Accumulate", one_sided, MPI_COMM_NULL);
+}
+int MPI_Get_accumulate(const void *, int, MPI_Datatype, void *, int, MPI_Datatype, int, MPI_Aint,
+                       int, MPI_Datatype, MPI_Op, MPI_Win) {
+  return unsupported("MPI_Get_accumulate", one_sided, MPI_COMM_NULL);
+}
+int MPI_Fetch_and_op(const void *, void *, MPI_Datatype, int, MPI_Aint, MPI_Op, MPI_Win) {
+  return unsupported("MPI_Fetch_and_op", one_sided, MPI_COMM_NULL);
+}
+int MPI_Compare_and_swap(const void *, const void *, void *, MPI_Datatype, int, MPI_Aint, MPI_Win) {
+  return unsupported("MPI_Compare_and_swap", one_sided, MPI_COMM_NULL);
+}
+int MPI_Rput(const void *, int, MPI_Datatype, int, MPI_Aint, int, MPI_Datatype, MPI_Win,
+             MPI_Request *) {
+  return unsupported("MPI_Rput", one_sided, MPI_COMM_NULL);
+}
+int MPI_Rget(void *, int, MPI_Datatype, int, MPI_Aint, int, MPI_Datatype, MPI_Win, MPI_Request *) {
+  return unsupported("MPI_Rget", one_sided, MPI_COMM_NULL);
+}
+int MPI_Raccumulate(const void *, int, MPI_Datatype, int, MPI_Aint, int, MPI_Datatype, MPI_Op,
+                    MPI_Win, MPI_Request *) {
+  return unsupported("MPI_Raccumulate", one_sided, MPI_COMM_NULL);
+}
+int MPI_Rget_accumulate(const void *, int, MPI_Datatype, void *, int, MPI_Datatype, int, MPI_Aint,
+                        int, MPI_Datatype, MPI_Op, MPI_Win, MPI_Request *) {
+  return unsupported("MPI_Rget_accumulate", one_sided, MPI_COMM_NULL);
+}
+int MPI_Win_fence(int, MPI_Win) {
+  return unsupported("MPI_Win_fence", one_sided, MPI_COMM_NULL);
+}
+int MPI_Win_post(MPI_Group, int, MPI_Win) {
+  return unsupported("MPI_Win_post", one_sided, MPI_COMM_NULL);
+}
+int MPI_Win_start(MPI_Group, int, MPI_Win) {
+  return unsupported("MPI_Win_start", one_sided, MPI_COMM_NULL);
+}
+int MPI_Win_complete(MPI_Win) {
+  return unsupported("MPI_Win_complete", one_sided, MPI_COMM_NULL);
+}
+int MPI_Win_wait(MPI_Win) {
+  return unsupported("MPI_Win_wait", one_sided, MPI_COMM_NULL);
+}
+int MPI_Win_test(MPI_Win, int *) {
+  return unsupported("MPI_Win_test", one_sided, MPI_COMM_NULL);
+}
+int MPI_Win_lock(int, int, int, MPI_Win) {
+  return unsupported("MPI_Win_lock", one_sided, MPI_COMM_NULL);
+}
+int MPI_Win_unlock(int, MPI_Win) {
+  return unsupported("MPI_Win_unlock", one_sided, MPI_COMM_NULL);
+}
+int MPI_Win_lock_all(int, MPI_Win) {
+  return unsupported("MPI_Win_lock_all", one_sided, MPI_COMM_NULL);
+}
+int MPI_Win_unlock_all(MPI_Win) {
+  return unsupported("MPI_Win_unlock_all", one_sided, MPI_COMM_NULL);
+}
+int MPI_Win_flush(int, MPI_Win) {
+  return unsupported("MPI_Win_flush", one_sided, MPI_COMM_NULL);
+}
+int MPI_Win_flush_all(MPI_Win) {
+  return unsupported("MPI_Win_flush_all", one_sided, MPI_COMM_NULL);
+}
+int MPI_Win_flush_local(int, MPI_Win) {
+  return unsupported("MPI_Win_flush_local", one_sided, MPI_COMM_NULL);
+}
+int MPI_Win_flush_local_all(MPI_Win) {
+  return unsupported("MPI_Win_flush_local_all", one_sided, MPI_COMM_NULL);
+}
+int MPI_Win_sync(MPI_Win) {
+  return unsupported("MPI_Win_sync", one_sided, MPI_COMM_NULL);
+}
+int MPI_Win_create_errhandler(MPI_Win_errhandler_function *, MPI_Errhandler *) {
+  return unsupported("MPI_Win_create_errhandler", one_sided, MPI_COMM_NULL);
+}
+int MPI_Win_set_errhandler(MPI_Win, MPI_Errhandler) {
+  return unsupported("MPI_Win_set_errhandler", one_sided, MPI_COMM_NULL);
+}
+int MPI_Win_get_errhandler(MPI_Win, MPI_Errhandler *) {
+  return unsupported("MPI_Win_get_errhandler", one_sided, MPI_COMM_NULL);
+}
+int MPI_Win_call_errhandler(MPI_Win, int) {
+  return unsupported("MPI_Win_call_errhandler", one_sided, MPI_COMM_NULL);
+}
+
+// Sessions
+int MPI_Session_init(MPI_Info, MPI_Errhandler, MPI_Session *) {
+  return unsupported("MPI_Session_init", sessions, MPI_COMM_NULL);
+}
+int MPI_Session_finalize(MPI_Session *) {
+  return unsupported("MPI_Session_finalize", sessions, MPI_COMM_NULL);
+}
+int MPI_Session_get_num_psets(MPI_Session, MPI_Info, int *) {
+  return unsupported("MPI_Session_get_num_psets", sessions, MPI_COMM_NULL);
+}
+int MPI_Session_get_nth_pset(MPI_Session, MPI_Info, int, int *, char *) {
+  return unsupported("MPI_Session_get_nth_pset", sessions, MPI_COMM_NULL);
+}
+int MPI_Session_get_info(MPI_Session, MPI_Info *) {
+  return unsupported("MPI_Session_get_info", sessions, MPI_COMM_NULL);
+}
+int MPI_Session_get_pset_info(MPI_Session, const char *, MPI_Info *) {
+  return unsupported("MPI_Session_get_pset_info", sessions, MPI_COMM_NULL);
+}
+int MPI_Group_from_session_pset(MPI_Session, const char *, MPI_Group *) {
+  return unsupported("MPI_Group_from_session_pset", sessions, MPI_COMM_NULL);
+}
+int MPI_Session_create_errhandler(MPI_Session_errhandler_function *, MPI_Errhandler *) {
+  return unsupported("MPI_Session_create_errhandler", sessions, MPI_COMM_NULL);
+}
+int MPI_Session_set_errhandler(MPI_Session, MPI_Errhandler) {
+  return unsupported("MPI_Session_set_errhandler", sessions, MPI_COMM_NULL);
+}
+int MPI_Session_get_errhandler(MPI_Session, MPI_Errhandler *) {
+  return unsupported("MPI_Session_get_errhandler", sessions, MPI_COMM_NULL);
+}
+int MPI_Session_call_errhandler(MPI_Session, int) {
+  return unsupported("MPI_Session_call_errhandler", sessions, MPI_COMM_NULL);
+}
+
+// Dynamic processes
+int MPI_Comm_spawn(const char *, char **, int, MPI_Info, int, MPI_Comm comm, MPI_Comm *, int *) {
+  return unsupported("MPI_Comm_spawn", dynamic_processes, comm);
+}
+int MPI_Comm_spawn_multiple(int, char **, char ***, const int *, const MPI_Info *, int,
+                            MPI_Comm comm, MPI_Comm *, int *) {
+  return unsupported("MPI_Comm_spawn_multiple", dynamic_processes, comm);
+}
+int MPI_Open_port(MPI_Info, char *) {
+  return unsupported("MPI_Open_port", dynamic_processes, MPI_COMM_NULL);
+}
+int MPI_Close_port(const char *) {
+  return unsupported("MPI_Close_port", dynamic_processes, MPI_COMM_NULL);
+}
+int MPI_Comm_accept(const char *, MPI_Info, int, MPI_Comm comm, MPI_Comm *) {
+  return unsupported("MPI_Comm_accept", dynamic_processes, comm);
+}
+int MPI_Comm_connect(const char *, MPI_Info, int, MPI_Comm comm, MPI_Comm *) {
+  return unsupported("MPI_Comm_connect", dynamic_processes, comm);
+}
+int MPI_Comm_join(int, MPI_Comm *) {
+  return unsupported("MPI_Comm_join", dynamic_processes, MPI_COMM_NULL);
+}
+int MPI_Publish_name(const char *, MPI_Info, const char *) {
+  return unsupported("MPI_Publish_name", dynamic_processes, MPI_COMM_NULL);
+}
+int MPI_Unpublish_name(const char *, MPI_Info, const char *) {
+  return unsupported("MPI_Unpublish_name", dynamic_processes, MPI_COMM_NULL);
+}
+int MPI_Lookup_name(const char *, MPI_Info, char *) {
+  return unsupported("MPI_Lookup_name", dynamic_processes, MPI_COMM_NULL);
+}
+
+// MPI-IO
+int MPI_File_open(MPI_Comm comm, const char *, int, MPI_Info, MPI_File *) {
+  return unsupported("MPI_File_open", mpi_io, comm);
+}
+int MPI_File_close(MPI_File *) {
+  return unsupported("MPI_File_close", mpi_io, MPI_COMM_NULL);
+}
+int MPI_File_delete(const char *, MPI_Info) {
+  return unsupported("MPI_File_delete", mpi_io, MPI_COMM_NULL);
+}
+int MPI_File_set_size(MPI_File, MPI_Offset) {
+  return unsupported("MPI_File_set_size", mpi_io, MPI_COMM_NULL);
+}
+int MPI_File_preallocate(MPI_File, MPI_Offset) {
+  return unsupported("MPI_File_preallocate", mpi_io, MPI_COMM_NULL);
+}
+int MPI_File_get_size(MPI_File, MPI_Offset *) {
+  return unsupported("MPI_File_get_size", mpi_io, MPI_COMM_NULL);
+}
+int MPI_File_get_group(MPI_File, MPI_Group *) {
+  return unsupported("MPI_File_get_group", mpi_io, MPI_COMM_NULL);
+}
+int MPI_File_get_amode(MPI_File, int *) {
+  return unsupported("MPI_File_get_amode", mpi_io, MPI_COMM_NULL);
+}
+int MPI_File_set_info(MPI_File, MPI_Info) {
+  return unsupported("MPI_File_set_info", mpi_io, MPI_COMM_NULL);
+}
+int MPI_File_get_info(MPI_File, MPI_Info *) {
+  return unsupported("MPI_File_get_info", mpi_io, MPI_COMM_NULL);
+}
+int MPI_File_set_view(MPI_File, MPI_Offset, MPI_Datatype, MPI_Datatype, const char *, MPI_Info) {
+  return unsupported("MPI_File_set_view", mpi_io, MPI_COMM_NULL);
+}
+int MPI_File_get_view(MPI_File, MPI_Offset *, MPI_Datatype *, MPI_Datatype *, char *) {
+  return unsupported("MPI_File_get_view", mpi_io, MPI_COMM_NULL);
+}
+int MPI_File_read_at(MPI_File, MPI_Offset, void *, int, MPI_Datatype, MPI_Status *) {
+  return unsupported("MPI_File_read_at", mpi_io, MPI_COMM_NULL);
+}
+int MPI_File_read_at_all(MPI_File, MPI_Offset, void *, int, MPI_Datatype, MPI_Status *) {
+  return unsupported("MPI_File_read_at_all", mpi_io, MPI_COMM_NULL);
+}
+int MPI_File_read(MPI_File, void *, int, MPI_Datatype, MPI_Status *) {
+  return unsupported("MPI_File_read", mpi_io, MPI_COMM_NULL);
+}
+int MPI_File_read_all(MPI_File, void *, int, MPI_Datatype, MPI_Status *) {
+  return unsupported("MPI_File_read_all", mpi_io, MPI_COMM_NULL);
+}
+int MPI_File_read_shared(MPI_File, void *, int, MPI_Datatype, MPI_Status *) {
+  return unsupported("MPI_File_read_shared", mpi_io, MPI_COMM_NULL);
+}
+int MPI_File_read_ordered(MPI_File, void *, int, MPI_Datatype, MPI_Status *) {
+  return unsupported("MPI_File_read_ordered", mpi_io, MPI_COMM_NULL);
+}
+int MPI_File_iread_at(MPI_File, MPI_Offset, void *, int, MPI_Datatype, MPI_Request *) {
+  return unsupported("MPI_File_iread_at", mpi_io, MPI_COMM_NULL);
+}
+int MPI_File_iread_at_all(MPI_File, MPI_Offset, void *, int, MPI_Datatype, MPI_Request *) {
+  return unsupported("MPI_File_iread_at_all", mpi_io, MPI_COMM_NULL);
+}
+int MPI_File_iread(MPI_File, void *, int, MPI_Datatype, MPI_Request *) {
+  return unsupported("MPI_File_iread", mpi_io, MPI_COMM_NULL);
+}
+int MPI_File_iread_all(MPI_File, void *, int, MPI_Datatype, MPI_Request *) {
+  return unsupported("MPI_File_iread_all", mpi_io, MPI_COMM_NULL);
+}
+int MPI_File_iread_shared(MPI_File, void *, int, MPI_Datatype, MPI_Request *) {
+  return unsupported("MPI_File_iread_shared", mpi_io, MPI_COMM_NULL);
+}
+int MPI_File_read_at_all_begin(MPI_File, MPI_Offset, void *, int, MPI_Datatype) {
+  return unsupported("MPI_File_read_at_all_begin", mpi_io, MPI_COMM_NULL);
+}
+int MPI_File_read_at_all_end(MPI_File, void *, MPI_Status *) {
+  return unsupported("MPI_File_read_at_all_end", mpi_io, MPI_COMM_NULL);
+}
+int MPI_File_read_all_begin(MPI_File, void *, int, MPI_Datatype) {
+  return unsupported("MPI_File_read_all_begin", mpi_io, MPI_COMM_NULL);
+}
+int MPI_File_read_all_end(MPI_File, void *, MPI_Status *) {
+  return unsupported("MPI_File_read_all_end", mpi_io, MPI_COMM_NULL);
+}
+int MPI_File_read_ordered_begin(MPI_File, void *, int, MPI_Datatype) {
+  return unsupported("MPI_File_read_ordered_begin", mpi_io, MPI_COMM_NULL);
+}
+int MPI_File_read_ordered_end(MPI_File, void *, MPI_Status *) {
+  return unsupported("MPI_File_read_ordered_end", mpi_io, MPI_COMM_NULL);
+}
+int MPI_File_write_at(MPI_File, MPI_Offset, const void *, int, MPI_Datatype, MPI_Status *) {
+  return unsupported("MPI_File_write_at", mpi_io, MPI_COMM_NULL);
+}
+int MPI_File_write_at_all(MPI_File, MPI_Offset, const void *, int, MPI_Datatype, MPI_Status *) {
+  return unsupported("MPI_File_write_at_all", mpi_io, MPI_COMM_NULL);
+}
+int MPI_File_write(MPI_File, const void *, int, MPI_Datatype, MPI_Status *) {
+  return unsupported("MPI_File_write", mpi_io, MPI_COMM_NULL);
+}
+int MPI_File_write_all(MPI_File, const void *, int, MPI_Datatype, MPI_Status *) {
+  return unsupported("MPI_File_write_all", mpi_io, MPI_COMM_NULL);
+}
+int MPI_File_write_shared(MPI_File, const void *, int, MPI_Datatype, MPI_Status *) {
+  return unsupported("MPI_File_write_shared", mpi_io, MPI_COMM_NULL);
+}
+int MPI_File_write_ordered(MPI_File, const void *, int, MPI_Datatype, MPI_Status *) {
+  return unsupported("MPI_File_write_ordered", mpi_io, MPI_COMM_NULL);
+}
+int MPI_File_iwrite_at(MPI_File, MPI_Offset, const void *, int, MPI_Datatype, MPI_Request *) {
+  return unsupported("MPI_File_iwrite_at", mpi_io, MPI_COMM_NULL);
+}
+int MPI_File_iwrite_at_all(MPI_File, MPI_Offset, const void *, int, MPI_Datatype, MPI_Request *) {
+  return unsupported("MPI_File_iwrite_at_all", mpi_io, MPI_COMM_NULL);
+}
+int MPI_File_iwrite(MPI_File, const void *, int, MPI_Datatype, MPI_Request *) {
+  return unsupported("MPI_File_iwrite", mpi_io, MPI_COMM_NULL);
+}
+int MPI_File_iwrite_all(MPI_File, const void *, int, MPI_Datatype, MPI_Request *) {
+  return unsupported("MPI_File_iwrite_all", mpi_io, MPI_COMM_NULL);
+}
+int MPI_File_iwrite_shared(MPI_File, const void *, int, MPI_Datatype, MPI_Request *) {
+  return unsupported("MPI_File_iwrite_shared", mpi_io, MPI_COMM_NULL);
+}
+int MPI_File_write_at_all_begin(MPI_File, MPI_Offset, const void *, int, MPI_Datatype) {
+  return unsupported("MPI_File_write_at_all_begin", mpi_io, MPI_COMM_NULL);
+}
+int MPI_File_write_at_all_end(MPI_File, const void *, MPI_Status *) {
+  return unsupported("MPI_File_write_at_all_end", mpi_io, MPI_COMM_NULL);
+}
+int MPI_File_write_all_begin(MPI_File, const void *, int, MPI_Datatype) {
+  return unsupported("MPI_File_write_all_begin", mpi_io, MPI_COMM_NULL);
+}
+int MPI_File_write_all_end(MPI_File, const void *, MPI_Status *) {
+  return unsupported("MPI_File_write_all_end", mpi_io, MPI_COMM_NULL);
+}
+int MPI_File_write_ordered_begin(MPI_File, const void *, int, MPI_Datatype) {
+  return unsupported("MPI_File_write_ordered_begin", mpi_io, MPI_COMM_NULL);
+}
+int MPI_File_write_ordered_end(MPI_File, const void *, MPI_Status *) {
+  return unsupported("MPI_File_write_ordered_end", mpi_io, MPI_COMM_NULL);
+}
+int MPI_File_seek(MPI_File, MPI_Offset, int) {
+  return unsupported("MPI_File_seek", mpi_io, MPI_COMM_NULL);
+}
+int MPI_File_seek_shared(MPI_File, MPI_Offset, int) {
+  return unsupported("MPI_File_seek_shared", mpi_io, MPI_COMM_NULL);
+}
+int MPI_File_get_position(MPI_File, MPI_Offset *) {
+  return unsupported("MPI_File_get_position", mpi_io, MPI_COMM_NULL);
+}
+int MPI_File_get_position_shared(MPI_File, MPI_Offset *) {
+  return unsupported("MPI_File_get_position_shared", mpi_io, MPI_COMM_NULL);
+}
+int MPI_File_get_byte_offset(MPI_File, MPI_Offset, MPI_Offset *) {
+  return unsupported("MPI_File_get_byte_offset", mpi_io, MPI_COMM_NULL);
+}
+int MPI_File_get_type_extent(MPI_File, MPI_Datatype, MPI_Aint *) {
+  return unsupported("MPI_File_get_type_extent", mpi_io, MPI_COMM_NULL);
+}
+int MPI_File_set_atomicity(MPI_File, int) {
+  return unsupported("MPI_File_set_atomicity", mpi_io, MPI_COMM_NULL);
+}
+int MPI_File_get_atomicity(MPI_File, int *) {
+  return unsupported("MPI_File_get_atomicity", mpi_io, MPI_COMM_NULL);
+}
+int MPI_File_sync(MPI_File) {
+  return unsupported("MPI_File_sync", mpi_io, MPI_COMM_NULL);
+}
+int MPI_File_create_errhandler(MPI_File_errhandler_function *, MPI_Errhandler *) {
+  return unsupported("MPI_File_create_errhandler", mpi_io, MPI_COMM_NULL);
+}
+int MPI_File_set_errhandler(MPI_File, MPI_Errhandler) {
+  return unsupported("MPI_File_set_errhandler", mpi_io, MPI_COMM_NULL);
+}
+int MPI_File_get_errhandler(MPI_File, MPI_Errhandler *) {
+  return unsupported("MPI_File_get_errhandler", mpi_io, MPI_COMM_NULL);
+}
+int MPI_File_call_errhandler(MPI_File, int) {
+  return unsupported("MPI_File_call_errhandler", mpi_io, MPI_COMM_NULL);
+}
+
+// Nonblocking collectives
+int MPI_Ibarrier(MPI_Comm comm, MPI_Request *) {
+  return unsupported("MPI_Ibarrier", nonblocking_collectives, comm);
+}
+int MPI_Ibcast(void *, int, MPI_Datatype, int, MPI_Comm comm, MPI_Request *) {
+  return unsupported("MPI_Ibcast", nonblocking_collectives, comm);
+}
+int MPI_Igather(const void *, int, MPI_Datatype, void *, int, MPI_Datatype, int, MPI_Comm comm,
+                MPI_Request *) {
+  return unsupported("MPI_Igather", nonblocking_collectives, comm);
+}
+int MPI_Igatherv(const void *, int, MPI_Datatype, void *, const int *, const int *, MPI_Datatype,
+                 int, MPI_Comm comm, MPI_Request *) {
+  return unsupported("MPI_Igatherv", nonblocking_collectives, comm);
+}
+int MPI_Iscatter(const void *, int, MPI_Datatype, void *, int, MPI_Datatype, int, MPI_Comm comm,
+                 MPI_Request *) {
+  return unsupported("MPI_Iscatter", nonblocking_collectives, comm);
+}
+int MPI_Iscatterv(const void *, const int *, const int *, MPI_Datatype, void *, int, MPI_Datatype,
+                  int, MPI_Comm comm, MPI_Request *) {
+  return unsupported("MPI_Iscatterv", nonblocking_collectives, comm);
+}
+int MPI_Iallgather(const void *, int, MPI_Datatype, void *, int, MPI_Datatype, MPI_Comm comm,
+                   MPI_Request *) {
+  return unsupported("MPI_Iallgather", nonblocking_collectives, comm);
+}
+int MPI_Iallgatherv(const void *, int, MPI_Datatype, void *, const int *, const int *, MPI_Datatype,
+                    MPI_Comm comm, MPI_Request *) {
+  return unsupported("MPI_Iallgatherv", nonblocking_collectives, comm);
+}
+int MPI_Ialltoall(const void *, int, MPI_Datatype, void *, int, MPI_Datatype, MPI_Comm comm,
+                  MPI_Request *) {
+  return unsupported("MPI_Ialltoall", nonblocking_collectives, comm);
+}
+int MPI_Ialltoallv(const void *, const int *, const int *, MPI_Datatype, void *, const int *,
+                   const int *, MPI_Datatype, MPI_Comm comm, MPI_Request *) {
+  return unsupported("MPI_Ialltoallv", nonblocking_collectives, comm);
+}
+int MPI_Ialltoallw(const void *, const int *, const int *, const MPI_Datatype *, void *,
+                   const int *, const int *, const MPI_Datatype *, MPI_Comm comm, MPI_Request *) {
+  return unsupported("MPI_Ialltoallw", nonblocking_collectives, comm);
+}
+int MPI_Ireduce(const void *, void *, int, MPI_Datatype, MPI_Op, int, MPI_Comm comm,
+                MPI_Request *) {
+  return unsupported("MPI_Ireduce", nonblocking_collectives, comm);
+}
+int MPI_Iallreduce(const void *, void *, int, MPI_Datatype, MPI_Op, MPI_Comm comm, MPI_Request *) {
+  return unsupported("MPI_Iallreduce", nonblocking_collectives, comm);
+}
+int MPI_Ireduce_scatter(const void *, void *, const int *, MPI_Datatype, MPI_Op, MPI_Comm comm,
+                        MPI_Request *) {
+  return unsupported("MPI_Ireduce_scatter", nonblocking_collectives, comm);
+}
+int MPI_Ireduce_scatter_block(const void *, void *, int, MPI_Datatype, MPI_Op, MPI_Comm comm,
+                              MPI_Request *) {
+  return unsupported("MPI_Ireduce_scatter_block", nonblocking_collectives, comm);
+}
+int MPI_Iscan(const void *, void *, int, MPI_Datatype, MPI_Op, MPI_Comm comm, MPI_Request *) {
+  return unsupported("MPI_Iscan", nonblocking_collectives, comm);
+}
+int MPI_Iexscan(const void *, void *, int, MPI_Datatype, MPI_Op, MPI_Comm comm, MPI_Request *) {
+  return unsupported("MPI_Iexscan", nonblocking_collectives, comm);
+}
+
+// Not an error: a process that was not spawned has no parent.
+int MPI_Comm_get_parent(MPI_Comm *parent) {
+  if (int err = api::check_not_null("MPI_Comm_get_parent", nullptr, parent, "parent")) return err;
+  *parent = MPI_COMM_NULL;
+  return MPI_SUCCESS;
+}
+
+}  // extern "C"

@@ -1,0 +1,37 @@
+// Reduction operations: the predefined ones (typed kernels) and the user's
+// (MPI_Op_create). Handles are 0x40000000 | index: indices 0..14 are MPI_OP_NULL
+// and the predefined ops of mpi.h, user ops follow.
+//
+// Order: every op computes inout[i] = in[i] o inout[i], where `in` holds the
+// contributions of lower ranks, so that a non-commutative op combines in rank
+// order. MPI_REPLACE is x o y = y and MPI_NO_OP is x o y = x (the accumulate
+// meanings); both count as non-commutative, so a reduction with them yields
+// the last or the first rank's value.
+#pragma once
+
+#include <cstddef>
+
+#include "include/mpi.h"
+
+namespace iris::device {
+
+// True when `handle` names a predefined op or a live user op (not MPI_OP_NULL).
+bool op_valid(int handle);
+bool op_commutative(int handle);
+// The MPI name of a predefined op ("MPI_SUM"), or "user op".
+const char *op_name(int handle);
+
+// nullptr when `op` may reduce `datatype` (both valid), else why not.
+const char *op_type_mismatch(int op, int datatype);
+
+// inout[i] = in[i] o inout[i] for `count` elements of `datatype`. The op and
+// type must have passed op_type_mismatch. This is the one element loop of
+// the reductions: a datatype engine replaces it for derived types.
+void op_apply(int op, const void *in, void *inout, std::size_t count, int datatype);
+
+// MPI_Op_create / MPI_Op_free. op_free returns false for a handle that is not
+// a live user op.
+int op_create(MPI_User_function *function, bool commutative);
+bool op_free(int handle);
+
+}  // namespace iris::device

@@ -1,0 +1,137 @@
+#include "device/topology.hpp"
+
+#include <algorithm>
+#include <map>
+#include <utility>
+
+#include "device/comm.hpp"
+
+namespace iris::device {
+namespace {
+
+// Finds the best non-increasing factorisation of `n` into `slots` factors,
+// each at most `cap`: the one whose largest and smallest factors are
+// closest. Factors are taken from `divisors` (every divisor of the number
+// being split, largest first); `chosen` holds the factors picked so far.
+struct factor_search {
+  std::vector<int> divisors;
+  std::vector<int> chosen;
+  std::vector<int> best;
+  int best_spread = -1;
+
+  explicit factor_search(int n) {
+    std::vector<int> small;
+    for (int d = 1; static_cast<long long>(d) * d <= n; ++d) {
+      if (n % d != 0) continue;
+      small.push_back(d);
+      if (d != n / d) divisors.push_back(n / d);
+    }
+    divisors.insert(divisors.end(), small.rbegin(), small.rend());
+  }
+
+  void run(int n, std::size_t slots, int cap) {
+    if (slots == 0) {
+      if (n != 1) return;
+      const int spread = chosen.empty() ? 0 : chosen.front() - chosen.back();
+      if (best_spread < 0 || spread < best_spread) {
+        best_spread = spread;
+        best = chosen;
+      }
+      return;
+    }
+    for (int d : divisors) {
+      if (d > n || d > cap || n % d != 0) continue;
+      // The remaining slots hold factors of at most d: d^slots must reach n.
+      long long reach = 1;
+      for (std::size_t i = 0; i < slots && reach < n; ++i) reach *= d;
+      if (reach < n) break;
+      chosen.push_back(d);
+      run(n / d, slots - 1, d);
+      chosen.pop_back();
+    }
+  }
+};
+
+std::map<int, std::pair<std::uint32_t, cart_topology>> &attached() {
+  static std::map<int, std::pair<std::uint32_t, cart_topology>> table;
+  return table;
+}
+
+}  // namespace
+
+int cart_topology::size() const {
+  int n = 1;
+  for (int d : dims) n *= d;
+  return n;
+}
+
+void cart_topology::coords_of(int rank, std::span<int> coords) const {
+  // Row-major: the last dimension varies fastest.
+  for (int i = ndims() - 1; i >= 0; --i) {
+    const auto at = static_cast<std::size_t>(i);
+    coords[at] = rank % dims[at];
+    rank /= dims[at];
+  }
+}
+
+int cart_topology::rank_of(std::span<const int> coords) const {
+  int rank = 0;
+  for (std::size_t i = 0; i < dims.size(); ++i) {
+    int c = coords[i];
+    if (c < 0 || c >= dims[i]) {
+      if (!periods[i]) return -1;
+      c = ((c % dims[i]) + dims[i]) % dims[i];
+    }
+    rank = rank * dims[i] + c;
+  }
+  return rank;
+}
+
+void cart_topology::shift(int rank, int direction, int disp, int &source, int &dest) const {
+  std::vector<int> coords(dims.size());
+  coords_of(rank, coords);
+  const auto at = static_cast<std::size_t>(direction);
+  const int here = coords[at];
+  coords[at] = here + disp;
+  dest = rank_of(coords);
+  coords[at] = here - disp;
+  source = rank_of(coords);
+}
+
+bool dims_create(int nnodes, std::span<int> dims) {
+  if (nnodes < 1) return false;
+  int fixed = 1;
+  std::size_t free_slots = 0;
+  for (int d : dims) {
+    if (d < 0) return false;
+    if (d == 0) {
+      ++free_slots;
+    } else {
+      fixed *= d;
+      if (fixed > nnodes) return false;
+    }
+  }
+  if (nnodes % fixed != 0) return false;
+  const int rest = nnodes / fixed;
+  if (free_slots == 0) return rest == 1;
+  factor_search search(rest);
+  search.run(rest, free_slots, rest);
+  if (search.best_spread < 0) return false;
+  std::size_t next = 0;
+  for (int &d : dims) {
+    if (d == 0) d = search.best[next++];
+  }
+  return true;
+}
+
+const cart_topology *cart_of(const communicator &comm) {
+  const auto it = attached().find(comm.handle);
+  if (it == attached().end() || it->second.first != comm.context) return nullptr;
+  return &it->second.second;
+}
+
+void cart_attach(const communicator &comm, cart_topology topology) {
+  attached()[comm.handle] = {comm.context, std::move(topology)};
+}
+
+}  // namespace iris::device
