@@ -1,10 +1,11 @@
 // The progress engine: drains the shared-memory rings, at most poll_batch
-// packets per peer per call so that no peer starves the others, then pushes
-// queued sends. Inbound traffic is always accepted, so a sender waiting for
-// room can never block a receiver (no fetch deadlock).
+// packets per peer per call so that no peer starves the others, then the
+// netmod (one bounded pass), then pushes queued sends. Inbound traffic is always accepted, so a
+// sender waiting for room can never block a receiver (no fetch deadlock).
 #include <sched.h>
 
 #include <cstring>
+#include <string>
 
 #include "device/errors.hpp"
 #include "device/runtime.hpp"
@@ -33,6 +34,28 @@ int drain(inbox &in) {
   return handled;
 }
 
+// Where the netmod hands the records it received: the same checks and the
+// same delivery as the rings, but a bad record costs only its connection
+// (the netmod logs it and drops it) instead of the job.
+class net_sink final : public netmod::record_sink {
+ public:
+  const char *record_arrived(int peer, const std::byte *bytes, std::size_t length) override {
+    vc &from = rt->vcs[static_cast<std::size_t>(peer)];
+    if (from.via != transport::net) return "a record from a rank this rank reaches otherwise";
+    if (length < sizeof(packet_header)) return "a record shorter than a packet header";
+    packet_header h;
+    std::memcpy(&h, bytes, sizeof(h));
+    return packet_deliver(from, h, bytes + sizeof(h), length - sizeof(h));
+  }
+
+  void peer_lost(int peer, const char *why) override {
+    fatal("progress", "lost rank %d (%s netmod): %s", peer, std::string(rt->net->name()).c_str(),
+          why);
+  }
+};
+
+net_sink sink;
+
 int push_sends() {
   int pushed = 0;
   for (std::size_t i = 0; i < rt->sending.size();) {
@@ -54,6 +77,7 @@ int push_sends() {
 int progress_poll() {
   int events = 0;
   for (inbox &in : rt->inboxes) events += drain(in);
+  if (rt->net) events += rt->net->poll(sink);
   if (!rt->sending.empty()) events += push_sends();
   return events;
 }

@@ -116,7 +116,7 @@ const char *rendezvous_on_data(vc &from, const packet_header &h, const std::byte
 
 int rendezvous_push(vc &to) {
   int packets = 0;
-  const std::size_t fragment = rt->config.shm_fragment_size;
+  const std::size_t fragment = to.fragment;
   while (request *s = to.stream_queue.front()) {
     const std::size_t chunk = std::min(s->expected - s->progress, fragment);
     packet_header h{};

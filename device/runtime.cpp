@@ -70,15 +70,16 @@ bool cma_permitted(pmi::client &pmi, int peer) {
 // between create and attach orders them.
 void shm_setup(runtime &r, const node_layout &layout) {
   const int local_size = static_cast<int>(layout.local_ranks.size());
+  const bool shared = r.config.use_shm && local_size > 1;
   const shm::segment_shape shape{local_size, r.config.shm_ring_size};
   const std::string name =
       "/" + pmi::shm_name_prefix(r.pmi->job_id()) + "node" + std::to_string(r.pmi->node_of(r.rank));
   try {
-    if (layout.local_index == 0 && local_size > 1) r.segment = shm::segment::create(name, shape);
-    if (local_size > 1) cma_card_put(*r.pmi);
+    if (layout.local_index == 0 && shared) r.segment = shm::segment::create(name, shape);
+    if (shared) cma_card_put(*r.pmi);
     r.pmi->commit();
     r.pmi->fence();
-    if (layout.local_index != 0) r.segment = shm::segment::attach(name, shape);
+    if (layout.local_index != 0 && shared) r.segment = shm::segment::attach(name, shape);
   } catch (const std::exception &e) {
     fatal("MPI_Init", "%s", e.what());
   }
@@ -98,9 +99,41 @@ void shm_setup(runtime &r, const node_layout &layout) {
     vc &v = r.vcs[static_cast<std::size_t>(peer)];
     v.via = transport::shm;
     v.tx = r.segment->sender(layout.local_index, i);
+    v.fragment = r.config.shm_fragment_size;
     v.credits = r.config.eager_window;
     v.cma_usable = cma;
     r.inboxes.push_back(inbox{peer, r.segment->receiver(i, layout.local_index)});
+  }
+}
+
+// Peers on other nodes (every peer, with IRIS_SHM=0) are reached through
+// the netmod, created only when there is one: it puts its business card
+// before shm_setup's fence.
+void net_setup(runtime &r) {
+  const int node = r.pmi->node_of(r.rank);
+  bool remote = false;
+  for (int peer = 0; peer < r.size; ++peer) {
+    remote = remote || (peer != r.rank && (!r.config.use_shm || r.pmi->node_of(peer) != node));
+  }
+  if (!remote) return;
+  netmod::config c;
+  c.max_record = sizeof(packet_header) +
+                 std::max({r.config.eager_limit, r.config.net_fragment_size, sizeof(rts_payload)});
+  c.interface = r.config.tcp_interface;
+  c.port_base = r.config.tcp_port;
+  c.connect_timeout_ms = r.config.tcp_connect_timeout_ms;
+  try {
+    r.net = netmod::netmod_create(r.config.netmod);
+    r.net->init(*r.pmi, c);
+  } catch (const std::exception &e) {
+    fatal("MPI_Init", "%s", e.what());
+  }
+  for (int peer = 0; peer < r.size; ++peer) {
+    if (peer == r.rank || (r.config.use_shm && r.pmi->node_of(peer) == node)) continue;
+    vc &v = r.vcs[static_cast<std::size_t>(peer)];
+    v.via = transport::net;
+    v.credits = r.config.eager_window;
+    v.fragment = r.config.net_fragment_size;
   }
 }
 
@@ -140,6 +173,7 @@ void describe(const runtime &r, const node_layout &layout) {
                    ? "permitted"
                    : "refused or unused",
                r.spin_limit);
+  if (r.net) std::fprintf(stderr, "iris: rank %d: netmod %s\n", r.rank, r.net->describe().c_str());
 }
 
 void stats_print(const runtime &r) {
@@ -182,13 +216,8 @@ int runtime_init(int required_thread_level) {
   for (int i = 0; i < r->size; ++i) r->vcs[static_cast<std::size_t>(i)].world_rank = i;
   const node_layout layout = layout_of(*r->pmi);
   rt = r.get();  // errors from here on name the rank
+  net_setup(*r);
   shm_setup(*r, layout);
-  for (int peer = 0; peer < r->size; ++peer) {
-    const vc &v = r->vcs[static_cast<std::size_t>(peer)];
-    if (peer != r->rank && v.via == transport::self) {
-      fatal("MPI_Init", "rank %d is on another node, and this build of Iris has no netmod", peer);
-    }
-  }
   comms_setup(*r);
   // More ranks than cores: a waiting rank must give its core away soon.
   const bool oversubscribed = static_cast<int>(layout.local_ranks.size()) > online_cores();
@@ -206,6 +235,9 @@ int runtime_finalize() {
   // no peer may still be sending to it: MPI_Finalize is collective.
   progress_until([] { return rt->sending.empty(); });
   barrier(*comm_lookup(MPI_COMM_WORLD));
+  // The barrier's own last packets may still be queued.
+  progress_until([] { return rt->sending.empty(); });
+  if (rt->net) rt->net->finalize();
   try {
     rt->pmi->finalize();
   } catch (const std::exception &e) {

@@ -14,18 +14,20 @@
 #include "device/packet.hpp"
 #include "device/request.hpp"
 #include "device/tunables.hpp"
+#include "netmods/netmod.hpp"
 #include "pmi/pmi.hpp"
 #include "shm/segment.hpp"
 
 namespace iris::device {
 
-enum class transport : std::uint8_t { self, shm };
+enum class transport : std::uint8_t { self, shm, net };
 
 // A virtual connection: everything this process keeps about one peer.
 struct vc {
   int world_rank = 0;
   transport via = transport::self;
   shm::ring_sender tx;                    // via == shm
+  std::size_t fragment = 0;               // largest rendezvous data payload to this peer
   bool cma_usable = false;                // this peer's memory can be read (CMA)
   int credits = 0;                        // eager credit units we may still spend at it
   int owed = 0;                           // units we owe it (its eager messages we consumed)
@@ -71,6 +73,7 @@ struct runtime {
   int pipeline_receives = 0;  // rendezvous receives streaming through rings
   int rendezvous_sends = 0;   // rendezvous sends not yet complete
   std::optional<shm::segment> segment;
+  std::unique_ptr<netmod::netmod> net;  // when some peer is reached through a netmod
   intrusive_queue<request> posted;
   intrusive_queue<unexpected_msg> unexpected;
   statistics stats;

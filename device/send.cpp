@@ -5,6 +5,7 @@
 // limit and the sender holds a credit at the receiver; otherwise it goes by
 // rendezvous (an RTS now, the data once matched). Running out of credits
 // therefore never blocks a sender nor anything queued behind it.
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -60,14 +61,19 @@ void deliver_to_self(vc &self, const packet_header &h, const void *data, std::si
 }  // namespace
 
 bool packet_write(vc &to, packet_header h, const void *payload, std::size_t bytes) {
-  std::byte *slot = to.tx.reserve(sizeof(h) + bytes);
-  if (slot == nullptr) return false;
   const int give = std::min(to.owed, 0xffff);
   h.credits = static_cast<std::uint16_t>(give);
+  if (to.via == transport::net) {
+    const iovec parts[2] = {{&h, sizeof(h)}, {const_cast<void *>(payload), bytes}};
+    if (rt->net->send(to.world_rank, parts) != netmod::send_status::done) return false;
+  } else {
+    std::byte *slot = to.tx.reserve(sizeof(h) + bytes);
+    if (slot == nullptr) return false;
+    std::memcpy(slot, &h, sizeof(h));
+    if (bytes != 0) std::memcpy(slot + sizeof(h), payload, bytes);
+    to.tx.commit();
+  }
   to.owed -= give;
-  std::memcpy(slot, &h, sizeof(h));
-  if (bytes != 0) std::memcpy(slot + sizeof(h), payload, bytes);
-  to.tx.commit();
   return true;
 }
 
@@ -117,7 +123,7 @@ request *send_start(const communicator &comm, std::uint32_t context, const void 
   const int cost = credit_cost(bytes);
   // Fast path: a blocking send of an eager message with nothing queued ahead
   // of it goes straight into the ring, without a request.
-  if (!need_request && !synchronous && to.via == transport::shm && eager_size &&
+  if (!need_request && !synchronous && to.via != transport::self && eager_size &&
       to.credits >= cost && to.send_queue.empty() &&
       packet_write(to, message_header(packet_type::eager, key, bytes, 0), data, bytes)) {
     to.credits -= cost;

@@ -5,8 +5,15 @@
 #include <stdexcept>
 #include <string_view>
 
+#ifndef IRIS_NETMOD_LIST
+#error "device/meson.build defines IRIS_NETMOD_LIST from -Dnetmods"
+#endif
+
 namespace iris::device {
 namespace {
+
+// `choices` of a tunable whose value is any text (read with text_of).
+constexpr const char *free_text = "";
 
 constexpr tunable table[] = {
     {"IRIS_EAGER_LIMIT", 16 * 1024, 0, 1 << 29, nullptr,
@@ -31,6 +38,23 @@ constexpr tunable table[] = {
     {"IRIS_SHM_FRAGMENT_SIZE", 32 * 1024, 64, 1 << 29, nullptr,
      "largest payload of one shared-memory record; rendezvous data is streamed in pieces of "
      "this size (capped at half the ring)"},
+    {"IRIS_NET_FRAGMENT_SIZE", 256 * 1024, 64, 64 << 20, nullptr,
+     "largest payload of one netmod packet: eager messages up to IRIS_EAGER_LIMIT and "
+     "rendezvous data in pieces of this size. Each inbound connection holds a buffer of about "
+     "this size"},
+    {"IRIS_NETMOD", 0, 0, 0, IRIS_NETMOD_LIST,
+     "the network module for ranks on other nodes, one of those this build has (the first is "
+     "the default; meson setup -Dnetmods=... chooses them)"},
+    {"IRIS_SHM", 1, 0, 1, nullptr,
+     "0 sends everything, also between ranks of one node, through the netmod"},
+    {"IRIS_TCP_IF", 0, 0, 0, free_text,
+     "tcp: the network interface (e.g. eth0) to listen on and publish; empty publishes every "
+     "IPv4 interface that is up, loopback last, and a peer tries them in that order"},
+    {"IRIS_TCP_PORT", 0, 0, 65535, nullptr,
+     "tcp: 0 listens on any free port; N makes rank r listen on port N + r"},
+    {"IRIS_TCP_CONNECT_TIMEOUT", 5000, 1, 3600 * 1000, nullptr,
+     "tcp: milliseconds a connect to one address of a peer may take before the next is tried; "
+     "when none answers the job ends with an error naming each address"},
     {"IRIS_SPIN_COUNT", -1, -1, 1 << 30, nullptr,
      "idle progress polls before a waiting rank yields its core; -1 chooses 2000, or 20 when "
      "a node has more ranks than cores"},
@@ -52,6 +76,10 @@ std::int64_t parse_choice(const tunable &t, std::string_view text) {
   }
   throw std::runtime_error(std::string(t.name) + "=" + std::string(text) + " is not one of " +
                            t.choices);
+}
+
+bool is_text(const tunable &t) {
+  return t.choices != nullptr && *t.choices == '\0';
 }
 
 std::int64_t read_value(const tunable &t) {
@@ -81,11 +109,28 @@ std::int64_t value_of(std::string_view name) {
   return read_value(find(name));
 }
 
-std::string default_text(const tunable &t) {
-  if (t.choices == nullptr) return std::to_string(t.default_value);
+// The name of choice `index` of `t`.
+std::string choice_name(const tunable &t, std::int64_t index) {
   std::string_view rest = t.choices;
-  for (std::int64_t i = 0; i < t.default_value; ++i) rest = rest.substr(rest.find(',') + 1);
+  for (std::int64_t i = 0; i < index; ++i) rest = rest.substr(rest.find(',') + 1);
   return std::string(rest.substr(0, rest.find(',')));
+}
+
+std::string default_text(const tunable &t) {
+  if (is_text(t)) return "";
+  if (t.choices == nullptr) return std::to_string(t.default_value);
+  return choice_name(t, t.default_value);
+}
+
+std::string text_of(std::string_view name) {
+  const tunable &t = find(name);
+  const char *text = is_text(t) ? std::getenv(t.name) : nullptr;
+  return text != nullptr ? text : "";
+}
+
+std::string choice_of(std::string_view name) {
+  const tunable &t = find(name);
+  return choice_name(t, read_value(t));
 }
 
 }  // namespace
@@ -105,6 +150,12 @@ settings settings_load() {
   s.pipeline_large = static_cast<std::size_t>(value_of("IRIS_PIPELINE_LARGE"));
   s.spin_count = static_cast<int>(value_of("IRIS_SPIN_COUNT"));
   s.poll_batch = static_cast<int>(value_of("IRIS_POLL_BATCH"));
+  s.net_fragment_size = static_cast<std::size_t>(value_of("IRIS_NET_FRAGMENT_SIZE"));
+  s.netmod = choice_of("IRIS_NETMOD");
+  s.use_shm = value_of("IRIS_SHM") != 0;
+  s.tcp_interface = text_of("IRIS_TCP_IF");
+  s.tcp_port = static_cast<int>(value_of("IRIS_TCP_PORT"));
+  s.tcp_connect_timeout_ms = static_cast<int>(value_of("IRIS_TCP_CONNECT_TIMEOUT"));
   s.debug = value_of("IRIS_DEBUG") != 0;
   s.stats = value_of("IRIS_STATS") != 0;
   return s;

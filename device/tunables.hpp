@@ -15,7 +15,8 @@ struct tunable {
   std::int64_t default_value;
   std::int64_t min_value;
   std::int64_t max_value;
-  const char *choices;  // "a,b,c": the value is a name, read as its index; else nullptr
+  const char *choices;  // "a,b,c": the value is a name, read as its index; "": any text;
+                        // nullptr: an integer
   const char *help;
 };
 
@@ -31,6 +32,12 @@ struct settings {
   rndv_engine engine;
   std::size_t cma_threshold;
   std::size_t pipeline_large;
+  std::size_t net_fragment_size;
+  std::string netmod;  // one of the built netmods
+  bool use_shm;        // false: every peer through the netmod
+  std::string tcp_interface;
+  int tcp_port;
+  int tcp_connect_timeout_ms;
   int spin_count;  // -1: chosen at start-up
   int poll_batch;
   bool debug;

@@ -8,7 +8,7 @@
 
 namespace iris::mpiexec {
 
-job_layout single_host_layout(std::string nspace, int nranks) {
+job_layout host_layout(std::string nspace, int nranks, int nodes) {
   char host[HOST_NAME_MAX + 1] = {};
   if (::gethostname(host, sizeof host - 1) != 0 || host[0] == '\0') {
     std::snprintf(host, sizeof host, "localhost");
@@ -16,8 +16,13 @@ job_layout single_host_layout(std::string nspace, int nranks) {
   job_layout layout;
   layout.nspace = std::move(nspace);
   layout.nranks = nranks;
-  layout.node_names.push_back(host);
-  layout.node_of_rank.assign(static_cast<std::size_t>(nranks), 0);
+  for (int k = 0; k < nodes; ++k) {
+    layout.node_names.push_back(nodes == 1 ? std::string(host)
+                                           : std::string(host) + "-node" + std::to_string(k));
+  }
+  for (int rank = 0; rank < nranks; ++rank) {
+    layout.node_of_rank.push_back(static_cast<int>(static_cast<long long>(rank) * nodes / nranks));
+  }
   return layout;
 }
 

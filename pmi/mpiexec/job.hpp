@@ -23,9 +23,9 @@ inline constexpr int launch_failure_code = 1;
 inline constexpr int usage_error_code = 2;
 inline constexpr int timeout_code = 124;  // as coreutils timeout(1)
 
-// Where each rank runs. Today every rank is on this host; a later --nodes K
-// gives ranks different simulated node names, which the PMIx registration
-// and the clients' node_of() already follow.
+// Where each rank runs: every rank is on this host, on one node or, with
+// --nodes K, on simulated nodes with names of their own, which the PMIx
+// registration and the clients' node_of() follow.
 struct job_layout {
   std::string nspace;
   int nranks = 0;
@@ -33,8 +33,10 @@ struct job_layout {
   std::vector<int> node_of_rank;        // indexed by rank
 };
 
-// All `nranks` ranks on this host, under the host's name.
-[[nodiscard]] job_layout single_host_layout(std::string nspace, int nranks);
+// `nranks` ranks on this host, spread in blocks over `nodes` simulated nodes
+// (node k gets ranks k*nranks/nodes up to (k+1)*nranks/nodes - 1). One node
+// is named after the host; several are "<host>-node<k>".
+[[nodiscard]] job_layout host_layout(std::string nspace, int nranks, int nodes);
 
 struct rank_process {
   int rank = 0;

@@ -81,8 +81,8 @@ void start_ranks(job &j) {
     }
   }
 
-  j.server =
-      std::make_unique<pmix_server>(j.dir.path(), single_host_layout(j.nspace, j.opts.nranks));
+  j.server = std::make_unique<pmix_server>(j.dir.path(),
+                                           host_layout(j.nspace, j.opts.nranks, j.opts.nodes));
   j.server->register_job();
 
   const std::vector<std::string> base_env = rank_environment(j.opts.env);

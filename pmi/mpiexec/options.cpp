@@ -27,6 +27,16 @@ int parse_nranks(std::string_view text) {
   return n;
 }
 
+int parse_nodes(std::string_view text) {
+  int n = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), n);
+  if (ec != std::errc() || end != text.data() + text.size() || n < 1 || n > max_ranks) {
+    throw usage_error("--nodes needs a number of nodes from 1 to " + std::to_string(max_ranks) +
+                      ", got '" + std::string(text) + "'");
+  }
+  return n;
+}
+
 std::optional<double> parse_seconds(std::string_view text) {
   const std::string copy(text);
   char *end = nullptr;
@@ -67,6 +77,15 @@ constexpr std::array option_table{
         .default_text = "",
         .help = "number of ranks to start on this host (required)",
         .apply = [](options &o, std::string_view v) { o.nranks = parse_nranks(v); },
+    },
+    option_spec{
+        .names = {"--nodes", ""},
+        .value_name = "K",
+        .default_text = "1",
+        .help = "spread the ranks over K simulated nodes of this host, in blocks: ranks on "
+                "one node talk through shared memory, ranks on different nodes through the "
+                "netmod",
+        .apply = [](options &o, std::string_view v) { o.nodes = parse_nodes(v); },
     },
     option_spec{
         .names = {"--bind-to", ""},
@@ -190,6 +209,10 @@ options parse_options(int argc, char **argv) {
 
   if (opts.nranks == 0) {
     throw usage_error("no -n given: say how many ranks to start, e.g. mpiexec -n 4 ./prog");
+  }
+  if (opts.nodes > opts.nranks) {
+    throw usage_error("--nodes " + std::to_string(opts.nodes) + " is more nodes than the " +
+                      std::to_string(opts.nranks) + " ranks of -n");
   }
   if (i >= argc) throw usage_error("no program given: mpiexec -n N program [args...]");
   if (!opts.timeout_s) {

@@ -30,6 +30,7 @@ struct env_setting {
 struct options {
   bool help = false;
   int nranks = 0;
+  int nodes = 1;  // simulated nodes the ranks are spread over
   bind_policy bind = bind_policy::automatic;
   bool report_bindings = false;
   std::optional<double> timeout_s;  // none: no time limit

@@ -42,7 +42,7 @@ inline run_result run(const std::vector<std::string> &argv, double time_limit_s,
     std::vector<char *> args;
     for (const auto &a : argv) args.push_back(const_cast<char *>(a.c_str()));
     args.push_back(nullptr);
-    execv(args[0], args.data());
+    execvp(args[0], args.data());  // a bare name is looked up in PATH
     _exit(127);
   }
   close(out[1]);

@@ -4,6 +4,7 @@
 // Iris's may remain in /dev/shm.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <iterator>
 #include <string>
 #include <tuple>
@@ -20,19 +21,24 @@ const std::string build_root = required_env("IRIS_BUILD_ROOT");
 const std::string source_root = required_env("IRIS_SOURCE_ROOT");
 
 run_result job(int ranks, const std::string &program, std::vector<std::string> args = {},
-               const std::vector<std::pair<std::string, std::string>> &env = {},
-               double limit = 120) {
-  std::vector<std::string> argv = {mpiexec, "-n", std::to_string(ranks), programs + "/" + program};
+               const std::vector<std::pair<std::string, std::string>> &env = {}, double limit = 120,
+               int nodes = 1) {
+  std::vector<std::string> argv = {mpiexec, "-n", std::to_string(ranks)};
+  if (nodes > 1) argv.insert(argv.end(), {"--nodes", std::to_string(std::min(nodes, ranks))});
+  argv.push_back(programs + "/" + program);
   argv.insert(argv.end(), args.begin(), args.end());
   return run(argv, limit, env);
 }
 
 using env_list = std::vector<std::pair<std::string, std::string>>;
 
-// The protocol configurations every job runs in.
+// The transport and protocol configurations every job runs in: shared
+// memory only, the netmod only (IRIS_SHM=0), and mixed (two simulated
+// nodes: shm within each, the netmod between them).
 struct protocol_config {
   const char *name;
   env_list env;
+  int nodes = 1;
 };
 
 const protocol_config configs[] = {
@@ -52,6 +58,11 @@ const protocol_config configs[] = {
      {{"IRIS_EAGER_WINDOW", "4096"},
       {"IRIS_SHM_RING_SIZE", "1024"},
       {"IRIS_SHM_FRAGMENT_SIZE", "64"}}},
+    {"tcp", {{"IRIS_SHM", "0"}}},
+    // Through the netmod with one credit and 64-byte rendezvous fragments.
+    {"tcp_starved",
+     {{"IRIS_SHM", "0"}, {"IRIS_EAGER_WINDOW", "128"}, {"IRIS_NET_FRAGMENT_SIZE", "64"}}},
+    {"mixed", {}, 2},
 };
 
 std::size_t occurrences(const std::string &text, const std::string &what) {
@@ -64,26 +75,27 @@ class JobTest : public ::testing::TestWithParam<std::tuple<int, int>> {
  protected:
   int ranks() const { return std::get<0>(GetParam()); }
   const env_list &env() const { return configs[std::get<1>(GetParam())].env; }
+  int nodes() const { return configs[std::get<1>(GetParam())].nodes; }
   void TearDown() override {
     EXPECT_EQ(shm_entries(), std::vector<std::string>{}) << "left in /dev/shm";
   }
 };
 
 TEST_P(JobTest, Ring) {
-  const run_result r = job(ranks(), "ring", {}, env());
+  const run_result r = job(ranks(), "ring", {}, env(), 120, nodes());
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("ring of " + std::to_string(ranks()) + " ranks"), std::string::npos)
       << r.output;
 }
 
 TEST_P(JobTest, PointToPointSemantics) {
-  const run_result r = job(ranks(), "p2p", {}, env());
+  const run_result r = job(ranks(), "p2p", {}, env(), 120, nodes());
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("p2p: all checks passed"), std::string::npos) << r.output;
 }
 
 TEST_P(JobTest, Collectives) {
-  const run_result r = job(ranks(), "coll", {}, env());
+  const run_result r = job(ranks(), "coll", {}, env(), 120, nodes());
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("coll: all checks passed on " + std::to_string(ranks()) + " ranks"),
             std::string::npos)
@@ -92,44 +104,44 @@ TEST_P(JobTest, Collectives) {
 
 TEST_P(JobTest, StormChecksEveryByteAndTheOrder) {
   for (const char *seed : {"1", "2"}) {
-    const run_result r = job(ranks(), "storm", {seed, "150"}, env());
+    const run_result r = job(ranks(), "storm", {seed, "150"}, env(), 120, nodes());
     ASSERT_EQ(r.exit_code, 0) << "seed " << seed << "\n" << r.output;
     EXPECT_NE(r.output.find("all bytes and orders checked"), std::string::npos) << r.output;
   }
 }
 
 TEST_P(JobTest, SendModesProbesCancelAndCompletion) {
-  const run_result r = job(ranks(), "modes", {}, env());
+  const run_result r = job(ranks(), "modes", {}, env(), 120, nodes());
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("modes: all checks passed"), std::string::npos) << r.output;
 }
 
 TEST_P(JobTest, NoFetchDeadlockAndBoundedUnexpectedMemory) {
-  const run_result r = job(ranks(), "deadlock", {}, env());
+  const run_result r = job(ranks(), "deadlock", {}, env(), 120, nodes());
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("deadlock: all checks passed"), std::string::npos) << r.output;
 }
 
 TEST_P(JobTest, CommunicatorsAndGroups) {
-  const run_result r = job(ranks(), "comms", {}, env());
+  const run_result r = job(ranks(), "comms", {}, env(), 120, nodes());
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("comms: all checks passed"), std::string::npos) << r.output;
 }
 
 TEST_P(JobTest, DerivedDatatypes) {
-  const run_result r = job(ranks(), "types", {}, env());
+  const run_result r = job(ranks(), "types", {}, env(), 120, nodes());
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("types: all checks passed"), std::string::npos) << r.output;
 }
 
 TEST_P(JobTest, ArgumentErrorsReturnTheirClasses) {
-  const run_result r = job(ranks(), "errors", {}, env());
+  const run_result r = job(ranks(), "errors", {}, env(), 120, nodes());
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("errors: all classes as expected"), std::string::npos) << r.output;
 }
 
 TEST_P(JobTest, InfoDimsAndCartesianTopologies) {
-  const run_result r = job(ranks(), "env", {}, env());
+  const run_result r = job(ranks(), "env", {}, env(), 120, nodes());
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("env: all checks passed"), std::string::npos) << r.output;
 }
@@ -196,6 +208,44 @@ TEST_F(FailureTest, MalformedTunableIsAClearError) {
   const run_result r = job(2, "ring", {}, {{"IRIS_SHM_RING_SIZE", "1000"}}, 30);
   EXPECT_NE(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("ring size 1000 is not a power of two"), std::string::npos) << r.output;
+}
+
+// ---- Through the netmod -------------------------------------------------
+
+TEST_F(FailureTest, AnUnknownNetmodIsAClearErrorListingTheBuiltOnes) {
+  const run_result r = job(2, "ring", {}, {{"IRIS_SHM", "0"}, {"IRIS_NETMOD", "carrier"}}, 30);
+  EXPECT_NE(r.exit_code, 0) << r.output;
+  EXPECT_FALSE(r.timed_out);
+  EXPECT_NE(r.output.find("MPI_Init: IRIS_NETMOD=carrier is not one of tcp"), std::string::npos)
+      << r.output;
+}
+
+TEST_F(FailureTest, ARankKilledMidTransferEndsTheJobInsteadOfHanging) {
+  for (const env_list &env : {env_list{{"IRIS_SHM", "0"}}, env_list{}}) {
+    const run_result r = job(4, "net", {"die"}, env, 60, 2);
+    EXPECT_NE(r.exit_code, 0) << r.output;
+    EXPECT_FALSE(r.timed_out) << r.output;
+    EXPECT_NE(r.output.find("rank 1 (pid"), std::string::npos) << r.output;
+    EXPECT_NE(r.output.find("killed by signal 9"), std::string::npos) << r.output;
+  }
+}
+
+TEST(Netmod, AMessageOver2GiBCrossesIt) {
+  const run_result r = job(2, "net", {"huge", "2049"}, {{"IRIS_SHM", "0"}}, 300);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("net huge: all checks passed"), std::string::npos) << r.output;
+}
+
+TEST(Netmod, ThePortBaseGivesEachRankItsPort) {
+  const run_result r =
+      job(3, "ring", {}, {{"IRIS_SHM", "0"}, {"IRIS_TCP_PORT", "47310"}, {"IRIS_DEBUG", "1"}}, 60);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  for (int rank = 0; rank < 3; ++rank) {
+    EXPECT_NE(r.output.find("iris: rank " + std::to_string(rank) +
+                            ": netmod tcp listening on port " + std::to_string(47310 + rank)),
+              std::string::npos)
+        << r.output;
+  }
 }
 
 TEST_F(FailureTest, SegmentLargerThanDevShmIsRefusedAtStartUp) {

@@ -1,0 +1,78 @@
+#include "netmods/tcp/wire.hpp"
+
+#include <charconv>
+
+namespace iris::netmod::tcp {
+
+const char *hello_check(const hello &h, const token &mine, std::uint64_t job, int me, int size) {
+  if (std::memcmp(h.magic, hello_magic, sizeof(h.magic)) != 0) return "not an Iris hello";
+  if (h.job != job) return "a hello from another job";
+  if (h.acceptor != mine) return "a hello with the wrong token";
+  if (h.to != me) return "a hello meant for another rank";
+  if (h.from < 0 || h.from >= size || h.from == me) return "a hello from an impossible rank";
+  return nullptr;
+}
+
+frame frame_parse(const std::byte *data, std::size_t length, std::size_t max_record) {
+  if (length < frame_prefix) return {frame::kind::partial, 0};
+  std::uint32_t n = 0;
+  std::memcpy(&n, data, sizeof(n));
+  if (n == 0) return {frame::kind::goodbye, 0};
+  if (n > max_record) return {frame::kind::too_long, n};
+  if (length - frame_prefix < n) return {frame::kind::partial, n};
+  return {frame::kind::record, n};
+}
+
+std::string card_format(const card &c) {
+  static constexpr char hex[] = "0123456789abcdef";
+  std::string out;
+  for (std::uint8_t b : c.tok) {
+    out += hex[b >> 4];
+    out += hex[b & 15];
+  }
+  out += ':' + std::to_string(c.port) + ':';
+  for (std::size_t i = 0; i < c.addresses.size(); ++i) {
+    if (i != 0) out += ',';
+    out += c.addresses[i];
+  }
+  return out;
+}
+
+std::optional<card> card_parse(std::string_view text) {
+  card c;
+  if (text.size() < 2 * token_size + 1 || text[2 * token_size] != ':') return std::nullopt;
+  for (std::size_t i = 0; i < token_size; ++i) {
+    unsigned v = 0;
+    const char *first = text.data() + 2 * i;
+    if (std::from_chars(first, first + 2, v, 16).ptr != first + 2) return std::nullopt;
+    c.tok[i] = static_cast<std::uint8_t>(v);
+  }
+  text.remove_prefix(2 * token_size + 1);
+  const std::size_t colon = text.find(':');
+  if (colon == std::string_view::npos) return std::nullopt;
+  unsigned port = 0;
+  const auto [end, err] = std::from_chars(text.data(), text.data() + colon, port);
+  if (err != std::errc() || end != text.data() + colon || port == 0 || port > 65535) {
+    return std::nullopt;
+  }
+  c.port = static_cast<std::uint16_t>(port);
+  text.remove_prefix(colon + 1);
+  while (!text.empty()) {
+    const std::size_t comma = text.find(',');
+    c.addresses.emplace_back(text.substr(0, comma));
+    text = comma == std::string_view::npos ? std::string_view() : text.substr(comma + 1);
+  }
+  if (c.addresses.empty()) return std::nullopt;
+  return c;
+}
+
+std::uint64_t job_hash(std::string_view job_id) {
+  std::uint64_t h = 0xcbf29ce484222325ULL;
+  for (char ch : job_id) {
+    h ^= static_cast<unsigned char>(ch);
+    h *= 0x100000001b3ULL;
+  }
+  return h;
+}
+
+}  // namespace iris::netmod::tcp

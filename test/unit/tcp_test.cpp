@@ -1,0 +1,407 @@
+// The TCP netmod in one process: two or three netmods (ranks) over loopback,
+// with a process manager faked by a shared map, and raw sockets playing the
+// strangers. Also the wire format's pure functions.
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "netmods/netmod.hpp"
+#include "netmods/tcp/wire.hpp"
+#include "pmi/pmi.hpp"
+
+namespace iris::netmod {
+namespace {
+
+using cards = std::map<std::pair<int, std::string>, std::string>;
+
+// A process manager for ranks that live in this one process.
+class fake_pmi final : public pmi::client {
+ public:
+  fake_pmi(int rank, int size, cards &board) : rank_(rank), size_(size), board_(board) {}
+  int rank() const override { return rank_; }
+  int size() const override { return size_; }
+  int node_of(int rank) const override { return rank; }
+  std::string_view job_id() const override { return "tcp-unit-test"; }
+  std::string_view backend() const override { return "fake"; }
+  bool singleton() const override { return false; }
+  void put(std::string_view key, std::string_view value) override {
+    board_[{rank_, std::string(key)}] = std::string(value);
+  }
+  void commit() override {}
+  void fence() override {}
+  std::string get(int rank, std::string_view key) override {
+    auto it = board_.find({rank, std::string(key)});
+    if (it == board_.end()) throw pmi::error("no card " + std::string(key));
+    return it->second;
+  }
+  [[noreturn]] void abort(int, std::string_view) override { std::abort(); }
+  void finalize() override {}
+
+ private:
+  int rank_;
+  int size_;
+  cards &board_;
+};
+
+struct recorder final : record_sink {
+  std::vector<std::pair<int, std::vector<std::byte>>> records;
+  std::vector<std::pair<int, std::string>> lost;
+  std::size_t refuse_length = 0;  // a record of this length is refused
+  const char *record_arrived(int peer, const std::byte *bytes, std::size_t length) override {
+    if (refuse_length != 0 && length == refuse_length) return "refused by the test";
+    records.emplace_back(peer, std::vector<std::byte>(bytes, bytes + length));
+    return nullptr;
+  }
+  void peer_lost(int peer, const char *why) override { lost.emplace_back(peer, why); }
+};
+
+constexpr std::size_t max_record = 256 * 1024;
+
+struct rank_under_test {
+  std::unique_ptr<fake_pmi> pmi;
+  std::unique_ptr<netmod> net;
+  recorder sink;
+};
+
+class TcpNetmod : public ::testing::Test {
+ protected:
+  void start(int n) {
+    for (int r = 0; r < n; ++r) {
+      auto u = std::make_unique<rank_under_test>();
+      u->pmi = std::make_unique<fake_pmi>(r, n, board);
+      u->net = netmod_create("tcp");
+      config c;
+      c.max_record = max_record;
+      c.connect_timeout_ms = 300;
+      u->net->init(*u->pmi, c);
+      ranks.push_back(std::move(u));
+    }
+  }
+
+  void poll_all() {
+    for (auto &u : ranks) {
+      if (u) (void)u->net->poll(u->sink);
+    }
+  }
+
+  // Polls every rank until done() or 10 s have passed.
+  template <typename Done>
+  bool poll_until(Done done) {
+    const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (!done()) {
+      if (std::chrono::steady_clock::now() > end) return false;
+      poll_all();
+    }
+    return true;
+  }
+
+  // Sends one record, polling while the netmod says retry.
+  bool send_record(int from, int to, const std::vector<std::byte> &bytes) {
+    const iovec part{const_cast<std::byte *>(bytes.data()), bytes.size()};
+    return poll_until([&] {
+      return ranks[static_cast<std::size_t>(from)]->net->send(to, {&part, 1}) == send_status::done;
+    });
+  }
+
+  tcp::card card_of(int rank) { return *tcp::card_parse(board.at({rank, "iris.tcp"})); }
+
+  cards board;
+  std::vector<std::unique_ptr<rank_under_test>> ranks;
+};
+
+std::vector<std::byte> pattern(std::size_t length, unsigned seed) {
+  std::vector<std::byte> v(length);
+  for (std::size_t i = 0; i < length; ++i)
+    v[i] = std::byte(static_cast<unsigned char>(seed + i * 7));
+  return v;
+}
+
+TEST_F(TcpNetmod, RecordsArriveWholeAndInOrder) {
+  start(2);
+  std::mt19937 rng(42);
+  std::vector<std::vector<std::byte>> sent;
+  for (unsigned i = 0; i < 300; ++i) {
+    // Many small ones and some as large as allowed, which fill the socket
+    // and leave partly written frames behind.
+    const std::size_t length = i % 10 == 0 ? max_record : 1 + rng() % 3000;
+    sent.push_back(pattern(length, i));
+    ASSERT_TRUE(send_record(0, 1, sent.back())) << "record " << i;
+  }
+  ASSERT_TRUE(poll_until([&] { return ranks[1]->sink.records.size() == sent.size(); }));
+  for (std::size_t i = 0; i < sent.size(); ++i) {
+    EXPECT_EQ(ranks[1]->sink.records[i].first, 0);
+    EXPECT_EQ(ranks[1]->sink.records[i].second, sent[i]) << "record " << i;
+  }
+  EXPECT_TRUE(ranks[0]->sink.lost.empty());
+  EXPECT_TRUE(ranks[1]->sink.lost.empty());
+}
+
+TEST_F(TcpNetmod, TwoRanksSendingToEachOtherAtOnceBothConnect) {
+  start(2);
+  const auto a = pattern(100, 1);
+  const auto b = pattern(200, 2);
+  const iovec pa{const_cast<std::byte *>(a.data()), a.size()};
+  const iovec pb{const_cast<std::byte *>(b.data()), b.size()};
+  // Both start connecting before either polls: simultaneous connects.
+  EXPECT_EQ(ranks[0]->net->send(1, {&pa, 1}), send_status::retry);
+  EXPECT_EQ(ranks[1]->net->send(0, {&pb, 1}), send_status::retry);
+  ASSERT_TRUE(send_record(0, 1, a));
+  ASSERT_TRUE(send_record(1, 0, b));
+  ASSERT_TRUE(poll_until(
+      [&] { return ranks[0]->sink.records.size() == 1 && ranks[1]->sink.records.size() == 1; }));
+  EXPECT_EQ(ranks[1]->sink.records[0].second, a);
+  EXPECT_EQ(ranks[0]->sink.records[0].second, b);
+}
+
+TEST_F(TcpNetmod, AGoodbyeIsNotALoss) {
+  start(2);
+  ASSERT_TRUE(send_record(0, 1, pattern(10, 0)));
+  ASSERT_TRUE(poll_until([&] { return ranks[1]->sink.records.size() == 1; }));
+  ranks[0]->net->finalize();
+  ranks[0].reset();
+  for (int i = 0; i < 1000; ++i) (void)ranks[1]->net->poll(ranks[1]->sink);
+  EXPECT_TRUE(ranks[1]->sink.lost.empty());
+}
+
+TEST_F(TcpNetmod, ASenderThatDiesIsReportedLost) {
+  start(2);
+  ASSERT_TRUE(send_record(0, 1, pattern(10, 0)));
+  ASSERT_TRUE(poll_until([&] { return ranks[1]->sink.records.size() == 1; }));
+  ranks[0].reset();  // its sockets close without a goodbye, as when it dies
+  ASSERT_TRUE(poll_until([&] { return !ranks[1]->sink.lost.empty(); }));
+  EXPECT_EQ(ranks[1]->sink.lost[0].first, 0);
+  EXPECT_NE(ranks[1]->sink.lost[0].second.find("without a goodbye"), std::string::npos);
+}
+
+TEST_F(TcpNetmod, AReceiverThatDiesIsReportedLost) {
+  start(2);
+  ASSERT_TRUE(send_record(0, 1, pattern(10, 0)));
+  ASSERT_TRUE(poll_until([&] { return ranks[1]->sink.records.size() == 1; }));
+  ranks[1].reset();
+  ASSERT_TRUE(poll_until([&] { return !ranks[0]->sink.lost.empty(); }));
+  EXPECT_EQ(ranks[0]->sink.lost[0].first, 1);
+}
+
+TEST_F(TcpNetmod, AnUnreachablePeerIsAnErrorNamingEachAddress) {
+  start(2);
+  // Rank 1's card now names a port nobody listens on.
+  tcp::card c = card_of(1);
+  const int probe = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(::bind(probe, reinterpret_cast<sockaddr *>(&a), sizeof a), 0);
+  socklen_t len = sizeof a;
+  ::getsockname(probe, reinterpret_cast<sockaddr *>(&a), &len);
+  c.port = ntohs(a.sin_port);
+  c.addresses = {"127.0.0.1"};
+  board[{1, "iris.tcp"}] = tcp::card_format(c);
+  const auto bytes = pattern(10, 0);
+  const iovec part{const_cast<std::byte *>(bytes.data()), bytes.size()};
+  EXPECT_EQ(ranks[0]->net->send(1, {&part, 1}), send_status::retry);
+  ASSERT_TRUE(poll_until([&] { return !ranks[0]->sink.lost.empty(); }));
+  ::close(probe);
+  EXPECT_EQ(ranks[0]->sink.lost[0].first, 1);
+  EXPECT_NE(ranks[0]->sink.lost[0].second.find("127.0.0.1:" + std::to_string(c.port)),
+            std::string::npos)
+      << ranks[0]->sink.lost[0].second;
+  EXPECT_NE(ranks[0]->sink.lost[0].second.find("refused"), std::string::npos);
+}
+
+// A raw connection to rank `to`'s listener.
+int dial(const tcp::card &c) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(c.port);
+  inet_pton(AF_INET, "127.0.0.1", &a.sin_addr);
+  if (::connect(fd, reinterpret_cast<sockaddr *>(&a), sizeof a) != 0) {
+    ::close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+tcp::hello genuine_hello(const tcp::card &c, int from, int to) {
+  tcp::hello h{};
+  std::memcpy(h.magic, tcp::hello_magic, sizeof h.magic);
+  h.acceptor = c.tok;
+  h.from = from;
+  h.to = to;
+  h.job = tcp::job_hash("tcp-unit-test");
+  return h;
+}
+
+TEST_F(TcpNetmod, StrangersAreDroppedWithOneLineEachAndTheJobGoesOn) {
+  start(3);
+  const tcp::card c = card_of(1);
+  std::vector<int> fds;
+  testing::internal::CaptureStderr();
+  // Garbage bytes.
+  fds.push_back(dial(c));
+  const char junk[64] = "GET / HTTP/1.0\r\n\r\n";
+  ASSERT_EQ(::send(fds.back(), junk, sizeof junk, 0), static_cast<ssize_t>(sizeof junk));
+  // A hello with the wrong token.
+  tcp::hello h = genuine_hello(c, 0, 1);
+  h.acceptor[0] ^= 1;
+  fds.push_back(dial(c));
+  ASSERT_EQ(::send(fds.back(), &h, sizeof h, 0), static_cast<ssize_t>(sizeof h));
+  // A hello from another job.
+  h = genuine_hello(c, 0, 1);
+  h.job ^= 1;
+  fds.push_back(dial(c));
+  ASSERT_EQ(::send(fds.back(), &h, sizeof h, 0), static_cast<ssize_t>(sizeof h));
+  // A hello claiming an impossible rank.
+  h = genuine_hello(c, 7, 1);
+  fds.push_back(dial(c));
+  ASSERT_EQ(::send(fds.back(), &h, sizeof h, 0), static_cast<ssize_t>(sizeof h));
+  // Half a hello, then gone.
+  h = genuine_hello(c, 0, 1);
+  int half = dial(c);
+  ASSERT_EQ(::send(half, &h, 10, 0), 10);
+  ::close(half);
+  // Connected, then silent: dropped when its hello is overdue.
+  fds.push_back(dial(c));
+  const auto end = std::chrono::steady_clock::now() + std::chrono::milliseconds(1500);
+  while (std::chrono::steady_clock::now() < end) poll_all();
+  const std::string log = testing::internal::GetCapturedStderr();
+  for (const char *why : {"not an Iris hello", "a hello with the wrong token",
+                          "a hello from another job", "a hello from an impossible rank",
+                          "closed in the middle of its hello", "sent no hello within 300 ms"}) {
+    EXPECT_NE(log.find(std::string("iris: rank 1: tcp: dropped the connection from 127.0.0.1:")),
+              std::string::npos);
+    EXPECT_NE(log.find(why), std::string::npos) << "no line for: " << why << "\n" << log;
+  }
+  std::size_t lines = 0;
+  for (char ch : log) lines += ch == '\n' ? 1 : 0;
+  EXPECT_EQ(lines, 6U) << log;
+  EXPECT_TRUE(ranks[1]->sink.records.empty());
+  EXPECT_TRUE(ranks[1]->sink.lost.empty());
+  // The job goes on: genuine ranks still reach rank 1.
+  ASSERT_TRUE(send_record(0, 1, pattern(50, 3)));
+  ASSERT_TRUE(send_record(2, 1, pattern(60, 4)));
+  ASSERT_TRUE(poll_until([&] { return ranks[1]->sink.records.size() == 2; }));
+  for (int fd : fds) ::close(fd);
+}
+
+// Past the hello (as a rank of the job with a bug would be): a frame longer
+// than max_record, or a record the device refuses, costs the connection.
+TEST_F(TcpNetmod, AnImpossibleFrameLengthDropsTheConnection) {
+  start(3);
+  const tcp::card c = card_of(1);
+  const int fd = dial(c);
+  const tcp::hello h = genuine_hello(c, 2, 1);
+  ASSERT_EQ(::send(fd, &h, sizeof h, 0), static_cast<ssize_t>(sizeof h));
+  char ack[8] = {};
+  ASSERT_TRUE(poll_until([&] { return ::recv(fd, ack, sizeof ack, MSG_DONTWAIT) == 8; }));
+  EXPECT_EQ(std::memcmp(ack, tcp::ack_magic, 8), 0);
+  const std::uint32_t huge = max_record + 1;
+  testing::internal::CaptureStderr();
+  ASSERT_EQ(::send(fd, &huge, sizeof huge, 0), 4);
+  char byte = 0;
+  ASSERT_TRUE(poll_until([&] { return ::recv(fd, &byte, 1, MSG_DONTWAIT) == 0; }));
+  const std::string log = testing::internal::GetCapturedStderr();
+  EXPECT_NE(log.find("dropped the connection from rank 2"), std::string::npos) << log;
+  EXPECT_NE(log.find("a frame of 262145 bytes (at most 262144)"), std::string::npos) << log;
+  EXPECT_TRUE(ranks[1]->sink.records.empty());
+  ::close(fd);
+  ASSERT_TRUE(send_record(0, 1, pattern(50, 3)));
+  ASSERT_TRUE(poll_until([&] { return ranks[1]->sink.records.size() == 1; }));
+}
+
+TEST_F(TcpNetmod, ARefusedRecordDropsItsConnectionOnly) {
+  start(3);
+  ranks[1]->sink.refuse_length = 13;
+  testing::internal::CaptureStderr();
+  ASSERT_TRUE(send_record(2, 1, pattern(13, 0)));
+  ASSERT_TRUE(send_record(0, 1, pattern(14, 0)));
+  ASSERT_TRUE(poll_until([&] { return ranks[1]->sink.records.size() == 1; }));
+  const auto end = std::chrono::steady_clock::now() + std::chrono::milliseconds(200);
+  while (std::chrono::steady_clock::now() < end) poll_all();
+  const std::string log = testing::internal::GetCapturedStderr();
+  EXPECT_NE(log.find("dropped the connection from rank 2 ("), std::string::npos) << log;
+  EXPECT_NE(log.find("a bad packet: refused by the test"), std::string::npos) << log;
+  EXPECT_EQ(ranks[1]->sink.records[0].first, 0);
+}
+
+TEST(TcpWire, FramesAreParsedAndBounded) {
+  std::byte buf[16] = {};
+  const std::uint32_t five = 5;
+  std::memcpy(buf, &five, 4);
+  EXPECT_EQ(tcp::frame_parse(buf, 3, 100).what, tcp::frame::kind::partial);
+  EXPECT_EQ(tcp::frame_parse(buf, 8, 100).what, tcp::frame::kind::partial);
+  const tcp::frame f = tcp::frame_parse(buf, 9, 100);
+  EXPECT_EQ(f.what, tcp::frame::kind::record);
+  EXPECT_EQ(f.record_length, 5U);
+  EXPECT_EQ(tcp::frame_parse(buf, 9, 4).what, tcp::frame::kind::too_long);
+  const std::uint32_t zero = 0;
+  std::memcpy(buf, &zero, 4);
+  EXPECT_EQ(tcp::frame_parse(buf, 4, 100).what, tcp::frame::kind::goodbye);
+}
+
+TEST(TcpWire, CardsRoundTripAndGarbageIsRefused) {
+  tcp::card c;
+  for (std::size_t i = 0; i < c.tok.size(); ++i) c.tok[i] = static_cast<std::uint8_t>(i * 17);
+  c.port = 4242;
+  c.addresses = {"10.1.2.3", "127.0.0.1"};
+  const auto back = tcp::card_parse(tcp::card_format(c));
+  ASSERT_TRUE(back.has_value());
+  EXPECT_EQ(back->tok, c.tok);
+  EXPECT_EQ(back->port, 4242);
+  EXPECT_EQ(back->addresses, c.addresses);
+  for (const char *bad :
+       {"", "xyz", "00112233445566778899aabbccddeeff", "00112233445566778899aabbccddeeff:0:1.2.3.4",
+        "00112233445566778899aabbccddeeff:70000:1.2.3.4",
+        "00112233445566778899aabbccddeeff:80:", "zz112233445566778899aabbccddeeff:80:1.2.3.4"}) {
+    EXPECT_FALSE(tcp::card_parse(bad).has_value()) << bad;
+  }
+}
+
+TEST(TcpWire, HelloCheckNamesWhatIsWrong) {
+  tcp::token mine{};
+  mine[3] = 9;
+  tcp::hello h{};
+  std::memcpy(h.magic, tcp::hello_magic, 8);
+  h.acceptor = mine;
+  h.from = 0;
+  h.to = 1;
+  h.job = 77;
+  EXPECT_EQ(tcp::hello_check(h, mine, 77, 1, 4), nullptr);
+  EXPECT_STREQ(tcp::hello_check(h, mine, 78, 1, 4), "a hello from another job");
+  EXPECT_STREQ(tcp::hello_check(h, mine, 77, 2, 4), "a hello meant for another rank");
+  h.from = 1;
+  EXPECT_STREQ(tcp::hello_check(h, mine, 77, 1, 4), "a hello from an impossible rank");
+  h.from = 4;
+  EXPECT_STREQ(tcp::hello_check(h, mine, 77, 1, 4), "a hello from an impossible rank");
+  h.from = 0;
+  h.acceptor[3] = 8;
+  EXPECT_STREQ(tcp::hello_check(h, mine, 77, 1, 4), "a hello with the wrong token");
+  h.magic[0] = 'X';
+  EXPECT_STREQ(tcp::hello_check(h, mine, 77, 1, 4), "not an Iris hello");
+}
+
+TEST(NetmodRegistry, AnUnknownNameListsTheBuiltOnes) {
+  EXPECT_NE(netmod_create("")->name(), "");
+  try {
+    (void)netmod_create("carrier-pigeon");
+    FAIL() << "no error";
+  } catch (const error &e) {
+    EXPECT_EQ(std::string(e.what()),
+              "IRIS_NETMOD=carrier-pigeon is not a netmod of this build (built: " +
+                  std::string(netmods_built()) + ")");
+  }
+}
+
+}  // namespace
+}  // namespace iris::netmod
