@@ -5,6 +5,8 @@
 # openmpi-bin libmpich-dev libopenmpi-dev`; a missing MPI is skipped.
 #   bench/compare.sh [build-dir] [max_bytes] [rounds] [trials]
 # Prints each run's table into OUT (default /tmp/iris-compare) and the paths.
+# TRANSPORT=tcp compares the TCP paths instead of shared memory: Iris with
+# IRIS_SHM=0, MPICH with UCX_TLS=tcp,self, Open MPI with its tcp btl.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build}
@@ -15,15 +17,20 @@ out=${OUT:-/tmp/iris-compare}
 mkdir -p "$out"
 
 ninja -C "$build" bench/pt2pt >/dev/null
+transport=${TRANSPORT:-shm}
+iris_env="" mpich_env="" ompi_args=""
+if [ "$transport" = tcp ]; then
+  iris_env="env IRIS_SHM=0" mpich_env="env UCX_TLS=tcp,self" ompi_args="--mca pml ob1 --mca btl self,tcp"
+fi
 declare -A run
-run[iris]="$build/pmi/mpiexec -n 2 $build/bench/pt2pt"
+run[iris]="$iris_env $build/pmi/mpiexec -n 2 $build/bench/pt2pt"
 if command -v mpicc.mpich >/dev/null; then
   mpicc.mpich -O2 -Wno-stringop-overflow -o "$out/pt2pt.mpich" bench/pt2pt.c
-  run[mpich]="mpiexec.mpich -n 2 $out/pt2pt.mpich"
+  run[mpich]="$mpich_env mpiexec.mpich -n 2 $out/pt2pt.mpich"
 fi
 if command -v mpicc.openmpi >/dev/null; then
   mpicc.openmpi -O2 -Wno-stringop-overflow -o "$out/pt2pt.openmpi" bench/pt2pt.c
-  run[openmpi]="mpirun.openmpi --allow-run-as-root --oversubscribe -n 2 $out/pt2pt.openmpi"
+  run[openmpi]="mpirun.openmpi --allow-run-as-root --oversubscribe $ompi_args -n 2 $out/pt2pt.openmpi"
 fi
 
 for round in $(seq 1 "$rounds"); do

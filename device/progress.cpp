@@ -5,6 +5,7 @@
 #include <sched.h>
 
 #include <cstring>
+#include <span>
 #include <string>
 
 #include "device/errors.hpp"
@@ -39,13 +40,24 @@ int drain(inbox &in) {
 // (the netmod logs it and drops it) instead of the job.
 class net_sink final : public netmod::record_sink {
  public:
-  const char *record_arrived(int peer, const std::byte *bytes, std::size_t length) override {
+  const char *record_arrived(int peer, std::span<const std::byte> head,
+                             std::span<const std::byte> body) override {
     vc &from = rt->vcs[static_cast<std::size_t>(peer)];
     if (from.via != transport::net) return "a record from a rank this rank reaches otherwise";
-    if (length < sizeof(packet_header)) return "a record shorter than a packet header";
+    if (head.size() != sizeof(packet_header)) return "a record shorter than a packet header";
     packet_header h;
-    std::memcpy(&h, bytes, sizeof(h));
-    return packet_deliver(from, h, bytes + sizeof(h), length - sizeof(h));
+    std::memcpy(&h, head.data(), sizeof(h));
+    return packet_deliver(from, h, body.data(), body.size());
+  }
+
+  // Rendezvous data goes straight into the receive buffer.
+  std::byte *body_place(int peer, std::span<const std::byte> head,
+                        std::size_t body_length) override {
+    const vc &from = rt->vcs[static_cast<std::size_t>(peer)];
+    if (from.via != transport::net || head.size() != sizeof(packet_header)) return nullptr;
+    packet_header h;
+    std::memcpy(&h, head.data(), sizeof(h));
+    return rendezvous_data_place(from, h, body_length);
   }
 
   void peer_lost(int peer, const char *why) override {

@@ -30,7 +30,7 @@ void credit_return(vc &from, std::size_t length) {
   from.owed += credit_cost(length);
   // A quarter of the window owed and nothing going back: say so at once, so
   // that a streaming sender never runs dry.
-  if (from.owed * 4 >= rt->config.eager_window) {
+  if (from.owed * 4 >= from.window) {
     packet_header h{};
     h.type = packet_type::credit;
     ++rt->stats.credit_packets;
@@ -123,7 +123,7 @@ const char *packet_deliver(vc &from, const packet_header &h, const std::byte *pa
                            std::size_t length) {
   if (const char *why = packet_check(h, length, rt->size)) return why;
   // A peer can only return credits it was given.
-  from.credits = std::min(from.credits + h.credits, rt->config.eager_window);
+  from.credits = std::min(from.credits + h.credits, from.window);
   switch (h.type) {
     case packet_type::eager:
     case packet_type::eager_sync:

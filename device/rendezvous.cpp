@@ -99,13 +99,31 @@ const char *rendezvous_on_cts(vc &from, const packet_header &h) {
   return nullptr;
 }
 
-const char *rendezvous_on_data(vc &from, const packet_header &h, const std::byte *payload) {
+namespace {
+
+// The receive that data packet `h` continues, or nullptr.
+request *data_receiver(const vc &from, const packet_header &h) {
   request *r = rt->requests.from_id(h.receiver_request, request_kind::recv);
   if (r == nullptr || r->complete || r->peer != from.world_rank || h.offset != r->progress ||
       h.length > r->expected - r->progress) {
-    return "data for no receive, or out of sequence";
+    return nullptr;
   }
-  std::memcpy(r->buffer + h.offset, payload, h.length);
+  return r;
+}
+
+}  // namespace
+
+std::byte *rendezvous_data_place(const vc &from, const packet_header &h, std::size_t payload) {
+  if (h.type != packet_type::data || h.length != payload) return nullptr;
+  request *r = data_receiver(from, h);
+  return r != nullptr ? r->buffer + h.offset : nullptr;
+}
+
+const char *rendezvous_on_data(vc &from, const packet_header &h, const std::byte *payload) {
+  request *r = data_receiver(from, h);
+  if (r == nullptr) return "data for no receive, or out of sequence";
+  // A netmod may have read the payload into its place already.
+  if (payload != r->buffer + h.offset) std::memcpy(r->buffer + h.offset, payload, h.length);
   r->progress += h.length;
   if (r->progress == r->expected) {
     --rt->pipeline_receives;

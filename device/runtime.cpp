@@ -100,7 +100,8 @@ void shm_setup(runtime &r, const node_layout &layout) {
     v.via = transport::shm;
     v.tx = r.segment->sender(layout.local_index, i);
     v.fragment = r.config.shm_fragment_size;
-    v.credits = r.config.eager_window;
+    v.credits = v.window = r.config.eager_window;
+    v.eager_limit = r.config.eager_limit;
     v.cma_usable = cma;
     r.inboxes.push_back(inbox{peer, r.segment->receiver(i, layout.local_index)});
   }
@@ -117,8 +118,10 @@ void net_setup(runtime &r) {
   }
   if (!remote) return;
   netmod::config c;
-  c.max_record = sizeof(packet_header) +
-                 std::max({r.config.eager_limit, r.config.net_fragment_size, sizeof(rts_payload)});
+  c.max_record =
+      sizeof(packet_header) +
+      std::max({r.config.net_eager_limit, r.config.net_fragment_size, sizeof(rts_payload)});
+  c.record_head = sizeof(packet_header);
   c.interface = r.config.tcp_interface;
   c.port_base = r.config.tcp_port;
   c.connect_timeout_ms = r.config.tcp_connect_timeout_ms;
@@ -132,7 +135,8 @@ void net_setup(runtime &r) {
     if (peer == r.rank || (r.config.use_shm && r.pmi->node_of(peer) == node)) continue;
     vc &v = r.vcs[static_cast<std::size_t>(peer)];
     v.via = transport::net;
-    v.credits = r.config.eager_window;
+    v.credits = v.window = r.config.net_eager_window;
+    v.eager_limit = r.config.net_eager_limit;
     v.fragment = r.config.net_fragment_size;
   }
 }
@@ -214,6 +218,9 @@ int runtime_init(int required_thread_level) {
   r->vcs.resize(static_cast<std::size_t>(r->size));
   r->sending.reserve(static_cast<std::size_t>(r->size));
   for (int i = 0; i < r->size; ++i) r->vcs[static_cast<std::size_t>(i)].world_rank = i;
+  vc &self = r->vcs[static_cast<std::size_t>(r->rank)];
+  self.eager_limit = r->config.eager_limit;
+  self.window = r->config.eager_window;
   const node_layout layout = layout_of(*r->pmi);
   rt = r.get();  // errors from here on name the rank
   net_setup(*r);

@@ -28,6 +28,8 @@ struct vc {
   transport via = transport::self;
   shm::ring_sender tx;                    // via == shm
   std::size_t fragment = 0;               // largest rendezvous data payload to this peer
+  std::size_t eager_limit = 0;            // largest eager message to this peer
+  int window = 0;                         // eager credit units this peer grants in all
   bool cma_usable = false;                // this peer's memory can be read (CMA)
   int credits = 0;                        // eager credit units we may still spend at it
   int owed = 0;                           // units we owe it (its eager messages we consumed)
@@ -185,6 +187,9 @@ void rendezvous_matched(request &r, vc &from, std::uint64_t sender_request,
                         const rts_payload &where);
 const char *rendezvous_on_cts(vc &from, const packet_header &h);
 const char *rendezvous_on_data(vc &from, const packet_header &h, const std::byte *payload);
+// Where the `payload` bytes of data packet `h` from `from` belong, if it is
+// one that rendezvous_on_data would take; else nullptr.
+std::byte *rendezvous_data_place(const vc &from, const packet_header &h, std::size_t payload);
 // Pushes data fragments of `to`'s streaming sends. Returns packets sent.
 int rendezvous_push(vc &to);
 

@@ -119,7 +119,7 @@ request *send_start(const communicator &comm, std::uint32_t context, const void 
   vc &to = rt->vcs[static_cast<std::size_t>(comm.world_rank[static_cast<std::size_t>(dest)])];
   const match_key key{context, comm.rank, tag};
   const bool synchronous = mode == send_mode::synchronous;
-  const bool eager_size = bytes <= rt->config.eager_limit;
+  const bool eager_size = bytes <= to.eager_limit;
   const int cost = credit_cost(bytes);
   // Fast path: a blocking send of an eager message with nothing queued ahead
   // of it goes straight into the ring, without a request.

@@ -42,6 +42,12 @@ constexpr tunable table[] = {
      "largest payload of one netmod packet: eager messages up to IRIS_EAGER_LIMIT and "
      "rendezvous data in pieces of this size. Each inbound connection holds a buffer of about "
      "this size"},
+    {"IRIS_NET_EAGER_LIMIT", 64 * 1024, 0, 64 << 20, nullptr,
+     "largest message sent eagerly to a peer reached through the netmod; a round trip costs "
+     "more there, so it is larger than IRIS_EAGER_LIMIT"},
+    {"IRIS_NET_EAGER_WINDOW", 1024 * 1024, 128, 1 << 22, nullptr,
+     "as IRIS_EAGER_WINDOW, for peers reached through the netmod: bounds a receiver's "
+     "unexpected eager memory to this much per such peer"},
     {"IRIS_NETMOD", 0, 0, 0, IRIS_NETMOD_LIST,
      "the network module for ranks on other nodes, one of those this build has (the first is "
      "the default; meson setup -Dnetmods=... chooses them)"},
@@ -151,6 +157,8 @@ settings settings_load() {
   s.spin_count = static_cast<int>(value_of("IRIS_SPIN_COUNT"));
   s.poll_batch = static_cast<int>(value_of("IRIS_POLL_BATCH"));
   s.net_fragment_size = static_cast<std::size_t>(value_of("IRIS_NET_FRAGMENT_SIZE"));
+  s.net_eager_limit = static_cast<std::size_t>(value_of("IRIS_NET_EAGER_LIMIT"));
+  s.net_eager_window = static_cast<int>(value_of("IRIS_NET_EAGER_WINDOW") / 64);
   s.netmod = choice_of("IRIS_NETMOD");
   s.use_shm = value_of("IRIS_SHM") != 0;
   s.tcp_interface = text_of("IRIS_TCP_IF");

@@ -33,8 +33,10 @@ struct settings {
   std::size_t cma_threshold;
   std::size_t pipeline_large;
   std::size_t net_fragment_size;
-  std::string netmod;  // one of the built netmods
-  bool use_shm;        // false: every peer through the netmod
+  std::size_t net_eager_limit;
+  int net_eager_window;  // credit units
+  std::string netmod;    // one of the built netmods
+  bool use_shm;          // false: every peer through the netmod
   std::string tcp_interface;
   int tcp_port;
   int tcp_connect_timeout_ms;

@@ -733,7 +733,8 @@ int MPI_Iexscan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype data
  * tools: "eager", "eager_sync", "rendezvous", "rendezvous_cma",
  * "rendezvous_pipeline", "credit_stalls", "credit_packets",
  * "unexpected_depth_peak", "unexpected_bytes_peak" (eager data held for
- * peers), "eager_limit", "eager_window". An unknown name is MPI_ERR_ARG. */
+ * peers), "unexpected_bytes_bound" (what the peers' credit windows allow in
+ * all), "eager_limit", "eager_window". An unknown name is MPI_ERR_ARG. */
 int MPIX_Stat_get(const char *name, MPI_Count *value);
 
 #ifdef __cplusplus

@@ -42,10 +42,11 @@ class error : public std::runtime_error {
 
 // What the device tells a netmod at init (from its tunables).
 struct config {
-  std::size_t max_record = 0;  // longest record the device sends or accepts
-  std::string interface;       // IRIS_TCP_IF: empty chooses
-  int port_base = 0;           // IRIS_TCP_PORT: 0 any port, else rank r listens on base + r
-  int connect_timeout_ms = 0;  // IRIS_TCP_CONNECT_TIMEOUT: per address tried
+  std::size_t max_record = 0;   // longest record the device sends or accepts
+  std::size_t record_head = 0;  // a record's first bytes, which say where its body may go
+  std::string interface;        // IRIS_TCP_IF: empty chooses
+  int port_base = 0;            // IRIS_TCP_PORT: 0 any port, else rank r listens on base + r
+  int connect_timeout_ms = 0;   // IRIS_TCP_CONNECT_TIMEOUT: per address tried
 };
 
 enum class send_status {
@@ -56,9 +57,17 @@ enum class send_status {
 // What poll() hands records to. Implemented by the device.
 class record_sink {
  public:
-  // One complete record from `peer`. Returns nullptr, or why the record is
-  // refused: the netmod then logs it and drops the connection it came on.
-  virtual const char *record_arrived(int peer, const std::byte *bytes, std::size_t length) = 0;
+  // One complete record from `peer`: its head (config.record_head bytes, or
+  // all of a shorter record) and its body. Returns nullptr, or why the record
+  // is refused: the netmod then logs it and drops the connection it came on.
+  virtual const char *record_arrived(int peer, std::span<const std::byte> head,
+                                     std::span<const std::byte> body) = 0;
+  // Asked when a long record's head has arrived and its body has not: a
+  // place of `body_length` bytes where the body may be read directly (the
+  // user's buffer), or nullptr to read it into the netmod's buffer. The body
+  // then reaches record_arrived in that place.
+  virtual std::byte *body_place(int peer, std::span<const std::byte> head,
+                                std::size_t body_length) = 0;
   // `peer`, which had spoken to this rank, went away without saying goodbye
   // (it died, or its host did): `why` says how.
   virtual void peer_lost(int peer, const char *why) = 0;

@@ -143,6 +143,11 @@ int MPIX_Stat_get(const char *name, MPI_Count *value) {
   if (int err = api::check_not_null(call, nullptr, value, "value")) return err;
   const device::statistics &s = device::rt->stats;
   const device::settings &c = device::rt->config;
+  // What credits let peers leave unexpected here: each peer's window.
+  std::uint64_t bound = 0;
+  for (const device::vc &v : device::rt->vcs) {
+    if (v.via != device::transport::self) bound += static_cast<std::uint64_t>(v.window);
+  }
   const struct {
     const char *name;
     std::uint64_t value;
@@ -158,6 +163,7 @@ int MPIX_Stat_get(const char *name, MPI_Count *value) {
       {"unexpected_bytes_peak", s.unexpected_bytes_peak},
       {"eager_limit", c.eager_limit},
       {"eager_window", static_cast<std::uint64_t>(c.eager_window) * device::credit_unit},
+      {"unexpected_bytes_bound", bound * device::credit_unit},
   };
   for (const auto &entry : table) {
     if (std::strcmp(entry.name, name) == 0) {

@@ -1,15 +1,13 @@
-// The TCP netmod. One listener per rank; one outbound connection per peer
-// this rank sends to, made on the first send; one inbound connection per
-// peer that sends to this rank. Every socket is non-blocking and watched by
-// one epoll set, polled (never waited on) by the progress engine.
+// The TCP netmod. One listener per rank, and connections made on first use
+// that carry records both ways (wire.hpp). Every socket is non-blocking and
+// watched by one epoll set, polled (never waited on) by the progress engine.
 //
 // A send writes the frame with one sendmsg. What the kernel does not take
-// at once is copied into the connection's pending buffer (reserved at
-// connect time: no allocation on the data path) and written out by later
-// polls; meanwhile further sends to that peer answer retry, so the device
-// keeps them queued, in order.
+// at once is copied into the connection's pending buffer (reserved when the
+// connection opened: no allocation on the data path) and written out by
+// later polls; meanwhile further sends to that peer answer retry, so the
+// device keeps them queued, in order.
 #include <arpa/inet.h>
-#include <fcntl.h>
 #include <ifaddrs.h>
 #include <net/if.h>
 #include <netinet/in.h>
@@ -19,11 +17,11 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
-#include <cstdarg>
-#include <cstdio>
 #include <cstring>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -37,15 +35,14 @@ namespace {
 using clock_type = std::chrono::steady_clock;
 
 constexpr const char *card_key = "iris.tcp";
-constexpr std::size_t read_slack = 64 * 1024;  // read beyond one frame, to batch small ones
-constexpr int max_card_addresses = 16;
+// One read takes at most this much: small frames batch, and a long record
+// shows its head early enough for its body to be read into its place.
+constexpr std::size_t read_chunk = 64 * 1024;
+constexpr std::size_t max_card_addresses = 16;
+constexpr std::size_t max_unproven = 64;            // accepted connections still owing their hello
+constexpr std::size_t min_placed_body = 16 * 1024;  // smaller bodies are copied, not placed
 constexpr auto goodbye_wait = std::chrono::seconds(10);
-
-// epoll user data: what kind of socket, and which.
-enum class slot_kind : std::uint32_t { listener = 0, inbound = 1, outbound = 2 };
-std::uint64_t epoll_tag(slot_kind kind, std::size_t index) {
-  return (static_cast<std::uint64_t>(kind) << 32) | static_cast<std::uint32_t>(index);
-}
+constexpr std::uint64_t listener_tag = ~std::uint64_t{0};
 
 std::string errno_text(int err) {
   return std::strerror(err);
@@ -57,30 +54,44 @@ std::string address_text(const sockaddr_in &a) {
   return std::string(ip) + ":" + std::to_string(ntohs(a.sin_port));
 }
 
-struct outbound {
-  enum class state : std::uint8_t { idle, connecting, awaiting_ack, open, lost };
-  state st = state::idle;
+void no_delay(int fd) {
+  const int one = 1;
+  setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+}
+
+struct connection {
+  enum class state : std::uint8_t { free, dialing, awaiting_ack, awaiting_hello, open };
+  state st = state::free;
   int fd = -1;
-  card peer_card;
-  std::size_t next_address = 0;
-  clock_type::time_point deadline{};
-  std::byte ack[sizeof(ack_magic)] = {};
-  std::size_t ack_got = 0;
-  std::vector<std::byte> pending;  // the unwritten end of the last frame
+  int peer = -1;  // dialled: from the start; accepted: once its hello checks out
+  bool dialled = false;
+  bool goodbye = false;               // the peer said goodbye on it: it sends nothing more
+  bool read_done = false;             // ... and shut its side: only this rank's writes are left
+  std::string where;                  // the remote address, for messages
+  clock_type::time_point deadline{};  // dialing, awaiting_hello
+  std::size_t got = 0;                // bytes of the hello or ack read so far
+  std::vector<std::byte> in;          // frames being read
+  std::size_t filled = 0;
+  std::byte *place = nullptr;  // a record's body being read straight into the device's place
+  std::size_t place_need = 0;
+  std::size_t place_got = 0;
+  std::vector<std::byte> head;     // that record's head
+  std::vector<std::byte> pending;  // the unwritten end of the last frame sent
   std::size_t pending_done = 0;
-  std::string failures;  // what each address tried said
-  std::string lost_why;  // set with st == lost, reported by the next poll
-  bool reported = false;
   bool has_pending() const { return pending_done < pending.size(); }
 };
 
-struct inbound {
-  int fd = -1;
-  int peer = -1;  // -1 until its hello checks out
-  std::string from;
-  clock_type::time_point deadline{};  // for the hello
-  std::vector<std::byte> buf;
-  std::size_t filled = 0;
+// What this rank knows of one peer.
+struct peer_link {
+  int send_conn = -1;      // every record to the peer goes here, once chosen
+  int dial_conn = -1;      // this rank's own connection to it, while it opens
+  int accepted_conn = -1;  // the peer's connection to this rank
+  card peer_card;
+  std::size_t next_address = 0;
+  std::string failures;  // what each address tried said
+  bool lost = false;
+  bool reported = false;
+  std::string lost_why;
 };
 
 class tcp_netmod final : public netmod {
@@ -95,7 +106,7 @@ class tcp_netmod final : public netmod {
     rank_ = pmi.rank();
     size_ = pmi.size();
     job_ = job_hash(pmi.job_id());
-    out_.resize(static_cast<std::size_t>(size_));
+    peers_.resize(static_cast<std::size_t>(size_));
     if (getrandom(mine_.tok.data(), mine_.tok.size(), 0) != static_cast<ssize_t>(token_size)) {
       throw error("tcp: cannot draw a random connection token: " + errno_text(errno));
     }
@@ -106,12 +117,10 @@ class tcp_netmod final : public netmod {
   }
 
   send_status send(int peer, std::span<const iovec> parts) override {
-    outbound &o = out_[static_cast<std::size_t>(peer)];
-    if (o.st != outbound::state::open) {
-      if (o.st == outbound::state::idle) connect_start(peer);
-      return send_status::retry;
-    }
-    if (o.has_pending()) return send_status::retry;
+    peer_link &p = peers_[static_cast<std::size_t>(peer)];
+    if (p.send_conn < 0 && !choose_send_conn(peer)) return send_status::retry;
+    connection &c = conn(p.send_conn);
+    if (c.st != connection::state::open || c.has_pending()) return send_status::retry;
     std::uint32_t prefix = 0;
     iovec iov[4];
     iov[0] = {&prefix, sizeof(prefix)};
@@ -126,16 +135,17 @@ class tcp_netmod final : public netmod {
     msghdr msg{};
     msg.msg_iov = iov;
     msg.msg_iovlen = count;
-    const ssize_t n = ::sendmsg(o.fd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
+    const ssize_t n = ::sendmsg(c.fd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
     if (n < 0) {
       if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) return send_status::retry;
-      mark_lost(peer, "writing to it failed: " + errno_text(errno));
+      lose(p.send_conn, "writing to it failed: " + errno_text(errno));
       return send_status::retry;
     }
-    const std::size_t written = static_cast<std::size_t>(n);
+    const auto written = static_cast<std::size_t>(n);
     if (written == frame_prefix + total) return send_status::done;
-    keep_unwritten(o, iov, count, written);
-    watch(o.fd, slot_kind::outbound, static_cast<std::size_t>(peer), EPOLLIN | EPOLLOUT, true);
+    keep_unwritten(c, iov, count, written);
+    watch(c, p.send_conn, c.read_done ? std::uint32_t{EPOLLOUT} : std::uint32_t{EPOLLIN | EPOLLOUT},
+          true);
     return send_status::done;
   }
 
@@ -144,18 +154,10 @@ class tcp_netmod final : public netmod {
     const int n = epoll_wait(epoll_fd_, events, 32, 0);
     int handled = 0;
     for (int i = 0; i < n; ++i) {
-      const auto kind = static_cast<slot_kind>(events[i].data.u64 >> 32);
-      const auto index = static_cast<std::size_t>(events[i].data.u64 & 0xffffffffU);
-      switch (kind) {
-        case slot_kind::listener:
-          handled += accept_all();
-          break;
-        case slot_kind::inbound:
-          handled += inbound_ready(index, sink);
-          break;
-        case slot_kind::outbound:
-          handled += outbound_ready(static_cast<int>(index), events[i].events);
-          break;
+      if (events[i].data.u64 == listener_tag) {
+        handled += accept_all();
+      } else {
+        handled += ready(static_cast<int>(events[i].data.u64), events[i].events, &sink);
       }
     }
     if (waiting_ > 0) check_deadlines();
@@ -166,24 +168,26 @@ class tcp_netmod final : public netmod {
   void finalize() override {
     finalizing_ = true;
     const auto deadline = clock_type::now() + goodbye_wait;
-    // What the kernel has not taken yet goes first, then the goodbyes.
-    for (std::size_t peer = 0; peer < out_.size(); ++peer) {
-      outbound &o = out_[peer];
-      while (o.st == outbound::state::open && o.has_pending() && clock_type::now() < deadline) {
-        if (!flush(static_cast<int>(peer))) sched_pause();
+    // What the kernel has not taken yet goes first, then a goodbye on every
+    // open connection: this rank sends nothing more.
+    for (std::size_t i = 0; i < conns_.size(); ++i) {
+      connection &c = conn(static_cast<int>(i));
+      while (c.st == connection::state::open && c.has_pending() && clock_type::now() < deadline) {
+        if (!flush(static_cast<int>(i))) ::usleep(100);
       }
-      if (o.st != outbound::state::open) continue;
+      if (c.st != connection::state::open) continue;
       const std::uint32_t goodbye = 0;
-      (void)::send(o.fd, &goodbye, sizeof(goodbye), MSG_NOSIGNAL);
-      ::shutdown(o.fd, SHUT_WR);
+      (void)::send(c.fd, &goodbye, sizeof(goodbye), MSG_NOSIGNAL);
+      ::shutdown(c.fd, SHUT_WR);
     }
-    // Then every peer that sent to this rank says goodbye too, or goes.
-    while (open_inbound() > 0 && clock_type::now() < deadline) {
+    // Every peer says goodbye too (or goes): reading to the end means no
+    // reset can cut off what this rank sent last.
+    while (open_without_goodbye() > 0 && clock_type::now() < deadline) {
       epoll_event events[32];
       const int n = epoll_wait(epoll_fd_, events, 32, 10);
       for (int i = 0; i < n; ++i) {
-        if (static_cast<slot_kind>(events[i].data.u64 >> 32) != slot_kind::inbound) continue;
-        drain_to_goodbye(static_cast<std::size_t>(events[i].data.u64 & 0xffffffffU));
+        if (events[i].data.u64 == listener_tag) continue;
+        (void)ready(static_cast<int>(events[i].data.u64), events[i].events, nullptr);
       }
     }
     close_all();
@@ -222,12 +226,10 @@ class tcp_netmod final : public netmod {
       inet_ntop(AF_INET, &a->sin_addr, ip, sizeof ip);
       seen += (seen.empty() ? "" : ", ") + std::string(i->ifa_name) + " " + ip;
       if (!conf_.interface.empty()) {
-        if (conf_.interface != i->ifa_name) continue;
+        if (conf_.interface != i->ifa_name || !r.addresses.empty()) continue;
         r.addresses.emplace_back(ip);
         r.bind_to = a->sin_addr;
-        break;
-      }
-      if ((i->ifa_flags & IFF_LOOPBACK) != 0) {
+      } else if ((i->ifa_flags & IFF_LOOPBACK) != 0) {
         loopback.emplace_back(ip);
       } else if (r.addresses.size() < max_card_addresses) {
         r.addresses.emplace_back(ip);
@@ -250,15 +252,15 @@ class tcp_netmod final : public netmod {
     if (listen_fd_ < 0) throw error("tcp: cannot create a socket: " + errno_text(errno));
     const int one = 1;
     setsockopt(listen_fd_, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    if (conf_.port_base != 0 && conf_.port_base + rank_ > 65535) {
+      throw error("tcp: IRIS_TCP_PORT=" + std::to_string(conf_.port_base) + " puts rank " +
+                  std::to_string(rank_) + " past port 65535");
+    }
     sockaddr_in a{};
     a.sin_family = AF_INET;
     a.sin_addr = where.bind_to;
     a.sin_port =
         htons(static_cast<std::uint16_t>(conf_.port_base == 0 ? 0 : conf_.port_base + rank_));
-    if (conf_.port_base != 0 && conf_.port_base + rank_ > 65535) {
-      throw error("tcp: IRIS_TCP_PORT=" + std::to_string(conf_.port_base) + " puts rank " +
-                  std::to_string(rank_) + " past port 65535");
-    }
     if (::bind(listen_fd_, reinterpret_cast<const sockaddr *>(&a), sizeof a) != 0) {
       throw error("tcp: cannot listen on " + address_text(a) + ": " + errno_text(errno));
     }
@@ -267,242 +269,203 @@ class tcp_netmod final : public netmod {
     getsockname(listen_fd_, reinterpret_cast<sockaddr *>(&a), &len);
     mine_.port = ntohs(a.sin_port);
     mine_.addresses = where.addresses;
-    watch(listen_fd_, slot_kind::listener, 0, EPOLLIN, false);
+    epoll_event ev{};
+    ev.events = EPOLLIN;
+    ev.data.u64 = listener_tag;
+    epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, listen_fd_, &ev);
   }
 
-  void watch(int fd, slot_kind kind, std::size_t index, std::uint32_t events, bool modify) {
+  // ---- Connections ----------------------------------------------------------
+
+  connection &conn(int index) { return *conns_[static_cast<std::size_t>(index)]; }
+
+  int conn_new() {
+    for (std::size_t i = 0; i < conns_.size(); ++i) {
+      if (conns_[i]->st == connection::state::free) return static_cast<int>(i);
+    }
+    conns_.push_back(std::make_unique<connection>());
+    return static_cast<int>(conns_.size() - 1);
+  }
+
+  void watch(const connection &c, int index, std::uint32_t events, bool modify) {
     epoll_event ev{};
     ev.events = events;
-    ev.data.u64 = epoll_tag(kind, index);
-    epoll_ctl(epoll_fd_, modify ? EPOLL_CTL_MOD : EPOLL_CTL_ADD, fd, &ev);
+    ev.data.u64 = static_cast<std::uint64_t>(index);
+    epoll_ctl(epoll_fd_, modify ? EPOLL_CTL_MOD : EPOLL_CTL_ADD, c.fd, &ev);
   }
 
-  // ---- Outbound: connect, hello, ack --------------------------------------
+  // Closes connection `index` and frees its slot.
+  void release(int index) {
+    connection &c = conn(index);
+    if (c.st == connection::state::dialing || c.st == connection::state::awaiting_hello) {
+      --waiting_;
+    }
+    if (c.fd >= 0) {
+      epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, c.fd, nullptr);
+      ::close(c.fd);
+    }
+    if (c.peer >= 0) {
+      peer_link &p = peers_[static_cast<std::size_t>(c.peer)];
+      if (p.dial_conn == index) p.dial_conn = -1;
+      if (p.accepted_conn == index) p.accepted_conn = -1;
+      if (p.send_conn == index) p.send_conn = -1;
+    }
+    c.st = connection::state::free;
+    c.fd = -1;
+    c.peer = -1;
+    c.goodbye = false;
+    c.read_done = false;
+    c.got = 0;
+    c.filled = 0;
+    c.place = nullptr;
+    c.pending.clear();
+    c.pending_done = 0;
+  }
 
-  void connect_start(int peer) {
-    outbound &o = out_[static_cast<std::size_t>(peer)];
+  // Buffers for a connection that now carries frames (not on the data path).
+  void open(connection &c) {
+    c.st = connection::state::open;
+    c.in.resize(conf_.max_record + frame_prefix + read_chunk);
+    c.head.resize(conf_.record_head);
+    c.filled = 0;
+    c.pending.reserve(conf_.max_record + frame_prefix);
+  }
+
+  // The connection every record to `peer` will go on. False while there is
+  // none yet (a dial is started or under way).
+  bool choose_send_conn(int peer) {
+    peer_link &p = peers_[static_cast<std::size_t>(peer)];
+    if (p.lost) return false;
+    if (p.accepted_conn >= 0 && conn(p.accepted_conn).st == connection::state::open) {
+      p.send_conn = p.accepted_conn;
+      return true;
+    }
+    if (p.dial_conn < 0) dial_start(peer);
+    return false;
+  }
+
+  // ---- Dialling: connect, hello, ack ----------------------------------------
+
+  void dial_start(int peer) {
+    peer_link &p = peers_[static_cast<std::size_t>(peer)];
     std::string text;
     try {
       text = pmi_->get(peer, card_key);
     } catch (const std::exception &e) {
-      mark_lost(peer, std::string("no tcp business card: ") + e.what());
+      lose_peer(peer, std::string("no tcp business card: ") + e.what());
       return;
     }
     auto parsed = card_parse(text);
     if (!parsed) {
-      mark_lost(peer, "its tcp business card is malformed: '" + text + "'");
+      lose_peer(peer, "its tcp business card is malformed: '" + text + "'");
       return;
     }
-    o.peer_card = std::move(*parsed);
-    o.next_address = 0;
-    o.pending.reserve(conf_.max_record + frame_prefix);
-    ++waiting_;
-    connect_next(peer);
+    p.peer_card = std::move(*parsed);
+    p.next_address = 0;
+    dial_next(peer);
   }
 
-  // Tries the peer's addresses in turn from next_address.
-  void connect_next(int peer) {
-    outbound &o = out_[static_cast<std::size_t>(peer)];
-    while (o.next_address < o.peer_card.addresses.size()) {
-      const std::string &ip = o.peer_card.addresses[o.next_address++];
+  // Tries the peer's addresses in turn, from next_address.
+  void dial_next(int peer) {
+    peer_link &p = peers_[static_cast<std::size_t>(peer)];
+    while (p.next_address < p.peer_card.addresses.size()) {
+      const std::string &ip = p.peer_card.addresses[p.next_address++];
       sockaddr_in a{};
       a.sin_family = AF_INET;
-      a.sin_port = htons(o.peer_card.port);
+      a.sin_port = htons(p.peer_card.port);
       if (inet_pton(AF_INET, ip.c_str(), &a.sin_addr) != 1) {
-        connect_failed(o, ip, "not an IPv4 address");
+        p.failures += (p.failures.empty() ? "" : "; ") + ip + " is not an IPv4 address";
         continue;
       }
-      o.fd = ::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-      if (o.fd < 0) {
-        connect_failed(o, ip, errno_text(errno));
-        continue;
+      const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+      if (fd < 0) {
+        lose_peer(peer, "cannot create a socket: " + errno_text(errno));
+        return;
       }
-      if (::connect(o.fd, reinterpret_cast<const sockaddr *>(&a), sizeof a) != 0 &&
+      if (::connect(fd, reinterpret_cast<const sockaddr *>(&a), sizeof a) != 0 &&
           errno != EINPROGRESS) {
-        connect_failed(o, address_text(a), errno_text(errno));
+        p.failures += (p.failures.empty() ? "" : "; ") + address_text(a) + " " + errno_text(errno);
+        ::close(fd);
         continue;
       }
-      o.st = outbound::state::connecting;
-      o.deadline = clock_type::now() + std::chrono::milliseconds(conf_.connect_timeout_ms);
-      watch(o.fd, slot_kind::outbound, static_cast<std::size_t>(peer), EPOLLOUT, false);
+      const int index = conn_new();
+      connection &c = conn(index);
+      c.st = connection::state::dialing;
+      c.fd = fd;
+      c.peer = peer;
+      c.dialled = true;
+      c.where = address_text(a);
+      c.deadline = clock_type::now() + std::chrono::milliseconds(conf_.connect_timeout_ms);
+      ++waiting_;
+      p.dial_conn = index;
+      watch(c, index, EPOLLOUT, false);
       return;
     }
-    --waiting_;
-    mark_lost(peer, "cannot reach it over tcp: " + o.failures);
+    lose_peer(peer, "cannot reach it over tcp: " + p.failures);
   }
 
-  void connect_failed(outbound &o, const std::string &where, const std::string &why) {
-    if (o.fd >= 0) {
-      epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, o.fd, nullptr);
-      ::close(o.fd);
-      o.fd = -1;
-    }
-    o.failures += (o.failures.empty() ? "" : "; ") + where + " " + why;
+  // This address did not work out: note why and try the next.
+  void dial_failed(int index, const std::string &why) {
+    connection &c = conn(index);
+    const int peer = c.peer;
+    peer_link &p = peers_[static_cast<std::size_t>(peer)];
+    p.failures += (p.failures.empty() ? "" : "; ") + c.where + " " + why;
+    release(index);
+    dial_next(peer);
   }
 
-  std::string current_address(const outbound &o) const {
-    return o.peer_card.addresses[o.next_address - 1] + ":" + std::to_string(o.peer_card.port);
-  }
-
-  int outbound_ready(int peer, std::uint32_t events) {
-    outbound &o = out_[static_cast<std::size_t>(peer)];
-    switch (o.st) {
-      case outbound::state::connecting:
-        return connect_completed(peer);
-      case outbound::state::awaiting_ack:
-        return ack_arrived(peer);
-      case outbound::state::open:
-        if ((events & EPOLLOUT) != 0) flush(peer);
-        if ((events & (EPOLLIN | EPOLLHUP | EPOLLERR)) != 0) closed_by_peer(peer);
-        return 1;
-      default:
-        return 0;
-    }
-  }
-
-  int connect_completed(int peer) {
-    outbound &o = out_[static_cast<std::size_t>(peer)];
+  int dial_connected(int index) {
+    connection &c = conn(index);
     int err = 0;
     socklen_t len = sizeof err;
-    getsockopt(o.fd, SOL_SOCKET, SO_ERROR, &err, &len);
+    getsockopt(c.fd, SOL_SOCKET, SO_ERROR, &err, &len);
     if (err != 0) {
-      connect_failed(o, current_address(o), errno_text(err));
-      connect_next(peer);
+      dial_failed(index, errno_text(err));
       return 1;
     }
-    const int one = 1;
-    setsockopt(o.fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    no_delay(c.fd);
     hello h{};
     std::memcpy(h.magic, hello_magic, sizeof h.magic);
-    h.acceptor = o.peer_card.tok;
+    h.acceptor = peers_[static_cast<std::size_t>(c.peer)].peer_card.tok;
     h.from = rank_;
-    h.to = peer;
+    h.to = c.peer;
     h.job = job_;
-    if (::send(o.fd, &h, sizeof h, MSG_NOSIGNAL) != static_cast<ssize_t>(sizeof h)) {
-      connect_failed(o, current_address(o), "the hello could not be sent");
-      connect_next(peer);
+    if (::send(c.fd, &h, sizeof h, MSG_NOSIGNAL) != static_cast<ssize_t>(sizeof h)) {
+      dial_failed(index, "could not take the hello");
       return 1;
     }
     // The ack comes when the peer's progress engine runs, which may be late:
     // no deadline from here on, only a closed connection moves on.
-    o.st = outbound::state::awaiting_ack;
-    o.ack_got = 0;
+    c.st = connection::state::awaiting_ack;
+    c.got = 0;
     --waiting_;
-    watch(o.fd, slot_kind::outbound, static_cast<std::size_t>(peer), EPOLLIN, true);
+    watch(c, index, EPOLLIN, true);
     return 1;
   }
 
-  int ack_arrived(int peer) {
-    outbound &o = out_[static_cast<std::size_t>(peer)];
-    const ssize_t n = ::recv(o.fd, o.ack + o.ack_got, sizeof(o.ack) - o.ack_got, 0);
+  int ack_ready(int index) {
+    connection &c = conn(index);
+    std::byte ack[sizeof(ack_magic)];
+    // Only the ack's own bytes: frames may follow it at once.
+    const ssize_t n = ::recv(c.fd, ack, sizeof(ack_magic) - c.got, 0);
     if (n < 0 && (errno == EAGAIN || errno == EINTR)) return 0;
-    if (n <= 0 || std::memcmp(o.ack, ack_magic, o.ack_got + static_cast<std::size_t>(n)) != 0) {
-      connect_failed(o, current_address(o),
-                     n <= 0 ? "closed the connection before accepting it" : "answered garbage");
-      ++waiting_;
-      connect_next(peer);
+    if (n <= 0 || std::memcmp(ack, ack_magic + c.got, static_cast<std::size_t>(n)) != 0) {
+      ++waiting_;  // release() counts it out again
+      c.st = connection::state::dialing;
+      dial_failed(index, n <= 0 ? "closed the connection instead of accepting it"
+                                : "answered something that is not an Iris ack");
       return 1;
     }
-    o.ack_got += static_cast<std::size_t>(n);
-    if (o.ack_got < sizeof(o.ack)) return 1;
-    o.st = outbound::state::open;
+    c.got += static_cast<std::size_t>(n);
+    if (c.got < sizeof(ack_magic)) return 1;
+    open(c);
+    peer_link &p = peers_[static_cast<std::size_t>(c.peer)];
+    p.dial_conn = -1;
+    if (p.send_conn < 0) p.send_conn = index;
     return 1;
   }
 
-  // Copies what sendmsg did not take of `iov` (its first `written` bytes went).
-  static void keep_unwritten(outbound &o, const iovec *iov, std::size_t count,
-                             std::size_t written) {
-    std::size_t rest = 0;
-    for (std::size_t i = 0; i < count; ++i) rest += iov[i].iov_len;
-    rest -= written;
-    o.pending.resize(rest);  // within the capacity reserved at connect time
-    o.pending_done = 0;
-    std::size_t at = 0;
-    std::size_t skip = written;
-    for (std::size_t i = 0; i < count; ++i) {
-      std::size_t len = iov[i].iov_len;
-      const auto *base = static_cast<const std::byte *>(iov[i].iov_base);
-      if (skip >= len) {
-        skip -= len;
-        continue;
-      }
-      std::memcpy(o.pending.data() + at, base + skip, len - skip);
-      at += len - skip;
-      skip = 0;
-    }
-  }
-
-  // Writes more of the pending frame. True when it is all out.
-  bool flush(int peer) {
-    outbound &o = out_[static_cast<std::size_t>(peer)];
-    while (o.has_pending()) {
-      const ssize_t n = ::send(o.fd, o.pending.data() + o.pending_done,
-                               o.pending.size() - o.pending_done, MSG_NOSIGNAL | MSG_DONTWAIT);
-      if (n < 0) {
-        if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) return false;
-        mark_lost(peer, "writing to it failed: " + errno_text(errno));
-        return false;
-      }
-      o.pending_done += static_cast<std::size_t>(n);
-    }
-    o.pending.clear();
-    o.pending_done = 0;
-    watch(o.fd, slot_kind::outbound, static_cast<std::size_t>(peer), EPOLLIN, true);
-    return true;
-  }
-
-  // The peer never writes on this connection: readable means it closed.
-  void closed_by_peer(int peer) {
-    outbound &o = out_[static_cast<std::size_t>(peer)];
-    char byte = 0;
-    const ssize_t n = ::recv(o.fd, &byte, 1, MSG_DONTWAIT);
-    if (n < 0 && (errno == EAGAIN || errno == EINTR)) return;
-    if (finalizing_) return;
-    mark_lost(peer, n == 0 ? "it closed its connection without a goodbye (it died?)"
-                           : "its connection failed: " + errno_text(errno));
-  }
-
-  void mark_lost(int peer, std::string why) {
-    outbound &o = out_[static_cast<std::size_t>(peer)];
-    if (o.st == outbound::state::lost) return;
-    if (o.fd >= 0) {
-      epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, o.fd, nullptr);
-      ::close(o.fd);
-      o.fd = -1;
-    }
-    o.st = outbound::state::lost;
-    o.lost_why = std::move(why);
-    ++unreported_;
-  }
-
-  void report_lost(record_sink &sink) {
-    for (std::size_t peer = 0; peer < out_.size(); ++peer) {
-      outbound &o = out_[peer];
-      if (o.st != outbound::state::lost || o.reported) continue;
-      o.reported = true;
-      --unreported_;
-      sink.peer_lost(static_cast<int>(peer), o.lost_why.c_str());
-    }
-  }
-
-  void check_deadlines() {
-    const auto now = clock_type::now();
-    for (std::size_t peer = 0; peer < out_.size(); ++peer) {
-      outbound &o = out_[peer];
-      if (o.st != outbound::state::connecting || now < o.deadline) continue;
-      connect_failed(o, current_address(o),
-                     "timed out after " + std::to_string(conf_.connect_timeout_ms) + " ms");
-      connect_next(static_cast<int>(peer));
-    }
-    for (std::size_t i = 0; i < in_.size(); ++i) {
-      inbound &c = in_[i];
-      if (c.fd >= 0 && c.peer < 0 && now >= c.deadline) {
-        drop(i, "sent no hello within " + std::to_string(conf_.connect_timeout_ms) + " ms");
-      }
-    }
-  }
-
-  // ---- Inbound: accept, hello, frames -------------------------------------
+  // ---- Accepting: hello, ack ------------------------------------------------
 
   int accept_all() {
     int accepted = 0;
@@ -512,171 +475,317 @@ class tcp_netmod final : public netmod {
       const int fd = ::accept4(listen_fd_, reinterpret_cast<sockaddr *>(&a), &len,
                                SOCK_NONBLOCK | SOCK_CLOEXEC);
       if (fd < 0) return accepted;
-      const int one = 1;
-      setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-      std::size_t slot = 0;
-      while (slot < in_.size() && in_[slot].fd >= 0) ++slot;
-      if (slot == in_.size()) in_.emplace_back();
-      inbound &c = in_[slot];
+      if (unproven_ >= max_unproven) {
+        log("refused a connection from " + address_text(a) + ": " + std::to_string(max_unproven) +
+            " others have not sent their hello yet");
+        ::close(fd);
+        continue;
+      }
+      no_delay(fd);
+      const int index = conn_new();
+      connection &c = conn(index);
+      c.st = connection::state::awaiting_hello;
       c.fd = fd;
       c.peer = -1;
-      c.from = address_text(a);
+      c.dialled = false;
+      c.where = address_text(a);
       c.deadline = clock_type::now() + std::chrono::milliseconds(conf_.connect_timeout_ms);
-      c.buf.resize(sizeof(hello));
-      c.filled = 0;
+      c.in.resize(sizeof(hello));
+      c.got = 0;
       ++waiting_;
-      watch(fd, slot_kind::inbound, slot, EPOLLIN, false);
+      ++unproven_;
+      watch(c, index, EPOLLIN, false);
       ++accepted;
     }
   }
 
-  void drop(std::size_t slot, const std::string &why) {
-    inbound &c = in_[slot];
-    std::string who = c.peer >= 0 ? "rank " + std::to_string(c.peer) + " (" + c.from + ")" : c.from;
+  // Drops an accepted connection that did not prove itself, or one that
+  // broke the protocol, with one line saying why.
+  void drop(int index, const std::string &why) {
+    connection &c = conn(index);
+    const std::string who =
+        c.peer >= 0 ? "rank " + std::to_string(c.peer) + " (" + c.where + ")" : c.where;
     log("dropped the connection from " + who + ": " + why);
-    release(slot);
+    if (c.st == connection::state::awaiting_hello) --unproven_;
+    release(index);
   }
 
-  void release(std::size_t slot) {
-    inbound &c = in_[slot];
-    if (c.peer < 0) --waiting_;
-    epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, c.fd, nullptr);
-    ::close(c.fd);
-    c.fd = -1;
-    c.peer = -1;
-    c.filled = 0;
-  }
-
-  int hello_ready(std::size_t slot) {
-    inbound &c = in_[slot];
-    const ssize_t n = ::recv(c.fd, c.buf.data() + c.filled, sizeof(hello) - c.filled, 0);
+  int hello_ready(int index) {
+    connection &c = conn(index);
+    const ssize_t n = ::recv(c.fd, c.in.data() + c.got, sizeof(hello) - c.got, 0);
     if (n < 0 && (errno == EAGAIN || errno == EINTR)) return 0;
     if (n <= 0) {
-      drop(slot, c.filled == 0 ? "closed without a hello" : "closed in the middle of its hello");
+      drop(index, c.got == 0 ? "closed without a hello" : "closed in the middle of its hello");
       return 1;
     }
-    c.filled += static_cast<std::size_t>(n);
-    if (c.filled < sizeof(hello)) return 1;
+    c.got += static_cast<std::size_t>(n);
+    if (c.got < sizeof(hello)) return 1;
     hello h;
-    std::memcpy(&h, c.buf.data(), sizeof h);
+    std::memcpy(&h, c.in.data(), sizeof h);
     if (const char *why = hello_check(h, mine_.tok, job_, rank_, size_)) {
-      drop(slot, why);
+      drop(index, why);
       return 1;
     }
-    for (const inbound &other : in_) {
-      if (other.fd >= 0 && other.peer == h.from) {
-        drop(slot, "a second connection from rank " + std::to_string(h.from));
-        return 1;
-      }
+    peer_link &p = peers_[static_cast<std::size_t>(h.from)];
+    if (p.accepted_conn >= 0) {
+      drop(index, "a second connection from rank " + std::to_string(h.from));
+      return 1;
     }
     if (::send(c.fd, ack_magic, sizeof ack_magic, MSG_NOSIGNAL) !=
         static_cast<ssize_t>(sizeof ack_magic)) {
-      drop(slot, "the ack could not be sent");
+      drop(index, "the ack could not be sent");
       return 1;
     }
     --waiting_;
+    --unproven_;
     c.peer = h.from;
-    c.filled = 0;
-    c.buf.resize(conf_.max_record + frame_prefix + read_slack);
+    p.accepted_conn = index;
+    open(c);
     return 1;
   }
 
-  int inbound_ready(std::size_t slot, record_sink &sink) {
-    inbound &c = in_[slot];
-    if (c.fd < 0) return 0;
-    if (c.peer < 0) return hello_ready(slot);
-    const ssize_t n = ::recv(c.fd, c.buf.data() + c.filled, c.buf.size() - c.filled, 0);
+  // ---- Open connections: frames -----------------------------------------------
+
+  // Epoll says connection `index` is ready. `sink` is null at finalize, when
+  // records are read and dropped.
+  int ready(int index, std::uint32_t events, record_sink *sink) {
+    if (static_cast<std::size_t>(index) >= conns_.size()) return 0;
+    connection &c = conn(index);
+    switch (c.st) {
+      case connection::state::dialing:
+        return dial_connected(index);
+      case connection::state::awaiting_ack:
+        return ack_ready(index);
+      case connection::state::awaiting_hello:
+        return hello_ready(index);
+      case connection::state::open:
+        if ((events & EPOLLOUT) != 0 && c.has_pending()) flush(index);
+        if ((events & (EPOLLIN | EPOLLHUP | EPOLLERR)) == 0) return 1;
+        if (c.read_done) {
+          // The peer, past its goodbye, gave up waiting for this rank's.
+          release(index);
+          return 1;
+        }
+        return frames_ready(index, sink);
+      case connection::state::free:
+        return 0;
+    }
+    return 0;
+  }
+
+  int frames_ready(int index, record_sink *sink) {
+    connection &c = conn(index);
+    if (c.place != nullptr) return body_ready(index, sink);
+    const ssize_t n =
+        ::recv(c.fd, c.in.data() + c.filled, std::min(c.in.size() - c.filled, read_chunk), 0);
     if (n < 0 && (errno == EAGAIN || errno == EINTR)) return 0;
     if (n <= 0) {
-      const int peer = c.peer;
-      const std::string why = n == 0 ? "it closed its connection without a goodbye (it died?)"
-                                     : "its connection failed: " + errno_text(errno);
-      release(slot);
-      sink.peer_lost(peer, why.c_str());
+      ended(index, n == 0 ? 0 : errno);
       return 1;
     }
     c.filled += static_cast<std::size_t>(n);
     int records = 0;
     std::size_t at = 0;
     for (;;) {
-      const frame f = frame_parse(c.buf.data() + at, c.filled - at, conf_.max_record);
-      if (f.what == frame::kind::partial) break;
+      const std::byte *start = c.in.data() + at;
+      const std::size_t have = c.filled - at;
+      const frame f = frame_parse(start, have, conf_.max_record);
+      if (f.what == frame::kind::partial) {
+        if (sink != nullptr && try_place(index, *sink, f, start, have)) at = c.filled;
+        break;
+      }
       if (f.what == frame::kind::too_long) {
-        drop(slot, "a frame of " + std::to_string(f.record_length) + " bytes (at most " +
-                       std::to_string(conf_.max_record) + ")");
+        drop(index, "a frame of " + std::to_string(f.record_length) + " bytes (at most " +
+                        std::to_string(conf_.max_record) + ")");
         return records + 1;
       }
       if (f.what == frame::kind::goodbye) {
-        release(slot);  // the peer is done sending: a clean close
+        c.goodbye = true;
+        c.filled = 0;
+        if (finalizing_) release(index);
         return records + 1;
       }
-      if (const char *why =
-              sink.record_arrived(c.peer, c.buf.data() + at + frame_prefix, f.record_length)) {
-        drop(slot, std::string("a bad packet: ") + why);
+      const std::byte *record = start + frame_prefix;
+      const std::size_t head = std::min(conf_.record_head, f.record_length);
+      if (sink != nullptr &&
+          !deliver(index, *sink, {record, head}, {record + head, f.record_length - head})) {
         return records + 1;
       }
       at += frame_prefix + f.record_length;
       ++records;
     }
     if (at > 0) {
-      std::memmove(c.buf.data(), c.buf.data() + at, c.filled - at);
+      std::memmove(c.in.data(), c.in.data() + at, c.filled - at);
       c.filled -= at;
     }
     return records;
   }
 
-  // At finalize: reads and drops whatever comes until the goodbye or EOF.
-  void drain_to_goodbye(std::size_t slot) {
-    inbound &c = in_[slot];
-    if (c.fd < 0) return;
-    if (c.peer < 0) {
-      release(slot);
-      return;
+  // The connection's stream ended (`err` 0: closed, else the error).
+  void ended(int index, int err) {
+    connection &c = conn(index);
+    if (finalizing_) {
+      release(index);
+    } else if (c.goodbye && err == 0) {
+      // A clean end of the peer's side. It waits for this rank's goodbye,
+      // so keep the socket, for writing only, until MPI_Finalize.
+      c.read_done = true;
+      watch(c, index, c.has_pending() ? std::uint32_t{EPOLLOUT} : 0U, true);
+    } else {
+      lose(index, err == 0 ? "it closed its connection without a goodbye (it died?)"
+                           : "its connection failed: " + errno_text(err));
     }
-    const ssize_t n = ::recv(c.fd, c.buf.data() + c.filled, c.buf.size() - c.filled, 0);
-    if (n < 0 && (errno == EAGAIN || errno == EINTR)) return;
-    if (n <= 0) {
-      release(slot);
-      return;
-    }
-    c.filled += static_cast<std::size_t>(n);
-    std::size_t at = 0;
-    for (;;) {
-      const frame f = frame_parse(c.buf.data() + at, c.filled - at, conf_.max_record);
-      if (f.what == frame::kind::partial) break;
-      if (f.what != frame::kind::record) {
-        release(slot);
-        return;
-      }
-      at += frame_prefix + f.record_length;
-    }
-    std::memmove(c.buf.data(), c.buf.data() + at, c.filled - at);
-    c.filled -= at;
   }
 
-  std::size_t open_inbound() const {
+  // Hands one record to the device. False when the device refused it: the
+  // connection is dropped then.
+  bool deliver(int index, record_sink &sink, std::span<const std::byte> head,
+               std::span<const std::byte> body) {
+    if (const char *why = sink.record_arrived(conn(index).peer, head, body)) {
+      drop(index, std::string("a bad packet: ") + why);
+      return false;
+    }
+    return true;
+  }
+
+  // A long record whose head is here and whose body is not: asks the device
+  // where the body goes and, when it says, moves there what of it is here.
+  // True when the record is being placed (every byte read so far is its).
+  bool try_place(int index, record_sink &sink, const frame &f, const std::byte *start,
+                 std::size_t have) {
+    connection &c = conn(index);
+    const std::size_t head = conf_.record_head;
+    if (f.record_length < head + min_placed_body || have < frame_prefix + head) return false;
+    const std::size_t body = f.record_length - head;
+    std::byte *place = sink.body_place(c.peer, {start + frame_prefix, head}, body);
+    if (place == nullptr) return false;
+    std::memcpy(c.head.data(), start + frame_prefix, head);
+    const std::size_t here = have - frame_prefix - head;  // less than body: the frame is partial
+    std::memcpy(place, start + frame_prefix + head, here);
+    c.place = place;
+    c.place_need = body;
+    c.place_got = here;
+    return true;
+  }
+
+  // Reads more of a placed body, and delivers the record once it is whole.
+  int body_ready(int index, record_sink *sink) {
+    connection &c = conn(index);
+    const ssize_t n = ::recv(c.fd, c.place + c.place_got, c.place_need - c.place_got, 0);
+    if (n < 0 && (errno == EAGAIN || errno == EINTR)) return 0;
+    if (n <= 0) {
+      ended(index, n == 0 ? 0 : errno);
+      return 1;
+    }
+    c.place_got += static_cast<std::size_t>(n);
+    if (c.place_got < c.place_need) return 1;
+    const std::byte *body = c.place;
+    c.place = nullptr;
+    if (sink != nullptr) (void)deliver(index, *sink, c.head, {body, c.place_need});
+    return 1;
+  }
+
+  // Copies what sendmsg did not take of `iov` (its first `written` bytes went).
+  static void keep_unwritten(connection &c, const iovec *iov, std::size_t count,
+                             std::size_t written) {
+    std::size_t rest = 0;
+    for (std::size_t i = 0; i < count; ++i) rest += iov[i].iov_len;
+    c.pending.resize(rest - written);  // within the capacity reserved by open()
+    c.pending_done = 0;
+    std::size_t at = 0;
+    std::size_t skip = written;
+    for (std::size_t i = 0; i < count; ++i) {
+      const std::size_t len = iov[i].iov_len;
+      if (skip >= len) {
+        skip -= len;
+        continue;
+      }
+      std::memcpy(c.pending.data() + at, static_cast<const std::byte *>(iov[i].iov_base) + skip,
+                  len - skip);
+      at += len - skip;
+      skip = 0;
+    }
+  }
+
+  // Writes more of the pending frame. True when it is all out.
+  bool flush(int index) {
+    connection &c = conn(index);
+    while (c.has_pending()) {
+      const ssize_t n = ::send(c.fd, c.pending.data() + c.pending_done,
+                               c.pending.size() - c.pending_done, MSG_NOSIGNAL | MSG_DONTWAIT);
+      if (n < 0) {
+        if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) return false;
+        lose(index, "writing to it failed: " + errno_text(errno));
+        return false;
+      }
+      c.pending_done += static_cast<std::size_t>(n);
+    }
+    c.pending.clear();
+    c.pending_done = 0;
+    watch(c, index, c.read_done ? 0U : std::uint32_t{EPOLLIN}, true);
+    return true;
+  }
+
+  // ---- Losing peers -----------------------------------------------------------
+
+  // Connection `index` broke while it was in use: its peer is lost.
+  void lose(int index, const std::string &why) {
+    const int peer = conn(index).peer;
+    release(index);
+    if (!finalizing_) lose_peer(peer, why);
+  }
+
+  // Recorded now, told to the device by the next poll.
+  void lose_peer(int peer, std::string why) {
+    peer_link &p = peers_[static_cast<std::size_t>(peer)];
+    if (p.lost) return;
+    p.lost = true;
+    p.lost_why = std::move(why);
+    ++unreported_;
+  }
+
+  void report_lost(record_sink &sink) {
+    for (std::size_t peer = 0; peer < peers_.size(); ++peer) {
+      peer_link &p = peers_[peer];
+      if (!p.lost || p.reported) continue;
+      p.reported = true;
+      --unreported_;
+      sink.peer_lost(static_cast<int>(peer), p.lost_why.c_str());
+    }
+  }
+
+  void check_deadlines() {
+    const auto now = clock_type::now();
+    for (std::size_t i = 0; i < conns_.size(); ++i) {
+      connection &c = conn(static_cast<int>(i));
+      if (now < c.deadline) continue;
+      const std::string ms = std::to_string(conf_.connect_timeout_ms) + " ms";
+      if (c.st == connection::state::dialing) {
+        dial_failed(static_cast<int>(i), "timed out after " + ms);
+      } else if (c.st == connection::state::awaiting_hello) {
+        drop(static_cast<int>(i), "sent no hello within " + ms);
+      }
+    }
+  }
+
+  // ---- Odds and ends ----------------------------------------------------------
+
+  std::size_t open_without_goodbye() const {
     std::size_t n = 0;
-    for (const inbound &c : in_) n += c.fd >= 0 ? 1 : 0;
+    for (const auto &c : conns_) n += c->st == connection::state::open && !c->goodbye ? 1 : 0;
     return n;
   }
-
-  // ---- Odds and ends ------------------------------------------------------
 
   void log(const std::string &what) const {
     const std::string line = "iris: rank " + std::to_string(rank_) + ": tcp: " + what + "\n";
     (void)!::write(STDERR_FILENO, line.data(), line.size());
   }
 
-  static void sched_pause() { ::usleep(100); }
-
   void close_all() {
-    for (outbound &o : out_) {
-      if (o.fd >= 0) ::close(o.fd);
-      o.fd = -1;
-    }
-    for (inbound &c : in_) {
-      if (c.fd >= 0) ::close(c.fd);
-      c.fd = -1;
+    for (auto &c : conns_) {
+      if (c->fd >= 0) ::close(c->fd);
+      c->fd = -1;
+      c->st = connection::state::free;
     }
     if (listen_fd_ >= 0) ::close(listen_fd_);
     if (epoll_fd_ >= 0) ::close(epoll_fd_);
@@ -691,10 +800,11 @@ class tcp_netmod final : public netmod {
   card mine_;
   int listen_fd_ = -1;
   int epoll_fd_ = -1;
-  std::vector<outbound> out_;  // indexed by peer rank
-  std::vector<inbound> in_;    // slots, reused; fd < 0 when free
-  int waiting_ = 0;            // connects and hellos with a deadline
-  int unreported_ = 0;         // lost peers not yet told to the device
+  std::vector<peer_link> peers_;                    // indexed by rank
+  std::vector<std::unique_ptr<connection>> conns_;  // slots, reused; the epoll tag is the index
+  int waiting_ = 0;                                 // dials and hellos with a deadline
+  std::size_t unproven_ = 0;                        // accepted, hello not yet checked
+  int unreported_ = 0;                              // lost peers not yet told to the device
   bool finalizing_ = false;
 };
 

@@ -1,16 +1,18 @@
 // What the TCP netmod puts on a socket, and the parsing of it: pure
 // functions, unit-tested without sockets.
 //
-// A connection carries one direction only: the rank that connected sends
-// records, the rank that accepted receives them. Each ordered pair of ranks
-// therefore has its own connection, and two ranks that connect to each other
-// at the same moment simply get two connections: there is no race to settle.
+// Once its hello is acknowledged a connection carries records both ways.
+// A rank sends every record for one peer on one connection, chosen at its
+// first send and kept (so records stay in order): the connection the peer
+// already opened to it, if any, else one it opens itself. When two ranks
+// open connections to each other at the same moment, each keeps sending on
+// its own and reads from both: the race needs no tie-break.
 //
-//   connector -> acceptor   hello (40 bytes): magic, the acceptor's token
-//                           from its business card, both ranks
-//   acceptor  -> connector  ack (8 bytes), only when the hello checks out
-//   connector -> acceptor   frames: [u32 length][record], length > 0
-//                           and then one goodbye frame (length 0) at the end
+//   dialler  -> acceptor   hello (40 bytes): magic, the acceptor's token
+//                          from its business card, both ranks, the job
+//   acceptor -> dialler    ack (8 bytes), only when the hello checks out
+//   either way             frames: [u32 length][record], length > 0, and at
+//                          MPI_Finalize one goodbye frame (length 0)
 //
 // The token is random per listener and published only in its business card,
 // which only the job's ranks can read through the process manager: a process
