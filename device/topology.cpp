@@ -134,4 +134,23 @@ void cart_attach(const communicator &comm, cart_topology topology) {
   attached()[comm.handle] = {comm.context, std::move(topology)};
 }
 
+namespace {
+
+std::map<int, std::pair<std::uint32_t, graph_topology>> &graphs() {
+  static std::map<int, std::pair<std::uint32_t, graph_topology>> map;
+  return map;
+}
+
+}  // namespace
+
+const graph_topology *graph_of(const communicator &comm) {
+  const auto it = graphs().find(comm.handle);
+  if (it == graphs().end() || it->second.first != comm.context) return nullptr;
+  return &it->second.second;
+}
+
+void graph_attach(const communicator &comm, graph_topology topology) {
+  graphs()[comm.handle] = {comm.context, std::move(topology)};
+}
+
 }  // namespace iris::device

@@ -1,5 +1,6 @@
 // Cartesian topologies: the pure computations (dimensions, coordinates,
-// ranks, shifts) and the topology attached to a communicator.
+// ranks, shifts) and the topology attached to a communicator; and
+// distributed graphs, which only remember their neighbours.
 #pragma once
 
 #include <cstdint>
@@ -27,6 +28,15 @@ struct cart_topology {
   void shift(int rank, int direction, int disp, int &source, int &dest) const;
 };
 
+// A distributed graph: this process's neighbours, in the order given.
+struct graph_topology {
+  std::vector<int> sources;  // ranks with an edge to this process
+  std::vector<int> source_weights;
+  std::vector<int> destinations;  // ranks this process has an edge to
+  std::vector<int> destination_weights;
+  bool weighted = false;
+};
+
 // MPI_Dims_create: fills the zero entries of `dims` so that the product of
 // all is `nnodes`, as close to each other as possible, in non-increasing
 // order. False when that cannot be done (a negative entry, or the product of
@@ -38,5 +48,8 @@ bool dims_create(int nnodes, std::span<int> dims);
 // another communicator does not inherit it.
 const cart_topology *cart_of(const communicator &comm);
 void cart_attach(const communicator &comm, cart_topology topology);
+// The same for distributed graphs (MPI_Dist_graph_create(_adjacent)).
+const graph_topology *graph_of(const communicator &comm);
+void graph_attach(const communicator &comm, graph_topology topology);
 
 }  // namespace iris::device

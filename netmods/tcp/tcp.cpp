@@ -553,7 +553,9 @@ class tcp_netmod final : public netmod {
     connection &c = conn(index);
     switch (c.st) {
       case connection::state::dialing:
-        return dial_connected(index);
+        // Only a writable socket has finished connecting (an event meant
+        // for an earlier connection in this slot says nothing).
+        return (events & (EPOLLOUT | EPOLLERR | EPOLLHUP)) != 0 ? dial_connected(index) : 0;
       case connection::state::awaiting_ack:
         return ack_ready(index);
       case connection::state::awaiting_hello:

@@ -1,7 +1,9 @@
-/* Environment calls: info objects, MPI_Dims_create and Cartesian
+/* Environment calls: info objects, MPI_Dims_create, distributed graphs and Cartesian
  * topologies. Every rank checks every result; errors are returned
  * (MPI_ERRORS_RETURN) and checked for their class. */
 #include <string.h>
+
+#include <stdlib.h>
 
 #include "check.h"
 
@@ -180,6 +182,67 @@ static void cartesian(int rank, int size) {
                "a grid larger than the communicator");
 }
 
+/* Checks the neighbours of `graph`: one source `left` with weight `win`,
+ * one destination `right` with weight `wout`, and that they can talk. */
+static void expect_ring(MPI_Comm graph, int rank, int left, int right, int win, int wout,
+                        const char *how) {
+  int topo = -1;
+  MPI_Topo_test(graph, &topo);
+  CHECK(topo == MPI_DIST_GRAPH, "%s: topology %d", how, topo);
+  int in = -1, out = -1, weighted = -1;
+  MPI_Dist_graph_neighbors_count(graph, &in, &out, &weighted);
+  CHECK(in == 1 && out == 1 && weighted == 1, "%s: degrees %d %d weighted %d", how, in, out,
+        weighted);
+  int src = -1, sw = -1, dst = -1, dw = -1;
+  MPI_Dist_graph_neighbors(graph, 1, &src, &sw, 1, &dst, &dw);
+  CHECK(src == left && dst == right && sw == win && dw == wout, "%s: %d(%d) -> me -> %d(%d)", how,
+        src, sw, dst, dw);
+  int got = -1;
+  MPI_Sendrecv(&rank, 1, MPI_INT, dst, 5, &got, 1, MPI_INT, src, 5, graph, MPI_STATUS_IGNORE);
+  CHECK(got == left, "%s: a message over the graph came from %d", how, got);
+}
+
+static void dist_graphs(int rank, int size) {
+  const int left = (rank - 1 + size) % size;
+  const int right = (rank + 1) % size;
+  /* Each rank names its own neighbours. */
+  const int win = 100 + left, wout = 100 + rank;
+  MPI_Comm adjacent = MPI_COMM_NULL;
+  CHECK(MPI_Dist_graph_create_adjacent(MPI_COMM_WORLD, 1, &left, &win, 1, &right, &wout,
+                                       MPI_INFO_NULL, 0, &adjacent) == MPI_SUCCESS,
+        "Dist_graph_create_adjacent");
+  expect_ring(adjacent, rank, left, right, win, wout, "adjacent");
+  MPI_Comm_free(&adjacent);
+  /* Rank 0 names every edge of the same ring; the others none. */
+  int *sources = malloc(sizeof(int) * (size_t)size);
+  int *degrees = malloc(sizeof(int) * (size_t)size);
+  int *destinations = malloc(sizeof(int) * (size_t)size);
+  int *weights = malloc(sizeof(int) * (size_t)size);
+  for (int r = 0; r < size; ++r) {
+    sources[r] = r;
+    degrees[r] = 1;
+    destinations[r] = (r + 1) % size;
+    weights[r] = 100 + r;
+  }
+  MPI_Comm general = MPI_COMM_NULL;
+  CHECK(MPI_Dist_graph_create(MPI_COMM_WORLD, rank == 0 ? size : 0, sources, degrees, destinations,
+                              weights, MPI_INFO_NULL, 0, &general) == MPI_SUCCESS,
+        "Dist_graph_create");
+  if (size > 1) expect_ring(general, rank, left, right, win, wout, "general");
+  MPI_Comm_free(&general);
+  free(sources);
+  free(degrees);
+  free(destinations);
+  free(weights);
+  int in = 0, out = 0, weighted = 0;
+  expect_class(MPI_Dist_graph_neighbors_count(MPI_COMM_WORLD, &in, &out, &weighted),
+               MPI_ERR_TOPOLOGY, "neighbors_count of world");
+  const int bad = size;
+  expect_class(MPI_Dist_graph_create_adjacent(MPI_COMM_WORLD, 1, &bad, MPI_UNWEIGHTED, 0, NULL,
+                                              MPI_WEIGHTS_EMPTY, MPI_INFO_NULL, 0, &general),
+               MPI_ERR_RANK, "a source outside the communicator");
+}
+
 int main(int argc, char **argv) {
   /* Info objects work before MPI_Init (MPI-4). */
   MPI_Info early = MPI_INFO_NULL;
@@ -198,6 +261,7 @@ int main(int argc, char **argv) {
   info_objects();
   dims();
   cartesian(rank, size);
+  dist_graphs(rank, size);
   const double t0 = MPI_Wtime();
   const double t1 = MPI_Wtime();
   CHECK(t1 >= t0 && MPI_Wtick() > 0.0 && MPI_Wtick() < 1.0, "Wtime %f %f Wtick %g", t0, t1,
