@@ -83,8 +83,8 @@ class netmod {
   virtual std::string_view name() const = 0;
   // Opens endpoints and puts this rank's business card. Throws error.
   virtual void init(pmi::client &pmi, const config &conf) = 0;
-  // Sends one record, gathered from `parts` (their total at most
-  // config.max_record). Records to one peer arrive in the order sent.
+  // Sends one record, gathered from at most three `parts` (their total at
+  // most config.max_record). Records to one peer arrive in the order sent.
   [[nodiscard]] virtual send_status send(int peer, std::span<const iovec> parts) = 0;
   // One bounded pass: returns how many events it handled.
   virtual int poll(record_sink &sink) = 0;
