@@ -39,10 +39,15 @@ struct packet_header {
 static_assert(sizeof(packet_header) == 48, "the packet header is part of the wire format");
 
 // What an RTS carries after its header: where the receiver may read the data
-// itself (cross-memory attach), when it can.
+// itself, when it can: by cross-memory attach (shared memory), or through
+// the netmod's RMA when `rma` is 1 (then rma_address and rma_key name the
+// region the netmod exposed).
 struct rts_payload {
   std::int64_t pid;
   std::uint64_t address;
+  std::uint64_t rma;
+  std::uint64_t rma_address;
+  std::uint64_t rma_key;
 };
 
 // Eager flow control counts bytes in units of 64: a message costs one unit

@@ -64,6 +64,10 @@ class net_sink final : public netmod::record_sink {
     fatal("progress", "lost rank %d (%s netmod): %s", peer, std::string(rt->net->name()).c_str(),
           why);
   }
+
+  void read_done(std::uint64_t cookie, const char *why) override {
+    rendezvous_read_done(cookie, why);
+  }
 };
 
 net_sink sink;

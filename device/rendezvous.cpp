@@ -1,7 +1,8 @@
 // Rendezvous: the sender's RTS waits for its match; then the receiver either
-// reads the data straight from the sender's memory (cross-memory attach,
-// single copy) and answers FIN, or answers CTS and the sender streams the
-// data through the ring in fragments (pipelined copy). Data only moves once
+// reads the data straight from the sender's memory (cross-memory attach over
+// shared memory, the netmod's RMA read over a network: single copy) and
+// answers FIN, or answers CTS and the sender streams the data through the
+// ring or the netmod in fragments (pipelined copy). Data only moves once
 // matched, so unexpected rendezvous messages hold no buffer memory.
 #include <sys/uio.h>
 
@@ -58,6 +59,16 @@ void reply(vc &to, packet_type type, std::uint64_t sender_request, std::uint64_t
   control_send(to, h);
 }
 
+// The data comes as data packets: CTS.
+void ask_for_data(request &r, vc &from) {
+  const std::size_t want = r.status_bytes;
+  ++rt->stats.rendezvous_pipeline;
+  ++rt->pipeline_receives;
+  r.expected = want;
+  r.progress = 0;
+  reply(from, packet_type::cts, r.peer_request, request_id(r), want);
+}
+
 }  // namespace
 
 void rendezvous_matched(request &r, vc &from, std::uint64_t sender_request,
@@ -71,14 +82,29 @@ void rendezvous_matched(request &r, vc &from, std::uint64_t sender_request,
     reply(from, packet_type::fin, sender_request, 0, 0);
     return;
   }
-  // The kernel refused a read: stop trying with this peer. Either way the
-  // data now comes through the ring.
+  // The kernel refused a read: stop trying with this peer.
   if (from.via == transport::shm && cma_wanted(from, want)) from.cma_usable = false;
-  ++rt->stats.rendezvous_pipeline;
-  ++rt->pipeline_receives;
-  r.expected = want;
-  r.progress = 0;
-  reply(from, packet_type::cts, sender_request, request_id(r), want);
+  // The netmod reads the sender's exposed buffer; FIN once it is here. A
+  // read it cannot start now goes the packet way instead of waiting.
+  if (from.via == transport::net && where.rma == 1 &&
+      rt->net->rma_read(from.world_rank, netmod::remote_region{where.rma_address, where.rma_key},
+                        r.buffer, want, request_id(r)) == netmod::send_status::done) {
+    return;
+  }
+  ask_for_data(r, from);
+}
+
+void rendezvous_read_done(std::uint64_t receiver_request, const char *why) {
+  request *r = rt->requests.from_id(receiver_request, request_kind::recv);
+  if (r == nullptr || r->complete || r->peer < 0) return;  // cannot be: ours, started once
+  vc &from = rt->vcs[static_cast<std::size_t>(r->peer)];
+  if (why != nullptr) {
+    ask_for_data(*r, from);  // the sender's data is still there
+    return;
+  }
+  ++rt->stats.rendezvous_rma;
+  request_complete(*r);
+  reply(from, packet_type::fin, r->peer_request, 0, 0);
 }
 
 const char *rendezvous_on_cts(vc &from, const packet_header &h) {

@@ -11,6 +11,7 @@
 #include "device/match.hpp"
 #include "device/packet.hpp"
 #include "device/pool.hpp"
+#include "netmods/netmod.hpp"
 
 namespace iris::device {
 
@@ -69,7 +70,9 @@ struct request {
   std::size_t progress = 0;        // send: bytes streamed; recv: bytes arrived (rendezvous)
   std::size_t expected = 0;        // send: bytes the receiver wants; recv: bytes to arrive
   std::uint64_t peer_request = 0;  // the other side's request id (rendezvous)
-  int peer = -1;                   // world rank of the other side once known
+  bool rma_exposed = false;        // rendezvous send: the netmod exposes `buffer` as `region`
+  netmod::remote_region region{};
+  int peer = -1;  // world rank of the other side once known
   const communicator *comm = nullptr;
   // The outcome, valid once complete.
   int status_source = 0;

@@ -123,6 +123,7 @@ void net_setup(runtime &r) {
       std::max({r.config.net_eager_limit, r.config.net_fragment_size, sizeof(rts_payload)});
   c.record_head = sizeof(packet_header);
   c.interface = r.config.tcp_interface;
+  c.provider = r.config.ofi_provider;
   c.port_base = r.config.tcp_port;
   c.connect_timeout_ms = r.config.tcp_connect_timeout_ms;
   try {
@@ -182,18 +183,19 @@ void describe(const runtime &r, const node_layout &layout) {
 
 void stats_print(const runtime &r) {
   const statistics &s = r.stats;
-  std::fprintf(stderr,
-               "iris: rank %d stats: sent eager %llu, eager-sync %llu, rendezvous %llu "
-               "(credit stalls %llu); received rendezvous by cma %llu, by pipeline %llu; "
-               "credit packets %llu; unexpected peak %zu messages, %zu bytes\n",
-               r.rank, static_cast<unsigned long long>(s.eager),
-               static_cast<unsigned long long>(s.eager_sync),
-               static_cast<unsigned long long>(s.rendezvous),
-               static_cast<unsigned long long>(s.credit_stalls),
-               static_cast<unsigned long long>(s.rendezvous_cma),
-               static_cast<unsigned long long>(s.rendezvous_pipeline),
-               static_cast<unsigned long long>(s.credit_packets), s.unexpected_depth_peak,
-               s.unexpected_bytes_peak);
+  std::fprintf(
+      stderr,
+      "iris: rank %d stats: sent eager %llu, eager-sync %llu, rendezvous %llu "
+      "(credit stalls %llu); received rendezvous by cma %llu, by rma %llu, by pipeline %llu; "
+      "credit packets %llu; unexpected peak %zu messages, %zu bytes\n",
+      r.rank, static_cast<unsigned long long>(s.eager),
+      static_cast<unsigned long long>(s.eager_sync), static_cast<unsigned long long>(s.rendezvous),
+      static_cast<unsigned long long>(s.credit_stalls),
+      static_cast<unsigned long long>(s.rendezvous_cma),
+      static_cast<unsigned long long>(s.rendezvous_rma),
+      static_cast<unsigned long long>(s.rendezvous_pipeline),
+      static_cast<unsigned long long>(s.credit_packets), s.unexpected_depth_peak,
+      s.unexpected_bytes_peak);
 }
 
 }  // namespace

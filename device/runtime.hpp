@@ -54,6 +54,7 @@ struct statistics {
   std::uint64_t eager_sync = 0;
   std::uint64_t rendezvous = 0;           // sent
   std::uint64_t rendezvous_cma = 0;       // received by reading the sender's memory
+  std::uint64_t rendezvous_rma = 0;       // received by the netmod's RMA read
   std::uint64_t rendezvous_pipeline = 0;  // received through the ring
   std::uint64_t credit_stalls = 0;        // eager-sized sends that went by rendezvous
   std::uint64_t credit_packets = 0;
@@ -185,6 +186,9 @@ const char *packet_deliver(vc &from, const packet_header &h, const std::byte *pa
 // Rendezvous: a receive `r` has matched an RTS of `from`.
 void rendezvous_matched(request &r, vc &from, std::uint64_t sender_request,
                         const rts_payload &where);
+// The netmod's RMA read for receive `receiver_request` ended (why: nullptr,
+// or what failed: then the data is asked for as packets).
+void rendezvous_read_done(std::uint64_t receiver_request, const char *why);
 const char *rendezvous_on_cts(vc &from, const packet_header &h);
 const char *rendezvous_on_data(vc &from, const packet_header &h, const std::byte *payload);
 // Where the `payload` bytes of data packet `h` from `from` belong, if it is

@@ -36,7 +36,13 @@ packet_header message_header(packet_type type, const match_key &key, std::size_t
 bool message_write(vc &to, request &r) {
   const packet_header h = message_header(r.protocol, r.key, r.bytes, request_id(r));
   if (r.protocol == packet_type::rts) {
-    const rts_payload where{getpid(), reinterpret_cast<std::uint64_t>(r.buffer)};
+    rts_payload where{getpid(), reinterpret_cast<std::uint64_t>(r.buffer), 0, 0, 0};
+    // Over a netmod with RMA, the receiver reads the data itself. Exposed
+    // once: a write that found no room comes back here.
+    if (to.via == transport::net && rt->config.net_rma && !r.rma_exposed && r.bytes != 0) {
+      r.rma_exposed = rt->net->rma_expose(r.buffer, r.bytes, r.region);
+    }
+    if (r.rma_exposed) where = {where.pid, where.address, 1, r.region.address, r.region.key};
     if (!packet_write(to, h, &where, sizeof(where))) return false;
     r.state = send_state::wait_reply;
     return true;
@@ -173,6 +179,10 @@ request *send_start(const communicator &comm, std::uint32_t context, const void 
 
 void send_done(request &r) {
   if (r.protocol == packet_type::rts && r.state != send_state::done) --rt->rendezvous_sends;
+  if (r.rma_exposed) {
+    rt->net->rma_conceal(r.region);
+    r.rma_exposed = false;
+  }
   r.state = send_state::done;
   request_complete(r);
 }

@@ -56,6 +56,12 @@ constexpr tunable table[] = {
     {"IRIS_TCP_IF", 0, 0, 0, free_text,
      "tcp: the network interface (e.g. eth0) to listen on and publish; empty publishes every "
      "IPv4 interface that is up, loopback last, and a peer tries them in that order"},
+    {"IRIS_NET_RMA", 1, 0, 1, nullptr,
+     "1: when the netmod can read a peer's memory (ofi with FI_RMA), a rendezvous receiver reads "
+     "the sender's buffer itself; 0: the data always comes as packets after a CTS"},
+    {"IRIS_OFI_PROVIDER", 0, 0, 0, free_text,
+     "ofi: the libfabric provider to use (e.g. tcp;ofi_rxm, sockets, shm); empty takes the "
+     "first that fits, after libfabric's own FI_PROVIDER filter"},
     {"IRIS_TCP_PORT", 0, 0, 65535, nullptr,
      "tcp: 0 listens on any free port; N makes rank r listen on port N + r"},
     {"IRIS_TCP_CONNECT_TIMEOUT", 5000, 1, 3600 * 1000, nullptr,
@@ -162,6 +168,8 @@ settings settings_load() {
   s.netmod = choice_of("IRIS_NETMOD");
   s.use_shm = value_of("IRIS_SHM") != 0;
   s.tcp_interface = text_of("IRIS_TCP_IF");
+  s.net_rma = value_of("IRIS_NET_RMA") != 0;
+  s.ofi_provider = text_of("IRIS_OFI_PROVIDER");
   s.tcp_port = static_cast<int>(value_of("IRIS_TCP_PORT"));
   s.tcp_connect_timeout_ms = static_cast<int>(value_of("IRIS_TCP_CONNECT_TIMEOUT"));
   s.debug = value_of("IRIS_DEBUG") != 0;

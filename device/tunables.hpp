@@ -38,6 +38,8 @@ struct settings {
   std::string netmod;    // one of the built netmods
   bool use_shm;          // false: every peer through the netmod
   std::string tcp_interface;
+  bool net_rma = true;
+  std::string ofi_provider;
   int tcp_port;
   int tcp_connect_timeout_ms;
   int spin_count;  // -1: chosen at start-up

@@ -10,6 +10,13 @@
 //   finalize()            after the device's last barrier: flush what is
 //                         queued, say goodbye to every peer, close
 //
+// Large data (optional, for netmods with RMA such as OFI): the sender of a
+// rendezvous exposes its buffer (rma_expose) and names the region in its
+// RTS; the receiver reads it (rma_read), the netmod tells the sink when the
+// read is done (read_done), and the receiver answers FIN; the sender then
+// conceals the region (rma_conceal). A netmod without RMA exposes nothing,
+// and the data is streamed in records after a CTS instead.
+//
 // A netmod moves records (the device's packets) and knows nothing of MPI:
 // it never reads a record's bytes. It keeps each sender's records in order,
 // and bounds what a stranger can make it hold: a record longer than
@@ -21,6 +28,7 @@
 #include <sys/uio.h>
 
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <span>
 #include <stdexcept>
@@ -45,8 +53,15 @@ struct config {
   std::size_t max_record = 0;   // longest record the device sends or accepts
   std::size_t record_head = 0;  // a record's first bytes, which say where its body may go
   std::string interface;        // IRIS_TCP_IF: empty chooses
+  std::string provider;         // IRIS_OFI_PROVIDER: empty lets libfabric choose
   int port_base = 0;            // IRIS_TCP_PORT: 0 any port, else rank r listens on base + r
   int connect_timeout_ms = 0;   // IRIS_TCP_CONNECT_TIMEOUT: per address tried
+};
+
+// A peer's memory that this rank may read: what an RTS carries.
+struct remote_region {
+  std::uint64_t address = 0;  // as the netmod's RMA reads name it
+  std::uint64_t key = 0;
 };
 
 enum class send_status {
@@ -71,6 +86,10 @@ class record_sink {
   // `peer`, which had spoken to this rank, went away without saying goodbye
   // (it died, or its host did): `why` says how.
   virtual void peer_lost(int peer, const char *why) = 0;
+  // The rma_read started with `cookie` has finished: `why` is nullptr when
+  // every byte arrived, else why the read failed (the device then asks for
+  // the data as records).
+  virtual void read_done(std::uint64_t cookie, const char *why) = 0;
 
  protected:
   ~record_sink() = default;
@@ -92,7 +111,33 @@ class netmod {
   virtual void finalize() = 0;
   // One line for IRIS_DEBUG: what this rank listens on.
   virtual std::string describe() const = 0;
+
+  // Large data (see the top). Makes [buffer, buffer + length) readable by
+  // peers until rma_conceal(region); false when this netmod cannot.
+  virtual bool rma_expose(const void *buffer, std::size_t length, remote_region &region) {
+    (void)buffer, (void)length, (void)region;
+    return false;
+  }
+  virtual void rma_conceal(const remote_region &region) { (void)region; }
+  // Starts reading `length` bytes of `peer`'s `region` into `to`; read_done
+  // reports the end from a later poll(). retry: it cannot start now.
+  [[nodiscard]] virtual send_status rma_read(int peer, const remote_region &region, void *to,
+                                             std::size_t length, std::uint64_t cookie) {
+    (void)peer, (void)region, (void)to, (void)length, (void)cookie;
+    return send_status::retry;
+  }
 };
+
+// A 64-bit hash (FNV-1a) of the job id: what tells this job's traffic from
+// another's.
+inline std::uint64_t job_hash(std::string_view job_id) {
+  std::uint64_t h = 0xcbf29ce484222325ULL;
+  for (char ch : job_id) {
+    h ^= static_cast<unsigned char>(ch);
+    h *= 0x100000001b3ULL;
+  }
+  return h;
+}
 
 // The registry, generated from the configure-time list (-Dnetmods=...).
 // The names of the built netmods, the default first, comma-separated.

@@ -66,13 +66,4 @@ std::optional<card> card_parse(std::string_view text) {
   return c;
 }
 
-std::uint64_t job_hash(std::string_view job_id) {
-  std::uint64_t h = 0xcbf29ce484222325ULL;
-  for (char ch : job_id) {
-    h ^= static_cast<unsigned char>(ch);
-    h *= 0x100000001b3ULL;
-  }
-  return h;
-}
-
 }  // namespace iris::netmod::tcp

@@ -75,7 +75,4 @@ std::string card_format(const card &c);
 // nullopt when `text` is not a card.
 std::optional<card> card_parse(std::string_view text);
 
-// A 64-bit hash (FNV-1a) of the job id.
-std::uint64_t job_hash(std::string_view job_id);
-
 }  // namespace iris::netmod::tcp
