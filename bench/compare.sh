@@ -7,6 +7,9 @@
 # Prints each run's table into OUT (default /tmp/iris-compare) and the paths.
 # TRANSPORT=tcp compares the TCP paths instead of shared memory: Iris with
 # IRIS_SHM=0, MPICH with UCX_TLS=tcp,self, Open MPI with its tcp btl.
+# TRANSPORT=ofi compares libfabric's tcp;ofi_rxm provider: Iris's OFI netmod,
+# Iris's TCP netmod (the 1.5x bar), and Open MPI's ofi mtl (pml cm); MPICH
+# (built on UCX here) has no OFI path and is left out.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build}
@@ -19,12 +22,18 @@ mkdir -p "$out"
 ninja -C "$build" bench/pt2pt >/dev/null
 transport=${TRANSPORT:-shm}
 iris_env="" mpich_env="" ompi_args=""
+names="iris mpich openmpi"
 if [ "$transport" = tcp ]; then
   iris_env="env IRIS_SHM=0" mpich_env="env UCX_TLS=tcp,self" ompi_args="--mca pml ob1 --mca btl self,tcp"
+elif [ "$transport" = ofi ]; then
+  iris_env="env IRIS_SHM=0 IRIS_NETMOD=ofi IRIS_OFI_PROVIDER=tcp;ofi_rxm"
+  ompi_args="--mca pml cm --mca mtl ofi --mca mtl_ofi_provider_include tcp;ofi_rxm"
+  names="iris iris_tcp openmpi"
 fi
 declare -A run
 run[iris]="$iris_env $build/pmi/mpiexec -n 2 $build/bench/pt2pt"
-if command -v mpicc.mpich >/dev/null; then
+run[iris_tcp]="env IRIS_SHM=0 IRIS_NETMOD=tcp $build/pmi/mpiexec -n 2 $build/bench/pt2pt"
+if [ "$transport" != ofi ] && command -v mpicc.mpich >/dev/null; then
   mpicc.mpich -O2 -Wno-stringop-overflow -o "$out/pt2pt.mpich" bench/pt2pt.c
   run[mpich]="$mpich_env mpiexec.mpich -n 2 $out/pt2pt.mpich"
 fi
@@ -34,7 +43,7 @@ if command -v mpicc.openmpi >/dev/null; then
 fi
 
 for round in $(seq 1 "$rounds"); do
-  for name in iris mpich openmpi; do
+  for name in $names; do
     [ -n "${run[$name]:-}" ] || continue
     file="$out/$name.$round.txt"
     # shellcheck disable=SC2086  # the command line is meant to split
