@@ -107,6 +107,23 @@ void shm_setup(runtime &r, const node_layout &layout) {
   }
 }
 
+}  // namespace
+
+netmod::config netmod_config(const settings &s) {
+  netmod::config c;
+  c.max_record = sizeof(packet_header) +
+                 std::max({s.net_eager_limit, s.net_fragment_size, sizeof(rts_payload)});
+  c.record_head = sizeof(packet_header);
+  c.interface = s.tcp_interface;
+  c.provider = s.ofi_provider;
+  c.library = s.ofi_library;
+  c.port_base = s.tcp_port;
+  c.connect_timeout_ms = s.tcp_connect_timeout_ms;
+  return c;
+}
+
+namespace {
+
 // Peers on other nodes (every peer, with IRIS_SHM=0) are reached through
 // the netmod, created only when there is one: it puts its business card
 // before shm_setup's fence.
@@ -117,15 +134,7 @@ void net_setup(runtime &r) {
     remote = remote || (peer != r.rank && (!r.config.use_shm || r.pmi->node_of(peer) != node));
   }
   if (!remote) return;
-  netmod::config c;
-  c.max_record =
-      sizeof(packet_header) +
-      std::max({r.config.net_eager_limit, r.config.net_fragment_size, sizeof(rts_payload)});
-  c.record_head = sizeof(packet_header);
-  c.interface = r.config.tcp_interface;
-  c.provider = r.config.ofi_provider;
-  c.port_base = r.config.tcp_port;
-  c.connect_timeout_ms = r.config.tcp_connect_timeout_ms;
+  const netmod::config c = netmod_config(r.config);
   try {
     r.net = netmod::netmod_create(r.config.netmod);
     r.net->init(*r.pmi, c);

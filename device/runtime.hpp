@@ -94,6 +94,9 @@ struct runtime {
 extern runtime *rt;
 
 // MPI_Init's work. Returns MPI_SUCCESS or prints why and ends the job.
+// What the netmod is told at init, from the tunables.
+netmod::config netmod_config(const settings &s);
+
 int runtime_init(int required_thread_level);
 int runtime_finalize();
 

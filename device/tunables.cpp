@@ -62,6 +62,9 @@ constexpr tunable table[] = {
     {"IRIS_OFI_PROVIDER", 0, 0, 0, free_text,
      "ofi: the libfabric provider to use (e.g. tcp;ofi_rxm, sockets, shm); empty takes the "
      "first that fits, after libfabric's own FI_PROVIDER filter"},
+    {"IRIS_OFI_LIBRARY", 0, 0, 0, free_text,
+     "ofi: the libfabric shared library to load when the ofi netmod starts (a file name or "
+     "path); empty loads libfabric.so.1 from the loader's usual places"},
     {"IRIS_TCP_PORT", 0, 0, 65535, nullptr,
      "tcp: 0 listens on any free port; N makes rank r listen on port N + r"},
     {"IRIS_TCP_CONNECT_TIMEOUT", 5000, 1, 3600 * 1000, nullptr,
@@ -170,6 +173,7 @@ settings settings_load() {
   s.tcp_interface = text_of("IRIS_TCP_IF");
   s.net_rma = value_of("IRIS_NET_RMA") != 0;
   s.ofi_provider = text_of("IRIS_OFI_PROVIDER");
+  s.ofi_library = text_of("IRIS_OFI_LIBRARY");
   s.tcp_port = static_cast<int>(value_of("IRIS_TCP_PORT"));
   s.tcp_connect_timeout_ms = static_cast<int>(value_of("IRIS_TCP_CONNECT_TIMEOUT"));
   s.debug = value_of("IRIS_DEBUG") != 0;

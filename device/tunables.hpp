@@ -40,6 +40,7 @@ struct settings {
   std::string tcp_interface;
   bool net_rma = true;
   std::string ofi_provider;
+  std::string ofi_library;
   int tcp_port;
   int tcp_connect_timeout_ms;
   int spin_count;  // -1: chosen at start-up

@@ -54,6 +54,7 @@ struct config {
   std::size_t record_head = 0;  // a record's first bytes, which say where its body may go
   std::string interface;        // IRIS_TCP_IF: empty chooses
   std::string provider;         // IRIS_OFI_PROVIDER: empty lets libfabric choose
+  std::string library;          // IRIS_OFI_LIBRARY: empty loads libfabric.so.1
   int port_base = 0;            // IRIS_TCP_PORT: 0 any port, else rank r listens on base + r
   int connect_timeout_ms = 0;   // IRIS_TCP_CONNECT_TIMEOUT: per address tried
 };
@@ -111,6 +112,10 @@ class netmod {
   virtual void finalize() = 0;
   // One line for IRIS_DEBUG: what this rank listens on.
   virtual std::string describe() const = 0;
+  // What init(conf) would choose on this host (interfaces, provider), found
+  // without opening anything a peer could reach and without a job: one line
+  // for iris_info and mpiexec --info. Throws error where init would.
+  virtual std::string preview(const config &conf) = 0;
 
   // Large data (see the top). Makes [buffer, buffer + length) readable by
   // peers until rma_conceal(region); false when this netmod cannot.

@@ -29,6 +29,7 @@
 #include <string>
 #include <vector>
 
+#include "netmods/ofi/library.hpp"
 #include "netmods/ofi/ofi.hpp"
 #include "netmods/ofi/sequence.hpp"
 #include "pmi/pmi.hpp"
@@ -79,8 +80,8 @@ struct registration {
   std::uint64_t last_use = 0;
 };
 
-std::string fi_text(int rc) {
-  return fi_strerror(rc < 0 ? -rc : rc);
+std::string fi_text(const library &lib, int rc) {
+  return lib.strerror(rc < 0 ? -rc : rc);
 }
 
 std::string hex_of(const std::byte *data, std::size_t n) {
@@ -128,8 +129,8 @@ bool card_parse(std::string_view card, std::uint64_t &token, std::vector<std::by
 }
 
 // The hints every provider must satisfy; `caps` says whether RMA is asked.
-fi_info *hints_for(const std::string &provider, std::uint64_t caps) {
-  fi_info *hints = fi_allocinfo();
+fi_info *hints_for(const library &lib, const std::string &provider, std::uint64_t caps) {
+  fi_info *hints = lib.dupinfo(nullptr);
   if (hints == nullptr) throw error("ofi: fi_allocinfo failed: out of memory");
   hints->caps = caps;
   hints->mode = FI_CONTEXT | FI_CONTEXT2;
@@ -144,18 +145,18 @@ fi_info *hints_for(const std::string &provider, std::uint64_t caps) {
   return hints;
 }
 
-fi_info *getinfo(const std::string &provider, std::uint64_t caps) {
-  fi_info *hints = hints_for(provider, caps);
+fi_info *getinfo(const library &lib, const std::string &provider, std::uint64_t caps) {
+  fi_info *hints = hints_for(lib, provider, caps);
   fi_info *found = nullptr;
-  const int rc = fi_getinfo(api_version, nullptr, nullptr, 0, hints, &found);
-  fi_freeinfo(hints);
+  const int rc = lib.getinfo(api_version, nullptr, nullptr, 0, hints, &found);
+  lib.freeinfo(hints);
   return rc == 0 ? found : nullptr;
 }
 
 // Why no provider fits: each provider libfabric has here, and what it lacks.
-std::string why_none(const std::string &provider) {
+std::string why_none(const library &lib, const std::string &provider) {
   fi_info *all = nullptr;
-  if (fi_getinfo(api_version, nullptr, nullptr, 0, nullptr, &all) != 0 || all == nullptr) {
+  if (lib.getinfo(api_version, nullptr, nullptr, 0, nullptr, &all) != 0 || all == nullptr) {
     return "libfabric found no provider at all on this host" +
            std::string(provider.empty() ? "" : " (IRIS_OFI_PROVIDER=" + provider + ")");
   }
@@ -189,7 +190,7 @@ std::string why_none(const std::string &provider) {
     auto [it, fresh] = verdicts.try_emplace(name, closeness, why);
     if (!fresh && closeness > it->second.first) it->second = {closeness, why};
   }
-  fi_freeinfo(all);
+  lib.freeinfo(all);
   std::string found;
   for (const auto &[name, verdict] : verdicts) {
     found += (found.empty() ? "" : "; ") + name;
@@ -218,6 +219,7 @@ class ofi_netmod final : public netmod {
     if (getrandom(&token_, sizeof(token_), 0) != static_cast<ssize_t>(sizeof(token_))) {
       throw error("ofi: cannot draw a random token: " + std::string(std::strerror(errno)));
     }
+    lib_ = &load_library(conf.library);
     choose_provider();
     open_endpoint();
     make_buffers();
@@ -227,7 +229,7 @@ class ofi_netmod final : public netmod {
     std::byte name[512];
     std::size_t length = sizeof(name);
     if (const int rc = fi_getname(&ep_->fid, name, &length); rc != 0) {
-      throw error("ofi: fi_getname on " + provider_ + " failed: " + fi_text(rc));
+      throw error("ofi: fi_getname on " + provider_ + " failed: " + fi_text(*lib_, rc));
     }
     address_ = hex_of(name, length);
     if (address_.size() > pmi::max_value_length) {
@@ -269,7 +271,7 @@ class ofi_netmod final : public netmod {
     }
     if (rc == -FI_EAGAIN) return send_status::retry;  // the device polls, then tries again
     if (rc != 0) {
-      lose(peer, "sending failed: " + fi_text(rc));
+      lose(peer, "sending failed: " + fi_text(*lib_, rc));
       return send_status::retry;
     }
     ++p.out_seq;
@@ -345,6 +347,15 @@ class ofi_netmod final : public netmod {
            std::to_string(inject_buffer_.size()) + " B, " + std::to_string(rx_ops_.size()) +
            " receive buffers of " + std::to_string(slot_bytes_) + " B, " + "rendezvous by " +
            (rma_ ? "RMA read" : "packets") + ", address " + address_;
+  }
+
+  std::string preview(const config &conf) override {
+    conf_ = conf;
+    lib_ = &load_library(conf.library);
+    choose_provider();
+    return "ofi: provider " + provider_ + ", domain " + domain_name_ + ", rendezvous by " +
+           (rma_ ? "RMA read" : "packets") + ", libfabric from " +
+           (conf.library.empty() ? std::string(default_library) : conf.library);
   }
 
   bool rma_expose(const void *buffer, std::size_t length, remote_region &region) override {
@@ -429,10 +440,10 @@ class ofi_netmod final : public netmod {
 
   void choose_provider() {
     // RMA first: then rendezvous reads the sender's memory.
-    info_ = getinfo(conf_.provider, FI_MSG | FI_RMA | FI_READ | FI_REMOTE_READ);
+    info_ = getinfo(*lib_, conf_.provider, FI_MSG | FI_RMA | FI_READ | FI_REMOTE_READ);
     rma_ = info_ != nullptr;
-    if (info_ == nullptr) info_ = getinfo(conf_.provider, FI_MSG);
-    if (info_ == nullptr) throw error("ofi: " + why_none(conf_.provider));
+    if (info_ == nullptr) info_ = getinfo(*lib_, conf_.provider, FI_MSG);
+    if (info_ == nullptr) throw error("ofi: " + why_none(*lib_, conf_.provider));
     provider_ = info_->fabric_attr->prov_name;
     domain_name_ = info_->domain_attr->name != nullptr ? info_->domain_attr->name : "?";
     virtual_addresses_ = (info_->domain_attr->mr_mode & FI_MR_VIRT_ADDR) != 0;
@@ -450,11 +461,12 @@ class ofi_netmod final : public netmod {
 
   void check(int rc, const char *call) {
     if (rc != 0)
-      throw error("ofi: " + std::string(call) + " on " + provider_ + " failed: " + fi_text(rc));
+      throw error("ofi: " + std::string(call) + " on " + provider_ +
+                  " failed: " + fi_text(*lib_, rc));
   }
 
   void open_endpoint() {
-    check(fi_fabric(info_->fabric_attr, &fabric_, nullptr), "fi_fabric");
+    check(lib_->fabric(info_->fabric_attr, &fabric_, nullptr), "fi_fabric");
     check(fi_domain(fabric_, info_, &domain_, nullptr), "fi_domain");
     fi_cq_attr cq_attr{};
     cq_attr.format = FI_CQ_FORMAT_MSG;
@@ -539,7 +551,8 @@ class ofi_netmod final : public netmod {
       ++started;
       if (rc != 0) {
         release_read(*o);
-        read_error_ = "starting a read of its memory failed: " + fi_text(static_cast<int>(rc));
+        read_error_ =
+            "starting a read of its memory failed: " + fi_text(*lib_, static_cast<int>(rc));
         sink.read_done(o->cookie, read_error_.c_str());
       }
       return true;
@@ -633,7 +646,7 @@ class ofi_netmod final : public netmod {
     const char *detail =
         fi_cq_strerror(cq_, err.prov_errno, err.err_data, provider_text, sizeof provider_text);
     const std::string why =
-        fi_text(err.err) +
+        fi_text(*lib_, err.err) +
         (detail != nullptr && *detail != '\0' ? std::string(" (") + detail + ")" : std::string());
     auto *o = static_cast<operation *>(err.op_context);
     if (o == nullptr) {
@@ -690,7 +703,7 @@ class ofi_netmod final : public netmod {
     const int inserted = fi_av_insert(av_, raw.data(), 1, &a, 0, nullptr);
     if (inserted != 1) {
       lose(peer, "fi_av_insert refused its address " + card.substr(0, 64) + ": " +
-                     fi_text(inserted < 0 ? inserted : -FI_EINVAL));
+                     fi_text(*lib_, inserted < 0 ? inserted : -FI_EINVAL));
       return false;
     }
     p.address = out = a;
@@ -754,7 +767,7 @@ class ofi_netmod final : public netmod {
     if (cq_ != nullptr) fi_close(&cq_->fid);
     if (domain_ != nullptr) fi_close(&domain_->fid);
     if (fabric_ != nullptr) fi_close(&fabric_->fid);
-    if (info_ != nullptr) fi_freeinfo(info_);
+    if (info_ != nullptr) lib_->freeinfo(info_);
     ep_ = nullptr;
     av_ = nullptr;
     cq_ = nullptr;
@@ -763,6 +776,7 @@ class ofi_netmod final : public netmod {
     info_ = nullptr;
   }
 
+  const library *lib_ = nullptr;
   pmi::client *pmi_ = nullptr;
   config conf_;
   int rank_ = 0;

@@ -193,6 +193,17 @@ class tcp_netmod final : public netmod {
     close_all();
   }
 
+  std::string preview(const config &conf) override {
+    conf_ = conf;
+    const reachable r = choose_addresses();
+    std::string text = "tcp: card addresses ";
+    for (std::size_t i = 0; i < r.addresses.size(); ++i) {
+      text += (i != 0 ? "," : "") + r.addresses[i];
+    }
+    return text + (conf.port_base == 0 ? ", any free port"
+                                       : ", port " + std::to_string(conf.port_base) + " + rank");
+  }
+
   std::string describe() const override {
     std::string text = "tcp listening on port " + std::to_string(mine_.port) + ", card addresses ";
     for (std::size_t i = 0; i < mine_.addresses.size(); ++i) {

@@ -10,9 +10,13 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <exception>
 #include <memory>
+#include <string>
 
 #include "pmi/mpiexec/binding.hpp"
 #include "pmi/mpiexec/cleanup.hpp"
@@ -149,6 +153,30 @@ int run_job(options opts) {
   return end.exit_code;
 }
 
+// --info: iris_info, installed beside mpiexec (or, in the build tree, in
+// device/), with the -x settings given before --info.
+int run_info(const options &opts) {
+  std::string here;
+  char self[4096];
+  const ssize_t n = ::readlink("/proc/self/exe", self, sizeof(self) - 1);
+  if (n > 0) {
+    here.assign(self, static_cast<std::size_t>(n));
+    here.erase(here.find_last_of('/') + 1);
+  }
+  for (const env_setting &e : opts.env) {
+    if (e.value) ::setenv(e.name.c_str(), e.value->c_str(), 1);
+  }
+  for (const std::string &path : {here + "iris_info", std::string(IRIS_INFO_BUILD_PATH)}) {
+    if (::access(path.c_str(), X_OK) != 0) continue;
+    ::execl(path.c_str(), path.c_str(), static_cast<char *>(nullptr));
+    report("--info: cannot run " + path + ": " + std::strerror(errno));
+    return launch_failure_code;
+  }
+  report("--info: iris_info is neither beside mpiexec (" + here + ") nor at " +
+         IRIS_INFO_BUILD_PATH);
+  return launch_failure_code;
+}
+
 }  // namespace
 }  // namespace iris::mpiexec
 
@@ -165,6 +193,7 @@ int main(int argc, char **argv) {
     print_help(stdout);
     return 0;
   }
+  if (opts.info) return run_info(opts);
   try {
     return run_job(std::move(opts));
   } catch (const std::exception &e) {

@@ -123,6 +123,15 @@ constexpr std::array option_table{
         .apply = [](options &o, std::string_view v) { o.env.push_back(parse_env(v)); },
     },
     option_spec{
+        .names = {"--info", ""},
+        .value_name = "",
+        .default_text = "",
+        .help = "print this build's configuration, the netmod a job started now would use "
+                "and what it would choose (interfaces, libfabric provider), and every IRIS_* "
+                "setting, then exit; -x settings before it apply",
+        .apply = [](options &o, std::string_view) { o.info = true; },
+    },
+    option_spec{
         .names = {"-h", "--help"},
         .value_name = "",
         .default_text = "",
@@ -204,7 +213,7 @@ options parse_options(int argc, char **argv) {
       throw usage_error("option " + std::string(arg) + " takes no value");
     }
     spec->apply(opts, value);
-    if (opts.help) return opts;
+    if (opts.help || opts.info) return opts;
   }
 
   if (opts.nranks == 0) {

@@ -29,6 +29,7 @@ struct env_setting {
 
 struct options {
   bool help = false;
+  bool info = false;  // --info: run iris_info instead of a job
   int nranks = 0;
   int nodes = 1;  // simulated nodes the ranks are spread over
   bind_policy bind = bind_policy::automatic;

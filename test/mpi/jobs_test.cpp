@@ -291,6 +291,72 @@ TEST_F(FailureTest, NoFittingOfiProviderSaysWhyEachWasRefused) {
       << r.output;
 }
 
+// mpiexec --info shows the netmod a job would use and what it would choose.
+TEST(Info, ShowsTheDefaultNetmodAndWhatItWouldChoose) {
+  const std::string first = netmods_built.substr(1, netmods_built.find(',', 1) - 1);
+  const run_result r = run({mpiexec, "--info"}, 30, {{"IRIS_NETMOD", ""}});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("netmod: " + first + " (the build's default"), std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("\n" + first + ": "), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("IRIS_NETMOD = " + first), std::string::npos) << r.output;
+}
+
+TEST(Info, ShowsTheChosenNetmodAndItsProvider) {
+  if (!ofi_built()) GTEST_SKIP() << "this build has no ofi netmod (-Dnetmods)";
+  // -x before --info applies, as it would to a job.
+  const run_result r =
+      run({mpiexec, "-x", "IRIS_NETMOD=ofi", "-x", "IRIS_OFI_PROVIDER=tcp;ofi_rxm", "--info"}, 30);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("netmod: ofi (chosen by IRIS_NETMOD)"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("ofi: provider tcp;ofi_rxm, domain "), std::string::npos) << r.output;
+}
+
+TEST(Info, SaysWhyTheNetmodCannotStart) {
+  const run_result r = run({mpiexec, "--info"}, 30, {{"IRIS_NETMOD", "carrier"}});
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("netmod: cannot start: IRIS_NETMOD=carrier is not one of "),
+            std::string::npos)
+      << r.output;
+  const run_result tcp =
+      run({mpiexec, "--info"}, 30, {{"IRIS_NETMOD", "tcp"}, {"IRIS_TCP_IF", "no-such-if0"}});
+  EXPECT_EQ(tcp.exit_code, 1) << tcp.output;
+  EXPECT_NE(tcp.output.find("netmod: cannot start: tcp: IRIS_TCP_IF=no-such-if0 is not an "
+                            "interface with an IPv4 address that is up"),
+            std::string::npos)
+      << tcp.output;
+}
+
+// A host without libfabric (or a wrong IRIS_OFI_LIBRARY) fails only the
+// jobs that choose the ofi netmod, with one line naming the file.
+TEST_F(FailureTest, AMissingLibfabricIsNamedAndTheOtherNetmodsStillRun) {
+  if (!ofi_built()) GTEST_SKIP() << "this build has no ofi netmod (-Dnetmods)";
+  const env_list missing = {{"IRIS_SHM", "0"},
+                            {"IRIS_NETMOD", "ofi"},
+                            {"IRIS_OFI_LIBRARY", "/nonexistent/libfabric.so.1"}};
+  const run_result r = job(2, "ring", {}, missing, 30);
+  EXPECT_NE(r.exit_code, 0) << r.output;
+  EXPECT_FALSE(r.timed_out);
+  EXPECT_NE(r.output.find("MPI_Init: ofi: cannot load /nonexistent/libfabric.so.1 ("),
+            std::string::npos)
+      << r.output;
+  const run_result tcp = job(2, "ring", {},
+                             {{"IRIS_SHM", "0"},
+                              {"IRIS_NETMOD", "tcp"},
+                              {"IRIS_OFI_LIBRARY", "/nonexistent/libfabric.so.1"}},
+                             30);
+  EXPECT_EQ(tcp.exit_code, 0) << tcp.output;
+}
+
+// libiris opens libfabric only when the ofi netmod starts: linked, its
+// providers' constructors would cost every rank of every job ~0.2 s.
+TEST(Netmod, LibirisDoesNotLinkLibfabric) {
+  const run_result r = run({"readelf", "-d", build_root + "/device/libiris.so"}, 10);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("(NEEDED)"), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("libfabric"), std::string::npos) << r.output;
+}
+
 TEST_F(FailureTest, ARankKilledMidTransferEndsTheJobInsteadOfHanging) {
   std::vector<env_list> envs = {{{"IRIS_SHM", "0"}, {"IRIS_NETMOD", "tcp"}},
                                 {{"IRIS_NETMOD", "tcp"}}};
