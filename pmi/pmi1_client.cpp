@@ -8,6 +8,7 @@
 // PMI_process_mapping, e.g. "(vector,(0,2,4))": blocks of (first node, node
 // count, ranks per node), dealt out cyclically.
 #include <netdb.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -99,6 +100,10 @@ class pmi1_client final : public client {
 
   [[noreturn]] void abort(int code, std::string_view message) override {
     std::fflush(nullptr);
+    // Hydra kills the job as soon as it hears the abort, and what its proxy
+    // has not yet read of this rank's output is lost: the line saying why.
+    // Wait (briefly) until the pipes are drained.
+    for (int waited_ms = 0; waited_ms < 1000 && output_unread(); ++waited_ms) ::usleep(1000);
     send_line("cmd=abort exitcode=" + std::to_string(code));
     (void)message;  // the device printed it already
     ::_exit(code);
@@ -107,6 +112,16 @@ class pmi1_client final : public client {
   void finalize() override { ask("cmd=finalize", "finalize_ack"); }
 
  private:
+  // Bytes written to stdout or stderr that the reader has not taken yet
+  // (FIONREAD works on either end of a pipe; 0 for terminals and files).
+  static bool output_unread() {
+    for (const int fd : {STDOUT_FILENO, STDERR_FILENO}) {
+      int unread = 0;
+      if (::ioctl(fd, FIONREAD, &unread) == 0 && unread > 0) return true;
+    }
+    return false;
+  }
+
   void handshake_port() {
     send_line("cmd=initack pmiid=" + env_or_empty("PMI_ID"));
     // The launcher answers with initack, then "set size=", "set rank=" and
