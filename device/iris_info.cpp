@@ -6,6 +6,7 @@
 #include <pmix.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <exception>
 #include <string>
 

@@ -114,7 +114,8 @@ class netmod {
   virtual std::string describe() const = 0;
   // What init(conf) would choose on this host (interfaces, provider), found
   // without opening anything a peer could reach and without a job: one line
-  // for iris_info and mpiexec --info. Throws error where init would.
+  // for iris_info and mpiexec --info. Throws error where init would. Called
+  // on a fresh netmod instead of init, never before it.
   virtual std::string preview(const config &conf) = 0;
 
   // Large data (see the top). Makes [buffer, buffer + length) readable by

@@ -343,19 +343,23 @@ class ofi_netmod final : public netmod {
   }
 
   std::string describe() const override {
-    return "ofi: provider " + provider_ + ", domain " + domain_name_ + ", inject " +
-           std::to_string(inject_buffer_.size()) + " B, " + std::to_string(rx_ops_.size()) +
-           " receive buffers of " + std::to_string(slot_bytes_) + " B, " + "rendezvous by " +
-           (rma_ ? "RMA read" : "packets") + ", address " + address_;
+    return choice() + ", inject " + std::to_string(inject_buffer_.size()) + " B, " +
+           std::to_string(rx_ops_.size()) + " receive buffers of " + std::to_string(slot_bytes_) +
+           " B, address " + address_;
   }
 
   std::string preview(const config &conf) override {
     conf_ = conf;
     lib_ = &load_library(conf.library);
     choose_provider();
-    return "ofi: provider " + provider_ + ", domain " + domain_name_ + ", rendezvous by " +
-           (rma_ ? "RMA read" : "packets") + ", libfabric from " +
+    return choice() + ", libfabric from " +
            (conf.library.empty() ? std::string(default_library) : conf.library);
+  }
+
+  // What choose_provider() settled on, for describe() and preview().
+  std::string choice() const {
+    return "ofi: provider " + provider_ + ", domain " + domain_name_ + ", rendezvous by " +
+           (rma_ ? "RMA read" : "packets");
   }
 
   bool rma_expose(const void *buffer, std::size_t length, remote_region &region) override {

@@ -195,25 +195,24 @@ class tcp_netmod final : public netmod {
 
   std::string preview(const config &conf) override {
     conf_ = conf;
-    const reachable r = choose_addresses();
-    std::string text = "tcp: card addresses ";
-    for (std::size_t i = 0; i < r.addresses.size(); ++i) {
-      text += (i != 0 ? "," : "") + r.addresses[i];
-    }
-    return text + (conf.port_base == 0 ? ", any free port"
-                                       : ", port " + std::to_string(conf.port_base) + " + rank");
+    return "tcp: card addresses " + joined(choose_addresses().addresses) +
+           (conf.port_base == 0 ? ", any free port"
+                                : ", port " + std::to_string(conf.port_base) + " + rank");
   }
 
   std::string describe() const override {
-    std::string text = "tcp listening on port " + std::to_string(mine_.port) + ", card addresses ";
-    for (std::size_t i = 0; i < mine_.addresses.size(); ++i) {
-      text += (i != 0 ? "," : "") + mine_.addresses[i];
-    }
-    return text;
+    return "tcp listening on port " + std::to_string(mine_.port) + ", card addresses " +
+           joined(mine_.addresses);
   }
 
  private:
   // ---- Setup --------------------------------------------------------------
+
+  static std::string joined(const std::vector<std::string> &addresses) {
+    std::string text;
+    for (const std::string &a : addresses) text += (text.empty() ? "" : ",") + a;
+    return text;
+  }
 
   // The addresses peers may reach this rank at, the preferred first, and the
   // one to bind (INADDR_ANY unless IRIS_TCP_IF names an interface).
