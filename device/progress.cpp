@@ -91,10 +91,12 @@ int push_sends() {
 }  // namespace
 
 int progress_poll() {
+  rt->polling = true;
   int events = 0;
   for (inbox &in : rt->inboxes) events += drain(in);
   if (rt->net) events += rt->net->poll(sink);
   if (!rt->sending.empty()) events += push_sends();
+  rt->polling = false;
   return events;
 }
 

@@ -225,6 +225,7 @@ int runtime_init(int required_thread_level) {
   r->config.eager_limit = std::min(r->config.eager_limit, record_payload);
   r->rank = r->pmi->rank();
   r->size = r->pmi->size();
+  r->pid = static_cast<int>(getpid());
   r->thread_level = std::min(required_thread_level, MPI_THREAD_SERIALIZED);
   r->vcs.resize(static_cast<std::size_t>(r->size));
   r->sending.reserve(static_cast<std::size_t>(r->size));

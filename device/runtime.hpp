@@ -69,12 +69,14 @@ struct runtime {
   settings config{};
   int rank = 0;
   int size = 1;
+  int pid = 0;  // getpid() is a system call: every RTS names it
   int spin_limit = 2000;
   std::vector<vc> vcs;
   std::vector<inbox> inboxes;
   std::vector<vc *> sending;  // VCs with something to push
   int pipeline_receives = 0;  // rendezvous receives streaming through rings
   int rendezvous_sends = 0;   // rendezvous sends not yet complete
+  bool polling = false;       // inside progress_poll (which a send may call)
   std::optional<shm::segment> segment;
   std::unique_ptr<netmod::netmod> net;  // when some peer is reached through a netmod
   intrusive_queue<request> posted;

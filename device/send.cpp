@@ -6,7 +6,6 @@
 // rendezvous (an RTS now, the data once matched). Running out of credits
 // therefore never blocks a sender nor anything queued behind it.
 #include <sys/uio.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cstring>
@@ -36,7 +35,7 @@ packet_header message_header(packet_type type, const match_key &key, std::size_t
 bool message_write(vc &to, request &r) {
   const packet_header h = message_header(r.protocol, r.key, r.bytes, request_id(r));
   if (r.protocol == packet_type::rts) {
-    rts_payload where{getpid(), reinterpret_cast<std::uint64_t>(r.buffer), 0, 0, 0};
+    rts_payload where{rt->pid, reinterpret_cast<std::uint64_t>(r.buffer), 0, 0, 0};
     // Over a netmod with RMA, the receiver reads the data itself. Exposed
     // once: a write that found no room comes back here.
     if (to.via == transport::net && rt->config.net_rma && !r.rma_exposed && r.bytes != 0) {
@@ -127,6 +126,15 @@ request *send_start(const communicator &comm, std::uint32_t context, const void 
   const bool synchronous = mode == send_mode::synchronous;
   const bool eager_size = bytes <= to.eager_limit;
   const int cost = credit_cost(bytes);
+  // Short of credits: the receiver may have returned some that no poll has
+  // read yet (a burst of nonblocking sends polls nothing). A few polls, while
+  // they find anything, take them before the message falls back to
+  // rendezvous (a netmod such as OFI may need more than one).
+  if (eager_size && to.credits < cost && to.via != transport::self && !rt->polling) {
+    for (int polls = 0; polls < 4 && to.credits < cost; ++polls) {
+      if (progress_poll() == 0) break;
+    }
+  }
   // Fast path: a blocking send of an eager message with nothing queued ahead
   // of it goes straight into the ring, without a request.
   if (!need_request && !synchronous && to.via != transport::self && eager_size &&

@@ -8,9 +8,14 @@
  *             window per sender
  *   order     one sender mixes eager and rendezvous sizes; the receiver
  *             pre-posts ANY_SOURCE/ANY_TAG receives: message i must land
- *             in receive i whatever protocol it took */
+ *             in receive i whatever protocol it took
+ *   returned  a sender out of credits sends again after the receiver has
+ *             returned them but before anything has polled: the send must
+ *             take them and go eager, not fall back to rendezvous */
+#define _DEFAULT_SOURCE /* mkstemp, usleep */
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "check.h"
 
@@ -154,11 +159,83 @@ static void mixed_order(void) {
   free(r);
 }
 
+static MPI_Count stat(const char *name) {
+  MPI_Count value = -1;
+  MPIX_Stat_get(name, &value);
+  return value;
+}
+
+/* Rank 0 spends its credits at rank 1 (rank 1 receives nothing yet), so its
+ * last message goes by rendezvous. Rank 1 then matches them all, which
+ * returns the credits, and says so through a file, not MPI, so that rank 0
+ * polls nothing in between. Rank 0's next eager-sized send must find the
+ * returned credits itself. */
+static void returned_credits(void) {
+  if (size < 2 || rank > 1) return;
+  enum { bytes = 1000, most = 100000, tag = 5 };
+  char path[64] = "/tmp/iris-credits.XXXXXX";
+  if (rank == 0) {
+    const int fd = mkstemp(path);
+    CHECK(fd >= 0, "mkstemp failed");
+    close(fd);
+  }
+  /* The path goes to rank 1 and a word comes back: whatever connects the
+   * pair is up, both ways, before any credit moves. */
+  int word = 0;
+  if (rank == 0) {
+    MPI_Send(path, sizeof path, MPI_CHAR, 1, tag, MPI_COMM_WORLD);
+    MPI_Recv(&word, 1, MPI_INT, 1, tag, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+  } else {
+    MPI_Recv(path, sizeof path, MPI_CHAR, 0, tag, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    MPI_Send(&word, 1, MPI_INT, 0, tag, MPI_COMM_WORLD);
+  }
+  char done_path[80];
+  snprintf(done_path, sizeof done_path, "%s.done", path);
+  static unsigned char out[bytes];
+  MPI_Request *r = malloc(sizeof(MPI_Request) * (most + 1));
+  int sent = 0;
+  if (rank == 0) {
+    const MPI_Count stalls = stat("credit_stalls");
+    const MPI_Count eager = stat("eager");
+    while (sent < most && stat("credit_stalls") == stalls) {
+      MPI_Isend(out, bytes, MPI_BYTE, 1, tag, MPI_COMM_WORLD, &r[sent++]);
+      if (sent == 1 && stat("eager") == eager) break; /* this size never goes eager here */
+    }
+    const int eager_here = stat("eager") != eager;
+    CHECK(sent < most, "%d sends never ran out of credits", sent);
+    MPI_Send(&sent, 1, MPI_INT, 1, tag + 1, MPI_COMM_WORLD);
+    for (int waited = 0; access(done_path, F_OK) != 0; ++waited) {
+      CHECK(waited < 60000, "rank 1 never said it had received");
+      if (waited >= 60000) break;
+      usleep(1000);
+    }
+    const MPI_Count before = stat("credit_stalls");
+    MPI_Isend(out, bytes, MPI_BYTE, 1, tag, MPI_COMM_WORLD, &r[sent++]);
+    CHECK(!eager_here || stat("credit_stalls") == before,
+          "a send went by rendezvous although rank 1 had returned its credits");
+    MPI_Waitall(sent, r, MPI_STATUSES_IGNORE);
+    unlink(done_path);
+    unlink(path);
+  } else {
+    static unsigned char in[bytes];
+    MPI_Recv(&sent, 1, MPI_INT, 0, tag + 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    for (int i = 0; i < sent; ++i) {
+      MPI_Irecv(in, bytes, MPI_BYTE, 0, tag, MPI_COMM_WORLD, &r[i]);
+    }
+    FILE *done = fopen(done_path, "w");
+    CHECK(done != NULL, "cannot create %s", done_path);
+    if (done != NULL) fclose(done);
+    MPI_Recv(in, bytes, MPI_BYTE, 0, tag, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    MPI_Waitall(sent, r, MPI_STATUSES_IGNORE);
+  }
+  free(r);
+}
+
 int main(int argc, char **argv) {
   MPI_Init(&argc, &argv);
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
-  void (*const phases[])(void) = {exchange, all_to_all, flood, mixed_order};
+  void (*const phases[])(void) = {exchange, all_to_all, flood, mixed_order, returned_credits};
   for (unsigned i = 0; i < sizeof(phases) / sizeof(phases[0]); ++i) {
     phases[i]();
     MPI_Barrier(MPI_COMM_WORLD);
