@@ -43,6 +43,7 @@ constexpr std::size_t max_unproven = 64;            // accepted connections stil
 constexpr std::size_t min_placed_body = 16 * 1024;  // smaller bodies are copied, not placed
 constexpr auto goodbye_wait = std::chrono::seconds(10);
 constexpr std::uint64_t listener_tag = ~std::uint64_t{0};
+constexpr unsigned epoll_every = 16;  // with a single connection, polls per epoll_wait
 
 std::string errno_text(int err) {
   return std::strerror(err);
@@ -65,12 +66,13 @@ struct connection {
   int fd = -1;
   int peer = -1;  // dialled: from the start; accepted: once its hello checks out
   bool dialled = false;
-  bool goodbye = false;               // the peer said goodbye on it: it sends nothing more
-  bool read_done = false;             // ... and shut its side: only this rank's writes are left
-  std::string where;                  // the remote address, for messages
-  clock_type::time_point deadline{};  // dialing, awaiting_hello
-  std::size_t got = 0;                // bytes of the hello or ack read so far
-  std::vector<std::byte> in;          // frames being read
+  bool goodbye = false;                   // the peer said goodbye on it: it sends nothing more
+  bool read_done = false;                 // ... and shut its side: only this rank's writes are left
+  std::string where;                      // the remote address, for messages
+  clock_type::time_point deadline{};      // dialing, awaiting_hello
+  std::size_t got = 0;                    // bytes of the hello or ack read so far
+  std::byte answer[sizeof(ack_magic)]{};  // the acceptor's answer to a dial, as read
+  std::vector<std::byte> in;              // frames being read
   std::size_t filled = 0;
   std::byte *place = nullptr;  // a record's body being read straight into the device's place
   std::size_t place_need = 0;
@@ -89,6 +91,9 @@ struct peer_link {
   card peer_card;
   std::size_t next_address = 0;
   std::string failures;  // what each address tried said
+  // The peer refused this rank's dial because its own crosses it: its
+  // connection will come, and no new dial starts before this.
+  clock_type::time_point crossed_until{};
   bool lost = false;
   bool reported = false;
   std::string lost_why;
@@ -150,9 +155,21 @@ class tcp_netmod final : public netmod {
   }
 
   int poll(record_sink &sink) override {
+    int handled = 0;
+    // One open connection and nothing else under way (two ranks, or one
+    // peer off the node): reading it directly saves the epoll_wait in front
+    // of every message. epoll still looks every few polls, for a stranger at
+    // the listener or an error.
+    if (solo_ >= 0 && (++polls_ % epoll_every) != 0) {
+      connection &c = conn(solo_);
+      if (c.st == connection::state::open && !c.has_pending() && !c.read_done) {
+        handled = frames_ready(solo_, &sink);
+        if (unreported_ > 0) report_lost(sink);
+        return handled;
+      }
+    }
     epoll_event events[32];
     const int n = epoll_wait(epoll_fd_, events, 32, 0);
-    int handled = 0;
     for (int i = 0; i < n; ++i) {
       if (events[i].data.u64 == listener_tag) {
         handled += accept_all();
@@ -290,6 +307,7 @@ class tcp_netmod final : public netmod {
   connection &conn(int index) { return *conns_[static_cast<std::size_t>(index)]; }
 
   int conn_new() {
+    solo_ = -1;  // a connection being set up is watched through epoll
     for (std::size_t i = 0; i < conns_.size(); ++i) {
       if (conns_[i]->st == connection::state::free) return static_cast<int>(i);
     }
@@ -330,6 +348,7 @@ class tcp_netmod final : public netmod {
     c.place = nullptr;
     c.pending.clear();
     c.pending_done = 0;
+    solo_update();
   }
 
   // Buffers for a connection that now carries frames (not on the data path).
@@ -339,6 +358,23 @@ class tcp_netmod final : public netmod {
     c.head.resize(conf_.record_head);
     c.filled = 0;
     c.pending.reserve(conf_.max_record + frame_prefix);
+    solo_update();
+  }
+
+  // The one open connection, when there is exactly one and no dial or
+  // hello is under way; else -1.
+  void solo_update() {
+    solo_ = -1;
+    if (waiting_ > 0) return;
+    for (std::size_t i = 0; i < conns_.size(); ++i) {
+      const connection::state st = conns_[i]->st;
+      if (st == connection::state::free) continue;
+      if (st != connection::state::open || solo_ >= 0) {
+        solo_ = -1;
+        return;
+      }
+      solo_ = static_cast<int>(i);
+    }
   }
 
   // The connection every record to `peer` will go on. False while there is
@@ -350,7 +386,7 @@ class tcp_netmod final : public netmod {
       p.send_conn = p.accepted_conn;
       return true;
     }
-    if (p.dial_conn < 0) dial_start(peer);
+    if (p.dial_conn < 0 && clock_type::now() >= p.crossed_until) dial_start(peer);
     return false;
   }
 
@@ -455,21 +491,27 @@ class tcp_netmod final : public netmod {
 
   int ack_ready(int index) {
     connection &c = conn(index);
-    std::byte ack[sizeof(ack_magic)];
-    // Only the ack's own bytes: frames may follow it at once.
-    const ssize_t n = ::recv(c.fd, ack, sizeof(ack_magic) - c.got, 0);
+    // Only the answer's own bytes: frames may follow an ack at once.
+    const ssize_t n = ::recv(c.fd, c.answer + c.got, sizeof(c.answer) - c.got, 0);
     if (n < 0 && (errno == EAGAIN || errno == EINTR)) return 0;
-    if (n <= 0 || std::memcmp(ack, ack_magic + c.got, static_cast<std::size_t>(n)) != 0) {
+    if (n > 0) c.got += static_cast<std::size_t>(n);
+    const auto is = [&](const char *magic) { return std::memcmp(c.answer, magic, c.got) == 0; };
+    if (n <= 0 || !(is(ack_magic) || is(crossed_magic))) {
       ++waiting_;  // release() counts it out again
       c.st = connection::state::dialing;
       dial_failed(index, n <= 0 ? "closed the connection instead of accepting it"
                                 : "answered something that is not an Iris ack");
       return 1;
     }
-    c.got += static_cast<std::size_t>(n);
-    if (c.got < sizeof(ack_magic)) return 1;
-    open(c);
+    if (c.got < sizeof(c.answer)) return 1;
     peer_link &p = peers_[static_cast<std::size_t>(c.peer)];
+    if (is(crossed_magic)) {
+      // The peer dialled this rank too, and its connection is the pair's.
+      p.crossed_until = clock_type::now() + std::chrono::milliseconds(conf_.connect_timeout_ms);
+      release(index);
+      return 1;
+    }
+    open(c);
     p.dial_conn = -1;
     if (p.send_conn < 0) p.send_conn = index;
     return 1;
@@ -539,6 +581,17 @@ class tcp_netmod final : public netmod {
     peer_link &p = peers_[static_cast<std::size_t>(h.from)];
     if (p.accepted_conn >= 0) {
       drop(index, "a second connection from rank " + std::to_string(h.from));
+      return 1;
+    }
+    // Both ranks dialled each other. One connection carries both ways (the
+    // replies carry the ACKs): the lower rank's. The higher rank's dial is
+    // refused here; at the higher rank, this rank's dial is accepted and
+    // its own refused.
+    const bool dialled_too = p.dial_conn >= 0 || (p.send_conn >= 0 && conn(p.send_conn).dialled);
+    if (dialled_too && rank_ < h.from) {
+      (void)::send(c.fd, crossed_magic, sizeof crossed_magic, MSG_NOSIGNAL);
+      --unproven_;
+      release(index);
       return 1;
     }
     if (::send(c.fd, ack_magic, sizeof ack_magic, MSG_NOSIGNAL) !=
@@ -817,6 +870,8 @@ class tcp_netmod final : public netmod {
   int waiting_ = 0;                                 // dials and hellos with a deadline
   std::size_t unproven_ = 0;                        // accepted, hello not yet checked
   int unreported_ = 0;                              // lost peers not yet told to the device
+  int solo_ = -1;       // the only connection, read without epoll (solo_update)
+  unsigned polls_ = 0;  // polls since start, for epoll_every
   bool finalizing_ = false;
 };
 

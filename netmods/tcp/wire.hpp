@@ -44,6 +44,9 @@ static_assert(sizeof(hello) == 40, "hello is part of the wire format");
 
 inline constexpr char hello_magic[8] = {'I', 'R', 'I', 'S', 'T', 'C', 'P', '1'};
 inline constexpr char ack_magic[8] = {'I', 'R', 'I', 'S', 'A', 'C', 'K', '1'};
+// The acceptor's answer when both ranks dialled each other: the lower rank's
+// connection carries the pair, so the higher rank's is refused with this.
+inline constexpr char crossed_magic[8] = {'I', 'R', 'I', 'S', 'X', 'E', 'D', '1'};
 inline constexpr std::size_t frame_prefix = sizeof(std::uint32_t);
 
 // Why a hello was refused, or nullptr when it is ours. `me` is this rank,

@@ -7,7 +7,9 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
 #include <cstring>
+#include <fstream>
 #include <map>
 #include <memory>
 #include <random>
@@ -90,6 +92,48 @@ TEST_F(TcpNetmod, TwoRanksSendingToEachOtherAtOnceBothConnect) {
       [&] { return ranks[0]->sink.records.size() == 1 && ranks[1]->sink.records.size() == 1; }));
   EXPECT_EQ(ranks[1]->sink.records[0].second, a);
   EXPECT_EQ(ranks[0]->sink.records[0].second, b);
+}
+
+// Established connections whose local end is one of `ports` (the accepting
+// end of each connection to those listeners), from /proc/net/tcp.
+int accepted_connections(const std::vector<std::uint16_t> &ports) {
+  std::ifstream table("/proc/net/tcp");
+  std::string line;
+  std::getline(table, line);  // the heading
+  int count = 0;
+  while (std::getline(table, line)) {
+    unsigned local_port = 0;
+    unsigned state = 0;
+    // "  0: 0100007F:8A3B 0100007F:D2F0 01 ..."
+    if (std::sscanf(line.c_str(), " %*d: %*8x:%4x %*8x:%*4x %2x", &local_port, &state) != 2)
+      continue;
+    for (std::uint16_t port : ports) count += state == 0x01 && local_port == port ? 1 : 0;
+  }
+  return count;
+}
+
+TEST_F(TcpNetmod, CrossingDialsLeaveOneConnectionForBothWays) {
+  start(2);
+  const auto a = pattern(100, 1);
+  const auto b = pattern(200, 2);
+  const iovec pa{const_cast<std::byte *>(a.data()), a.size()};
+  const iovec pb{const_cast<std::byte *>(b.data()), b.size()};
+  // Both dial before either polls, so each hello meets the other's dial.
+  EXPECT_EQ(ranks[0]->net->send(1, {&pa, 1}), send_status::retry);
+  EXPECT_EQ(ranks[1]->net->send(0, {&pb, 1}), send_status::retry);
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_TRUE(send_record(0, 1, a));
+    ASSERT_TRUE(send_record(1, 0, b));
+  }
+  ASSERT_TRUE(poll_until(
+      [&] { return ranks[0]->sink.records.size() == 3 && ranks[1]->sink.records.size() == 3; }));
+  // Rank 1's dial was refused and closed; rank 0's carries both ways.
+  const std::vector<std::uint16_t> ports = {card_of(0).port, card_of(1).port};
+  ASSERT_TRUE(poll_until([&] { return accepted_connections(ports) <= 1; }))
+      << accepted_connections(ports) << " connections between two ranks";
+  EXPECT_EQ(accepted_connections(ports), 1);
+  EXPECT_TRUE(ranks[0]->sink.lost.empty());
+  EXPECT_TRUE(ranks[1]->sink.lost.empty());
 }
 
 TEST_F(TcpNetmod, AGoodbyeIsNotALoss) {
