@@ -365,7 +365,6 @@ class tcp_netmod final : public netmod {
   // hello is under way; else -1.
   void solo_update() {
     solo_ = -1;
-    if (waiting_ > 0) return;
     for (std::size_t i = 0; i < conns_.size(); ++i) {
       const connection::state st = conns_[i]->st;
       if (st == connection::state::free) continue;
