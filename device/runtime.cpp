@@ -205,6 +205,11 @@ void stats_print(const runtime &r) {
       static_cast<unsigned long long>(s.rendezvous_pipeline),
       static_cast<unsigned long long>(s.credit_packets), s.unexpected_depth_peak,
       s.unexpected_bytes_peak);
+  if (r.net) {
+    const std::string counted = r.net->statistics();
+    if (!counted.empty())
+      std::fprintf(stderr, "iris: rank %d netmod stats: %s\n", r.rank, counted.c_str());
+  }
 }
 
 }  // namespace

@@ -38,7 +38,7 @@ constexpr tunable table[] = {
     {"IRIS_SHM_FRAGMENT_SIZE", 32 * 1024, 64, 1 << 29, nullptr,
      "largest payload of one shared-memory record; rendezvous data is streamed in pieces of "
      "this size (capped at half the ring)"},
-    {"IRIS_NET_FRAGMENT_SIZE", 256 * 1024, 64, 64 << 20, nullptr,
+    {"IRIS_NET_FRAGMENT_SIZE", 512 * 1024, 64, 64 << 20, nullptr,
      "largest payload of one netmod packet: eager messages up to IRIS_EAGER_LIMIT and "
      "rendezvous data in pieces of this size. Each inbound connection holds a buffer of about "
      "this size"},

@@ -117,6 +117,9 @@ class netmod {
   // for iris_info and mpiexec --info. Throws error where init would. Called
   // on a fresh netmod instead of init, never before it.
   virtual std::string preview(const config &conf) = 0;
+  // One line for IRIS_STATS at MPI_Finalize: what this netmod counted
+  // (empty: nothing).
+  virtual std::string statistics() const { return {}; }
 
   // Large data (see the top). Makes [buffer, buffer + length) readable by
   // peers until rma_conceal(region); false when this netmod cannot.

@@ -39,7 +39,7 @@ namespace {
 
 constexpr const char *card_key = "iris.ofi";
 constexpr std::uint32_t api_version = FI_VERSION(1, 11);
-constexpr std::size_t buffer_bytes = 8 << 20;  // per direction, split into record buffers
+constexpr std::size_t buffer_bytes = 16 << 20;  // per direction, split into record buffers
 constexpr std::size_t max_buffers = 32;
 constexpr std::size_t min_buffers = 2;
 constexpr std::size_t max_reads = 64;           // RMA reads in flight
