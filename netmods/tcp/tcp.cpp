@@ -753,7 +753,7 @@ class tcp_netmod final : public netmod {
   // Reads more of a placed body, and delivers the record once it is whole.
   // Reads of at most read_chunk: over loopback, one recv into a large cold
   // buffer holds the socket long enough to stall the sender (4 MiB
-  // ping-pong 1270 -> 820 us with 64 KiB reads; bench/README.md).
+  // ping-pong 1265 -> 720 us with 64 KiB reads; bench/README.md).
   int body_ready(int index, record_sink *sink) {
     connection &c = conn(index);
     const ssize_t n =

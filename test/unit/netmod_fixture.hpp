@@ -80,6 +80,7 @@ struct recorder final : record_sink {
 };
 
 inline constexpr std::size_t max_record = 256 * 1024;
+inline constexpr std::size_t record_head = 48;
 
 struct rank_under_test {
   std::unique_ptr<fake_pmi> pmi;
@@ -100,7 +101,7 @@ class netmod_ranks : public ::testing::Test {
   // record_head are filled in).
   void start(std::string_view name, int n, config conf = {}) {
     conf.max_record = max_record;
-    conf.record_head = 48;
+    conf.record_head = record_head;
     for (int r = 0; r < n; ++r) {
       auto u = std::make_unique<rank_under_test>();
       u->pmi = std::make_unique<fake_pmi>(r, n, board);

@@ -268,7 +268,7 @@ TEST(OfiProviderChoice, AnUnknownProviderIsNamedWithWhatIsThere) {
   auto net = netmod_create("ofi");
   config c;
   c.max_record = max_record;
-  c.record_head = 48;
+  c.record_head = record_head;
   c.provider = "nonesuch";
   try {
     net->init(pmi, c);
