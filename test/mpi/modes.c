@@ -241,9 +241,12 @@ static void completion_family(void) {
   do {
     MPI_Testall(n, s, &flag, MPI_STATUSES_IGNORE);
   } while (!flag);
-  /* Request_free on a send in flight: the message still arrives. */
+  /* Request_free on a send in flight: the message still arrives. Its
+   * buffer must outlive the send, which nothing here waits for: short of
+   * credits, the send goes rendezvous and its data leaves after this
+   * function has returned (a stack buffer then delivered garbage). */
   MPI_Request f;
-  int x = 5;
+  static int x = 5;
   int y = 0;
   MPI_Isend(&x, 1, MPI_INT, p, 80, MPI_COMM_WORLD, &f);
   MPI_Request_free(&f);
