@@ -126,6 +126,62 @@ int accepted_connections(const std::vector<std::uint16_t> &ports) {
   return count;
 }
 
+// For every epoll instance this process holds, how many descriptors it
+// watches (the "tfd:" lines of its /proc/self/fdinfo entry), by fd.
+std::map<int, int> epoll_watch_counts() {
+  std::map<int, int> counts;
+  for (int fd = 0; fd < 1024; ++fd) {
+    char link[64] = {};
+    const std::string path = "/proc/self/fd/" + std::to_string(fd);
+    if (::readlink(path.c_str(), link, sizeof link - 1) <= 0) continue;
+    if (std::string(link) != "anon_inode:[eventpoll]") continue;
+    std::ifstream info("/proc/self/fdinfo/" + std::to_string(fd));
+    std::string line;
+    int watched = 0;
+    while (std::getline(info, line)) watched += line.rfind("tfd:", 0) == 0 ? 1 : 0;
+    counts[fd] = watched;
+  }
+  return counts;
+}
+
+// The watch counts of the epoll instances `before` did not have, in order.
+std::vector<int> new_epoll_watch_counts(const std::map<int, int> &before) {
+  std::vector<int> counts;
+  for (const auto &[fd, watched] : epoll_watch_counts()) {
+    if (before.count(fd) == 0) counts.push_back(watched);
+  }
+  return counts;
+}
+
+TEST_F(TcpNetmod, TheOnlyConnectionIsReadWithoutEpollAndGoesBackWhenAnotherOpens) {
+  const std::map<int, int> before = epoll_watch_counts();
+  start(3);
+  ASSERT_EQ(new_epoll_watch_counts(before), (std::vector<int>{1, 1, 1}));  // the listeners
+  const auto a = pattern(100, 1);
+  ASSERT_TRUE(send_record(0, 1, a));
+  ASSERT_TRUE(poll_until([&] { return sink(1).records.size() == 1; }));
+  for (int i = 0; i < 4; ++i) poll_all();
+  // Ranks 0 and 1 each have one connection and read it directly: out of the
+  // epoll set, so a segment's arrival wakes no epoll on the sender's CPU.
+  EXPECT_EQ(new_epoll_watch_counts(before), (std::vector<int>{1, 1, 1}));
+
+  // A second connection at rank 1: both of its connections go through epoll.
+  const auto b = pattern(200, 2);
+  ASSERT_TRUE(send_record(2, 1, b));
+  ASSERT_TRUE(poll_until([&] { return sink(1).records.size() == 2; }));
+  for (int i = 0; i < 4; ++i) poll_all();
+  EXPECT_EQ(new_epoll_watch_counts(before), (std::vector<int>{1, 3, 1}));
+  // ... and what rank 0 sends on its former solo connection still arrives.
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_TRUE(send_record(0, 1, a));
+    ASSERT_TRUE(send_record(2, 1, b));
+  }
+  ASSERT_TRUE(poll_until([&] { return sink(1).records.size() == 8; }));
+  for (std::size_t i = 2; i < 8; ++i) {
+    EXPECT_EQ(sink(1).records[i].second, sink(1).records[i].first == 0 ? a : b) << "record " << i;
+  }
+}
+
 TEST_F(TcpNetmod, TwoRanksDiallingEachOtherAtOnceShareOneConnection) {
   start(2);
   const auto a = pattern(100, 1);
