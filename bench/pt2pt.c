@@ -138,7 +138,7 @@ int main(int argc, char **argv) {
       bibw[t] = 2.0 * (double)bytes * window / bidirectional(rank, buf, in, bytes, bw_iters);
     }
     if (rank == 0) {
-      printf("%10zu %14.3f %16.3f %12.3f\n", bytes, median(lat, trials) * 1e6,
+      printf("%10zu %14.3f %16.4f %12.4f\n", bytes, median(lat, trials) * 1e6,
              median(bw, trials) / 1e9, median(bibw, trials) / 1e9);
       fflush(stdout);
     }
@@ -147,7 +147,7 @@ int main(int argc, char **argv) {
   double rate[max_trials];
   stream(rank, buf, 8, 100);
   for (int t = 0; t < trials; ++t) rate[t] = window / stream(rank, buf, 8, 2000);
-  if (rank == 0) printf("# 8-byte message rate: %.2f M msgs/s\n", median(rate, trials) / 1e6);
+  if (rank == 0) printf("# 8-byte message rate: %.3f M msgs/s\n", median(rate, trials) / 1e6);
   free(in);
   free(buf);
   MPI_Finalize();

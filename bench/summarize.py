@@ -35,7 +35,8 @@ for size in sorted(data["iris"]):
     row = [str(size)]
     for i, better_low in ((0, True), (1, False), (2, False)):
         vals = {n: med(n, size, i) for n in names if n in data}
-        row += [f"{vals[n]:.3f}" if vals[n] is not None else "-" for n in names if n in data]
+        digits = 3 if i == 0 else 4  # small messages' bandwidth needs the fourth
+        row += [f"{vals[n]:.{digits}f}" if vals[n] is not None else "-" for n in names if n in data]
         peer_vals = [vals[n] for n in peers if vals[n]]
         if not peer_vals or not vals["iris"]:
             row.append("-")
@@ -46,4 +47,4 @@ for size in sorted(data["iris"]):
     print("| " + " | ".join(row) + " |")
 print()
 print("8-byte message rate (M msgs/s): " +
-      ", ".join(f"{n} {statistics.median(rate[n]):.2f}" for n in names if n in rate))
+      ", ".join(f"{n} {statistics.median(rate[n]):.3f}" for n in names if n in rate))
