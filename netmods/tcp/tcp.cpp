@@ -161,15 +161,17 @@ class tcp_netmod final : public netmod {
     int handled = 0;
     // One open connection and nothing else under way (two ranks, or one
     // peer off the node): reading it directly saves the epoll_wait in front
-    // of every message. epoll still looks every few polls, for a stranger at
-    // the listener or an error.
-    if (solo_ >= 0 && (++polls_ % epoll_every) != 0) {
+    // of every message (its errors show in the recv). epoll still looks
+    // every few polls, for a stranger at the listener.
+    if (solo_ >= 0) {
       connection &c = conn(solo_);
       if (c.st == connection::state::open && !c.has_pending() && !c.read_done) {
         if (c.watched) unwatch(c);  // back from a partial write
         handled = frames_ready(solo_, &sink);
-        if (unreported_ > 0) report_lost(sink);
-        return handled;
+        if ((++polls_ % epoll_every) != 0) {
+          if (unreported_ > 0) report_lost(sink);
+          return handled;
+        }
       }
     }
     epoll_event events[32];
