@@ -28,10 +28,16 @@ class error : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-// Business-card values are at most this many characters, so that the same
-// card can travel over PMI-1 as well (keys at most 64).
-inline constexpr std::size_t max_value_length = 1024;
-inline constexpr std::size_t max_key_length = 64;
+// Business cards fit what every PMI-1 launcher keeps, so that the same
+// card travels over PMIx and PMI-1 alike. Hydra keeps keys of 63 and values
+// of 1023 characters; Slurm's `srun --mpi=pmi2` takes one read of 1024
+// bytes as a whole request line, `cmd=put kvsname=K key=KEY-RANK value=V`
+// (a longer line is answered rc=0 and its card is lost). A 48-character key
+// leaves room for the rank suffix PMI-1 adds, and a 768-character value for
+// a kvsname of up to 150 characters (pmi1_client refuses a line that does
+// not fit).
+inline constexpr std::size_t max_value_length = 768;
+inline constexpr std::size_t max_key_length = 48;
 
 class client {
  public:

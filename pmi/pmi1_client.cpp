@@ -87,9 +87,15 @@ class pmi1_client final : public client {
 
   void put(std::string_view key, std::string_view value) override {
     check_card(key, value);
-    ask("cmd=put kvsname=" + kvsname_ + " key=" + std::string(key) + "-" + std::to_string(rank_) +
-            " value=" + std::string(value),
-        "put_result");
+    const std::string request = "cmd=put kvsname=" + kvsname_ + " key=" + std::string(key) + "-" +
+                                std::to_string(rank_) + " value=" + std::string(value);
+    if (request.size() + 1 > max_request_length) {
+      throw error("PMI-1: storing card '" + std::string(key) + "' takes a request of " +
+                  std::to_string(request.size() + 1) + " bytes, more than the " +
+                  std::to_string(max_request_length) + " a PMI-1 launcher reads (kvsname of " +
+                  std::to_string(kvsname_.size()) + " characters)");
+    }
+    ask(request, "put_result");
   }
   void commit() override {}  // puts are visible to all after the next barrier
   void fence() override { ask("cmd=barrier_in", "barrier_out"); }
@@ -234,6 +240,10 @@ class pmi1_client final : public client {
     }
     return words;
   }
+
+  // The longest request line, newline included, that srun --mpi=pmi2 reads
+  // whole (one read of 1024 bytes per request).
+  static constexpr std::size_t max_request_length = 1024;
 
   int fd_ = -1;
   int rank_ = 0;

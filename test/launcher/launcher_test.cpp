@@ -634,6 +634,28 @@ TEST_F(launcher, help_lists_every_option) {
   }
 }
 
+// ---- Under MPICH's Hydra (PMI-1) -------------------------------------------------
+
+// The largest card the contract allows comes back whole over PMI-1 (Hydra
+// keeps 1023 characters of a value; the contract once allowed 1024).
+TEST_F(launcher, every_rank_reads_every_card_under_hydra) {
+  const std::string hydra = "/usr/bin/mpiexec.hydra";
+  if (access(hydra.c_str(), X_OK) != 0) GTEST_SKIP() << hydra << " is not installed";
+  for (const std::vector<std::string> &how :
+       {std::vector<std::string>{hydra}, std::vector<std::string>{hydra, "-pmi-port"}}) {
+    std::vector<std::string> argv = how;
+    argv.insert(argv.end(), {"-n", "3", rank_path(), "card"});
+    const run_result r = run(argv);
+    ASSERT_EQ(r.exit_code, 0) << how.back() << "\n" << r.describe();
+    EXPECT_EQ(r.lines("cards").size(), 3u) << r.describe();
+    EXPECT_EQ(r.out.find("cards bad"), std::string::npos) << r.describe();
+    for (const auto &w : r.lines("info")) {
+      ASSERT_GE(w.size(), 6u) << r.describe();
+      EXPECT_EQ(w[5], "pmi1") << r.describe();
+    }
+  }
+}
+
 // ---- Without a launcher ---------------------------------------------------------
 
 run_options without_launcher() {
