@@ -3,8 +3,13 @@
 // call before MPI_Init, a /dev/shm too small. After every job nothing of
 // Iris's may remain in /dev/shm.
 #include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cstdint>
+#include <cstdio>
 #include <iterator>
 #include <string>
 #include <tuple>
@@ -399,15 +404,45 @@ TEST(Netmod, AMessageOver2GiBCrossesIt) {
   }
 }
 
+// `count` consecutive TCP ports that are free now, below the kernel's
+// ephemeral range: a port inside it can be any connection's local end (or
+// its TIME_WAIT) at the moment the job binds it.
+int free_port_base(int count) {
+  int low = 32768;
+  if (FILE *f = std::fopen("/proc/sys/net/ipv4/ip_local_port_range", "r")) {
+    if (std::fscanf(f, "%d", &low) != 1) low = 32768;
+    std::fclose(f);
+  }
+  for (int base = low - 1000; base > 1024; base -= count) {
+    bool all_free = true;
+    for (int port = base; port < base + count && all_free; ++port) {
+      const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+      const int one = 1;
+      setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+      sockaddr_in a{};
+      a.sin_family = AF_INET;
+      a.sin_port = htons(static_cast<std::uint16_t>(port));
+      all_free = ::bind(fd, reinterpret_cast<const sockaddr *>(&a), sizeof a) == 0;
+      ::close(fd);
+    }
+    if (all_free) return base;
+  }
+  return -1;
+}
+
 TEST(Netmod, ThePortBaseGivesEachRankItsPort) {
-  const run_result r = job(
-      3, "ring", {},
-      {{"IRIS_SHM", "0"}, {"IRIS_NETMOD", "tcp"}, {"IRIS_TCP_PORT", "47310"}, {"IRIS_DEBUG", "1"}},
-      60);
+  const int base = free_port_base(3);
+  ASSERT_GT(base, 0) << "no 3 free ports below the ephemeral range";
+  const run_result r = job(3, "ring", {},
+                           {{"IRIS_SHM", "0"},
+                            {"IRIS_NETMOD", "tcp"},
+                            {"IRIS_TCP_PORT", std::to_string(base)},
+                            {"IRIS_DEBUG", "1"}},
+                           60);
   ASSERT_EQ(r.exit_code, 0) << r.output;
   for (int rank = 0; rank < 3; ++rank) {
     EXPECT_NE(r.output.find("iris: rank " + std::to_string(rank) +
-                            ": netmod tcp listening on port " + std::to_string(47310 + rank)),
+                            ": netmod tcp listening on port " + std::to_string(base + rank)),
               std::string::npos)
         << r.output;
   }
