@@ -166,7 +166,7 @@ class tcp_netmod final : public netmod {
     if (solo_ >= 0) {
       connection &c = conn(solo_);
       if (c.st == connection::state::open && !c.has_pending() && !c.read_done) {
-        if (c.watched) unwatch(c);  // back from a partial write
+        unwatch(c);  // back in the set after a partial write; else nothing
         handled = frames_ready(solo_, &sink);
         if ((++polls_ % epoll_every) != 0) {
           if (unreported_ > 0) report_lost(sink);
@@ -394,14 +394,17 @@ class tcp_netmod final : public netmod {
   // wakes the epoll on the sending rank's CPU (sock_def_readable, 2% of a
   // 4 KiB stream's sender in perf).
   void solo_update() {
-    leave_solo();
     int only = -1;
     for (std::size_t i = 0; i < conns_.size(); ++i) {
       const connection::state st = conns_[i]->st;
       if (st == connection::state::free) continue;
-      if (st != connection::state::open || only >= 0) return;
+      if (st != connection::state::open || only >= 0) {
+        only = -1;
+        break;
+      }
       only = static_cast<int>(i);
     }
+    if (only != solo_) leave_solo();
     solo_ = only;
   }
 
