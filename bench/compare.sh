@@ -10,6 +10,9 @@
 # TRANSPORT=ofi compares libfabric's tcp;ofi_rxm provider: Iris's OFI netmod,
 # Iris's TCP netmod (the 1.5x bar), and Open MPI's ofi mtl (pml cm); MPICH
 # (built on UCX here) has no OFI path and is left out.
+# BASE=other-build-dir also runs that build of Iris ("iris_base") in every
+# round, for a refactor's before/after in one session (summarize.py prints
+# its own table of the two).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build}
@@ -33,6 +36,11 @@ fi
 declare -A run
 run[iris]="$iris_env $build/pmi/mpiexec -n 2 $build/bench/pt2pt"
 run[iris_tcp]="env IRIS_SHM=0 IRIS_NETMOD=tcp $build/pmi/mpiexec -n 2 $build/bench/pt2pt"
+if [ -n "${BASE:-}" ]; then
+  ninja -C "$BASE" bench/pt2pt pmi/mpiexec >/dev/null
+  names="iris_base $names"
+  run[iris_base]="$iris_env $BASE/pmi/mpiexec -n 2 $BASE/bench/pt2pt"
+fi
 if [ "$transport" != ofi ] && command -v mpicc.mpich >/dev/null; then
   mpicc.mpich -O2 -Wno-stringop-overflow -o "$out/pt2pt.mpich" bench/pt2pt.c
   run[mpich]="$mpich_env mpiexec.mpich -n 2 $out/pt2pt.mpich"

@@ -2,7 +2,9 @@
 """Summarizes bench/compare.sh output: per size, the median over rounds of
 each MPI's latency, bandwidth and bidirectional bandwidth, with Iris's ratio
 to the best peer (latency: best/iris, so >1 means Iris is faster; bandwidth:
-iris/best). Usage: bench/summarize.py DIR (default /tmp/iris-compare)."""
+iris/best). With runs of "iris_base" (compare.sh's BASE), a second table
+compares Iris with that build (ratio >1: this build is better).
+Usage: bench/summarize.py DIR (default /tmp/iris-compare)."""
 import glob
 import os
 import statistics
@@ -12,7 +14,7 @@ d = sys.argv[1] if len(sys.argv) > 1 else "/tmp/iris-compare"
 names = ["iris", "mpich", "openmpi"]
 data = {}  # name -> size -> list of (lat, bw, bibw)
 rate = {}
-for name in names:
+for name in names + ["iris_base"]:
     for path in sorted(glob.glob(os.path.join(d, f"{name}.*.txt"))):
         for line in open(path):
             parts = line.split()
@@ -48,3 +50,25 @@ for size in sorted(data["iris"]):
 print()
 print("8-byte message rate (M msgs/s): " +
       ", ".join(f"{n} {statistics.median(rate[n]):.3f}" for n in names if n in rate))
+
+if "iris_base" in data:
+    print()
+    print("| bytes | lat base (us) | lat iris (us) | lat ratio | bw base | bw iris | bw ratio | "
+          "bibw base | bibw iris | bibw ratio |")
+    print("|---:" * 10 + "|")
+    for size in sorted(data["iris"]):
+        row = [str(size)]
+        for i, better_low in ((0, True), (1, False), (2, False)):
+            base, new = med("iris_base", size, i), med("iris", size, i)
+            digits = 3 if i == 0 else 4
+            row += [f"{base:.{digits}f}" if base is not None else "-",
+                    f"{new:.{digits}f}" if new is not None else "-"]
+            if not base or not new:
+                row.append("-")
+            else:
+                row.append(f"{(base / new) if better_low else (new / base):.3f}")
+        print("| " + " | ".join(row) + " |")
+    print()
+    print("8-byte message rate (M msgs/s): " +
+          ", ".join(f"{n} {statistics.median(rate[n]):.3f}" for n in ("iris_base", "iris")
+                    if n in rate))

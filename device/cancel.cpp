@@ -1,9 +1,9 @@
-// MPI_Cancel. An unmatched receive is withdrawn at once. A send that has not
-// left is withdrawn at once too; one that has left asks its receiver, which
-// withdraws it only if it still waits unmatched on the unexpected queue, and
-// answers either way. The send's request completes with the answer.
+#include "device/cancel.hpp"
+
+#include "device/credit.hpp"
 #include "device/errors.hpp"
 #include "device/runtime.hpp"
+#include "device/send.hpp"
 
 namespace iris::device {
 namespace {
@@ -31,10 +31,7 @@ void reply(vc &to, std::uint64_t sender_request, bool withdrawn) {
 void request_cancel(request &r) {
   if (r.complete && r.kind == request_kind::recv) return;  // too late
   if (r.kind == request_kind::recv) {
-    if (r.next != nullptr || r.prev != nullptr || rt->posted.front() == &r) {
-      rt->posted.remove(&r);  // still posted: nothing has matched it
-      cancelled_now(r);
-    }
+    if (rt->matching.withdraw(&r)) cancelled_now(r);  // still posted: nothing matched it
     return;
   }
   if (r.cancel_pending || r.cancelled) return;
@@ -44,7 +41,7 @@ void request_cancel(request &r) {
   vc &to = rt->vcs[static_cast<std::size_t>(r.peer)];
   if (r.state == send_state::queued) {
     to.send_queue.remove(&r);
-    if (r.protocol != packet_type::rts) to.credits += credit_cost(r.bytes);  // never spent
+    if (r.protocol != packet_type::rts) credit_refund(to, r.bytes);  // never spent
     cancelled_now(r);
     return;
   }
@@ -59,20 +56,22 @@ void request_cancel(request &r) {
   control_send(to, h);
 }
 
-const char *cancel_on_request(vc &from, const packet_header &h) {
-  unexpected_msg *m = rt->unexpected.find([&](const unexpected_msg &u) {
+const char *cancel_on_request(vc &from, const packet_header &h, const std::byte *payload) {
+  (void)payload;
+  unexpected_msg *m = rt->matching.find_if([&](const unexpected_msg &u) {
     return u.from == from.world_rank && u.sender_request == h.sender_request;
   });
   if (m != nullptr) {
-    rt->unexpected.remove(m);
+    rt->matching.remove(m);
     if (m->type != packet_type::rts) credit_return(from, m->length);
-    unexpected_free(m);
+    rt->matching.release(m);
   }
   reply(from, h.sender_request, m != nullptr);
   return nullptr;
 }
 
-const char *cancel_on_reply(vc &from, const packet_header &h) {
+const char *cancel_on_reply(vc &from, const packet_header &h, const std::byte *payload) {
+  (void)payload;
   request *r = rt->requests.from_id(h.sender_request, request_kind::send);
   if (r == nullptr || r->peer != from.world_rank || !r->cancel_pending) {
     return "cancel answer for a send that asked none";

@@ -1,14 +1,12 @@
 // Collectives built on point-to-point, on each communicator's collective
 // context so that they never match user traffic.
+#include "device/collective.hpp"
+
+#include "device/recv.hpp"
 #include "device/runtime.hpp"
+#include "device/send.hpp"
 
 namespace iris::device {
-
-void request_wait_release(request *r) {
-  if (r == nullptr) return;
-  progress_until([r] { return r->complete; });
-  rt->requests.release(r);
-}
 
 void barrier(const communicator &comm) {
   // Dissemination: in round k every rank signals rank + 2^k and hears from

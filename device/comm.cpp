@@ -2,7 +2,9 @@
 #include <algorithm>
 #include <cstring>
 
+#include "device/recv.hpp"
 #include "device/runtime.hpp"
+#include "device/send.hpp"
 
 namespace iris::device {
 
@@ -16,6 +18,7 @@ std::uint32_t context_agree(const communicator &parent) {
   // through different paths do no harm; after ceil(log2 size) rounds every
   // member holds the maximum of all.
   std::uint32_t agreed = rt->next_context;
+  ++rt->agreeing;  // peers may send on the agreed context before this rank is done
   for (int distance = 1; distance < parent.size; distance *= 2) {
     const int to = (parent.rank + distance) % parent.size;
     const int from = (parent.rank - distance + parent.size) % parent.size;
@@ -28,6 +31,7 @@ std::uint32_t context_agree(const communicator &parent) {
     agreed = std::max(agreed, heard);
   }
   rt->next_context = agreed + 2;  // point-to-point and collective contexts
+  --rt->agreeing;
   return agreed;
 }
 

@@ -1,4 +1,15 @@
+// The one gate (packet_check, then the context id) and the one dispatch
+// table from packet type to the handler in its protocol's file.
 #include "device/packet.hpp"
+
+#include <iterator>
+
+#include "device/cancel.hpp"
+#include "device/credit.hpp"
+#include "device/eager.hpp"
+#include "device/rendezvous.hpp"
+#include "device/runtime.hpp"
+#include "device/sync.hpp"
 
 namespace iris::device {
 
@@ -42,6 +53,43 @@ const char *packet_check(const packet_header &h, std::size_t payload, int world_
       return nullptr;
   }
   return "unknown packet type";
+}
+
+namespace {
+
+// Indexed by packet_type; entry 0 is no type.
+constexpr packet_handler handlers[] = {
+    nullptr,
+    eager_on_message,    // eager
+    eager_on_message,    // eager_sync
+    rendezvous_on_rts,   // rts
+    rendezvous_on_cts,   // cts
+    rendezvous_on_data,  // data
+    rendezvous_on_fin,   // fin
+    credit_on_packet,    // credit
+    sync_on_ack,         // sync_ack
+    cancel_on_request,   // cancel_send
+    cancel_on_reply,     // cancel_reply
+};
+static_assert(std::size(handlers) == static_cast<std::size_t>(packet_type::cancel_reply) + 1,
+              "every packet type has its handler");
+
+// A message on a context this rank has not reached: every context below
+// next_context was agreed here (or is predefined). A peer may already send
+// on a context being agreed while this rank is still inside context_agree,
+// so none is refused then.
+bool context_known(std::uint32_t context) {
+  return context < rt->next_context || rt->agreeing > 0;
+}
+
+}  // namespace
+
+const char *packet_deliver(vc &from, const packet_header &h, const std::byte *payload,
+                           std::size_t length) {
+  if (const char *why = packet_check(h, length, rt->size)) return why;
+  if (is_message(h.type) && !context_known(h.context)) return "message for an unknown context id";
+  credit_receive(from, h);
+  return handlers[static_cast<std::size_t>(h.type)](from, h, payload);
 }
 
 }  // namespace iris::device

@@ -50,13 +50,6 @@ struct rts_payload {
   std::uint64_t rma_key;
 };
 
-// Eager flow control counts bytes in units of 64: a message costs one unit
-// for its queue entry plus its payload rounded up to whole units.
-inline constexpr std::size_t credit_unit = 64;
-inline constexpr int credit_cost(std::size_t length) {
-  return 1 + static_cast<int>((length + credit_unit - 1) / credit_unit);
-}
-
 // The largest message length the device accepts in a header.
 inline constexpr std::uint64_t max_message_length = std::uint64_t{1} << 48;
 
@@ -68,5 +61,18 @@ inline bool is_message(packet_type t) {
 // `payload` is the number of bytes that came after the header in the same
 // record. Returns nullptr when the header is sound, else why it is not.
 [[nodiscard]] const char *packet_check(const packet_header &h, std::size_t payload, int world_size);
+
+struct vc;
+
+// The one gate and the one dispatch (packet.cpp): checks a packet that
+// arrived from `from` (packet_check, then its context id), takes the credits
+// it returns, and hands it to its protocol's handler. Returns nullptr, or why
+// the packet was refused (it is then dropped). Every transport calls this
+// for every packet it receives.
+[[nodiscard]] const char *packet_deliver(vc &from, const packet_header &h, const std::byte *payload,
+                                         std::size_t length);
+
+// What each protocol's handler of one packet type looks like.
+using packet_handler = const char *(*)(vc &from, const packet_header &h, const std::byte *payload);
 
 }  // namespace iris::device

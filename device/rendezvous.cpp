@@ -1,53 +1,14 @@
-// Rendezvous: the sender's RTS waits for its match; then the receiver either
-// reads the data straight from the sender's memory (cross-memory attach over
-// shared memory, the netmod's RMA read over a network: single copy) and
-// answers FIN, or answers CTS and the sender streams the data through the
-// ring or the netmod in fragments (pipelined copy). Data only moves once
-// matched, so unexpected rendezvous messages hold no buffer memory.
-#include <sys/uio.h>
+#include "device/rendezvous.hpp"
 
 #include <algorithm>
 #include <cstring>
 
+#include "device/recv.hpp"
 #include "device/runtime.hpp"
+#include "device/send.hpp"
 
 namespace iris::device {
 namespace {
-
-// Under `auto`, one message alone goes through the pipeline: sender and
-// receiver copy at the same time, which halves its latency. When a pipeline
-// receive is already streaming, this rank is moving many messages at once:
-// then a single copy by the receiver (CMA) moves more, except for very large
-// messages while this rank sends nothing itself: CMA of a large buffer is
-// slow on virtual machines, and the sender's idle core copies through the
-// pipeline faster. Measured in bench/README.md.
-bool cma_wanted(const vc &from, std::size_t bytes) {
-  if (from.via != transport::shm || !from.cma_usable) return false;
-  switch (rt->config.engine) {
-    case rndv_engine::cma:
-      return true;
-    case rndv_engine::pipeline:
-      return false;
-    case rndv_engine::automatic:
-      if (bytes < rt->config.cma_threshold || rt->pipeline_receives == 0) return false;
-      return bytes < rt->config.pipeline_large || rt->rendezvous_sends > 0;
-  }
-  return false;
-}
-
-// Reads `bytes` from the sender's memory into `to`. False when the kernel
-// refuses (ptrace policy, containers) or the read falls short.
-bool cma_read(const rts_payload &where, std::byte *to, std::size_t bytes) {
-  std::size_t done = 0;
-  while (done < bytes) {
-    iovec local{to + done, bytes - done};
-    iovec remote{reinterpret_cast<void *>(where.address + done), bytes - done};
-    const ssize_t n = process_vm_readv(static_cast<pid_t>(where.pid), &local, 1, &remote, 1, 0);
-    if (n <= 0) return false;
-    done += static_cast<std::size_t>(n);
-  }
-  return true;
-}
 
 void reply(vc &to, packet_type type, std::uint64_t sender_request, std::uint64_t receiver_request,
            std::size_t length) {
@@ -71,27 +32,34 @@ void ask_for_data(request &r, vc &from) {
 
 }  // namespace
 
+rts_payload rendezvous_rts_payload(vc &to, request &r) {
+  rts_payload where{};
+  to.via->expose(to, r, where);
+  return where;
+}
+
+const char *rendezvous_on_rts(vc &from, const packet_header &h, const std::byte *payload) {
+  return message_arrived(from, h, payload);
+}
+
 void rendezvous_matched(request &r, vc &from, std::uint64_t sender_request,
                         const rts_payload &where) {
   const std::size_t want = r.status_bytes;  // what fits the receive buffer
   r.peer = from.world_rank;
   r.peer_request = sender_request;
-  if (want == 0 || (cma_wanted(from, want) && cma_read(where, r.buffer, want))) {
-    rt->stats.rendezvous_cma += want != 0 ? 1 : 0;
-    request_complete(r);
-    reply(from, packet_type::fin, sender_request, 0, 0);
-    return;
+  const xfer read =
+      want == 0 ? xfer::done : from.via->read(from, where, r.buffer, want, request_id(r));
+  switch (read) {
+    case xfer::done:
+      request_complete(r);
+      reply(from, packet_type::fin, sender_request, 0, 0);
+      return;
+    case xfer::in_progress:
+      return;  // rendezvous_read_done answers
+    case xfer::retry:
+      ask_for_data(r, from);
+      return;
   }
-  // The kernel refused a read: stop trying with this peer.
-  if (from.via == transport::shm && cma_wanted(from, want)) from.cma_usable = false;
-  // The netmod reads the sender's exposed buffer; FIN once it is here. A
-  // read it cannot start now goes the packet way instead of waiting.
-  if (from.via == transport::net && where.rma == 1 &&
-      rt->net->rma_read(from.world_rank, netmod::remote_region{where.rma_address, where.rma_key},
-                        r.buffer, want, request_id(r)) == netmod::send_status::done) {
-    return;
-  }
-  ask_for_data(r, from);
 }
 
 void rendezvous_read_done(std::uint64_t receiver_request, const char *why) {
@@ -102,12 +70,12 @@ void rendezvous_read_done(std::uint64_t receiver_request, const char *why) {
     ask_for_data(*r, from);  // the sender's data is still there
     return;
   }
-  ++rt->stats.rendezvous_rma;
   request_complete(*r);
   reply(from, packet_type::fin, r->peer_request, 0, 0);
 }
 
-const char *rendezvous_on_cts(vc &from, const packet_header &h) {
+const char *rendezvous_on_cts(vc &from, const packet_header &h, const std::byte *payload) {
+  (void)payload;
   request *s = rt->requests.from_id(h.sender_request, request_kind::send);
   if (s == nullptr || s->peer != from.world_rank || s->state != send_state::wait_reply) {
     return "cts for a send that is not waiting for one";
@@ -122,6 +90,16 @@ const char *rendezvous_on_cts(vc &from, const packet_header &h) {
   s->state = send_state::streaming;
   from.stream_queue.push_back(s);
   sending_list_add(from);
+  return nullptr;
+}
+
+const char *rendezvous_on_fin(vc &from, const packet_header &h, const std::byte *payload) {
+  (void)payload;
+  request *s = rt->requests.from_id(h.sender_request, request_kind::send);
+  if (s == nullptr || s->peer != from.world_rank || s->state != send_state::wait_reply) {
+    return "fin for a send that is not waiting for one";
+  }
+  send_done(*s);
   return nullptr;
 }
 
@@ -148,7 +126,7 @@ std::byte *rendezvous_data_place(const vc &from, const packet_header &h, std::si
 const char *rendezvous_on_data(vc &from, const packet_header &h, const std::byte *payload) {
   request *r = data_receiver(from, h);
   if (r == nullptr) return "data for no receive, or out of sequence";
-  // A netmod may have read the payload into its place already.
+  // A transport may have read the payload into its place already.
   if (payload != r->buffer + h.offset) std::memcpy(r->buffer + h.offset, payload, h.length);
   r->progress += h.length;
   if (r->progress == r->expected) {

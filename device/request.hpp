@@ -96,7 +96,8 @@ struct unexpected_msg {
   std::uint64_t sender_request = 0;
   rts_payload rts{};
   bool claimed = false;       // taken by MPI_Mprobe: named by an MPI_Message handle
-  std::byte *data = nullptr;  // eager: inline_data, or the heap for longer messages
+  bool held = false;          // its eager bytes count against the sender's credits
+  std::byte *data = nullptr;  // eager: inline_data, or a matcher buffer for longer messages
   std::byte inline_data[inline_capacity];
 };
 
@@ -163,5 +164,16 @@ class request_pool {
   pool<request> pool_;
   std::uint32_t generation_ = 0;
 };
+
+// The lifecycle (request.cpp): allocated by a send or receive, completed by
+// its protocol, released by the binding that waits for it (or here, when the
+// user freed it first).
+
+// Marks `r` complete (while a cancel is pending, that waits for the answer);
+// a request the user freed is released here.
+void request_complete(request &r);
+
+// Waits for `r` to complete and releases it.
+void request_wait_release(request *r);
 
 }  // namespace iris::device

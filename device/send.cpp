@@ -1,17 +1,18 @@
 // The sending side: protocol choice, message packets in send order, control
-// packets ahead of everything, and eager credits.
+// packets ahead of everything.
 //
 // A message goes eager (one packet with its bytes) when it fits the eager
-// limit and the sender holds a credit at the receiver; otherwise it goes by
-// rendezvous (an RTS now, the data once matched). Running out of credits
-// therefore never blocks a sender nor anything queued behind it.
-#include <sys/uio.h>
+// limit and the sender holds its credits at the receiver (credit.hpp);
+// otherwise it goes by rendezvous (an RTS now, the data once matched).
+// Running out of credits therefore never blocks a sender nor anything queued
+// behind it.
+#include "device/send.hpp"
 
 #include <algorithm>
-#include <cstring>
 
-#include "device/dtype.hpp"
-#include "device/errors.hpp"
+#include "device/credit.hpp"
+#include "device/eager.hpp"
+#include "device/rendezvous.hpp"
 #include "device/runtime.hpp"
 
 namespace iris::device {
@@ -31,24 +32,21 @@ packet_header message_header(packet_type type, const match_key &key, std::size_t
 
 // Writes the message packet of a send. Returns false when there is no room
 // now. It does not complete the request: the caller does that (message_sent)
-// once the request is off any queue, since completing may release it.
+// once the request is off any queue, since completing may release it. The
+// state is set before the write: a transport that delivers at once (self)
+// may bring the answer back before the write returns.
 bool message_write(vc &to, request &r) {
   const packet_header h = message_header(r.protocol, r.key, r.bytes, request_id(r));
   if (r.protocol == packet_type::rts) {
-    rts_payload where{rt->pid, reinterpret_cast<std::uint64_t>(r.buffer), 0, 0, 0};
-    // Over a netmod with RMA, the receiver reads the data itself. Exposed
-    // once: a write that found no room comes back here.
-    if (to.via == transport::net && rt->config.net_rma && !r.rma_exposed && r.bytes != 0) {
-      r.rma_exposed = rt->net->rma_expose(r.buffer, r.bytes, r.region);
-    }
-    if (r.rma_exposed) where = {where.pid, where.address, 1, r.region.address, r.region.key};
-    if (!packet_write(to, h, &where, sizeof(where))) return false;
+    const rts_payload where = rendezvous_rts_payload(to, r);
     r.state = send_state::wait_reply;
-    return true;
+    if (packet_write(to, h, &where, sizeof(where))) return true;
+  } else {
+    r.state = r.synchronous ? send_state::wait_ack : send_state::done;
+    if (packet_write(to, h, r.buffer, r.bytes)) return true;
   }
-  if (!packet_write(to, h, r.buffer, r.bytes)) return false;
-  r.state = r.synchronous ? send_state::wait_ack : send_state::done;
-  return true;
+  r.state = send_state::queued;
+  return false;
 }
 
 // An eager send is complete once written (a synchronous one waits for its
@@ -57,27 +55,13 @@ void message_sent(request &r) {
   if (r.state == send_state::done) request_complete(r);
 }
 
-void deliver_to_self(vc &self, const packet_header &h, const void *data, std::size_t bytes) {
-  if (const char *why = packet_deliver(self, h, static_cast<const std::byte *>(data), bytes)) {
-    fatal("send to self", "refused its own packet: %s", why);
-  }
-}
-
 }  // namespace
 
 bool packet_write(vc &to, packet_header h, const void *payload, std::size_t bytes) {
-  const int give = std::min(to.owed, 0xffff);
+  const int give = credit_piggyback(to);
   h.credits = static_cast<std::uint16_t>(give);
-  if (to.via == transport::net) {
-    const iovec parts[2] = {{&h, sizeof(h)}, {const_cast<void *>(payload), bytes}};
-    if (rt->net->send(to.world_rank, parts) != netmod::send_status::done) return false;
-  } else {
-    std::byte *slot = to.tx.reserve(sizeof(h) + bytes);
-    if (slot == nullptr) return false;
-    std::memcpy(slot, &h, sizeof(h));
-    if (bytes != 0) std::memcpy(slot + sizeof(h), payload, bytes);
-    to.tx.commit();
-  }
+  const iovec part{const_cast<void *>(payload), bytes};
+  if (to.via->send(to, h, {&part, bytes != 0 ? 1U : 0U}) != xfer::done) return false;
   to.owed -= give;
   return true;
 }
@@ -89,15 +73,11 @@ void sending_list_add(vc &to) {
 }
 
 void control_send(vc &to, packet_header h) {
-  if (to.via == transport::self) {
-    deliver_to_self(to, h, nullptr, 0);
-    return;
-  }
   // Owed credits ride on whatever packet is written next: with a backlog, a
   // credit packet adds nothing but memory.
   if (h.type == packet_type::credit && !to.backlog.empty()) return;
   if (to.backlog.empty() && packet_write(to, h, nullptr, 0)) return;
-  to.backlog.push_back(h);  // rare: only when the ring is full
+  to.backlog.push_back(h);  // rare: only when the transport is full
   sending_list_add(to);
 }
 
@@ -124,29 +104,13 @@ request *send_start(const communicator &comm, std::uint32_t context, const void 
   vc &to = rt->vcs[static_cast<std::size_t>(comm.world_rank[static_cast<std::size_t>(dest)])];
   const match_key key{context, comm.rank, tag};
   const bool synchronous = mode == send_mode::synchronous;
-  const bool eager_size = bytes <= to.eager_limit;
-  const int cost = credit_cost(bytes);
-  // Short of credits: the receiver may have returned some that no poll has
-  // read yet (a burst of nonblocking sends polls nothing). A few polls, while
-  // they find anything, take them before the message falls back to
-  // rendezvous (a netmod such as OFI may need more than one).
-  if (eager_size && to.credits < cost && to.via != transport::self && !rt->polling) {
-    for (int polls = 0; polls < 4 && to.credits < cost; ++polls) {
-      if (progress_poll() == 0) break;
-    }
-  }
+  const bool eager = credit_enough(to, bytes);
   // Fast path: a blocking send of an eager message with nothing queued ahead
-  // of it goes straight into the ring, without a request.
-  if (!need_request && !synchronous && to.via != transport::self && eager_size &&
-      to.credits >= cost && to.send_queue.empty() &&
+  // of it goes straight to the transport, without a request.
+  if (!need_request && !synchronous && eager && to.send_queue.empty() &&
       packet_write(to, message_header(packet_type::eager, key, bytes, 0), data, bytes)) {
-    to.credits -= cost;
+    credit_spend(to, bytes);
     ++rt->stats.eager;
-    return nullptr;
-  }
-  if (to.via == transport::self && !synchronous && !need_request) {
-    // Messages to oneself are buffered: a send to self never waits.
-    deliver_to_self(to, message_header(packet_type::eager, key, bytes, 0), data, bytes);
     return nullptr;
   }
   request *r = use != nullptr ? use : rt->requests.allocate(request_kind::send, &comm);
@@ -155,22 +119,14 @@ request *send_start(const communicator &comm, std::uint32_t context, const void 
   r->bytes = bytes;
   r->peer = to.world_rank;
   r->synchronous = synchronous;
-  if (to.via == transport::self) {
+  if (eager) {
     r->protocol = synchronous ? packet_type::eager_sync : packet_type::eager;
-    // Set before delivery: the sync_ack may come back at once.
-    r->state = synchronous ? send_state::wait_ack : send_state::done;
-    if (!synchronous) request_complete(*r);
-    deliver_to_self(to, message_header(r->protocol, key, bytes, request_id(*r)), data, bytes);
-    return r;
-  }
-  if (eager_size && to.credits >= cost) {
-    r->protocol = synchronous ? packet_type::eager_sync : packet_type::eager;
-    to.credits -= cost;  // reserved now: the packet goes out in order, maybe later
+    credit_spend(to, bytes);  // reserved now: the packet goes out in order, maybe later
     ++(synchronous ? rt->stats.eager_sync : rt->stats.eager);
   } else {
     r->protocol = packet_type::rts;
     ++rt->rendezvous_sends;
-    rt->stats.credit_stalls += eager_size ? 1 : 0;
+    rt->stats.credit_stalls += bytes <= to.eager_limit ? 1 : 0;
     ++rt->stats.rendezvous;
   }
   r->state = send_state::queued;
@@ -187,34 +143,9 @@ request *send_start(const communicator &comm, std::uint32_t context, const void 
 
 void send_done(request &r) {
   if (r.protocol == packet_type::rts && r.state != send_state::done) --rt->rendezvous_sends;
-  if (r.rma_exposed) {
-    rt->net->rma_conceal(r.region);
-    r.rma_exposed = false;
-  }
+  if (r.rma_exposed) rt->vcs[static_cast<std::size_t>(r.peer)].via->conceal(r);
   r.state = send_state::done;
   request_complete(r);
-}
-
-void request_complete(request &r) {
-  if (r.cancel_pending) return;  // cancel_on_reply completes it
-  r.complete = true;
-  if (!r.freed) return;
-  // Freed by the user: nobody will wait for it, so finish its work here.
-  if (r.unpack_to != nullptr) {
-    dtype_unpack_range(r.scratch, 0, r.status_bytes, r.unpack_to, r.unpack_count, *r.unpack_type);
-  }
-  rt->requests.release(&r);
-}
-
-const char *send_on_done(vc &from, const packet_header &h) {
-  request *r = rt->requests.from_id(h.sender_request, request_kind::send);
-  const send_state waiting =
-      h.type == packet_type::fin ? send_state::wait_reply : send_state::wait_ack;
-  if (r == nullptr || r->peer != from.world_rank || r->state != waiting) {
-    return "completion for a send that is not waiting for one";
-  }
-  send_done(*r);
-  return nullptr;
 }
 
 }  // namespace iris::device

@@ -745,10 +745,14 @@ int MPI_Iexscan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype data
 
 /* Iris extension: a runtime statistic or setting by name, for tests and
  * tools: "eager", "eager_sync", "rendezvous", "rendezvous_cma",
- * "rendezvous_pipeline", "credit_stalls", "credit_packets",
- * "unexpected_depth_peak", "unexpected_bytes_peak" (eager data held for
- * peers), "unexpected_bytes_bound" (what the peers' credit windows allow in
- * all), "eager_limit", "eager_window". An unknown name is MPI_ERR_ARG. */
+ * "rendezvous_rma", "rendezvous_pipeline", "credit_stalls",
+ * "credit_packets", "unexpected_depth_peak", "unexpected_bytes_peak" (eager
+ * data held for peers), "unexpected_bytes_bound" (what the peers' credit
+ * windows allow in all), "eager_limit", "eager_window",
+ * "shm_fragment_size", "net_eager_limit", "net_fragment_size" (the live
+ * protocol limits, after capping to a record), "inline_bytes" (eager bytes
+ * an unexpected message holds without a buffer of its own). An unknown name
+ * is MPI_ERR_ARG. */
 int MPIX_Stat_get(const char *name, MPI_Count *value);
 
 #ifdef __cplusplus

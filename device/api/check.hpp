@@ -8,9 +8,9 @@
 
 #include "device/comm.hpp"
 #include "device/datatype.hpp"
+#include "device/device.hpp"
 #include "device/dtype.hpp"
 #include "device/errors.hpp"
-#include "device/runtime.hpp"
 #include "include/mpi.h"
 
 namespace iris::api {

@@ -146,7 +146,7 @@ int MPIX_Stat_get(const char *name, MPI_Count *value) {
   // What credits let peers leave unexpected here: each peer's window.
   std::uint64_t bound = 0;
   for (const device::vc &v : device::rt->vcs) {
-    if (v.via != device::transport::self) bound += static_cast<std::uint64_t>(v.window);
+    if (v.flow_controlled) bound += static_cast<std::uint64_t>(v.window);
   }
   const struct {
     const char *name;
@@ -156,12 +156,17 @@ int MPIX_Stat_get(const char *name, MPI_Count *value) {
       {"eager_sync", s.eager_sync},
       {"rendezvous", s.rendezvous},
       {"rendezvous_cma", s.rendezvous_cma},
+      {"rendezvous_rma", s.rendezvous_rma},
       {"rendezvous_pipeline", s.rendezvous_pipeline},
       {"credit_stalls", s.credit_stalls},
       {"credit_packets", s.credit_packets},
-      {"unexpected_depth_peak", s.unexpected_depth_peak},
-      {"unexpected_bytes_peak", s.unexpected_bytes_peak},
+      {"unexpected_depth_peak", device::rt->matching.unexpected_counts().depth_peak},
+      {"unexpected_bytes_peak", device::rt->matching.unexpected_counts().bytes_peak},
       {"eager_limit", c.eager_limit},
+      {"shm_fragment_size", c.shm_fragment_size},
+      {"net_eager_limit", c.net_eager_limit},
+      {"net_fragment_size", c.net_fragment_size},
+      {"inline_bytes", device::unexpected_msg::inline_capacity},
       {"eager_window", static_cast<std::uint64_t>(c.eager_window) * device::credit_unit},
       {"unexpected_bytes_bound", bound * device::credit_unit},
   };

@@ -24,6 +24,33 @@ static int check_failures = 0;
     }                                                                                        \
   } while (0)
 
+/* The message sizes at which Iris's protocols change, from its live limits
+ * (MPIX_Stat_get after MPI_Init), so that tests follow the layout instead of
+ * copying numbers from an older one: 0, 1, the inline bytes of an unexpected
+ * message, the eager limits and the fragment sizes (shm and netmod), each
+ * -1, +0 and +1. Fills `sizes` (room for 20) and returns how many; sizes
+ * over `largest` are left out. */
+static inline MPI_Count iris_limit(const char *name) {
+  MPI_Count value = 0;
+  MPIX_Stat_get(name, &value);
+  return value;
+}
+
+static inline int edge_sizes(int *sizes, MPI_Count largest) {
+  static const char *const limits[] = {"inline_bytes", "eager_limit", "shm_fragment_size",
+                                       "net_eager_limit", "net_fragment_size"};
+  int n = 0;
+  sizes[n++] = 0;
+  sizes[n++] = 1;
+  for (unsigned k = 0; k < sizeof(limits) / sizeof(limits[0]); ++k) {
+    const MPI_Count edge = iris_limit(limits[k]);
+    for (MPI_Count d = -1; d <= 1; ++d) {
+      if (edge + d > 1 && edge + d <= largest) sizes[n++] = (int)(edge + d);
+    }
+  }
+  return n;
+}
+
 /* Finalizes and returns the process's exit code. */
 static int finish(void) {
   MPI_Finalize();

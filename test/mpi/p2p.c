@@ -23,8 +23,10 @@ static int same(const unsigned char *p, int n, int salt) {
 
 static void self_messages(void) {
   /* Sent before the receive is posted: both must buffer and then match. */
-  const int sizes[] = {0, 1, 224, 225, 40000, 1 << 20};
-  for (unsigned k = 0; k < sizeof(sizes) / sizeof(sizes[0]); ++k) {
+  int sizes[24];
+  int count = edge_sizes(sizes, 1 << 20);
+  sizes[count++] = 1 << 20;
+  for (unsigned k = 0; k < (unsigned)count; ++k) {
     const int n = sizes[k];
     unsigned char *out = malloc((size_t)n + 1);
     unsigned char *in = malloc((size_t)n + 1);
@@ -222,10 +224,14 @@ static void proc_null(void) {
 }
 
 static void fragment_edges_and_test(void) {
-  /* Sizes around one record, exchanged with Sendrecv; then a Test loop. */
+  /* Sizes around each protocol limit and two fragments, exchanged with
+   * Sendrecv; then a Test loop. */
   const int p = partner();
-  const int sizes[] = {0, 1, 32727, 32728, 32729, 65456, 65457, 1 << 20};
-  for (unsigned k = 0; k < sizeof(sizes) / sizeof(sizes[0]); ++k) {
+  int sizes[24];
+  int count = edge_sizes(sizes, 1 << 20);
+  sizes[count++] = 2 * (int)iris_limit("shm_fragment_size") + 1;
+  sizes[count++] = 1 << 20;
+  for (unsigned k = 0; k < (unsigned)count; ++k) {
     const int n = sizes[k];
     unsigned char *out = malloc((size_t)n + 1);
     unsigned char *in = malloc((size_t)n + 1);

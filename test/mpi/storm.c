@@ -27,14 +27,17 @@ static uint64_t next_random(uint64_t *state) {
   return *state * 2685821657736338717ULL;
 }
 
+/* Edges of every protocol limit (edge_sizes: the inline unexpected bytes,
+ * eager limits, fragments up to largest_message), plus multi-fragment
+ * sizes; the same on every rank. */
+enum { largest_message = 262144 };
+static int sizes[24];
+static int size_count;
+
 static int pick_size(uint64_t *state) {
-  /* Edges of one record (32 KiB fragments by default) and of the inline
-   * unexpected buffer, plus multi-fragment sizes. */
-  static const int sizes[] = {0,     1,     8,     223,   224,   225,    4096,
-                              32727, 32728, 32729, 32768, 65536, 100003, 262144};
   const uint64_t r = next_random(state);
   if (r % 3 == 0) return (int)(next_random(state) % 2048);
-  return sizes[r % (sizeof(sizes) / sizeof(sizes[0]))];
+  return sizes[r % (uint64_t)size_count];
 }
 
 static message *schedule(int source, int size, int count, uint64_t seed) {
@@ -61,6 +64,10 @@ int main(int argc, char **argv) {
   const uint64_t seed = argc > 1 ? strtoull(argv[1], NULL, 0) : 1;
   const int count = argc > 2 ? atoi(argv[2]) : 200;
 
+  size_count = edge_sizes(sizes, largest_message);
+  sizes[size_count++] = 4096;
+  sizes[size_count++] = 100003;
+  sizes[size_count++] = largest_message;
   message **plans = malloc(sizeof(message *) * (size_t)size);
   for (int s = 0; s < size; ++s) plans[s] = schedule(s, size, count, seed);
 
@@ -80,17 +87,18 @@ int main(int argc, char **argv) {
   for (int s = 0; s < size; ++s) {
     for (int i = 0; i < count; ++i) expected_total += plans[s][i].dest == rank;
   }
-  unsigned char *in = malloc(262144 + 64);
+  unsigned char *in = malloc(largest_message + 64);
   for (int received = 0; received < expected_total; ++received) {
     MPI_Status status;
     if (received % 2 == 0) {
       /* Probe any, then receive exactly that message by source and tag. */
       MPI_Probe(MPI_ANY_SOURCE, MPI_ANY_TAG, MPI_COMM_WORLD, &status);
-      MPI_Recv(in, 262144 + 64, MPI_BYTE, status.MPI_SOURCE, status.MPI_TAG, MPI_COMM_WORLD,
-               &status);
+      MPI_Recv(in, largest_message + 64, MPI_BYTE, status.MPI_SOURCE, status.MPI_TAG,
+               MPI_COMM_WORLD, &status);
     } else {
       MPI_Request r;
-      MPI_Irecv(in, 262144 + 64, MPI_BYTE, MPI_ANY_SOURCE, MPI_ANY_TAG, MPI_COMM_WORLD, &r);
+      MPI_Irecv(in, largest_message + 64, MPI_BYTE, MPI_ANY_SOURCE, MPI_ANY_TAG, MPI_COMM_WORLD,
+                &r);
       MPI_Wait(&r, &status);
     }
     const int s = status.MPI_SOURCE;

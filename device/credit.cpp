@@ -1,0 +1,39 @@
+// Eager flow control: the rules that are not inline in credit.hpp.
+#include "device/credit.hpp"
+
+#include "device/progress.hpp"
+#include "device/runtime.hpp"
+#include "device/send.hpp"
+
+namespace iris::device {
+
+bool credit_short_poll(vc &to, int cost) {
+  // A send may be called from inside a poll (a handler answering): never
+  // poll again from there.
+  if (rt->polling) return false;
+  // A netmod such as OFI may need more than one poll to read them.
+  for (int polls = 0; polls < 4 && to.credits < cost; ++polls) {
+    if (progress_poll() == 0) break;
+  }
+  return to.credits >= cost;
+}
+
+void credit_return(vc &from, std::size_t length) {
+  if (!from.flow_controlled) return;
+  from.owed += credit_cost(length);
+  // A quarter of the window owed and nothing going back: say so at once, so
+  // that a streaming sender never runs dry.
+  if (from.owed * 4 >= from.window) {
+    packet_header h{};
+    h.type = packet_type::credit;
+    ++rt->stats.credit_packets;
+    control_send(from, h);
+  }
+}
+
+const char *credit_on_packet(vc &from, const packet_header &h, const std::byte *payload) {
+  (void)from, (void)h, (void)payload;
+  return nullptr;
+}
+
+}  // namespace iris::device

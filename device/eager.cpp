@@ -1,0 +1,24 @@
+#include "device/eager.hpp"
+
+#include <cstring>
+
+#include "device/credit.hpp"
+#include "device/recv.hpp"
+#include "device/request.hpp"
+#include "device/sync.hpp"
+
+namespace iris::device {
+
+const char *eager_on_message(vc &from, const packet_header &h, const std::byte *payload) {
+  return message_arrived(from, h, payload);
+}
+
+void eager_matched(request &r, vc &from, packet_type type, std::size_t length,
+                   std::uint64_t sender_request, const std::byte *data) {
+  if (r.status_bytes != 0) std::memcpy(r.buffer, data, r.status_bytes);
+  request_complete(r);
+  credit_return(from, length);
+  if (type == packet_type::eager_sync) sync_ack_send(from, sender_request);
+}
+
+}  // namespace iris::device

@@ -1,0 +1,37 @@
+// The receiving side: receives are posted or take an unexpected message;
+// arriving message packets (eager, eager_sync, rts) meet a posted receive or
+// wait on the unexpected queue (matching.hpp); probes look at that queue.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "device/comm.hpp"
+#include "device/packet.hpp"
+#include "device/request.hpp"
+#include "device/vc.hpp"
+
+namespace iris::device {
+
+// Posts a receive; the returned request completes when a message matched.
+request *recv_start(const communicator &comm, std::uint32_t context, void *data,
+                    std::size_t capacity, int source, int tag, request *use = nullptr);
+
+// MPI_Mprobe: removes the oldest matching unexpected message and claims it
+// for a later MPI_Mrecv. nullptr when there is none.
+unexpected_msg *message_claim(std::uint32_t context, int source, int tag);
+// The claimed message named by an MPI_Message handle, or nullptr.
+unexpected_msg *message_from_handle(int handle);
+int message_handle(const unexpected_msg &m);
+// MPI_Mrecv: a receive of a claimed message; frees the message.
+request *recv_claimed(const communicator &comm, unexpected_msg *m, void *data,
+                      std::size_t capacity);
+// The oldest unexpected message matching the pattern, or nullptr.
+const unexpected_msg *probe_find(std::uint32_t context, int source, int tag);
+
+// A message packet (eager, eager_sync or rts) arrived from `from`: it takes
+// the oldest posted receive it matches, or waits on the unexpected queue.
+// Called by the handlers of those packets.
+const char *message_arrived(vc &from, const packet_header &h, const std::byte *payload);
+
+}  // namespace iris::device

@@ -1,0 +1,46 @@
+// The sending side: protocol choice, message packets in send order, control
+// packets ahead of everything.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "device/comm.hpp"
+#include "device/packet.hpp"
+#include "device/request.hpp"
+#include "device/vc.hpp"
+
+namespace iris::device {
+
+enum class send_mode : std::uint8_t { standard, synchronous };
+
+// Sends `bytes` from `data` to rank `dest` of `comm`. Returns nullptr when the
+// message is already on its way and the buffer may be reused (only when
+// `need_request` is false), else a request that completes when it may. A
+// synchronous send completes only once matched.
+// `use`, when given, is a (restarted persistent) request to use instead of
+// allocating one.
+request *send_start(const communicator &comm, std::uint32_t context, const void *data,
+                    std::size_t bytes, int dest, int tag, send_mode mode = send_mode::standard,
+                    bool need_request = false, request *use = nullptr);
+
+// A send is over: its state becomes done and it completes.
+void send_done(request &r);
+
+// Pushes what `to` has waiting (control packets first, then message packets
+// in order, then rendezvous data) while its transport takes it. Returns how
+// many packets went out.
+int send_push(vc &to);
+
+// Sends a control packet (cts, fin, credit, sync_ack, cancel) to `to`: at
+// once when the transport has room, else ahead of everything else queued.
+void control_send(vc &to, packet_header h);
+
+// Marks `to` as having something to push in progress_poll.
+void sending_list_add(vc &to);
+
+// Writes one packet to `to` through its transport, with any credits owed to
+// it. Returns false when the transport has no room now.
+bool packet_write(vc &to, packet_header h, const void *payload, std::size_t bytes);
+
+}  // namespace iris::device

@@ -1,0 +1,64 @@
+// Which transport reaches which peer, chosen once at setup: oneself through
+// self; ranks of this node through shm (unless IRIS_SHM=0 or it is alone);
+// every other rank through net, the netmod adapter.
+#include "device/transport.hpp"
+
+#include <algorithm>
+
+#include "device/runtime.hpp"
+#include "device/transport_net.hpp"
+#include "device/transport_self.hpp"
+#include "device/transport_shm.hpp"
+
+namespace iris::device {
+
+void transports_settle(settings &s) {
+  shm::check_ring_capacity(s.shm_ring_size);
+  const std::size_t record_payload =
+      shm::max_record_payload(s.shm_ring_size) - sizeof(packet_header);
+  s.shm_fragment_size = std::min(s.shm_fragment_size, record_payload);
+  s.eager_limit = std::min(s.eager_limit, record_payload);
+}
+
+void transports_open(runtime &r) {
+  auto self = std::make_unique<self_transport>();
+  vc &me = r.vcs[static_cast<std::size_t>(r.rank)];
+  me.via = self.get();
+  me.flow_controlled = false;
+  me.eager_limit = r.config.eager_limit;
+  me.window = r.config.eager_window;
+  r.transports.push_back(std::move(self));
+
+  const int node = r.pmi->node_of(r.rank);
+  std::vector<int> local_ranks;
+  int local_index = 0;
+  bool remote = false;
+  for (int peer = 0; peer < r.size; ++peer) {
+    if (r.pmi->node_of(peer) == node) {
+      if (peer == r.rank) local_index = static_cast<int>(local_ranks.size());
+      local_ranks.push_back(peer);
+    }
+    remote = remote || (peer != r.rank && (!r.config.use_shm || r.pmi->node_of(peer) != node));
+  }
+  // The netmod puts its card first; then the node segment is created.
+  if (remote) r.transports.push_back(std::make_unique<net_transport>(r));
+  if (r.config.use_shm && local_ranks.size() > 1) {
+    r.transports.push_back(std::make_unique<shm_transport>(r, std::move(local_ranks), local_index));
+  }
+}
+
+void transports_connect(runtime &r) {
+  // Polled in this order: the rings (cheap to look at) before the netmod.
+  // Self has nothing to poll.
+  for (const auto &t : r.transports) {
+    if (auto *shm = dynamic_cast<shm_transport *>(t.get())) {
+      shm->connect(r);
+      r.polled.insert(r.polled.begin(), shm);
+    } else if (auto *net = dynamic_cast<net_transport *>(t.get())) {
+      net->connect(r);
+      r.polled.push_back(net);
+    }
+  }
+}
+
+}  // namespace iris::device

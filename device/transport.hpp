@@ -1,0 +1,106 @@
+// The transport contract: how the device moves packets to one peer.
+//
+// Lifecycle, as runtime_init drives it:
+//   make (transport_*.cpp)  one object per kind in use: self, shm, net
+//   attach each VC          vc.via points at the transport that reaches the
+//                           peer, chosen once at setup; protocol state
+//                           (credits, windows, queues) stays in the VC
+//   send / poll             the data path: one indirect call per packet
+//   read / expose / conceal optional single-copy rendezvous (CMA, RMA)
+//   ~transport              at MPI_Finalize, after the last barrier
+//
+// The protocols (eager, credit, rendezvous, sync, cancel) only ever talk to
+// this interface; no file outside transport*.{hpp,cpp} names a transport
+// kind. A transport moves packets and knows the packet header only as bytes
+// to carry: every arriving packet goes to packet_deliver (the one gate).
+//
+// Only the thread that initialised MPI calls these methods.
+#pragma once
+
+#include <sys/uio.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+
+#include "device/packet.hpp"
+
+namespace iris::device {
+
+struct vc;
+struct request;
+
+// What a data-path call of a transport returns: one kind everywhere.
+enum class [[nodiscard]] xfer{
+    done,         // finished now (send: the packet is the transport's; read: data is here)
+    in_progress,  // started; the transport reports the end later (read: rendezvous_read_done)
+    retry,        // not now: no room, or no single-copy path (the caller takes the generic one)
+};
+
+class transport {
+ public:
+  virtual ~transport() = default;
+
+  virtual std::string_view name() const = 0;
+
+  // Sends one packet to `to`: `h` followed by the concatenation of
+  // `payload` (at most two parts). done: the caller may reuse the buffers;
+  // retry: no room now (call again after poll). The self transport delivers
+  // at once, before returning.
+  virtual xfer send(vc &to, const packet_header &h, std::span<const iovec> payload) = 0;
+
+  // One bounded pass over what arrived: at most `budget` packets from each
+  // peer, each handed to packet_deliver. Returns how many it handled.
+  virtual int poll(int budget) = 0;
+
+  // Optional single copy, sender side: fills the transport's part of the
+  // RTS of send `r` (where and how the receiver may read its buffer). The
+  // default names nothing, so the receiver asks for the data (CTS).
+  virtual void expose(vc &to, request &r, rts_payload &where) { (void)to, (void)r, (void)where; }
+  // The send `r` is over: undo what expose did.
+  virtual void conceal(request &r) { (void)r; }
+
+  // Optional single copy, receiver side: reads `bytes` of the sender's data
+  // named by `where` into `to`. done: the data is here; in_progress: it will
+  // be, and rendezvous_read_done(cookie, ...) says so from a later poll();
+  // retry: not this way, ask for the data as packets.
+  virtual xfer read(vc &from, const rts_payload &where, std::byte *to, std::size_t bytes,
+                    std::uint64_t cookie) {
+    (void)from, (void)where, (void)to, (void)bytes, (void)cookie;
+    return xfer::retry;
+  }
+
+  // Whether a send to a peer of this transport must ever wait for the
+  // receiver: false only for the self transport, whose packets are
+  // delivered at once and buffered, so that eager credits and rendezvous do
+  // not apply (a send to oneself never waits).
+  virtual bool flow_controlled() const { return true; }
+
+  // One line for IRIS_DEBUG (empty: nothing to say).
+  virtual std::string describe() const { return {}; }
+  // One line for IRIS_STATS (empty: nothing counted).
+  virtual std::string statistics() const { return {}; }
+  // Called once after the last barrier of MPI_Finalize: flush and close.
+  virtual void finalize() {}
+};
+
+struct runtime;
+struct settings;
+
+// Checks the transports' settings and caps what must fit their records (an
+// eager message and a rendezvous fragment fit one shm record). Throws
+// std::runtime_error naming the setting.
+void transports_settle(settings &s);
+
+// Setup, as runtime_init calls it around the PMI fence (transport.cpp):
+// transports_open makes the transports this rank needs and lets them put
+// their cards (the netmod's, the node segment's creator's, CMA's probe);
+// after the fence transports_connect attaches them and points every VC at
+// the transport that reaches its peer. Both throw std::runtime_error with a
+// one-line reason.
+void transports_open(runtime &r);
+void transports_connect(runtime &r);
+
+}  // namespace iris::device

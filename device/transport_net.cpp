@@ -1,0 +1,129 @@
+#include "device/transport_net.hpp"
+
+#include <algorithm>
+#include <cstring>
+
+#include "device/errors.hpp"
+#include "device/rendezvous.hpp"
+#include "device/runtime.hpp"
+
+namespace iris::device {
+
+netmod::config netmod_config(const settings &s) {
+  netmod::config c;
+  c.max_record = sizeof(packet_header) +
+                 std::max({s.net_eager_limit, s.net_fragment_size, sizeof(rts_payload)});
+  c.record_head = sizeof(packet_header);
+  c.interface = s.tcp_interface;
+  c.provider = s.ofi_provider;
+  c.library = s.ofi_library;
+  c.port_base = s.tcp_port;
+  c.connect_timeout_ms = s.tcp_connect_timeout_ms;
+  return c;
+}
+
+net_transport::net_transport(runtime &r)
+    : net_(netmod::netmod_create(r.config.netmod)), rma_(r.config.net_rma) {
+  net_->init(*r.pmi, netmod_config(r.config));
+}
+
+void net_transport::connect(runtime &r) {
+  const int node = r.pmi->node_of(r.rank);
+  for (int peer = 0; peer < r.size; ++peer) {
+    if (peer == r.rank || (r.config.use_shm && r.pmi->node_of(peer) == node)) continue;
+    vc &v = r.vcs[static_cast<std::size_t>(peer)];
+    v.via = this;
+    v.slot = peer;
+    v.credits = v.window = r.config.net_eager_window;
+    v.eager_limit = r.config.net_eager_limit;
+    v.fragment = r.config.net_fragment_size;
+  }
+}
+
+xfer net_transport::send(vc &to, const packet_header &h, std::span<const iovec> payload) {
+  iovec parts[3] = {{const_cast<packet_header *>(&h), sizeof(h)}, {}, {}};
+  std::size_t n = 1;
+  for (const iovec &part : payload) parts[n++] = part;
+  return net_->send(to.world_rank, {parts, n}) == netmod::send_status::done ? xfer::done
+                                                                            : xfer::retry;
+}
+
+int net_transport::poll(int budget) {
+  (void)budget;  // a netmod's poll is one bounded pass of its own
+  return net_->poll(*this);
+}
+
+// Over a netmod with RMA the receiver reads the data itself. Exposed once:
+// an RTS that found no room comes back here.
+void net_transport::expose(vc &to, request &r, rts_payload &where) {
+  (void)to;
+  if (rma_ && !r.rma_exposed && r.bytes != 0) {
+    r.rma_exposed = net_->rma_expose(r.buffer, r.bytes, r.region);
+  }
+  if (r.rma_exposed) {
+    where.rma = 1;
+    where.rma_address = r.region.address;
+    where.rma_key = r.region.key;
+  }
+}
+
+void net_transport::conceal(request &r) {
+  net_->rma_conceal(r.region);
+  r.rma_exposed = false;
+}
+
+// A read it cannot start now goes the packet way instead of waiting.
+xfer net_transport::read(vc &from, const rts_payload &where, std::byte *to, std::size_t bytes,
+                         std::uint64_t cookie) {
+  if (where.rma != 1) return xfer::retry;
+  const netmod::remote_region region{where.rma_address, where.rma_key};
+  return net_->rma_read(from.world_rank, region, to, bytes, cookie) == netmod::send_status::done
+             ? xfer::in_progress
+             : xfer::retry;
+}
+
+std::string net_transport::describe() const {
+  return "netmod " + net_->describe();
+}
+
+std::string net_transport::statistics() const {
+  const std::string counted = net_->statistics();
+  return counted.empty() ? counted : "netmod stats: " + counted;
+}
+
+void net_transport::finalize() {
+  net_->finalize();
+}
+
+// The same gate as every transport's, but a bad record costs only its
+// connection (the netmod logs it and drops it) instead of the job.
+const char *net_transport::record_arrived(int peer, std::span<const std::byte> head,
+                                          std::span<const std::byte> body) {
+  vc &from = rt->vcs[static_cast<std::size_t>(peer)];
+  if (from.via != this) return "a record from a rank this rank reaches otherwise";
+  if (head.size() != sizeof(packet_header)) return "a record shorter than a packet header";
+  packet_header h;
+  std::memcpy(&h, head.data(), sizeof(h));
+  return packet_deliver(from, h, body.data(), body.size());
+}
+
+// Rendezvous data goes straight into the receive buffer.
+std::byte *net_transport::body_place(int peer, std::span<const std::byte> head,
+                                     std::size_t body_length) {
+  const vc &from = rt->vcs[static_cast<std::size_t>(peer)];
+  if (from.via != this || head.size() != sizeof(packet_header)) return nullptr;
+  packet_header h;
+  std::memcpy(&h, head.data(), sizeof(h));
+  return rendezvous_data_place(from, h, body_length);
+}
+
+void net_transport::peer_lost(int peer, const char *why) {
+  fatal("progress", "lost rank %d (%s netmod): %s", peer, std::string(net_->name()).c_str(), why);
+}
+
+void net_transport::read_done(std::uint64_t cookie, const char *why) {
+  if (why == nullptr) ++rt->stats.rendezvous_rma;
+  rendezvous_read_done(cookie, why);
+}
+
+}  // namespace iris::device

@@ -1,0 +1,25 @@
+// Cross-memory attach (CMA): the single-copy engine for ranks of one node.
+// A receiver reads the sender's buffer straight into its own with
+// process_vm_readv. Kernels may refuse (containers, Yama ptrace policy), so
+// each process publishes a probe card and a peer tries one word first.
+// It knows nothing of MPI.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+namespace iris::shm::cma {
+
+// This process's probe card: its pid and the address of a known word.
+std::string card();
+
+// Whether the kernel lets this process read the memory of the process that
+// published `card` (false on any refusal or a malformed card).
+bool permitted(const std::string &card);
+
+// Reads `bytes` at `address` in process `pid` into `to`. False when the
+// kernel refuses or the read falls short.
+bool read(std::int64_t pid, std::uint64_t address, void *to, std::size_t bytes);
+
+}  // namespace iris::shm::cma

@@ -1,0 +1,506 @@
+// The protocols in one process, over loopback transports: rank 0 of a world
+// of two talks to "rank 1", whose VC carries every packet back to rank 0 as
+// if rank 1 had sent it. One VC thus plays both sides of every protocol
+// (credits spent and owed, RTS and CTS, cancel and its answer), through the
+// real device code from send_start to packet_deliver.
+//
+// Each test runs over every loopback kind:
+//   self      the real self transport: delivered inside send, no flow control
+//   ring      a real shm ring in this process's memory; no single copy, so
+//             rendezvous data goes CTS + data packets (pipeline)
+//   ring_read the ring, with a synchronous single-copy read (as CMA)
+//   net_rma   a bounded packet queue with an asynchronous read (as OFI RMA),
+//             finished by a later poll
+//   net       the bounded queue without read (as TCP)
+// and message sizes from the live constants: 0, 1, the inline capacity of
+// an unexpected message +-1, the eager limit +-1, the fragment +-1 and four
+// fragments.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <deque>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "device/cancel.hpp"
+#include "device/credit.hpp"
+#include "device/progress.hpp"
+#include "device/recv.hpp"
+#include "device/rendezvous.hpp"
+#include "device/runtime.hpp"
+#include "device/send.hpp"
+#include "device/transport_self.hpp"
+#include "shm/ring.hpp"
+
+namespace iris::device {
+namespace {
+
+enum class loop_kind { self, ring, ring_read, net_rma, net };
+
+const char *kind_name(loop_kind k) {
+  switch (k) {
+    case loop_kind::self:
+      return "self";
+    case loop_kind::ring:
+      return "ring";
+    case loop_kind::ring_read:
+      return "ring_read";
+    case loop_kind::net_rma:
+      return "net_rma";
+    case loop_kind::net:
+      return "net";
+  }
+  return "?";
+}
+
+constexpr int peer_rank = 1;
+constexpr std::size_t ring_capacity = 64 * 1024;  // small, so that it fills and wraps
+constexpr std::size_t queue_limit = 8;            // packets the fake net holds before retry
+
+// A transport whose packets come back to this process as from `peer_rank`.
+class loopback final : public transport {
+ public:
+  explicit loopback(loop_kind kind) : kind_(kind) {
+    if (uses_ring()) {
+      const std::size_t bytes = shm::ring_footprint(ring_capacity);
+      memory_ = static_cast<std::byte *>(std::aligned_alloc(shm::cache_line, bytes));
+      std::memset(memory_, 0, bytes);
+      auto *control = new (memory_) shm::ring_control{};
+      control->capacity = ring_capacity;
+      tx_ = shm::ring_sender(control, memory_ + sizeof(shm::ring_control));
+      rx_ = shm::ring_receiver(control, memory_ + sizeof(shm::ring_control));
+    }
+  }
+  ~loopback() override { std::free(memory_); }
+  loopback(const loopback &) = delete;
+  loopback &operator=(const loopback &) = delete;
+
+  bool uses_ring() const { return kind_ == loop_kind::ring || kind_ == loop_kind::ring_read; }
+  std::size_t max_payload() const {
+    return uses_ring() ? shm::max_record_payload(ring_capacity) - sizeof(packet_header)
+                       : std::size_t{1} << 20;
+  }
+
+  std::string_view name() const override { return kind_name(kind_); }
+
+  xfer send(vc &to, const packet_header &h, std::span<const iovec> payload) override {
+    (void)to;
+    std::size_t bytes = 0;
+    for (const iovec &part : payload) bytes += part.iov_len;
+    std::byte *slot = nullptr;
+    std::vector<std::byte> packet;
+    if (uses_ring()) {
+      slot = tx_.reserve(sizeof(h) + bytes);
+      if (slot == nullptr) return xfer::retry;
+    } else {
+      if (queue_.size() >= queue_limit) return xfer::retry;
+      packet.resize(sizeof(h) + bytes);
+      slot = packet.data();
+    }
+    std::memcpy(slot, &h, sizeof(h));
+    std::size_t at = sizeof(h);
+    for (const iovec &part : payload) {
+      std::memcpy(slot + at, part.iov_base, part.iov_len);
+      at += part.iov_len;
+    }
+    if (uses_ring()) {
+      tx_.commit();
+    } else {
+      queue_.push_back(std::move(packet));
+    }
+    ++sent_;
+    return xfer::done;
+  }
+
+  int poll(int budget) override {
+    int handled = 0;
+    vc &from = rt->vcs[peer_rank];
+    while (!reads_.empty()) {  // an asynchronous read ends in a later poll
+      const pending_read r = reads_.front();
+      reads_.pop_front();
+      std::memcpy(r.to, reinterpret_cast<const void *>(r.address), r.bytes);
+      rendezvous_read_done(r.cookie, nullptr);
+      ++handled;
+    }
+    for (; handled < budget; ++handled) {
+      if (uses_ring()) {
+        shm::record_view record{};
+        if (rx_.peek(record) != shm::peek_status::record) break;
+        deliver(from, record.bytes, record.length);
+        rx_.consume();
+      } else {
+        if (queue_.empty()) break;
+        const std::vector<std::byte> packet = std::move(queue_.front());
+        queue_.pop_front();
+        deliver(from, packet.data(), packet.size());
+      }
+    }
+    return handled;
+  }
+
+  void expose(vc &to, request &r, rts_payload &where) override {
+    (void)to;
+    where.address = reinterpret_cast<std::uint64_t>(r.buffer);
+    if (kind_ == loop_kind::net_rma) {
+      where.rma = 1;
+      where.rma_address = where.address;
+    }
+  }
+
+  xfer read(vc &from, const rts_payload &where, std::byte *to, std::size_t bytes,
+            std::uint64_t cookie) override {
+    (void)from;
+    if (kind_ == loop_kind::ring_read) {
+      std::memcpy(to, reinterpret_cast<const void *>(where.address), bytes);
+      ++reads_done_;
+      return xfer::done;
+    }
+    if (kind_ == loop_kind::net_rma && where.rma == 1) {
+      reads_.push_back({where.rma_address, to, bytes, cookie});
+      ++reads_done_;
+      return xfer::in_progress;
+    }
+    return xfer::retry;
+  }
+
+  int reads_done() const { return reads_done_; }
+  int sent() const { return sent_; }
+
+ private:
+  struct pending_read {
+    std::uint64_t address;
+    std::byte *to;
+    std::size_t bytes;
+    std::uint64_t cookie;
+  };
+
+  static void deliver(vc &from, const std::byte *bytes, std::size_t length) {
+    packet_header h;
+    ASSERT_GE(length, sizeof(h));
+    std::memcpy(&h, bytes, sizeof(h));
+    const char *why = packet_deliver(from, h, bytes + sizeof(h), length - sizeof(h));
+    ASSERT_EQ(why, nullptr) << why;
+  }
+
+  loop_kind kind_;
+  std::byte *memory_ = nullptr;
+  shm::ring_sender tx_;
+  shm::ring_receiver rx_;
+  std::deque<std::vector<std::byte>> queue_;
+  std::deque<pending_read> reads_;
+  int reads_done_ = 0;
+  int sent_ = 0;
+};
+
+class Protocols : public ::testing::TestWithParam<loop_kind> {
+ protected:
+  void SetUp() override {
+    ASSERT_EQ(rt, nullptr);
+    rt = new runtime;
+    rt->config = settings_load();
+    rt->rank = 0;
+    rt->size = 2;
+    rt->vcs.resize(2);
+    rt->vcs[0].world_rank = 0;
+    rt->vcs[1].world_rank = 1;
+    rt->sending.reserve(2);
+    rt->spin_limit = 10;
+    if (GetParam() == loop_kind::self) {
+      auto self = std::make_unique<self_transport>();
+      via_ = self.get();
+      rt->transports.push_back(std::move(self));
+    } else {
+      auto loop = std::make_unique<loopback>(GetParam());
+      loop_ = loop.get();
+      via_ = loop.get();
+      rt->polled.push_back(loop.get());
+      rt->transports.push_back(std::move(loop));
+    }
+    vc &peer = rt->vcs[peer_rank];
+    peer.via = via_;
+    peer.flow_controlled = via_->flow_controlled();
+    const std::size_t room = loop_ != nullptr ? loop_->max_payload() : std::size_t{1} << 20;
+    peer.eager_limit = std::min(rt->config.eager_limit, room);
+    peer.fragment = std::min(rt->config.shm_fragment_size, room);
+    peer.credits = peer.window = rt->config.eager_window;
+    comm_.context = world_context;
+    comm_.rank = 0;
+    comm_.size = 2;
+    comm_.world_rank = {0, 1};
+  }
+
+  void TearDown() override {
+    rt->matching.release_all();
+    EXPECT_EQ(rt->requests.live(), 0U) << "a test left a request behind";
+    delete rt;
+    rt = nullptr;
+  }
+
+  vc &peer() { return rt->vcs[peer_rank]; }
+
+  // The sizes every protocol boundary sits at, from the live constants.
+  std::vector<std::size_t> sizes() {
+    const std::size_t inline_bytes = unexpected_msg::inline_capacity;
+    const std::size_t eager = peer().eager_limit;
+    const std::size_t fragment = peer().fragment;
+    return {0,     1,         inline_bytes - 1, inline_bytes, inline_bytes + 1, eager - 1,
+            eager, eager + 1, fragment - 1,     fragment,     fragment + 1,     4 * fragment};
+  }
+
+  static std::vector<std::byte> pattern(std::size_t bytes, unsigned seed) {
+    std::vector<std::byte> v(bytes);
+    for (std::size_t i = 0; i < bytes; ++i) v[i] = static_cast<std::byte>((i * 131 + seed) & 0xff);
+    return v;
+  }
+
+  request *isend(const std::vector<std::byte> &data, int tag,
+                 send_mode mode = send_mode::standard) {
+    return send_start(comm_, comm_.context, data.data(), data.size(), peer_rank, tag, mode, true);
+  }
+  request *irecv(std::vector<std::byte> &into, int tag, int source = 0) {
+    return recv_start(comm_, comm_.context, into.data(), into.size(), source, tag);
+  }
+  static void wait(request *r) { request_wait_release(r); }
+
+  // In a quiet moment every credit is either back with the sender or owed
+  // by the receiver: on the loopback VC the two sides must add up.
+  void expect_credits_conserved() {
+    if (!peer().flow_controlled) return;
+    EXPECT_EQ(peer().credits + peer().owed, peer().window);
+  }
+
+  communicator comm_;
+  transport *via_ = nullptr;
+  loopback *loop_ = nullptr;
+};
+
+TEST_P(Protocols, EveryBoundarySizeArrivesWholeWhetherPostedFirstOrNot) {
+  unsigned seed = 0;
+  for (const bool posted_first : {true, false}) {
+    for (const std::size_t bytes : sizes()) {
+      SCOPED_TRACE("bytes " + std::to_string(bytes) + (posted_first ? ", posted" : ", unexpected"));
+      const std::vector<std::byte> data = pattern(bytes, ++seed);
+      std::vector<std::byte> into(bytes + 8, std::byte{0x5a});
+      request *recv = posted_first ? irecv(into, 7) : nullptr;
+      request *send = isend(data, 7);
+      if (!posted_first) recv = irecv(into, 7);
+      progress_until([&] { return recv->complete && send->complete; });
+      EXPECT_EQ(recv->status_bytes, bytes);
+      EXPECT_EQ(recv->status_source, 0);
+      EXPECT_EQ(recv->status_tag, 7);
+      EXPECT_EQ(recv->status_error, 0);
+      EXPECT_EQ(std::memcmp(into.data(), data.data(), bytes), 0);
+      for (std::size_t i = bytes; i < into.size(); ++i) ASSERT_EQ(into[i], std::byte{0x5a});
+      wait(send);
+      wait(recv);
+    }
+  }
+  expect_credits_conserved();
+}
+
+TEST_P(Protocols, RendezvousReadsWhenTheTransportCanAndAsksForDataWhenNot) {
+  const std::vector<std::byte> data = pattern(4 * peer().fragment, 3);
+  std::vector<std::byte> into(data.size());
+  request *recv = irecv(into, 1);
+  wait(isend(data, 1));
+  wait(recv);
+  EXPECT_EQ(into, data);
+  const bool reads = GetParam() == loop_kind::ring_read || GetParam() == loop_kind::net_rma;
+  if (GetParam() == loop_kind::self) {
+    EXPECT_EQ(rt->stats.rendezvous, 0U) << "a message to oneself is always eager";
+  } else {
+    EXPECT_EQ(rt->stats.rendezvous, 1U);
+    EXPECT_EQ(loop_->reads_done(), reads ? 1 : 0);
+    EXPECT_EQ(rt->stats.rendezvous_pipeline, reads ? 0U : 1U);
+  }
+  EXPECT_EQ(rt->pipeline_receives, 0);
+  EXPECT_EQ(rt->rendezvous_sends, 0);
+}
+
+TEST_P(Protocols, ATruncatedReceiveTakesWhatFitsAndSaysSo) {
+  for (const std::size_t bytes : {peer().eager_limit, 4 * peer().fragment}) {
+    const std::vector<std::byte> data = pattern(bytes, 5);
+    std::vector<std::byte> into(bytes / 2);
+    request *send = isend(data, 2);
+    request *recv = irecv(into, 2);
+    progress_until([&] { return recv->complete && send->complete; });
+    EXPECT_EQ(recv->status_bytes, into.size());
+    EXPECT_NE(recv->status_error, 0);
+    EXPECT_EQ(std::memcmp(into.data(), data.data(), into.size()), 0);
+    wait(send);
+    wait(recv);
+  }
+  expect_credits_conserved();
+}
+
+TEST_P(Protocols, SpentCreditsSendEagerSizedMessagesByRendezvousAndComeBack) {
+  if (!peer().flow_controlled) GTEST_SKIP() << "messages to oneself are not flow-controlled";
+  // Unexpected eager messages until the window is spent: the next ones go
+  // by rendezvous, and nothing is held beyond the window.
+  const std::size_t bytes = peer().eager_limit / 2;
+  const int per_window = peer().window / credit_cost(bytes);
+  const int count = per_window + 4;
+  std::vector<std::vector<std::byte>> data;
+  std::vector<request *> sends;
+  for (int i = 0; i < count; ++i) data.push_back(pattern(bytes, static_cast<unsigned>(i)));
+  for (int i = 0; i < count; ++i) sends.push_back(isend(data[static_cast<std::size_t>(i)], 3));
+  for (int polls = 0; polls < 1000; ++polls) progress_poll();
+  EXPECT_GE(rt->stats.credit_stalls, 4U);
+  EXPECT_LE(rt->matching.unexpected_counts().bytes,
+            static_cast<std::size_t>(peer().window) * credit_unit);
+  // Received in send order, whatever protocol each took.
+  for (int i = 0; i < count; ++i) {
+    std::vector<std::byte> into(bytes);
+    wait(irecv(into, 3));
+    ASSERT_EQ(into, data[static_cast<std::size_t>(i)]) << "message " << i;
+  }
+  for (request *s : sends) wait(s);
+  expect_credits_conserved();
+  EXPECT_LE(rt->matching.unexpected_counts().bytes_peak,
+            static_cast<std::size_t>(peer().window) * credit_unit);
+}
+
+TEST_P(Protocols, ASynchronousSendCompletesOnlyOnceMatched) {
+  for (const std::size_t bytes : {std::size_t{0}, peer().eager_limit, 4 * peer().fragment}) {
+    SCOPED_TRACE("bytes " + std::to_string(bytes));
+    const std::vector<std::byte> data = pattern(bytes, 9);
+    std::vector<std::byte> into(bytes);
+    request *send = isend(data, 4, send_mode::synchronous);
+    for (int polls = 0; polls < 100; ++polls) progress_poll();
+    EXPECT_FALSE(send->complete) << "completed before any receive was posted";
+    request *recv = irecv(into, 4);
+    progress_until([&] { return recv->complete && send->complete; });
+    EXPECT_EQ(into, data);
+    wait(send);
+    wait(recv);
+  }
+  expect_credits_conserved();
+}
+
+TEST_P(Protocols, ACancelledUnmatchedSendIsNeverReceivedAndItsCreditsReturn) {
+  for (const std::size_t bytes : {std::size_t{1}, peer().eager_limit, 4 * peer().fragment}) {
+    SCOPED_TRACE("bytes " + std::to_string(bytes));
+    const std::vector<std::byte> data = pattern(bytes, 11);
+    request *send = isend(data, 5);
+    request_cancel(*send);
+    progress_until([&] { return send->complete; });
+    EXPECT_TRUE(send->cancelled);
+    EXPECT_EQ(probe_find(comm_.context, 0, 5), nullptr);
+    wait(send);
+    expect_credits_conserved();
+  }
+  // A matched one cannot be cancelled.
+  const std::vector<std::byte> data = pattern(16, 12);
+  std::vector<std::byte> into(16);
+  request *recv = irecv(into, 6);
+  request *send = isend(data, 6);
+  progress_until([&] { return recv->complete; });
+  request_cancel(*send);
+  progress_until([&] { return send->complete; });
+  EXPECT_FALSE(send->cancelled);
+  wait(send);
+  wait(recv);
+  // A posted receive is withdrawn at once.
+  request *lonely = irecv(into, 99);
+  request_cancel(*lonely);
+  EXPECT_TRUE(lonely->complete);
+  EXPECT_TRUE(lonely->cancelled);
+  wait(lonely);
+}
+
+TEST_P(Protocols, ProbeSeesAndMprobeClaimsTheOldestMatch) {
+  const std::size_t bytes = peer().eager_limit + 1;  // rendezvous when credited
+  const std::vector<std::byte> first = pattern(bytes, 21);
+  const std::vector<std::byte> second = pattern(10, 22);
+  request *s1 = isend(first, 8);
+  request *s2 = isend(second, 9);
+  const unexpected_msg *seen = nullptr;
+  progress_until(
+      [&] { return (seen = probe_find(comm_.context, any_source, any_tag)) != nullptr; });
+  EXPECT_EQ(seen->key.tag, 8);
+  EXPECT_EQ(seen->length, bytes);
+  unexpected_msg *claimed = message_claim(comm_.context, 0, 8);
+  ASSERT_NE(claimed, nullptr);
+  EXPECT_EQ(message_from_handle(message_handle(*claimed)), claimed);
+  EXPECT_EQ(probe_find(comm_.context, 0, 8), nullptr) << "a claimed message is off the queue";
+  std::vector<std::byte> into(bytes);
+  wait(recv_claimed(comm_, claimed, into.data(), into.size()));
+  EXPECT_EQ(into, first);
+  std::vector<std::byte> rest(10);
+  wait(irecv(rest, any_tag));
+  EXPECT_EQ(rest, second);
+  wait(s1);
+  wait(s2);
+  expect_credits_conserved();
+}
+
+TEST_P(Protocols, MessagesOfMixedProtocolsMatchInSendOrder) {
+  const std::size_t eager = peer().eager_limit;
+  const std::size_t fragment = peer().fragment;
+  const std::vector<std::size_t> order = {1, 4 * fragment, 10, eager + 1, 0, eager, fragment, 3};
+  std::vector<std::vector<std::byte>> data;
+  std::vector<request *> sends;
+  for (std::size_t i = 0; i < order.size(); ++i) data.push_back(pattern(order[i], 40 + i));
+  for (const auto &d : data) sends.push_back(isend(d, 12));
+  for (std::size_t i = 0; i < order.size(); ++i) {
+    std::vector<std::byte> into(4 * fragment);
+    request *r = recv_start(comm_, comm_.context, into.data(), into.size(), any_source, any_tag);
+    progress_until([&] { return r->complete; });
+    ASSERT_EQ(r->status_bytes, order[i]) << "message " << i << " overtaken";
+    EXPECT_EQ(std::memcmp(into.data(), data[i].data(), order[i]), 0);
+    wait(r);
+  }
+  for (request *s : sends) wait(s);
+  expect_credits_conserved();
+}
+
+TEST_P(Protocols, AMessageForAContextNoCommunicatorHasIsRefusedAtTheGate) {
+  packet_header h{};
+  h.type = packet_type::eager;
+  h.context = rt->next_context + 100;
+  h.source = 0;
+  h.tag = 1;
+  const char *why = packet_deliver(peer(), h, nullptr, 0);
+  ASSERT_NE(why, nullptr);
+  EXPECT_NE(std::string(why).find("unknown context"), std::string::npos) << why;
+  EXPECT_EQ(rt->matching.unexpected_counts().depth, 0U) << "a refused packet is not parked";
+  // While this rank agrees on a new context, peers may already use it.
+  ++rt->agreeing;
+  EXPECT_EQ(packet_deliver(peer(), h, nullptr, 0), nullptr);
+  --rt->agreeing;
+  EXPECT_EQ(rt->matching.unexpected_counts().depth, 1U);
+}
+
+TEST_P(Protocols, UnexpectedEagerDataStopsAllocatingOnceThePoolIsWarm) {
+  const std::size_t bytes = std::min<std::size_t>(peer().eager_limit, 4000);
+  auto round = [&] {
+    std::vector<std::vector<std::byte>> data;
+    std::vector<request *> sends;
+    for (int i = 0; i < 8; ++i) data.push_back(pattern(bytes, static_cast<unsigned>(i)));
+    for (const auto &d : data) sends.push_back(isend(d, 13));
+    for (int polls = 0; polls < 100; ++polls) progress_poll();
+    for (const auto &d : data) {
+      std::vector<std::byte> into(bytes);
+      wait(irecv(into, 13));
+      ASSERT_EQ(into, d);
+    }
+    for (request *s : sends) wait(s);
+  };
+  round();
+  const std::size_t warm = rt->matching.buffers().heap_allocations();
+  EXPECT_GT(warm, 0U) << "the first round parks data longer than the inline bytes";
+  for (int i = 0; i < 5; ++i) round();
+  EXPECT_EQ(rt->matching.buffers().heap_allocations(), warm);
+}
+
+INSTANTIATE_TEST_SUITE_P(Loopback, Protocols,
+                         ::testing::Values(loop_kind::self, loop_kind::ring, loop_kind::ring_read,
+                                           loop_kind::net_rma, loop_kind::net),
+                         [](const ::testing::TestParamInfo<loop_kind> &info) {
+                           return std::string(kind_name(info.param));
+                         });
+
+}  // namespace
+}  // namespace iris::device
