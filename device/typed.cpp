@@ -49,6 +49,20 @@ void *typed_buffer::element(std::int64_t i) const {
   return at(base, i * type->extent);
 }
 
+bool typed_overlap(const typed_buffer &a, const typed_buffer &b) {
+  std::int64_t a_lo = 0;
+  std::int64_t a_hi = 0;
+  std::int64_t b_lo = 0;
+  std::int64_t b_hi = 0;
+  span_of(a.count, *a.type, a_lo, a_hi);
+  span_of(b.count, *b.type, b_lo, b_hi);
+  if (a_lo == a_hi || b_lo == b_hi) return false;
+  const auto a_first = reinterpret_cast<std::uintptr_t>(at(a.base, a_lo));
+  const auto b_first = reinterpret_cast<std::uintptr_t>(at(b.base, b_lo));
+  return a_first < b_first + static_cast<std::uintptr_t>(b_hi - b_lo) &&
+         b_first < a_first + static_cast<std::uintptr_t>(a_hi - a_lo);
+}
+
 typed_buffer typed_bytes(const void *data, std::size_t bytes) {
   return {const_cast<void *>(data), static_cast<int>(bytes), dtype_lookup(MPI_BYTE)};
 }

@@ -38,6 +38,10 @@ struct typed_buffer {
   typed_buffer slice(std::int64_t first, int n) const { return {element(first), n, type}; }
 };
 
+// True when the memory the data of `a` spans (its first to its last byte)
+// meets that of `b`.
+bool typed_overlap(const typed_buffer &a, const typed_buffer &b);
+
 // Raw bytes as a typed buffer (MPI_BYTE).
 typed_buffer typed_bytes(const void *data, std::size_t bytes);
 

@@ -33,13 +33,9 @@ int check_op(const char *call, const communicator &comm, MPI_Op op, MPI_Datatype
   return MPI_SUCCESS;
 }
 
-int check_no_alias(const char *call, const communicator &comm, const void *a, std::size_t a_bytes,
-                   const void *b, std::size_t b_bytes) {
-  const auto *pa = static_cast<const std::byte *>(a);
-  const auto *pb = static_cast<const std::byte *>(b);
-  if (a_bytes == 0 || b_bytes == 0 || pa + a_bytes <= pb || pb + b_bytes <= pa) {
-    return MPI_SUCCESS;
-  }
+int check_no_alias(const char *call, const communicator &comm, const typed_buffer &a,
+                   const typed_buffer &b) {
+  if (!device::typed_overlap(a, b)) return MPI_SUCCESS;
   return device::error_raise(&comm, call, MPI_ERR_BUFFER,
                              "send and receive buffers overlap (use MPI_IN_PLACE instead)");
 }
@@ -155,11 +151,6 @@ int allreduce_doubling(const reduction &red, image &acc) {
   return MPI_SUCCESS;
 }
 
-// The packed span of a buffer, for the alias check.
-std::size_t packed(const typed_buffer &b) {
-  return b.packed_bytes();
-}
-
 // Checks shared by the reductions: communicator, op, datatype, count and the
 // receive buffer; the send buffer unless it is MPI_IN_PLACE. On success
 // `recv` describes the receive buffer.
@@ -173,7 +164,7 @@ int reduction_checks(const char *call, MPI_Comm handle, const void *sendbuf, con
   if (coll::in_place(recvbuf)) return coll::error_in_place(call, *c, "the receive buffer");
   typed_buffer send;
   if (int err = api::check_typed_buffer(call, *c, sendbuf, count, type, send)) return err;
-  return coll::check_no_alias(call, *c, sendbuf, packed(send), recvbuf, packed(recv));
+  return coll::check_no_alias(call, *c, send, recv);
 }
 
 // Scan and Exscan by recursive doubling: `partial` carries the reduction of
@@ -266,7 +257,7 @@ int reduce_scatter_checks(const char *call, const communicator &c, const void *s
   if (int err = coll::check_op(call, c, op, type)) return err;
   typed_buffer send;
   if (int err = api::check_typed_buffer(call, c, sendbuf, all, type, send)) return err;
-  return coll::check_no_alias(call, c, sendbuf, packed(send), recvbuf, packed(recv));
+  return coll::check_no_alias(call, c, send, recv);
 }
 
 }  // namespace
@@ -356,7 +347,7 @@ int MPI_Reduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount,
     if (int err = api::check_typed_buffer(call, *c, sendbuf, recvcount * c->size, datatype, send)) {
       return err;
     }
-    if (int err = coll::check_no_alias(call, *c, sendbuf, packed(send), recvbuf, block)) {
+    if (int err = coll::check_no_alias(call, *c, send, recv)) {
       return err;
     }
   }

@@ -140,10 +140,10 @@ inline int check_root(const char *call, const communicator &comm, int root) {
 
 int check_op(const char *call, const communicator &comm, MPI_Op op, MPI_Datatype type);
 
-// MPI_ERR_BUFFER when the byte ranges [a, a + a_bytes) and [b, b + b_bytes)
-// overlap: the standard forbids aliasing an input and an output buffer.
-int check_no_alias(const char *call, const communicator &comm, const void *a, std::size_t a_bytes,
-                   const void *b, std::size_t b_bytes);
+// MPI_ERR_BUFFER when the memory the data of `a` and of `b` span overlaps:
+// the standard forbids aliasing an input and an output buffer.
+int check_no_alias(const char *call, const communicator &comm, const typed_buffer &a,
+                   const typed_buffer &b);
 
 // MPI_IN_PLACE where this rank may not pass it.
 int error_in_place(const char *call, const communicator &comm, const char *which);

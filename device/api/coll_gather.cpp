@@ -177,15 +177,17 @@ int send_side_checks(const char *call, const communicator &c, const void *buf, i
 // In place, `send` is left empty.
 int all_checks(const char *call, MPI_Comm comm, const void *sendbuf, int sendcount,
                MPI_Datatype sendtype, const void *recvbuf, int recvcount, MPI_Datatype recvtype,
-               communicator *&c, typed_buffer &send, typed_buffer &recv) {
+               communicator *&c, typed_buffer &send, typed_buffer &recv, bool all_to_all) {
   if (int err = api::check_comm(call, comm, c)) return err;
   if (coll::in_place(recvbuf)) return coll::error_in_place(call, *c, "the receive buffer");
   if (int err = api::check_typed_buffer(call, *c, recvbuf, recvcount, recvtype, recv)) return err;
-  const auto n = static_cast<std::size_t>(c->size);
   if (coll::in_place(sendbuf)) return MPI_SUCCESS;
   if (int err = api::check_typed_buffer(call, *c, sendbuf, sendcount, sendtype, send)) return err;
-  return coll::check_no_alias(call, *c, sendbuf, send.packed_bytes() * n, recvbuf,
-                              recv.packed_bytes() * n);
+  const int send_blocks = all_to_all ? c->size : 1;
+  // The receive side is size blocks; the send side one (Allgather) or size
+  // (Alltoall): `send_blocks`.
+  return coll::check_no_alias(call, *c, {send.base, send.count * send_blocks, send.type},
+                              {recv.base, recv.count * c->size, recv.type});
 }
 
 }  // namespace
@@ -210,9 +212,9 @@ int MPI_Gather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *
       return err;
     }
     block = recv.packed_bytes();
-    const std::size_t all = block * static_cast<std::size_t>(c->size);
     if (!coll::in_place(sendbuf)) {
-      if (int err = coll::check_no_alias(call, *c, sendbuf, send.packed_bytes(), recvbuf, all)) {
+      if (int err =
+              coll::check_no_alias(call, *c, send, {recv.base, recv.count * c->size, recv.type})) {
         return err;
       }
     }
@@ -249,9 +251,9 @@ int MPI_Scatter(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void 
       return err;
     }
     block = send.packed_bytes();
-    const std::size_t all = block * static_cast<std::size_t>(c->size);
     if (!keep) {
-      if (int err = coll::check_no_alias(call, *c, sendbuf, all, recvbuf, recv.packed_bytes())) {
+      if (int err =
+              coll::check_no_alias(call, *c, {send.base, send.count * c->size, send.type}, recv)) {
         return err;
       }
     }
@@ -341,7 +343,7 @@ int MPI_Allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, voi
   typed_buffer send;
   typed_buffer recv;
   if (int err = all_checks(call, comm, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype,
-                           c, send, recv)) {
+                           c, send, recv, false)) {
     return err;
   }
   if (recv.packed_bytes() == 0) return MPI_SUCCESS;
@@ -378,8 +380,7 @@ int MPI_Allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, vo
     if (int err = api::check_typed_buffer(call, *c, sendbuf, sendcount, sendtype, send)) {
       return err;
     }
-    if (int err = coll::check_no_alias(call, *c, sendbuf, send.packed_bytes(), mine.base,
-                                       mine.packed_bytes())) {
+    if (int err = coll::check_no_alias(call, *c, send, mine)) {
       return err;
     }
     device::typed_copy(send, mine);
@@ -404,7 +405,7 @@ int MPI_Alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void
   typed_buffer send;
   typed_buffer recv;
   if (int err = all_checks(call, comm, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype,
-                           c, send, recv)) {
+                           c, send, recv, true)) {
     return err;
   }
   if (recv.packed_bytes() == 0) return MPI_SUCCESS;
@@ -462,7 +463,7 @@ int MPI_Alltoallv(const void *sendbuf, const int sendcounts[], const int sdispls
       return err;
     }
     if (sendbuf == recvbuf && sendbuf != nullptr) {
-      return coll::check_no_alias(call, *c, sendbuf, 1, recvbuf, 1);
+      return coll::check_no_alias(call, *c, coll::bytes(sendbuf, 1), coll::bytes(recvbuf, 1));
     }
     for (int i = 0; i < n; ++i) out[i] = block_at(send, sdispls, sendcounts, i);
   }
