@@ -65,16 +65,6 @@ inline int check_typed_buffer(const char *call, const communicator &comm, const 
   return MPI_SUCCESS;
 }
 
-// As check_typed_buffer, for a buffer that is not MPI_IN_PLACE where only
-// its size matters to the caller.
-inline int check_typed_bytes(const char *call, const communicator &comm, const void *buf, int count,
-                             MPI_Datatype type, std::size_t &bytes) {
-  device::typed_buffer tb;
-  if (int err = check_typed_buffer(call, comm, buf, count, type, tb)) return err;
-  bytes = tb.packed_bytes();
-  return MPI_SUCCESS;
-}
-
 // What a typed send or receive reports when it found no memory to pack.
 inline int typed_result(const char *call, const communicator &comm, device::typed_status status,
                         std::size_t bytes) {
