@@ -140,8 +140,8 @@ inline void status_proc_null(MPI_Status *status) {
 void buffered_sends_drain();
 // A buffered send of checked arguments, as MPI_Bsend makes it (also for
 // persistent Bsend_init + Start): packed into the attached buffer.
-int bsend_checked(const char *call, const communicator &comm, const device::typed_buffer &tb,
-                  int dest, int tag);
+int bsend_checked(const char *call, const communicator &c, const device::typed_buffer &tb, int dest,
+                  int tag);
 
 // The status a probe reports for a message that has not been received.
 inline void status_of_message(MPI_Status *status, const device::unexpected_msg &m) {
@@ -162,16 +162,24 @@ inline device::request *proc_null_request(const communicator &comm, device::requ
   return r;
 }
 
+// The arguments of a send of any committed datatype: communicator, buffer,
+// destination and tag. On success `c` and `tb` describe it.
+inline int check_typed_send(const char *call, const void *buf, int count, MPI_Datatype type,
+                            int dest, int tag, MPI_Comm handle, communicator *&c,
+                            device::typed_buffer &tb) {
+  if (int err = check_comm(call, handle, c)) return err;
+  if (int err = check_typed_buffer(call, *c, buf, count, type, tb)) return err;
+  if (int err = check_dest(call, *c, dest)) return err;
+  return check_send_tag(call, *c, tag);
+}
+
 // Every send binding but the buffered ones: checks, then the device. With a
 // null `request` the call blocks until the buffer may be reused.
 inline int send_binding(const char *call, const void *buf, int count, MPI_Datatype type, int dest,
                         int tag, MPI_Comm handle, device::send_mode mode, MPI_Request *request) {
   communicator *c = nullptr;
   device::typed_buffer tb;
-  if (int err = check_comm(call, handle, c)) return err;
-  if (int err = check_typed_buffer(call, *c, buf, count, type, tb)) return err;
-  if (int err = check_dest(call, *c, dest)) return err;
-  if (int err = check_send_tag(call, *c, tag)) return err;
+  if (int err = check_typed_send(call, buf, count, type, dest, tag, handle, c, tb)) return err;
   if (dest == MPI_PROC_NULL) {
     if (request != nullptr) {
       *request = device::request_handle(*proc_null_request(*c, device::request_kind::send));

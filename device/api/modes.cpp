@@ -55,10 +55,9 @@ int bsend(const char *call, const void *buf, int count, MPI_Datatype type, int d
           MPI_Comm handle, MPI_Request *request) {
   communicator *c = nullptr;
   device::typed_buffer tb;
-  if (int err = api::check_comm(call, handle, c)) return err;
-  if (int err = api::check_typed_buffer(call, *c, buf, count, type, tb)) return err;
-  if (int err = api::check_dest(call, *c, dest)) return err;
-  if (int err = api::check_send_tag(call, *c, tag)) return err;
+  if (int err = api::check_typed_send(call, buf, count, type, dest, tag, handle, c, tb)) {
+    return err;
+  }
   if (int err = api::bsend_checked(call, *c, tb, dest, tag)) return err;
   if (request != nullptr) {
     // The data is copied: the user's request is complete at once.
@@ -72,9 +71,8 @@ int bsend(const char *call, const void *buf, int count, MPI_Datatype type, int d
 
 namespace iris::api {
 
-int bsend_checked(const char *call, const communicator &comm, const device::typed_buffer &tb,
-                  int dest, int tag) {
-  const communicator *c = &comm;
+int bsend_checked(const char *call, const communicator &c, const device::typed_buffer &tb, int dest,
+                  int tag) {
   if (dest != MPI_PROC_NULL) {
     // Exactly what the standard tells users to budget (MPI_Pack_size plus
     // MPI_BSEND_OVERHEAD): pieces hold the packed message, no header, and
@@ -90,13 +88,13 @@ int bsend_checked(const char *call, const communicator &comm, const device::type
     }
     if (at == SIZE_MAX) {
       return device::error_raise(
-          c, call, MPI_ERR_BUFFER,
+          &c, call, MPI_ERR_BUFFER,
           buffer.attached ? "the attached buffer (%zu bytes) has no room for %zu more bytes"
                           : "no buffer attached (%zu bytes) for a message needing %zu bytes",
           buffer.size, need);
     }
     device::typed_pack(tb, buffer.base + at);
-    device::request *send = device::send_start(*c, c->context, buffer.base + at, bytes, dest, tag,
+    device::request *send = device::send_start(c, c.context, buffer.base + at, bytes, dest, tag,
                                                device::send_mode::standard, true);
     const auto spot = std::find_if(buffer.pieces.begin(), buffer.pieces.end(),
                                    [at](const piece &p) { return p.offset > at; });
@@ -161,10 +159,9 @@ int MPI_Sendrecv_replace(void *buf, int count, MPI_Datatype datatype, int dest, 
   const char *call = "MPI_Sendrecv_replace";
   communicator *c = nullptr;
   device::typed_buffer tb;
-  if (int err = api::check_comm(call, comm, c)) return err;
-  if (int err = api::check_typed_buffer(call, *c, buf, count, datatype, tb)) return err;
-  if (int err = api::check_dest(call, *c, dest)) return err;
-  if (int err = api::check_send_tag(call, *c, sendtag)) return err;
+  if (int err = api::check_typed_send(call, buf, count, datatype, dest, sendtag, comm, c, tb)) {
+    return err;
+  }
   if (int err = api::check_source(call, *c, source)) return err;
   if (int err = api::check_recv_tag(call, *c, recvtag)) return err;
   // The incoming message lands packed in a copy until the outgoing one has

@@ -16,10 +16,7 @@ int init_send(const char *call, device::persistent_op op, const void *buf, int c
               MPI_Datatype type, int dest, int tag, MPI_Comm comm, MPI_Request *request) {
   communicator *c = nullptr;
   device::typed_buffer tb;
-  if (int err = api::check_comm(call, comm, c)) return err;
-  if (int err = api::check_typed_buffer(call, *c, buf, count, type, tb)) return err;
-  if (int err = api::check_dest(call, *c, dest)) return err;
-  if (int err = api::check_send_tag(call, *c, tag)) return err;
+  if (int err = api::check_typed_send(call, buf, count, type, dest, tag, comm, c, tb)) return err;
   if (int err = api::check_not_null(call, c, request, "request")) return err;
   device::request *r = device::rt->requests.allocate(device::request_kind::send, c);
   r->persistent = {op, tb.base, tb.packed_bytes(), dest, tag, count, type, comm};
