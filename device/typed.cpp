@@ -128,8 +128,8 @@ typed_status typed_recv_start(const communicator &comm, std::uint32_t context,
   }
   void *scratch = scratch_for(use, bytes);
   if (scratch == nullptr) return typed_status::no_memory;
-  // Set before the receive is posted: it may complete at once, and a
-  // request already freed by then is finished by request_complete.
+  // It may complete at once, but nobody can have freed it yet: the unpack
+  // waits for typed_recv_finish (or request_complete, once freed).
   out = recv_start(comm, context, scratch, bytes, source, tag, use);
   unpack_later(*out, scratch, where);
   return typed_status::done;
