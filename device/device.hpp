@@ -11,3 +11,4 @@
 #include "device/request.hpp"
 #include "device/runtime.hpp"
 #include "device/send.hpp"
+#include "device/typed.hpp"

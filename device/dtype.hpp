@@ -6,6 +6,8 @@
 // dup) makes a type from others; MPI_Type_commit makes it usable for
 // communication; MPI_Type_free releases the handle (types built from it keep
 // their own flattened copy).
+// device/typed.hpp builds on this: it turns (buffer, count, type) into the
+// bytes a message carries and back.
 #pragma once
 
 #include <cstddef>

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "device/datatype.hpp"
+#include "device/dtype.hpp"
 
 namespace iris::device {
 namespace {
@@ -360,10 +361,14 @@ const char *op_name(int handle) {
 
 const char *op_type_mismatch(int op, int datatype) {
   if (!op_valid(op)) return "invalid op";
-  if (datatype_extent(datatype) == 0) return "invalid datatype";
+  const dtype *t = dtype_lookup(datatype);
+  if (t == nullptr) return "invalid datatype";
   const int index = index_of(op);
-  // A user op decides for itself; replace and no-op only move data.
-  if (index >= predefined_ops || index == replace || index == no_op) return nullptr;
+  // A user op decides for itself, on any type; the predefined ones need a
+  // predefined type, as the standard says; replace and no-op only move data.
+  if (index >= predefined_ops) return nullptr;
+  if (!t->predefined) return "predefined types only";
+  if (index == replace || index == no_op) return nullptr;
   return kernel_for(index, datatype) != nullptr ? nullptr : allowed_types(index);
 }
 
@@ -380,13 +385,14 @@ void op_apply(int op, const void *in, void *inout, std::size_t count, int dataty
   }
   // The user function takes an int count: feed it in pieces that fit.
   const user_op *u = user_lookup(op);
-  const std::size_t extent = datatype_extent(datatype);
+  const std::int64_t extent = dtype_lookup(datatype)->extent;
   MPI_Datatype type = datatype;
   for (std::size_t done = 0; done < count;) {
     const int chunk = static_cast<int>(std::min<std::size_t>(count - done, INT_MAX));
     int len = chunk;
-    u->function(const_cast<std::byte *>(static_cast<const std::byte *>(in) + done * extent),
-                static_cast<std::byte *>(inout) + done * extent, &len, &type);
+    const auto skip = static_cast<std::int64_t>(done) * extent;
+    u->function(const_cast<std::byte *>(static_cast<const std::byte *>(in) + skip),
+                static_cast<std::byte *>(inout) + skip, &len, &type);
     done += static_cast<std::size_t>(chunk);
   }
 }

@@ -21,12 +21,14 @@ bool op_commutative(int handle);
 // The MPI name of a predefined op ("MPI_SUM"), or "user op".
 const char *op_name(int handle);
 
-// nullptr when `op` may reduce `datatype` (both valid), else why not.
+// nullptr when `op` may reduce `datatype` (both valid), else why not. A
+// user op may reduce any type; a predefined op only predefined types.
 const char *op_type_mismatch(int op, int datatype);
 
 // inout[i] = in[i] o inout[i] for `count` elements of `datatype`. The op and
-// type must have passed op_type_mismatch. This is the one element loop of
-// the reductions: a datatype engine replaces it for derived types.
+// type must have passed op_type_mismatch: a derived type only with a user
+// op, which gets both operands in the type's own layout (element i at
+// i * extent). This is the one element loop of the reductions.
 void op_apply(int op, const void *in, void *inout, std::size_t count, int datatype);
 
 // MPI_Op_create / MPI_Op_free. op_free returns false for a handle that is not

@@ -4,13 +4,13 @@
 #pragma once
 
 #include <cstddef>
-#include <cstdlib>
 
 #include "device/comm.hpp"
 #include "device/datatype.hpp"
 #include "device/device.hpp"
 #include "device/dtype.hpp"
 #include "device/errors.hpp"
+#include "device/typed.hpp"
 #include "include/mpi.h"
 
 namespace iris::api {
@@ -39,55 +39,37 @@ inline int check_comm(const char *call, MPI_Comm handle, communicator *&out) {
   return MPI_SUCCESS;
 }
 
-// Checks count, datatype and buffer of a message; on success `bytes` is its
-// length.
-inline int check_buffer(const char *call, const communicator &comm, const void *buf, int count,
-                        MPI_Datatype type, std::size_t &bytes) {
+// Checks count, datatype and buffer of a message of any committed datatype;
+// on success `out` describes it for the device (device/typed.hpp), which
+// packs it when its elements are not one contiguous run.
+inline int check_typed_buffer(const char *call, const communicator &comm, const void *buf,
+                              int count, MPI_Datatype type, device::typed_buffer &out) {
   if (count < 0) {
     return device::error_raise(&comm, call, MPI_ERR_COUNT, "negative count %d", count);
   }
-  const std::size_t extent = device::datatype_extent(type);
-  if (extent == 0) {
-    if (device::dtype_lookup(type) != nullptr) {
-      return device::error_raise(&comm, call, MPI_ERR_TYPE,
-                                 "derived datatypes are not supported by this call yet (0x%x)",
-                                 static_cast<unsigned>(type));
-    }
+  const device::dtype *t = device::dtype_lookup(type);
+  if (t == nullptr) {
     return device::error_raise(&comm, call, MPI_ERR_TYPE, "invalid datatype handle 0x%x",
                                static_cast<unsigned>(type));
   }
-  if (buf == nullptr && count > 0) {
+  if (!t->committed) {
+    return device::error_raise(&comm, call, MPI_ERR_TYPE,
+                               "datatype 0x%x is not committed (call MPI_Type_commit first)",
+                               static_cast<unsigned>(type));
+  }
+  // NULL is MPI_BOTTOM: with absolute addresses the data lies elsewhere.
+  if (buf == nullptr && count > 0 && t->packed_size > 0 && t->true_lb == 0) {
     return device::error_raise(&comm, call, MPI_ERR_BUFFER, "NULL buffer with count %d", count);
   }
-  bytes = static_cast<std::size_t>(count) * extent;
+  out = {const_cast<void *>(buf), count, t};
   return MPI_SUCCESS;
 }
 
-// A message's buffer with any committed datatype. `packed` is set when the
-// type is not one contiguous run: the message then travels packed.
-struct typed_buffer {
-  const device::dtype *type = nullptr;
-  std::size_t bytes = 0;
-  bool packed = false;
-};
-
-inline int check_typed_buffer(const char *call, const communicator &comm, const void *buf,
-                              int count, MPI_Datatype type, typed_buffer &out) {
-  if (count < 0) {
-    return device::error_raise(&comm, call, MPI_ERR_COUNT, "negative count %d", count);
-  }
-  out.type = device::dtype_lookup(type);
-  if (out.type == nullptr || !out.type->committed) {
-    return device::error_raise(&comm, call, MPI_ERR_TYPE, "%s datatype handle 0x%x",
-                               out.type == nullptr ? "invalid" : "uncommitted",
-                               static_cast<unsigned>(type));
-  }
-  if (buf == nullptr && count > 0 && out.type->packed_size > 0 && out.type->true_lb == 0) {
-    return device::error_raise(&comm, call, MPI_ERR_BUFFER, "NULL buffer with count %d", count);
-  }
-  out.bytes = static_cast<std::size_t>(count) * out.type->packed_size;
-  out.packed = !device::dtype_contiguous(*out.type, count);
-  return MPI_SUCCESS;
+// What a typed send or receive reports when it found no memory to pack.
+inline int typed_result(const char *call, const communicator &comm, device::typed_status status,
+                        std::size_t bytes) {
+  if (status == device::typed_status::done) return MPI_SUCCESS;
+  return device::error_raise(&comm, call, MPI_ERR_NO_MEM, "cannot pack %zu bytes", bytes);
 }
 
 inline int check_dest(const char *call, const communicator &comm, int rank) {
@@ -156,8 +138,10 @@ inline void status_proc_null(MPI_Status *status) {
 
 // Waits for every buffered send (MPI_Buffer_detach, MPI_Finalize).
 void buffered_sends_drain();
-// A buffered send as MPI_Bsend makes it (for persistent Bsend_init + Start).
-int bsend_start(const void *buf, int count, MPI_Datatype type, int dest, int tag, MPI_Comm comm);
+// A buffered send of checked arguments, as MPI_Bsend makes it (also for
+// persistent Bsend_init + Start): packed into the attached buffer.
+int bsend_checked(const char *call, const communicator &c, const device::typed_buffer &tb, int dest,
+                  int tag);
 
 // The status a probe reports for a message that has not been received.
 inline void status_of_message(MPI_Status *status, const device::unexpected_msg &m) {
@@ -178,55 +162,34 @@ inline device::request *proc_null_request(const communicator &comm, device::requ
   return r;
 }
 
-inline int send_checks(const char *call, const void *buf, int count, MPI_Datatype type, int dest,
-                       int tag, MPI_Comm handle, communicator *&comm, std::size_t &bytes) {
-  if (int err = check_comm(call, handle, comm)) return err;
-  if (int err = check_buffer(call, *comm, buf, count, type, bytes)) return err;
-  if (int err = check_dest(call, *comm, dest)) return err;
-  return check_send_tag(call, *comm, tag);
-}
-
-// Unpacks a completed receive of a non-contiguous datatype into the user's
-// buffer (what arrived of it).
-inline void recv_unpack(device::request &r) {
-  if (r.unpack_to == nullptr) return;
-  device::dtype_unpack_range(r.scratch, 0, r.status_bytes, r.unpack_to, r.unpack_count,
-                             *r.unpack_type);
-  r.unpack_to = nullptr;
-}
-
-// Every send binding but the buffered ones: checks, then the device. With a
-// null `request` the call blocks until the buffer may be reused. A
-// non-contiguous datatype is packed into a scratch buffer the request owns.
-inline int send_binding(const char *call, const void *buf, int count, MPI_Datatype type, int dest,
-                        int tag, MPI_Comm handle, device::send_mode mode, MPI_Request *request) {
-  communicator *c = nullptr;
-  typed_buffer tb;
+// The arguments of a send of any committed datatype: communicator, buffer,
+// destination and tag. On success `c` and `tb` describe it.
+inline int check_typed_send(const char *call, const void *buf, int count, MPI_Datatype type,
+                            int dest, int tag, MPI_Comm handle, communicator *&c,
+                            device::typed_buffer &tb) {
   if (int err = check_comm(call, handle, c)) return err;
   if (int err = check_typed_buffer(call, *c, buf, count, type, tb)) return err;
   if (int err = check_dest(call, *c, dest)) return err;
-  if (int err = check_send_tag(call, *c, tag)) return err;
+  return check_send_tag(call, *c, tag);
+}
+
+// Every send binding but the buffered ones: checks, then the device. With a
+// null `request` the call blocks until the buffer may be reused.
+inline int send_binding(const char *call, const void *buf, int count, MPI_Datatype type, int dest,
+                        int tag, MPI_Comm handle, device::send_mode mode, MPI_Request *request) {
+  communicator *c = nullptr;
+  device::typed_buffer tb;
+  if (int err = check_typed_send(call, buf, count, type, dest, tag, handle, c, tb)) return err;
   if (dest == MPI_PROC_NULL) {
     if (request != nullptr) {
       *request = device::request_handle(*proc_null_request(*c, device::request_kind::send));
     }
     return MPI_SUCCESS;
   }
-  void *scratch = nullptr;
-  if (tb.packed) {
-    scratch = std::malloc(tb.bytes != 0 ? tb.bytes : 1);
-    if (scratch == nullptr) {
-      return device::error_raise(c, call, MPI_ERR_NO_MEM, "cannot pack %zu bytes", tb.bytes);
-    }
-    device::dtype_pack_range(buf, count, *tb.type, 0, tb.bytes, scratch);
-  }
-  device::request *r = device::send_start(*c, c->context, scratch != nullptr ? scratch : buf,
-                                          tb.bytes, dest, tag, mode, request != nullptr);
-  if (r == nullptr) {
-    std::free(scratch);  // the message is in the transport already
-    return MPI_SUCCESS;
-  }
-  r->scratch = scratch;
+  device::request *r = nullptr;
+  const device::typed_status status =
+      device::typed_send_start(*c, c->context, tb, dest, tag, mode, request != nullptr, r);
+  if (int err = typed_result(call, *c, status, tb.packed_bytes())) return err;
   if (request == nullptr) {
     device::request_wait_release(r);
   } else {
@@ -240,7 +203,7 @@ inline int send_binding(const char *call, const void *buf, int count, MPI_Dataty
 inline int recv_post(const char *call, void *buf, int count, MPI_Datatype type, int source, int tag,
                      MPI_Comm handle, device::request *&out) {
   communicator *c = nullptr;
-  typed_buffer tb;
+  device::typed_buffer tb;
   if (int err = check_comm(call, handle, c)) return err;
   if (int err = check_typed_buffer(call, *c, buf, count, type, tb)) return err;
   if (int err = check_source(call, *c, source)) return err;
@@ -249,22 +212,8 @@ inline int recv_post(const char *call, void *buf, int count, MPI_Datatype type, 
     out = proc_null_request(*c, device::request_kind::recv);
     return MPI_SUCCESS;
   }
-  void *scratch = nullptr;
-  if (tb.packed) {
-    scratch = std::malloc(tb.bytes != 0 ? tb.bytes : 1);
-    if (scratch == nullptr) {
-      return device::error_raise(c, call, MPI_ERR_NO_MEM, "cannot receive %zu bytes", tb.bytes);
-    }
-  }
-  out =
-      device::recv_start(*c, c->context, scratch != nullptr ? scratch : buf, tb.bytes, source, tag);
-  if (scratch != nullptr) {
-    out->scratch = scratch;
-    out->unpack_to = buf;
-    out->unpack_count = count;
-    out->unpack_type = tb.type;
-  }
-  return MPI_SUCCESS;
+  return typed_result(call, *c, device::typed_recv_start(*c, c->context, tb, source, tag, out),
+                      tb.packed_bytes());
 }
 
 }  // namespace iris::api

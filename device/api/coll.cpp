@@ -2,7 +2,7 @@
 // Reduce_scatter(_block), Scan, Exscan, Reduce_local. See coll.hpp for the
 // rules every collective here follows.
 #include <climits>
-#include <utility>
+#include <cstdint>
 #include <vector>
 
 #include "device/api/coll.hpp"
@@ -19,6 +19,13 @@ int check_op(const char *call, const communicator &comm, MPI_Op op, MPI_Datatype
                                static_cast<unsigned>(op));
   }
   if (const char *why = device::op_type_mismatch(op, type)) {
+    const device::dtype *t = device::dtype_lookup(type);
+    if (t != nullptr && !t->predefined) {
+      return device::error_raise(&comm, call, MPI_ERR_OP,
+                                 "%s cannot reduce a derived datatype: predefined operations need "
+                                 "a predefined type (MPI_Op_create makes an op for any type)",
+                                 device::op_name(op));
+    }
     const char *name = device::datatype_name(type);
     return device::error_raise(&comm, call, MPI_ERR_OP, "%s cannot reduce %s: it is defined on %s",
                                device::op_name(op), name != nullptr ? name : "this datatype", why);
@@ -26,13 +33,9 @@ int check_op(const char *call, const communicator &comm, MPI_Op op, MPI_Datatype
   return MPI_SUCCESS;
 }
 
-int check_no_alias(const char *call, const communicator &comm, const void *a, std::size_t a_bytes,
-                   const void *b, std::size_t b_bytes) {
-  const auto *pa = static_cast<const std::byte *>(a);
-  const auto *pb = static_cast<const std::byte *>(b);
-  if (a_bytes == 0 || b_bytes == 0 || pa + a_bytes <= pb || pb + b_bytes <= pa) {
-    return MPI_SUCCESS;
-  }
+int check_no_alias(const char *call, const communicator &comm, const typed_buffer &a,
+                   const typed_buffer &b) {
+  if (!device::typed_overlap(a, b)) return MPI_SUCCESS;
   return device::error_raise(&comm, call, MPI_ERR_BUFFER,
                              "send and receive buffers overlap (use MPI_IN_PLACE instead)");
 }
@@ -46,44 +49,44 @@ int error_in_place(const char *call, const communicator &comm, const char *which
 
 namespace {
 
+using device::typed_buffer;
+using image = device::typed_image;
+
 // One reduction's shape: `count` elements of `type` combined with `op`.
+// Partial results are images of `count` elements in the type's layout.
 struct reduction {
   coll::channel ch;
   MPI_Op op;
   MPI_Datatype type;
-  std::size_t count;
-  std::size_t bytes;
+  int count;
+  const device::dtype *t;
+
+  std::size_t bytes() const { return static_cast<std::size_t>(count) * t->packed_size; }
+  image empty() const { return image(count, *t); }
+  image copy_of(const void *data) const {
+    return image(typed_buffer{const_cast<void *>(data), count, t});
+  }
+  typed_buffer at(void *data) const { return {data, count, t}; }
 };
 
-using buffer = std::vector<std::byte>;
-
-buffer copy_of(const void *data, std::size_t bytes) {
-  const auto *p = static_cast<const std::byte *>(data);
-  return buffer(p, p + bytes);
-}
-
 // upper = lower o upper: `lower` holds the contributions of lower ranks.
-void combine(const reduction &red, const buffer &lower, buffer &upper) {
-  device::op_apply(red.op, lower.data(), upper.data(), red.count, red.type);
+void combine(const reduction &red, const image &lower, image &upper) {
+  device::op_apply(red.op, lower.origin(), upper.origin(), static_cast<std::size_t>(red.count),
+                   red.type);
 }
 
 // Binomial tree towards `root`: a rank combines into `acc` the partial results
 // of its children (blocks of ranks above it, counted from root), then hands
 // acc to its parent. At root acc ends as the result. Ranks are combined in
 // order only relative to root, so a non-commutative op needs root 0.
-int reduce_tree(const reduction &red, buffer &acc, int root) {
+int reduce_tree(const reduction &red, image &acc, int root) {
   const int size = red.ch.comm.size;
   const int vr = (red.ch.comm.rank - root + size) % size;
-  buffer tmp(red.bytes);
+  image tmp = red.empty();
   for (int mask = 1; mask < size; mask <<= 1) {
-    if ((vr & mask) != 0) {
-      coll::send(red.ch, acc.data(), red.bytes, (vr - mask + root) % size);
-      return MPI_SUCCESS;
-    }
+    if ((vr & mask) != 0) return coll::send(red.ch, acc.view(), (vr - mask + root) % size);
     if (vr + mask < size) {
-      if (int err = coll::recv(red.ch, tmp.data(), red.bytes, (vr + mask + root) % size)) {
-        return err;
-      }
+      if (int err = coll::recv(red.ch, tmp.view(), (vr + mask + root) % size)) return err;
       combine(red, acc, tmp);
       acc.swap(tmp);
     }
@@ -93,16 +96,18 @@ int reduce_tree(const reduction &red, buffer &acc, int root) {
 
 // The whole reduction lands in `out` at `root`. A non-commutative op is
 // reduced to rank 0 in rank order and then moved to root.
-int reduce_to(const reduction &red, buffer &acc, void *out, int root) {
+int reduce_to(const reduction &red, image &acc, void *out, int root) {
   const communicator &comm = red.ch.comm;
   const int tree_root = device::op_commutative(red.op) ? root : 0;
   if (int err = reduce_tree(red, acc, tree_root)) return err;
   if (tree_root == root) {
-    if (comm.rank == root) coll::copy_bytes(out, acc.data(), red.bytes);
+    if (comm.rank == root) device::typed_copy(acc.view(), red.at(out));
     return MPI_SUCCESS;
   }
-  if (comm.rank == tree_root) coll::send(red.ch, acc.data(), red.bytes, root);
-  if (comm.rank == root) return coll::recv(red.ch, out, red.bytes, tree_root);
+  if (comm.rank == tree_root) {
+    if (int err = coll::send(red.ch, acc.view(), root)) return err;
+  }
+  if (comm.rank == root) return coll::recv(red.ch, red.at(out), tree_root);
   return MPI_SUCCESS;
 }
 
@@ -110,20 +115,20 @@ int reduce_to(const reduction &red, buffer &acc, void *out, int root) {
 // rank ^ 2^k and combines, lower ranks' part first. With a size that is not a
 // power of two, the first 2 * rem ranks pair up beforehand (the odd one
 // carries the pair) and the even ones get the result at the end.
-int allreduce_doubling(const reduction &red, buffer &acc) {
+int allreduce_doubling(const reduction &red, image &acc) {
   const int rank = red.ch.comm.rank;
   const int size = red.ch.comm.size;
   int pof2 = 1;
   while (pof2 * 2 <= size) pof2 *= 2;
   const int rem = size - pof2;
-  buffer tmp(red.bytes);
+  image tmp = red.empty();
   int newrank = rank - rem;
   if (rank < 2 * rem) {
     if (rank % 2 == 0) {
-      coll::send(red.ch, acc.data(), red.bytes, rank + 1);
+      if (int err = coll::send(red.ch, acc.view(), rank + 1)) return err;
       newrank = -1;
     } else {
-      if (int err = coll::recv(red.ch, tmp.data(), red.bytes, rank - 1)) return err;
+      if (int err = coll::recv(red.ch, tmp.view(), rank - 1)) return err;
       combine(red, tmp, acc);
       newrank = rank / 2;
     }
@@ -131,10 +136,7 @@ int allreduce_doubling(const reduction &red, buffer &acc) {
   for (int mask = 1; newrank >= 0 && mask < pof2; mask <<= 1) {
     const int peer_new = newrank ^ mask;
     const int peer = peer_new < rem ? peer_new * 2 + 1 : peer_new + rem;
-    if (int err =
-            coll::sendrecv(red.ch, acc.data(), red.bytes, peer, tmp.data(), red.bytes, peer)) {
-      return err;
-    }
+    if (int err = coll::sendrecv(red.ch, acc.view(), peer, tmp.view(), peer)) return err;
     if (peer < rank) {
       combine(red, tmp, acc);
     } else {
@@ -143,27 +145,26 @@ int allreduce_doubling(const reduction &red, buffer &acc) {
     }
   }
   if (rank < 2 * rem) {
-    if (rank % 2 == 1) {
-      coll::send(red.ch, acc.data(), red.bytes, rank - 1);
-    } else {
-      return coll::recv(red.ch, acc.data(), red.bytes, rank + 1);
-    }
+    if (rank % 2 == 1) return coll::send(red.ch, acc.view(), rank - 1);
+    return coll::recv(red.ch, acc.view(), rank + 1);
   }
   return MPI_SUCCESS;
 }
 
 // Checks shared by the reductions: communicator, op, datatype, count and the
-// receive buffer; the send buffer unless it is MPI_IN_PLACE.
+// receive buffer; the send buffer unless it is MPI_IN_PLACE. On success
+// `recv` describes the receive buffer.
 int reduction_checks(const char *call, MPI_Comm handle, const void *sendbuf, const void *recvbuf,
                      int count, MPI_Datatype type, MPI_Op op, communicator *&c,
-                     std::size_t &bytes) {
+                     typed_buffer &recv) {
   if (int err = api::check_comm(call, handle, c)) return err;
-  if (int err = api::check_buffer(call, *c, recvbuf, count, type, bytes)) return err;
+  if (int err = api::check_typed_buffer(call, *c, recvbuf, count, type, recv)) return err;
   if (int err = coll::check_op(call, *c, op, type)) return err;
   if (coll::in_place(sendbuf)) return MPI_SUCCESS;
   if (coll::in_place(recvbuf)) return coll::error_in_place(call, *c, "the receive buffer");
-  if (int err = api::check_buffer(call, *c, sendbuf, count, type, bytes)) return err;
-  return coll::check_no_alias(call, *c, sendbuf, bytes, recvbuf, bytes);
+  typed_buffer send;
+  if (int err = api::check_typed_buffer(call, *c, sendbuf, count, type, send)) return err;
+  return coll::check_no_alias(call, *c, send, recv);
 }
 
 // Scan and Exscan by recursive doubling: `partial` carries the reduction of
@@ -172,17 +173,14 @@ int reduction_checks(const char *call, MPI_Comm handle, const void *sendbuf, con
 // with this rank's own value (Scan); Exscan's result starts empty.
 int scan_doubling(const reduction &red, const void *mine, void *out, bool inclusive) {
   const int rank = red.ch.comm.rank;
-  buffer partial = copy_of(mine, red.bytes);
-  buffer total = partial;
-  buffer tmp(red.bytes);
+  image partial = red.copy_of(mine);
+  image total = partial;
+  image tmp = red.empty();
   bool have = inclusive;
   for (int mask = 1; mask < red.ch.comm.size; mask <<= 1) {
     const int peer = rank ^ mask;
     if (peer >= red.ch.comm.size) continue;
-    if (int err =
-            coll::sendrecv(red.ch, partial.data(), red.bytes, peer, tmp.data(), red.bytes, peer)) {
-      return err;
-    }
+    if (int err = coll::sendrecv(red.ch, partial.view(), peer, tmp.view(), peer)) return err;
     if (peer < rank) {
       combine(red, tmp, partial);
       if (have) {
@@ -196,45 +194,48 @@ int scan_doubling(const reduction &red, const void *mine, void *out, bool inclus
       partial.swap(tmp);
     }
   }
-  if (have) coll::copy_bytes(out, total.data(), red.bytes);
+  if (have) device::typed_copy(total.view(), red.at(out));
   return MPI_SUCCESS;
 }
 
 int scan_binding(const char *call, int tag, bool inclusive, const void *sendbuf, void *recvbuf,
                  int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm) {
   communicator *c = nullptr;
-  std::size_t bytes = 0;
-  if (int err = reduction_checks(call, comm, sendbuf, recvbuf, count, datatype, op, c, bytes)) {
+  typed_buffer recv;
+  if (int err = reduction_checks(call, comm, sendbuf, recvbuf, count, datatype, op, c, recv)) {
     return err;
   }
-  if (bytes == 0) return MPI_SUCCESS;
-  const reduction red{{*c, tag}, op, datatype, static_cast<std::size_t>(count), bytes};
+  const reduction red{{*c, tag}, op, datatype, count, recv.type};
+  if (red.bytes() == 0) return MPI_SUCCESS;
   const void *mine = coll::in_place(sendbuf) ? recvbuf : sendbuf;
   return coll::result(call, *c, scan_doubling(red, mine, recvbuf, inclusive));
 }
 
-// Rank 0 hands each rank its block of `all` (blocks of counts[i] elements of
-// `extent` bytes, in rank order); a linear scatter like MPI_Scatterv's.
-int scatter_counts(const coll::channel &ch, const std::byte *all, void *mine, const int counts[],
-                   std::size_t extent) {
+// Rank 0 hands each rank its block of `all` (counts[i] elements each, in
+// rank order); a linear scatter like MPI_Scatterv's.
+int scatter_counts(const coll::channel &ch, const typed_buffer &all, const typed_buffer &mine,
+                   const int counts[]) {
   const communicator &comm = ch.comm;
-  const auto bytes = [&](int i) { return static_cast<std::size_t>(counts[i]) * extent; };
-  if (comm.rank != 0) return coll::recv(ch, mine, bytes(comm.rank), 0);
+  if (comm.rank != 0) return coll::recv(ch, mine, 0);
   std::vector<device::request *> pending;
-  std::size_t at = bytes(0);
-  coll::copy_bytes(mine, all, bytes(0));
-  for (int i = 1; i < comm.size; ++i) {
-    pending.push_back(coll::post_send(ch, all + at, bytes(i), i));
-    at += bytes(i);
+  std::int64_t at = counts[0];
+  device::typed_copy(all.slice(0, counts[0]), mine);
+  int err = MPI_SUCCESS;
+  for (int i = 1; i < comm.size && err == MPI_SUCCESS; ++i) {
+    device::request *r = nullptr;
+    err = coll::post_send(ch, all.slice(at, counts[i]), i, r);
+    if (r != nullptr) pending.push_back(r);
+    at += counts[i];
   }
   for (device::request *r : pending) coll::wait(r);
-  return MPI_SUCCESS;
+  return err;
 }
 
-// MPI_Reduce_scatter's arguments; on success `total` is the sum of counts.
+// MPI_Reduce_scatter's arguments; on success `total` is the sum of counts
+// and `recv` this rank's receive buffer (all of it, in place).
 int reduce_scatter_checks(const char *call, const communicator &c, const void *sendbuf,
                           const void *recvbuf, const int counts[], MPI_Datatype type, MPI_Op op,
-                          std::size_t &total) {
+                          std::size_t &total, typed_buffer &recv) {
   if (int err = api::check_not_null(call, &c, counts, "recvcounts")) return err;
   total = 0;
   for (int i = 0; i < c.size; ++i) {
@@ -248,13 +249,15 @@ int reduce_scatter_checks(const char *call, const communicator &c, const void *s
     return device::error_raise(&c, call, MPI_ERR_COUNT, "counts add up to more than INT_MAX");
   }
   const int all = static_cast<int>(total);
-  std::size_t bytes = 0;
+  if (coll::in_place(sendbuf)) {
+    if (int err = api::check_typed_buffer(call, c, recvbuf, all, type, recv)) return err;
+    return coll::check_op(call, c, op, type);
+  }
+  if (int err = api::check_typed_buffer(call, c, recvbuf, counts[c.rank], type, recv)) return err;
   if (int err = coll::check_op(call, c, op, type)) return err;
-  if (coll::in_place(sendbuf)) return api::check_buffer(call, c, recvbuf, all, type, bytes);
-  if (int err = api::check_buffer(call, c, recvbuf, counts[c.rank], type, bytes)) return err;
-  std::size_t in_bytes = 0;
-  if (int err = api::check_buffer(call, c, sendbuf, all, type, in_bytes)) return err;
-  return coll::check_no_alias(call, c, sendbuf, in_bytes, recvbuf, bytes);
+  typed_buffer send;
+  if (int err = api::check_typed_buffer(call, c, sendbuf, all, type, send)) return err;
+  return coll::check_no_alias(call, c, send, recv);
 }
 
 }  // namespace
@@ -264,11 +267,11 @@ extern "C" {
 int MPI_Bcast(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm) {
   const char *call = "MPI_Bcast";
   communicator *c = nullptr;
-  std::size_t bytes = 0;
+  typed_buffer data;
   if (int err = api::check_comm(call, comm, c)) return err;
-  if (int err = api::check_buffer(call, *c, buffer, count, datatype, bytes)) return err;
+  if (int err = api::check_typed_buffer(call, *c, buffer, count, datatype, data)) return err;
   if (int err = coll::check_root(call, *c, root)) return err;
-  if (bytes == 0) return MPI_SUCCESS;
+  if (data.packed_bytes() == 0) return MPI_SUCCESS;
   // Binomial tree: a rank hears from the parent that clears its lowest set
   // bit (counted from root), then serves the subtrees below that bit.
   const coll::channel ch{*c, coll::tag_bcast};
@@ -279,12 +282,14 @@ int MPI_Bcast(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm
   int mask = 1;
   for (; mask < c->size; mask <<= 1) {
     if ((vr & mask) != 0) {
-      err = coll::recv(ch, buffer, bytes, (vr - mask + root) % c->size);
+      err = coll::recv(ch, data, (vr - mask + root) % c->size);
       break;
     }
   }
   for (mask >>= 1; mask > 0; mask >>= 1) {
-    if (vr + mask < c->size) coll::send(ch, buffer, bytes, (vr + mask + root) % c->size);
+    if (vr + mask >= c->size) continue;
+    const int sent = coll::send(ch, data, (vr + mask + root) % c->size);
+    if (err == MPI_SUCCESS) err = sent;
   }
   return coll::result(call, *c, err);
 }
@@ -293,22 +298,22 @@ int MPI_Reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datat
                int root, MPI_Comm comm) {
   const char *call = "MPI_Reduce";
   communicator *c = nullptr;
-  std::size_t bytes = 0;
+  typed_buffer data;
   if (int err = api::check_comm(call, comm, c)) return err;
   if (int err = coll::check_root(call, *c, root)) return err;
   if (c->rank == root) {
-    if (int err = reduction_checks(call, comm, sendbuf, recvbuf, count, datatype, op, c, bytes)) {
+    if (int err = reduction_checks(call, comm, sendbuf, recvbuf, count, datatype, op, c, data)) {
       return err;
     }
   } else {
     // The receive buffer is significant only at root.
     if (coll::in_place(sendbuf)) return coll::error_in_place(call, *c, "the send buffer off root");
-    if (int err = api::check_buffer(call, *c, sendbuf, count, datatype, bytes)) return err;
+    if (int err = api::check_typed_buffer(call, *c, sendbuf, count, datatype, data)) return err;
     if (int err = coll::check_op(call, *c, op, datatype)) return err;
   }
-  if (bytes == 0) return MPI_SUCCESS;
-  const reduction red{{*c, coll::tag_reduce}, op, datatype, static_cast<std::size_t>(count), bytes};
-  buffer acc = copy_of(coll::in_place(sendbuf) ? recvbuf : sendbuf, bytes);
+  const reduction red{{*c, coll::tag_reduce}, op, datatype, count, data.type};
+  if (red.bytes() == 0) return MPI_SUCCESS;
+  image acc = red.copy_of(coll::in_place(sendbuf) ? recvbuf : sendbuf);
   return coll::result(call, *c, reduce_to(red, acc, recvbuf, root));
 }
 
@@ -316,16 +321,15 @@ int MPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype da
                   MPI_Comm comm) {
   const char *call = "MPI_Allreduce";
   communicator *c = nullptr;
-  std::size_t bytes = 0;
-  if (int err = reduction_checks(call, comm, sendbuf, recvbuf, count, datatype, op, c, bytes)) {
+  typed_buffer recv;
+  if (int err = reduction_checks(call, comm, sendbuf, recvbuf, count, datatype, op, c, recv)) {
     return err;
   }
-  if (bytes == 0) return MPI_SUCCESS;
-  const reduction red{
-      {*c, coll::tag_allreduce}, op, datatype, static_cast<std::size_t>(count), bytes};
-  buffer acc = copy_of(coll::in_place(sendbuf) ? recvbuf : sendbuf, bytes);
+  const reduction red{{*c, coll::tag_allreduce}, op, datatype, count, recv.type};
+  if (red.bytes() == 0) return MPI_SUCCESS;
+  image acc = red.copy_of(coll::in_place(sendbuf) ? recvbuf : sendbuf);
   const int err = allreduce_doubling(red, acc);
-  if (err == MPI_SUCCESS) coll::copy_bytes(recvbuf, acc.data(), bytes);
+  if (err == MPI_SUCCESS) device::typed_copy(acc.view(), recv);
   return coll::result(call, *c, err);
 }
 
@@ -333,25 +337,32 @@ int MPI_Reduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount,
                              MPI_Datatype datatype, MPI_Op op, MPI_Comm comm) {
   const char *call = "MPI_Reduce_scatter_block";
   communicator *c = nullptr;
-  std::size_t block = 0;
-  if (int err = reduction_checks(call, comm, sendbuf, recvbuf, recvcount, datatype, op, c, block)) {
+  typed_buffer recv;
+  if (int err = reduction_checks(call, comm, sendbuf, recvbuf, recvcount, datatype, op, c, recv)) {
     return err;
   }
-  const std::size_t total = block * static_cast<std::size_t>(c->size);
+  const std::size_t block = recv.packed_bytes();
   if (!coll::in_place(sendbuf)) {
-    if (int err = api::check_buffer(call, *c, sendbuf, recvcount * c->size, datatype, block)) {
+    typed_buffer send;
+    if (int err = api::check_typed_buffer(call, *c, sendbuf, recvcount * c->size, datatype, send)) {
       return err;
     }
-    block = total / static_cast<std::size_t>(c->size);
-    if (int err = coll::check_no_alias(call, *c, sendbuf, total, recvbuf, block)) return err;
+    if (int err = coll::check_no_alias(call, *c, send, recv)) {
+      return err;
+    }
   }
   if (block == 0) return MPI_SUCCESS;
   // Reduce everything to rank 0 (rank order, so any op), then scatter it.
   const coll::channel ch{*c, coll::tag_reduce_scatter_block};
-  const reduction red{ch, op, datatype, static_cast<std::size_t>(recvcount) * c->size, total};
-  buffer acc = copy_of(coll::in_place(sendbuf) ? recvbuf : sendbuf, total);
+  const reduction red{ch, op, datatype, recvcount * c->size, recv.type};
+  image acc = red.copy_of(coll::in_place(sendbuf) ? recvbuf : sendbuf);
   int err = reduce_tree(red, acc, 0);
-  if (err == MPI_SUCCESS) err = coll::scatter_tree(ch, acc.data(), recvbuf, block, 0);
+  if (err == MPI_SUCCESS) {
+    const typed_buffer blocks{acc.origin(), recvcount, recv.type};
+    // In place the result is the first block of recvbuf, as for a scatter.
+    const typed_buffer mine{recvbuf, recvcount, recv.type};
+    err = coll::scatter_tree(ch, &blocks, &mine, block, 0);
+  }
   return coll::result(call, *c, err);
 }
 
@@ -362,18 +373,20 @@ int MPI_Reduce_scatter(const void *sendbuf, void *recvbuf, const int recvcounts[
   const char *call = "MPI_Reduce_scatter";
   communicator *c = nullptr;
   std::size_t total = 0;
+  typed_buffer recv;
   if (int err = api::check_comm(call, comm, c)) return err;
-  if (int err =
-          reduce_scatter_checks(call, *c, sendbuf, recvbuf, recvcounts, datatype, op, total)) {
+  if (int err = reduce_scatter_checks(call, *c, sendbuf, recvbuf, recvcounts, datatype, op, total,
+                                      recv)) {
     return err;
   }
-  if (total == 0) return MPI_SUCCESS;
-  const std::size_t extent = device::datatype_extent(datatype);
   const coll::channel ch{*c, coll::tag_reduce_scatter};
-  const reduction red{ch, op, datatype, total, total * extent};
-  buffer acc = copy_of(coll::in_place(sendbuf) ? recvbuf : sendbuf, red.bytes);
+  const reduction red{ch, op, datatype, static_cast<int>(total), recv.type};
+  if (red.bytes() == 0) return MPI_SUCCESS;
+  image acc = red.copy_of(coll::in_place(sendbuf) ? recvbuf : sendbuf);
   int err = reduce_tree(red, acc, 0);
-  if (err == MPI_SUCCESS) err = scatter_counts(ch, acc.data(), recvbuf, recvcounts, extent);
+  if (err == MPI_SUCCESS) {
+    err = scatter_counts(ch, acc.view(), {recvbuf, recvcounts[c->rank], recv.type}, recvcounts);
+  }
   return coll::result(call, *c, err);
 }
 
@@ -395,9 +408,12 @@ int MPI_Reduce_local(const void *inbuf, void *inoutbuf, int count, MPI_Datatype 
   const char *call = "MPI_Reduce_local";
   if (int err = api::check_initialized(call)) return err;
   const communicator *world = device::comm_lookup(MPI_COMM_WORLD);
-  std::size_t bytes = 0;
-  if (int err = api::check_buffer(call, *world, inbuf, count, datatype, bytes)) return err;
-  if (int err = api::check_buffer(call, *world, inoutbuf, count, datatype, bytes)) return err;
+  typed_buffer in;
+  typed_buffer inout;
+  if (int err = api::check_typed_buffer(call, *world, inbuf, count, datatype, in)) return err;
+  if (int err = api::check_typed_buffer(call, *world, inoutbuf, count, datatype, inout)) {
+    return err;
+  }
   if (int err = coll::check_op(call, *world, op, datatype)) return err;
   device::op_apply(op, inbuf, inoutbuf, static_cast<std::size_t>(count), datatype);
   return MPI_SUCCESS;

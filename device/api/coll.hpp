@@ -7,9 +7,13 @@
 // and messages between two ranks on one context do not overtake each other,
 // so a fixed tag suffices even when one rank is already in the next call.
 //
-// Only predefined (contiguous) datatypes exist: a message of `count` elements
-// is count * extent bytes, and data moves as bytes. Reductions go through
-// device::op_apply, the one element loop.
+// Messages carry (buffer, count, datatype) to the device, which packs a
+// non-contiguous datatype (device/typed.hpp); a block i of a gather or
+// scatter lies at buf + i * count * extent, as MPI says. Data that only
+// passes through a rank (the inner nodes of a tree) travels packed, as
+// bytes. Reductions keep partial results in the type's own layout
+// (device::typed_image), since a user op reads its operands that way, and go
+// through device::op_apply, the one element loop.
 #pragma once
 
 #include <cstddef>
@@ -19,6 +23,8 @@
 #include "device/op.hpp"
 
 namespace iris::api::coll {
+
+using device::typed_buffer;
 
 enum tag : int {
   tag_bcast = 100,
@@ -44,48 +50,64 @@ struct channel {
   int tag;
 };
 
-inline device::request *post_recv(const channel &ch, void *data, std::size_t bytes, int from) {
-  return device::recv_start(ch.comm, ch.comm.collective_context(), data, bytes, from, ch.tag);
+// MPI_ERR_NO_MEM when the device found no memory to pack a message.
+inline int status_error(device::typed_status status) {
+  return status == device::typed_status::done ? MPI_SUCCESS : MPI_ERR_NO_MEM;
 }
 
-inline device::request *post_send(const channel &ch, const void *data, std::size_t bytes, int to) {
-  return device::send_start(ch.comm, ch.comm.collective_context(), data, bytes, to, ch.tag,
-                            device::send_mode::standard, true);
+inline int post_recv(const channel &ch, const typed_buffer &where, int from,
+                     device::request *&out) {
+  out = nullptr;
+  return status_error(
+      device::typed_recv_start(ch.comm, ch.comm.collective_context(), where, from, ch.tag, out));
 }
 
-// Waits for `r` and releases it. Returns its error class: MPI_ERR_TRUNCATE
-// when ranks disagreed on a message's length.
+inline int post_send(const channel &ch, const typed_buffer &what, int to, device::request *&out) {
+  out = nullptr;
+  return status_error(device::typed_send_start(ch.comm, ch.comm.collective_context(), what, to,
+                                               ch.tag, device::send_mode::standard, true, out));
+}
+
+// Waits for `r` (nullptr: nothing), unpacks what it received and releases
+// it. Returns its error class: MPI_ERR_TRUNCATE when ranks disagreed on a
+// message's length.
 inline int wait(device::request *r) {
-  if (r == nullptr) return MPI_SUCCESS;
-  device::progress_until([r] { return r->complete; });
-  const int err = r->status_error;
-  device::rt->requests.release(r);
-  return err;
+  return device::typed_wait_release(r);
 }
 
-// Blocks until `data` may be reused. Large messages wait for the receiver to
+// Blocks until `what` may be reused. Large messages wait for the receiver to
 // match, so the receiver must not be waiting for this rank first.
-inline void send(const channel &ch, const void *data, std::size_t bytes, int to) {
-  device::request_wait_release(
-      device::send_start(ch.comm, ch.comm.collective_context(), data, bytes, to, ch.tag));
+inline int send(const channel &ch, const typed_buffer &what, int to) {
+  device::request *r = nullptr;
+  if (int err =
+          status_error(device::typed_send_start(ch.comm, ch.comm.collective_context(), what, to,
+                                                ch.tag, device::send_mode::standard, false, r))) {
+    return err;
+  }
+  device::request_wait_release(r);
+  return MPI_SUCCESS;
 }
 
-inline int recv(const channel &ch, void *data, std::size_t bytes, int from) {
-  return wait(post_recv(ch, data, bytes, from));
+inline int recv(const channel &ch, const typed_buffer &where, int from) {
+  device::request *r = nullptr;
+  if (int err = post_recv(ch, where, from, r)) return err;
+  return wait(r);
 }
 
 // An exchange: the receive is posted before the send, so two ranks that
 // exchange with each other never wait for each other.
-inline int sendrecv(const channel &ch, const void *out, std::size_t out_bytes, int to, void *in,
-                    std::size_t in_bytes, int from) {
-  device::request *r = post_recv(ch, in, in_bytes, from);
-  send(ch, out, out_bytes, to);
-  return wait(r);
+inline int sendrecv(const channel &ch, const typed_buffer &out, int to, const typed_buffer &in,
+                    int from) {
+  device::request *r = nullptr;
+  if (int err = post_recv(ch, in, from, r)) return err;
+  const int sent = send(ch, out, to);
+  const int got = wait(r);
+  return sent != MPI_SUCCESS ? sent : got;
 }
 
-// Copies between user buffers that may be the same (no-op then).
-inline void copy_bytes(void *to, const void *from, std::size_t bytes) {
-  if (to != from && bytes > 0) std::memmove(to, from, bytes);
+// Raw bytes (packed data passing through) as a message buffer.
+inline typed_buffer bytes(const void *data, std::size_t n) {
+  return device::typed_bytes(data, n);
 }
 
 inline bool in_place(const void *buf) {
@@ -102,6 +124,9 @@ inline int lowest_bit(int v) {
 // passed): a length mismatch between ranks.
 inline int result(const char *call, const communicator &comm, int err) {
   if (err == MPI_SUCCESS) return MPI_SUCCESS;
+  if (err == MPI_ERR_NO_MEM) {
+    return device::error_raise(&comm, call, err, "no memory to pack a message of its datatype");
+  }
   return device::error_raise(&comm, call, err,
                              "a message was longer than its receive buffer: the ranks passed "
                              "counts or datatypes that do not match");
@@ -115,25 +140,28 @@ inline int check_root(const char *call, const communicator &comm, int root) {
 
 int check_op(const char *call, const communicator &comm, MPI_Op op, MPI_Datatype type);
 
-// MPI_ERR_BUFFER when the byte ranges [a, a + a_bytes) and [b, b + b_bytes)
-// overlap: the standard forbids aliasing an input and an output buffer.
-int check_no_alias(const char *call, const communicator &comm, const void *a, std::size_t a_bytes,
-                   const void *b, std::size_t b_bytes);
+// MPI_ERR_BUFFER when the memory the data of `a` and of `b` span overlaps:
+// the standard forbids aliasing an input and an output buffer.
+int check_no_alias(const char *call, const communicator &comm, const typed_buffer &a,
+                   const typed_buffer &b);
 
 // MPI_IN_PLACE where this rank may not pass it.
 int error_in_place(const char *call, const communicator &comm, const char *which);
 
 // Checks a counts array (and a displacements array) of comm.size entries
 // and their datatype, for the v-variants. `buf` NULL with a count > 0 is
-// MPI_ERR_BUFFER.
+// MPI_ERR_BUFFER. On success `out` is the buffer with the datatype (count 0).
 int check_vector(const char *call, const communicator &comm, const void *buf, const int counts[],
-                 const int displs[], MPI_Datatype type);
+                 const int displs[], MPI_Datatype type, typed_buffer &out);
 
-// Binomial gather of one `block`-byte block per rank to `root`: `mine` is
-// this rank's block, `out` (root only) receives all blocks in rank order.
-int gather_tree(const channel &ch, const void *mine, std::byte *out, std::size_t block, int root);
+// Binomial gather of one `block`-byte (packed) block per rank to `root`:
+// `mine` is this rank's block, `out` (root only) receives the blocks in
+// rank order, block i at out.block(i).
+int gather_tree(const channel &ch, const typed_buffer &mine, const typed_buffer *out,
+                std::size_t block, int root);
 // Binomial scatter, the reverse: `in` (root only) holds the blocks in rank
 // order; this rank's block lands in `mine` (skipped when nullptr).
-int scatter_tree(const channel &ch, const std::byte *in, void *mine, std::size_t block, int root);
+int scatter_tree(const channel &ch, const typed_buffer *in, const typed_buffer *mine,
+                 std::size_t block, int root);
 
 }  // namespace iris::api::coll

@@ -54,33 +54,11 @@ std::size_t place(std::size_t length) {
 int bsend(const char *call, const void *buf, int count, MPI_Datatype type, int dest, int tag,
           MPI_Comm handle, MPI_Request *request) {
   communicator *c = nullptr;
-  std::size_t bytes = 0;
-  if (int err = api::send_checks(call, buf, count, type, dest, tag, handle, c, bytes)) return err;
-  if (dest != MPI_PROC_NULL) {
-    // Exactly what the standard tells users to budget: pieces hold no header
-    // and need no alignment (data moves by memcpy or CMA).
-    const std::size_t need = bytes + MPI_BSEND_OVERHEAD;
-    reap();
-    std::size_t at = buffer.attached ? place(need) : SIZE_MAX;
-    if (at == SIZE_MAX && buffer.attached) {
-      device::progress_poll();  // a piece may free up with one more poll
-      reap();
-      at = place(need);
-    }
-    if (at == SIZE_MAX) {
-      return device::error_raise(
-          c, call, MPI_ERR_BUFFER,
-          buffer.attached ? "the attached buffer (%zu bytes) has no room for %zu more bytes"
-                          : "no buffer attached (%zu bytes) for a message needing %zu bytes",
-          buffer.size, need);
-    }
-    if (bytes != 0) std::memcpy(buffer.base + at, buf, bytes);
-    device::request *send = device::send_start(*c, c->context, buffer.base + at, bytes, dest, tag,
-                                               device::send_mode::standard, true);
-    const auto spot = std::find_if(buffer.pieces.begin(), buffer.pieces.end(),
-                                   [at](const piece &p) { return p.offset > at; });
-    buffer.pieces.insert(spot, piece{at, need, send});
+  device::typed_buffer tb;
+  if (int err = api::check_typed_send(call, buf, count, type, dest, tag, handle, c, tb)) {
+    return err;
   }
+  if (int err = api::bsend_checked(call, *c, tb, dest, tag)) return err;
   if (request != nullptr) {
     // The data is copied: the user's request is complete at once.
     device::request *r = api::proc_null_request(*c, device::request_kind::send);
@@ -93,8 +71,36 @@ int bsend(const char *call, const void *buf, int count, MPI_Datatype type, int d
 
 namespace iris::api {
 
-int bsend_start(const void *buf, int count, MPI_Datatype type, int dest, int tag, MPI_Comm comm) {
-  return bsend("MPI_Start", buf, count, type, dest, tag, comm, nullptr);
+int bsend_checked(const char *call, const communicator &c, const device::typed_buffer &tb, int dest,
+                  int tag) {
+  if (dest != MPI_PROC_NULL) {
+    // Exactly what the standard tells users to budget (MPI_Pack_size plus
+    // MPI_BSEND_OVERHEAD): pieces hold the packed message, no header, and
+    // need no alignment (data moves by memcpy or CMA).
+    const std::size_t bytes = tb.packed_bytes();
+    const std::size_t need = bytes + MPI_BSEND_OVERHEAD;
+    reap();
+    std::size_t at = buffer.attached ? place(need) : SIZE_MAX;
+    if (at == SIZE_MAX && buffer.attached) {
+      device::progress_poll();  // a piece may free up with one more poll
+      reap();
+      at = place(need);
+    }
+    if (at == SIZE_MAX) {
+      return device::error_raise(
+          &c, call, MPI_ERR_BUFFER,
+          buffer.attached ? "the attached buffer (%zu bytes) has no room for %zu more bytes"
+                          : "no buffer attached (%zu bytes) for a message needing %zu bytes",
+          buffer.size, need);
+    }
+    device::typed_pack(tb, buffer.base + at);
+    device::request *send = device::send_start(c, c.context, buffer.base + at, bytes, dest, tag,
+                                               device::send_mode::standard, true);
+    const auto spot = std::find_if(buffer.pieces.begin(), buffer.pieces.end(),
+                                   [at](const piece &p) { return p.offset > at; });
+    buffer.pieces.insert(spot, piece{at, need, send});
+  }
+  return MPI_SUCCESS;
 }
 
 void buffered_sends_drain() {
@@ -152,23 +158,25 @@ int MPI_Sendrecv_replace(void *buf, int count, MPI_Datatype datatype, int dest, 
                          int source, int recvtag, MPI_Comm comm, MPI_Status *status) {
   const char *call = "MPI_Sendrecv_replace";
   communicator *c = nullptr;
-  std::size_t bytes = 0;
-  if (int err = api::send_checks(call, buf, count, datatype, dest, sendtag, comm, c, bytes)) {
+  device::typed_buffer tb;
+  if (int err = api::check_typed_send(call, buf, count, datatype, dest, sendtag, comm, c, tb)) {
     return err;
   }
   if (int err = api::check_source(call, *c, source)) return err;
   if (int err = api::check_recv_tag(call, *c, recvtag)) return err;
-  // The incoming message lands in a copy until the outgoing one has left.
+  // The incoming message lands packed in a copy until the outgoing one has
+  // left; then what arrived replaces the buffer's data (a shorter message
+  // leaves the rest, and the gaps between blocks are never touched).
+  const std::size_t bytes = tb.packed_bytes();
   void *incoming = std::malloc(bytes != 0 ? bytes : 1);
   if (incoming == nullptr) {
     return device::error_raise(c, call, MPI_ERR_NO_MEM, "cannot allocate %zu bytes", bytes);
   }
   MPI_Status got{};
-  const int err = MPI_Sendrecv(buf, count, datatype, dest, sendtag, incoming, count, datatype,
-                               source, recvtag, comm, &got);
-  // Only what arrived replaces the buffer (a shorter message leaves the rest).
+  const int err = MPI_Sendrecv(buf, count, datatype, dest, sendtag, incoming,
+                               static_cast<int>(bytes), MPI_BYTE, source, recvtag, comm, &got);
   if (source != MPI_PROC_NULL && (err == MPI_SUCCESS || err == MPI_ERR_TRUNCATE)) {
-    std::memcpy(buf, incoming, static_cast<std::size_t>(got.iris_bytes));
+    device::typed_unpack(incoming, static_cast<std::size_t>(got.iris_bytes), tb);
   }
   if (status != MPI_STATUS_IGNORE) *status = got;
   std::free(incoming);

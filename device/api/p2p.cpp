@@ -18,7 +18,7 @@ int recv_result(const char *call, const communicator &comm, const device::reques
 // and frees it.
 int recv_complete(const char *call, device::request *r, MPI_Status *status) {
   device::progress_until([r] { return r->complete; });
-  api::recv_unpack(*r);
+  device::typed_recv_finish(*r);
   api::status_fill(status, *r);
   const int result = recv_result(call, *r->comm, *r);
   device::rt->requests.release(r);
@@ -200,9 +200,9 @@ int MPI_Imrecv(void *buf, int count, MPI_Datatype datatype, MPI_Message *message
   if (int err = api::check_not_null(call, nullptr, message, "message")) return err;
   if (int err = api::check_not_null(call, nullptr, request, "request")) return err;
   communicator *world = device::comm_lookup(MPI_COMM_WORLD);
+  device::typed_buffer tb;
   if (*message == MPI_MESSAGE_NO_PROC) {
-    std::size_t bytes = 0;
-    if (int err = api::check_buffer(call, *world, buf, count, datatype, bytes)) return err;
+    if (int err = api::check_typed_buffer(call, *world, buf, count, datatype, tb)) return err;
     *request = device::request_handle(*api::proc_null_request(*world, device::request_kind::recv));
     *message = MPI_MESSAGE_NULL;
     return MPI_SUCCESS;
@@ -214,11 +214,13 @@ int MPI_Imrecv(void *buf, int count, MPI_Datatype datatype, MPI_Message *message
   }
   // The message names its communicator by context; the receive reports on it.
   const communicator *c = device::comm_of_context(m->key.context);
-  std::size_t bytes = 0;
-  if (int err = api::check_buffer(call, c != nullptr ? *c : *world, buf, count, datatype, bytes)) {
-    return err;
+  const communicator &on = c != nullptr ? *c : *world;
+  if (int err = api::check_typed_buffer(call, on, buf, count, datatype, tb)) return err;
+  device::request *r = nullptr;
+  if (int err = api::typed_result(call, on, device::typed_recv_claimed(on, m, tb, r),
+                                  tb.packed_bytes())) {
+    return err;  // the message stays claimed: the call may be repeated
   }
-  device::request *r = device::recv_claimed(c != nullptr ? *c : *world, m, buf, bytes);
   *request = device::request_handle(*r);
   *message = MPI_MESSAGE_NULL;
   return MPI_SUCCESS;

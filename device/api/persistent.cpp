@@ -1,6 +1,10 @@
 // Persistent requests: MPI_*_init records an operation, MPI_Start runs it
 // again on the same request, the Wait and Test calls leave it inactive
 // instead of freeing it, and MPI_Request_free ends it.
+//
+// The request keeps its datatype in `unpack_type` (alive even if the user
+// frees the handle) and, for a non-contiguous one, its scratch buffer across
+// restarts: a restart packs into the same buffer instead of allocating.
 #include "device/api/check.hpp"
 
 using namespace iris;
@@ -11,11 +15,12 @@ namespace {
 int init_send(const char *call, device::persistent_op op, const void *buf, int count,
               MPI_Datatype type, int dest, int tag, MPI_Comm comm, MPI_Request *request) {
   communicator *c = nullptr;
-  std::size_t bytes = 0;
-  if (int err = api::send_checks(call, buf, count, type, dest, tag, comm, c, bytes)) return err;
+  device::typed_buffer tb;
+  if (int err = api::check_typed_send(call, buf, count, type, dest, tag, comm, c, tb)) return err;
   if (int err = api::check_not_null(call, c, request, "request")) return err;
   device::request *r = device::rt->requests.allocate(device::request_kind::send, c);
-  r->persistent = {op, const_cast<void *>(buf), bytes, dest, tag, count, type, comm};
+  r->persistent = {op, tb.base, tb.packed_bytes(), dest, tag, count, type, comm};
+  r->unpack_type = tb.type;
   r->complete = true;  // inactive until started
   *request = device::request_handle(*r);
   return MPI_SUCCESS;
@@ -25,7 +30,13 @@ int init_send(const char *call, device::persistent_op op, const void *buf, int c
 int start(device::request &r) {
   const device::persistent_args a = r.persistent;
   const communicator &c = *r.comm;
+  const device::dtype *type = r.unpack_type;
+  void *scratch = r.scratch;  // restart forgets it
   device::rt->requests.restart(&r);
+  r.unpack_type = type;
+  r.scratch = scratch;
+  const device::typed_buffer tb{a.buffer, a.count, type};
+  device::request *out = nullptr;
   if (a.peer == MPI_PROC_NULL) {
     r.status_source = MPI_PROC_NULL;
     r.status_tag = MPI_ANY_TAG;
@@ -34,18 +45,21 @@ int start(device::request &r) {
   }
   switch (a.op) {
     case device::persistent_op::recv:
-      device::recv_start(c, c.context, a.buffer, a.bytes, a.peer, a.tag, &r);
-      return MPI_SUCCESS;
+      return api::typed_result("MPI_Start", c,
+                               device::typed_recv_start(c, c.context, tb, a.peer, a.tag, out, &r),
+                               a.bytes);
     case device::persistent_op::bsend:
       r.complete = true;  // copied into the attached buffer, or an error
-      return api::bsend_start(a.buffer, a.count, a.datatype, a.peer, a.tag, a.comm);
+      return api::bsend_checked("MPI_Start", c, tb, a.peer, a.tag);
     case device::persistent_op::send:
     case device::persistent_op::ssend:
-      device::send_start(c, c.context, a.buffer, a.bytes, a.peer, a.tag,
-                         a.op == device::persistent_op::ssend ? device::send_mode::synchronous
-                                                              : device::send_mode::standard,
-                         true, &r);
-      return MPI_SUCCESS;
+      return api::typed_result("MPI_Start", c,
+                               device::typed_send_start(c, c.context, tb, a.peer, a.tag,
+                                                        a.op == device::persistent_op::ssend
+                                                            ? device::send_mode::synchronous
+                                                            : device::send_mode::standard,
+                                                        true, out, &r),
+                               a.bytes);
     case device::persistent_op::none:
       break;
   }
@@ -100,14 +114,16 @@ int MPI_Recv_init(void *buf, int count, MPI_Datatype datatype, int source, int t
                   MPI_Request *request) {
   const char *call = "MPI_Recv_init";
   communicator *c = nullptr;
-  std::size_t bytes = 0;
+  device::typed_buffer tb;
   if (int err = api::check_comm(call, comm, c)) return err;
-  if (int err = api::check_buffer(call, *c, buf, count, datatype, bytes)) return err;
+  if (int err = api::check_typed_buffer(call, *c, buf, count, datatype, tb)) return err;
   if (int err = api::check_source(call, *c, source)) return err;
   if (int err = api::check_recv_tag(call, *c, tag)) return err;
   if (int err = api::check_not_null(call, c, request, "request")) return err;
   device::request *r = device::rt->requests.allocate(device::request_kind::recv, c);
-  r->persistent = {device::persistent_op::recv, buf, bytes, source, tag, count, datatype, comm};
+  r->persistent = {
+      device::persistent_op::recv, buf, tb.packed_bytes(), source, tag, count, datatype, comm};
+  r->unpack_type = tb.type;
   r->complete = true;  // inactive until started
   *request = device::request_handle(*r);
   return MPI_SUCCESS;

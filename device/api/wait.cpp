@@ -55,7 +55,7 @@ int request_finish(MPI_Request *handle, MPI_Status *status) {
     return MPI_SUCCESS;
   }
   device::request &r = live(*handle);
-  api::recv_unpack(r);
+  device::typed_recv_finish(r);
   api::status_fill(status, r);
   const int error = r.kind == device::request_kind::recv ? r.status_error : MPI_SUCCESS;
   if (r.persistent.op != device::persistent_op::none) {
@@ -261,7 +261,7 @@ int MPI_Request_free(MPI_Request *request) {
   device::request &r = live(*request);
   r.freed = true;  // the device releases it when it completes
   if (r.complete) {
-    api::recv_unpack(r);
+    device::typed_recv_finish(r);
     device::rt->requests.release(&r);
   }
   *request = MPI_REQUEST_NULL;

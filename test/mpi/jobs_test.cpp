@@ -183,6 +183,16 @@ TEST_P(JobTest, DerivedDatatypes) {
   EXPECT_NE(r.output.find("types: all checks passed"), std::string::npos) << r.output;
 }
 
+// Derived datatypes through every call that takes one: buffered sends,
+// matched receives, Sendrecv_replace, persistent requests and collectives.
+TEST_P(JobTest, DerivedDatatypesInEveryCall) {
+  const run_result r = job(ranks(), "derived", {}, env(), 120, nodes());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("derived: all checks passed on " + std::to_string(ranks()) + " ranks"),
+            std::string::npos)
+      << r.output;
+}
+
 TEST_P(JobTest, ArgumentErrorsReturnTheirClasses) {
   const run_result r = job(ranks(), "errors", {}, env(), 120, nodes());
   ASSERT_EQ(r.exit_code, 0) << r.output;

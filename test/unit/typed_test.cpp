@@ -1,0 +1,113 @@
+// Typed buffers (device/typed.hpp): packing, unpacking and copying between
+// layouts leave the bytes between blocks alone; images cover exactly the
+// span the data touches, lower bounds included; overlap looks at spans.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <vector>
+
+#include "device/typed.hpp"
+#include "include/mpi.h"
+
+namespace iris::device {
+namespace {
+
+constexpr int gap = -7;
+
+const dtype &int32() {
+  return *dtype_lookup(MPI_INT);
+}
+
+// A vector of `count` blocks of `blocklen` ints, `stride` ints apart.
+dtype vector_of_ints(int count, int blocklen, int stride) {
+  std::vector<std::int64_t> displs;
+  for (int i = 0; i < count; ++i) displs.push_back(std::int64_t{i} * stride * 4);
+  return dtype_from_blocks(displs, std::vector<int>(static_cast<std::size_t>(count), blocklen),
+                           std::vector<const dtype *>(static_cast<std::size_t>(count), &int32()),
+                           false);
+}
+
+// Where the data ints of `count` elements of vector_of_ints(3, 2, 5) lie.
+std::vector<int> vector_positions(int count) {
+  std::vector<int> at;
+  for (int e = 0; e < count; ++e) {
+    for (int b = 0; b < 3; ++b) {
+      for (int j = 0; j < 2; ++j) at.push_back(e * 12 + b * 5 + j);
+    }
+  }
+  return at;
+}
+
+TEST(Typed, PackThenUnpackRestoresTheDataAndLeavesTheGaps) {
+  const dtype v = vector_of_ints(3, 2, 5);
+  const int count = 4;
+  const std::vector<int> at = vector_positions(count);
+  std::vector<int> from(static_cast<std::size_t>(count * v.extent / 4), gap);
+  for (std::size_t k = 0; k < at.size(); ++k) from[static_cast<std::size_t>(at[k])] = int(k);
+  const typed_buffer src{from.data(), count, &v};
+  ASSERT_EQ(src.packed_bytes(), at.size() * 4);
+  ASSERT_FALSE(src.contiguous());
+  std::vector<int> packed(at.size(), -1);
+  typed_pack(src, packed.data());
+  for (std::size_t k = 0; k < packed.size(); ++k) EXPECT_EQ(packed[k], int(k));
+
+  std::vector<int> to(from.size(), gap);
+  typed_unpack(packed.data(), src.packed_bytes(), {to.data(), count, &v});
+  EXPECT_EQ(to, from);
+
+  // A short message fills only the first data ints.
+  std::vector<int> part(from.size(), gap);
+  typed_unpack(packed.data(), 5 * 4, {part.data(), count, &v});
+  for (std::size_t i = 0; i < part.size(); ++i) {
+    const auto k = std::find(at.begin(), at.end(), int(i)) - at.begin();
+    EXPECT_EQ(part[i], k < 5 ? int(k) : gap) << "int " << i;
+  }
+}
+
+TEST(Typed, CopyBetweenLayoutsOfOneSignature) {
+  const dtype v = vector_of_ints(3, 2, 5);
+  std::vector<int> flat(12);
+  for (int i = 0; i < 12; ++i) flat[static_cast<std::size_t>(i)] = 100 + i;
+  std::vector<int> strided(24, gap);
+  typed_copy({flat.data(), 12, &int32()}, {strided.data(), 2, &v});
+  const std::vector<int> at = vector_positions(2);
+  std::vector<int> want(24, gap);
+  for (std::size_t k = 0; k < at.size(); ++k) want[static_cast<std::size_t>(at[k])] = 100 + int(k);
+  EXPECT_EQ(strided, want);
+  std::vector<int> back(12, -1);
+  typed_copy({strided.data(), 2, &v}, {back.data(), 12, &int32()});
+  EXPECT_EQ(back, flat);
+}
+
+TEST(Typed, ImageSpansTheDataBeforeTheAddressToo) {
+  // One int at -8 bytes and one at +8, resized to lb -8, extent 24.
+  const dtype raw = dtype_from_blocks({-8, 8}, {1, 1}, {&int32(), &int32()}, true);
+  const dtype t = dtype_resized(raw, -8, 24);
+  std::vector<int> mem(2 + 3 * 6, gap);
+  int *base = mem.data() + 2;
+  for (int e = 0; e < 3; ++e) {
+    base[e * 6 - 2] = 10 * e;
+    base[e * 6 + 2] = 10 * e + 1;
+  }
+  const typed_image copy(typed_buffer{base, 3, &t});
+  const auto *origin = static_cast<const int *>(copy.origin());
+  for (int e = 0; e < 3; ++e) {
+    EXPECT_EQ(origin[e * 6 - 2], 10 * e);
+    EXPECT_EQ(origin[e * 6 + 2], 10 * e + 1);
+  }
+  std::vector<int> out(mem.size(), gap);
+  typed_copy(copy.view(), {out.data() + 2, 3, &t});
+  EXPECT_EQ(out, mem);
+}
+
+TEST(Typed, OverlapLooksAtTheSpans) {
+  const dtype v = vector_of_ints(3, 2, 5);
+  std::vector<int> mem(64);
+  EXPECT_TRUE(typed_overlap({mem.data(), 1, &v}, {mem.data() + 11, 1, &int32()}));
+  EXPECT_FALSE(typed_overlap({mem.data(), 1, &v}, {mem.data() + 12, 1, &int32()}));
+  EXPECT_FALSE(typed_overlap({mem.data(), 0, &v}, {mem.data(), 4, &int32()}));
+}
+
+}  // namespace
+}  // namespace iris::device
