@@ -74,6 +74,14 @@ void ofi_netmod::record_in(operation &o, std::size_t length, record_sink &sink) 
       return;
     }
     p.heard = true;
+    if (record.size() > conf_.max_record) {
+      // The receive buffers are rounded up: a record may fit one and still
+      // be longer than the device allows.
+      log("dropped a record of " + std::to_string(record.size()) + " bytes from rank " +
+          std::to_string(from) + " (at most " + std::to_string(conf_.max_record) + ")");
+      repost(*r);
+      return;
+    }
     const std::size_t head = std::min(record.size(), conf_.record_head);
     if (const char *why = sink.record_arrived(from, record.first(head), record.subspan(head))) {
       log("dropped a record from rank " + std::to_string(from) + ": " + why);
