@@ -24,12 +24,13 @@ std::string fi_text(const library &lib, int rc) {
 void ofi_netmod::init(pmi::client &pmi, const config &conf) {
   pmi_ = &pmi;
   conf_ = conf;
+  settings_ = settings_load();
   rank_ = pmi.rank();
   size_ = pmi.size();
   if (getrandom(&token_, sizeof(token_), 0) != static_cast<ssize_t>(sizeof(token_))) {
     throw error("ofi: cannot draw a random token: " + std::string(std::strerror(errno)));
   }
-  lib_ = &load_library(conf.library);
+  lib_ = &load_library(settings_.library);
   choose_provider();
   open_endpoint();
   make_buffers();
@@ -99,10 +100,11 @@ std::string ofi_netmod::describe() const {
 
 std::string ofi_netmod::preview(const config &conf) {
   conf_ = conf;
-  lib_ = &load_library(conf.library);
+  settings_ = settings_load();
+  lib_ = &load_library(settings_.library);
   choose_provider();
   return choice() + ", libfabric from " +
-         (conf.library.empty() ? std::string(default_library) : conf.library);
+         (settings_.library.empty() ? std::string(default_library) : settings_.library);
 }
 
 void ofi_netmod::close_all() {

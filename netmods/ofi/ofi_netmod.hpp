@@ -12,6 +12,7 @@
 //
 // The class is defined by object, one file each:
 //   ofi.cpp         the netmod's entry points: init, finalize, describe
+//   settings.cpp    its tunables (IRIS_OFI_*)
 //   provider.cpp    which provider: the hints, and why none fits
 //   endpoint.cpp    fabric, domain, endpoint, and the record buffers
 //   address.cpp     business cards and the address vector
@@ -94,6 +95,13 @@ struct peer_state {
   bool said_goodbye = false;
 };
 
+// What IRIS_OFI_* say (settings.cpp).
+struct settings {
+  std::string provider;  // IRIS_OFI_PROVIDER: empty lets libfabric choose
+  std::string library;   // IRIS_OFI_LIBRARY: empty loads libfabric.so.1
+};
+settings settings_load();
+
 // libfabric's text for error code `rc` (either sign).
 std::string fi_text(const library &lib, int rc);
 
@@ -170,6 +178,7 @@ class ofi_netmod final : public netmod {
   const library *lib_ = nullptr;
   pmi::client *pmi_ = nullptr;
   config conf_;
+  settings settings_;
   int rank_ = 0;
   int size_ = 1;
   std::uint64_t token_ = 0;

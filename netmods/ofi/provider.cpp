@@ -98,10 +98,10 @@ std::string why_none(const library &lib, const std::string &provider) {
 
 void ofi_netmod::choose_provider() {
   // RMA first: then rendezvous reads the sender's memory.
-  info_ = getinfo(*lib_, conf_.provider, FI_MSG | FI_RMA | FI_READ | FI_REMOTE_READ);
+  info_ = getinfo(*lib_, settings_.provider, FI_MSG | FI_RMA | FI_READ | FI_REMOTE_READ);
   rma_ = info_ != nullptr;
-  if (info_ == nullptr) info_ = getinfo(*lib_, conf_.provider, FI_MSG);
-  if (info_ == nullptr) throw error("ofi: " + why_none(*lib_, conf_.provider));
+  if (info_ == nullptr) info_ = getinfo(*lib_, settings_.provider, FI_MSG);
+  if (info_ == nullptr) throw error("ofi: " + why_none(*lib_, settings_.provider));
   provider_ = info_->fabric_attr->prov_name;
   domain_name_ = info_->domain_attr->name != nullptr ? info_->domain_attr->name : "?";
   virtual_addresses_ = (info_->domain_attr->mr_mode & FI_MR_VIRT_ADDR) != 0;

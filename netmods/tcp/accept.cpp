@@ -35,7 +35,7 @@ int tcp_netmod::accept_all() {
     c.peer = -1;
     c.dialled = false;
     c.where = address_text(a);
-    c.deadline = clock_type::now() + std::chrono::milliseconds(conf_.connect_timeout_ms);
+    c.deadline = clock_type::now() + std::chrono::milliseconds(settings_.connect_timeout_ms);
     c.in.resize(sizeof(hello));
     c.got = 0;
     ++waiting_;

@@ -111,7 +111,7 @@ void tcp_netmod::check_deadlines() {
   for (std::size_t i = 0; i < conns_.size(); ++i) {
     connection &c = conn(static_cast<int>(i));
     if (now < c.deadline) continue;
-    const std::string ms = std::to_string(conf_.connect_timeout_ms) + " ms";
+    const std::string ms = std::to_string(settings_.connect_timeout_ms) + " ms";
     if (c.st == connection::state::dialing) {
       dial_failed(static_cast<int>(i), "timed out after " + ms);
     } else if (c.st == connection::state::awaiting_hello) {

@@ -78,7 +78,7 @@ void tcp_netmod::dial_next(int peer) {
     c.peer = peer;
     c.dialled = true;
     c.where = address_text(a);
-    c.deadline = clock_type::now() + std::chrono::milliseconds(conf_.connect_timeout_ms);
+    c.deadline = clock_type::now() + std::chrono::milliseconds(settings_.connect_timeout_ms);
     ++waiting_;
     p.dial_conn = index;
     watch(c, index, EPOLLOUT);
@@ -144,7 +144,7 @@ int tcp_netmod::ack_ready(int index) {
   peer_link &p = peers_[static_cast<std::size_t>(c.peer)];
   if (is(crossed_magic)) {
     // The peer dialled this rank too, and its connection is the pair's.
-    p.crossed_until = clock_type::now() + std::chrono::milliseconds(conf_.connect_timeout_ms);
+    p.crossed_until = clock_type::now() + std::chrono::milliseconds(settings_.connect_timeout_ms);
     release(index);
     return 1;
   }

@@ -51,8 +51,8 @@ tcp_netmod::reachable tcp_netmod::choose_addresses() const {
     char ip[INET_ADDRSTRLEN] = {};
     inet_ntop(AF_INET, &a->sin_addr, ip, sizeof ip);
     seen += (seen.empty() ? "" : ", ") + std::string(i->ifa_name) + " " + ip;
-    if (!conf_.interface.empty()) {
-      if (conf_.interface != i->ifa_name || !r.addresses.empty()) continue;
+    if (!settings_.interface.empty()) {
+      if (settings_.interface != i->ifa_name || !r.addresses.empty()) continue;
       r.addresses.emplace_back(ip);
       r.bind_to = a->sin_addr;
     } else if ((i->ifa_flags & IFF_LOOPBACK) != 0) {
@@ -62,8 +62,8 @@ tcp_netmod::reachable tcp_netmod::choose_addresses() const {
     }
   }
   freeifaddrs(list);
-  if (!conf_.interface.empty() && r.addresses.empty()) {
-    throw error("tcp: IRIS_TCP_IF=" + conf_.interface +
+  if (!settings_.interface.empty() && r.addresses.empty()) {
+    throw error("tcp: IRIS_TCP_IF=" + settings_.interface +
                 " is not an interface with an IPv4 address that is up (there are: " + seen + ")");
   }
   // Loopback last: it reaches only ranks on this host, and only when the
@@ -78,15 +78,15 @@ void tcp_netmod::listen_on(const reachable &where) {
   if (listen_fd_ < 0) throw error("tcp: cannot create a socket: " + errno_text(errno));
   const int one = 1;
   setsockopt(listen_fd_, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-  if (conf_.port_base != 0 && conf_.port_base + rank_ > 65535) {
-    throw error("tcp: IRIS_TCP_PORT=" + std::to_string(conf_.port_base) + " puts rank " +
+  if (settings_.port_base != 0 && settings_.port_base + rank_ > 65535) {
+    throw error("tcp: IRIS_TCP_PORT=" + std::to_string(settings_.port_base) + " puts rank " +
                 std::to_string(rank_) + " past port 65535");
   }
   sockaddr_in a{};
   a.sin_family = AF_INET;
   a.sin_addr = where.bind_to;
   a.sin_port =
-      htons(static_cast<std::uint16_t>(conf_.port_base == 0 ? 0 : conf_.port_base + rank_));
+      htons(static_cast<std::uint16_t>(settings_.port_base == 0 ? 0 : settings_.port_base + rank_));
   if (::bind(listen_fd_, reinterpret_cast<const sockaddr *>(&a), sizeof a) != 0) {
     throw error("tcp: cannot listen on " + address_text(a) + ": " + errno_text(errno));
   }

@@ -18,6 +18,7 @@ namespace iris::netmod::tcp {
 void tcp_netmod::init(pmi::client &pmi, const config &conf) {
   pmi_ = &pmi;
   conf_ = conf;
+  settings_ = settings_load();
   rank_ = pmi.rank();
   size_ = pmi.size();
   job_ = job_hash(pmi.job_id());
@@ -94,9 +95,10 @@ void tcp_netmod::finalize() {
 
 std::string tcp_netmod::preview(const config &conf) {
   conf_ = conf;
+  settings_ = settings_load();
   return "tcp: card addresses " + joined(choose_addresses().addresses) +
-         (conf.port_base == 0 ? ", any free port"
-                              : ", port " + std::to_string(conf.port_base) + " + rank");
+         (settings_.port_base == 0 ? ", any free port"
+                                   : ", port " + std::to_string(settings_.port_base) + " + rank");
 }
 
 std::string tcp_netmod::describe() const {

@@ -5,6 +5,7 @@
 //
 // The class is defined by phase, one file each:
 //   tcp.cpp          the netmod's entry points: init, poll, finalize, describe
+//   settings.cpp     its tunables (IRIS_TCP_*)
 //   listen.cpp       the addresses to publish and the listening socket
 //   connections.cpp  the connection table, the epoll set, solo reading, losses
 //   dial.cpp         this rank's connections to its peers: connect, hello, ack
@@ -46,6 +47,15 @@ inline constexpr unsigned epoll_every = 16;  // with a single connection, polls 
 std::string errno_text(int err);
 std::string address_text(const sockaddr_in &a);
 void no_delay(int fd);
+
+// What IRIS_TCP_* say (settings.cpp).
+struct settings {
+  std::string interface;       // IRIS_TCP_IF: empty chooses
+  int port_base = 0;           // IRIS_TCP_PORT: 0 any port, else rank r listens on base + r
+  int connect_timeout_ms = 0;  // IRIS_TCP_CONNECT_TIMEOUT: per address tried
+};
+// Reads them from the environment. Throws error naming a malformed one.
+settings settings_load();
 
 struct connection {
   enum class state : std::uint8_t { free, dialing, awaiting_ack, awaiting_hello, open };
@@ -158,6 +168,7 @@ class tcp_netmod final : public netmod {
 
   pmi::client *pmi_ = nullptr;
   config conf_;
+  settings settings_;
   int rank_ = 0;
   int size_ = 1;
   std::uint64_t job_ = 0;

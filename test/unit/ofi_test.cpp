@@ -10,6 +10,7 @@
 
 #include <chrono>
 #include <cstring>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -40,10 +41,11 @@ class OfiNetmod : public netmod_ranks, public ::testing::WithParamInterface<cons
   }
 
   void start(int n) {
-    config c;
-    c.provider = GetParam();
-    netmod_ranks::start("ofi", n, c);
+    provider.emplace("IRIS_OFI_PROVIDER", GetParam());
+    netmod_ranks::start("ofi", n);
   }
+
+  std::optional<scoped_env> provider;
 };
 
 // The contract test reads exposed memory (netmod_contract_test.cpp); here,
@@ -231,7 +233,7 @@ TEST(OfiProviderChoice, AnUnknownProviderIsNamedWithWhatIsThere) {
   config c;
   c.max_record = max_record;
   c.record_head = record_head;
-  c.provider = "nonesuch";
+  const scoped_env provider("IRIS_OFI_PROVIDER", "nonesuch");
   try {
     net->init(pmi, c);
     FAIL() << "init succeeded with provider nonesuch";

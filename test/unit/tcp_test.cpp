@@ -16,6 +16,7 @@
 #include <span>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -32,11 +33,9 @@ using namespace iris::netmod::fixture;
 
 class TcpNetmod : public netmod_ranks {
  protected:
-  void start(int n) {
-    config c;
-    c.connect_timeout_ms = 300;
-    netmod_ranks::start("tcp", n, c);
-  }
+  void start(int n) { netmod_ranks::start("tcp", n); }
+
+  const scoped_env timeout{"IRIS_TCP_CONNECT_TIMEOUT", "300"};
 
   tcp::card card_of(int rank) { return *tcp::card_parse(board.at({rank, "iris.tcp"})); }
 };
@@ -354,6 +353,40 @@ TEST_F(TcpNetmod, AnImpossibleFrameLengthDropsTheConnection) {
   ::close(fd);
   ASSERT_TRUE(send_record(0, 1, pattern(50, 3)));
   ASSERT_TRUE(poll_until([&] { return ranks[1]->sink.records.size() == 1; }));
+}
+
+// IRIS_TCP_* are read by the netmod when it starts (netmod_contract_test
+// checks that they are printed with the device's).
+TEST(TcpSettings, AMalformedOneStopsInitNamingIt) {
+  cards board;
+  for (const auto &[name, value] :
+       {std::pair{"IRIS_TCP_PORT", "70000"}, std::pair{"IRIS_TCP_CONNECT_TIMEOUT", "soon"}}) {
+    const scoped_env bad(name, value);
+    try {
+      (void)start_rank("tcp", 0, 2, board);
+      ADD_FAILURE() << name << "=" << value << " was accepted";
+    } catch (const error &e) {
+      EXPECT_EQ(std::string(e.what()).rfind(std::string(name) + "=" + value + " is not", 0), 0U)
+          << e.what();
+    }
+  }
+  EXPECT_TRUE(board.empty());
+}
+
+TEST(TcpSettings, ThePortBaseIsReadAtInit) {
+  cards board;
+  // A free port below the usual ephemeral range: rank 1 listens on base + 1.
+  for (int base = 20000; base < 30000; base += 97) {
+    const scoped_env port("IRIS_TCP_PORT", std::to_string(base));
+    try {
+      (void)start_rank("tcp", 1, 2, board);
+    } catch (const error &) {
+      continue;  // in use
+    }
+    EXPECT_EQ(tcp::card_parse(board.at({1, "iris.tcp"}))->port, base + 1);
+    return;
+  }
+  GTEST_SKIP() << "no free port found";
 }
 
 TEST(TcpWire, FramesAreParsedAndBounded) {
