@@ -4,6 +4,8 @@
 
 #include <utility>
 
+#include "pmi/pmi.hpp"
+
 namespace iris::netmod {
 
 void log_line(int rank, std::string_view netmod, std::string_view what) {
@@ -42,6 +44,13 @@ bool hex_decode(std::string_view hex, std::vector<std::byte> &out) {
   }
   out = std::move(bytes);
   return true;
+}
+
+void netmod_base::join(pmi::client &pmi, const config &conf) {
+  pmi_ = &pmi;
+  conf_ = conf;
+  rank_ = pmi.rank();
+  size_ = pmi.size();
 }
 
 void peer_losses::note(int peer, std::string why) {

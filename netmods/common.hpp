@@ -1,6 +1,6 @@
-// What every netmod needs alike, written once: the one-line log, the hex
-// that business cards carry, and the book of lost peers that poll() reports
-// to the device.
+// What every netmod needs alike, written once: what it keeps of init's
+// arguments, the one-line log, the hex that business cards carry, and the
+// book of lost peers that poll() reports to the device.
 #pragma once
 
 #include <cstddef>
@@ -22,6 +22,21 @@ std::string hex_encode(std::span<const std::byte> bytes);
 // The bytes `hex` spells, two digits (either case) a byte. False when it is
 // empty, of odd length or not hex; `out` is written only on success.
 [[nodiscard]] bool hex_decode(std::string_view hex, std::vector<std::byte> &out);
+
+// The base of every netmod: what it keeps of init's arguments, and its log.
+class netmod_base : public netmod {
+ protected:
+  // Keeps the process manager, the device's config, this rank and the size
+  // of the job: the first thing init does.
+  void join(pmi::client &pmi, const config &conf);
+  // One line "iris: rank R: NAME: what" on stderr (log_line).
+  void log(std::string_view what) const { log_line(rank_, name(), what); }
+
+  pmi::client *pmi_ = nullptr;
+  config conf_;
+  int rank_ = 0;
+  int size_ = 1;
+};
 
 // Peers lost, and which of them the device has been told of. A loss is
 // noted where it is seen (a send, a read, an unusable card) and reported

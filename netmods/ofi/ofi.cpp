@@ -22,11 +22,8 @@ std::string fi_text(const library &lib, int rc) {
 }
 
 void ofi_netmod::init(pmi::client &pmi, const config &conf) {
-  pmi_ = &pmi;
-  conf_ = conf;
+  join(pmi, conf);
   settings_ = settings_load();
-  rank_ = pmi.rank();
-  size_ = pmi.size();
   if (getrandom(&token_, sizeof(token_), 0) != static_cast<ssize_t>(sizeof(token_))) {
     throw error("ofi: cannot draw a random token: " + std::string(std::strerror(errno)));
   }

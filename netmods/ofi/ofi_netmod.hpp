@@ -110,7 +110,7 @@ std::string card_format(std::uint64_t token, const std::string &address);
 [[nodiscard]] bool card_parse(std::string_view card, std::uint64_t &token,
                               std::vector<std::byte> &address);
 
-class ofi_netmod final : public netmod {
+class ofi_netmod final : public netmod_base {
  public:
   ~ofi_netmod() override { close_all(); }
 
@@ -144,7 +144,6 @@ class ofi_netmod final : public netmod {
 
   // ofi.cpp
   void close_all();
-  void log(const std::string &what) const { log_line(rank_, "ofi", what); }
   int report_lost(record_sink &sink) { return finalizing_ ? 0 : losses_.report(sink); }
 
   // provider.cpp
@@ -176,11 +175,7 @@ class ofi_netmod final : public netmod {
   registration *register_region(const std::byte *base, std::size_t length);
 
   const library *lib_ = nullptr;
-  pmi::client *pmi_ = nullptr;
-  config conf_;
   settings settings_;
-  int rank_ = 0;
-  int size_ = 1;
   std::uint64_t token_ = 0;
   fi_info *info_ = nullptr;
   fid_fabric *fabric_ = nullptr;

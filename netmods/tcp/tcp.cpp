@@ -16,11 +16,8 @@
 namespace iris::netmod::tcp {
 
 void tcp_netmod::init(pmi::client &pmi, const config &conf) {
-  pmi_ = &pmi;
-  conf_ = conf;
+  join(pmi, conf);
   settings_ = settings_load();
-  rank_ = pmi.rank();
-  size_ = pmi.size();
   job_ = job_hash(pmi.job_id());
   peers_.resize(static_cast<std::size_t>(size_));
   losses_.resize(static_cast<std::size_t>(size_));

@@ -95,7 +95,7 @@ struct peer_link {
   clock_type::time_point crossed_until{};
 };
 
-class tcp_netmod final : public netmod {
+class tcp_netmod final : public netmod_base {
  public:
   ~tcp_netmod() override { close_all(); }
 
@@ -164,13 +164,7 @@ class tcp_netmod final : public netmod {
                              std::size_t written);
   bool flush(int index);
 
-  void log(const std::string &what) const { log_line(rank_, "tcp", what); }
-
-  pmi::client *pmi_ = nullptr;
-  config conf_;
   settings settings_;
-  int rank_ = 0;
-  int size_ = 1;
   std::uint64_t job_ = 0;
   card mine_;
   int listen_fd_ = -1;
