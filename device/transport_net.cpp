@@ -14,11 +14,6 @@ netmod::config netmod_config(const settings &s) {
   c.max_record = sizeof(packet_header) +
                  std::max({s.net_eager_limit, s.net_fragment_size, sizeof(rts_payload)});
   c.record_head = sizeof(packet_header);
-  c.interface = s.tcp_interface;
-  c.provider = s.ofi_provider;
-  c.library = s.ofi_library;
-  c.port_base = s.tcp_port;
-  c.connect_timeout_ms = s.tcp_connect_timeout_ms;
   return c;
 }
 

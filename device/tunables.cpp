@@ -4,6 +4,9 @@
 #include <cstdlib>
 #include <stdexcept>
 #include <string_view>
+#include <vector>
+
+#include "netmods/netmod.hpp"
 
 #ifndef IRIS_NETMOD_LIST
 #error "device/meson.build defines IRIS_NETMOD_LIST from -Dnetmods"
@@ -11,9 +14,6 @@
 
 namespace iris::device {
 namespace {
-
-// `choices` of a tunable whose value is any text (read with text_of).
-constexpr const char *free_text = "";
 
 constexpr tunable table[] = {
     {"IRIS_EAGER_LIMIT", 16 * 1024, 0, 1 << 29, nullptr,
@@ -53,23 +53,9 @@ constexpr tunable table[] = {
      "the default; meson setup -Dnetmods=... chooses them)"},
     {"IRIS_SHM", 1, 0, 1, nullptr,
      "0 sends everything, also between ranks of one node, through the netmod"},
-    {"IRIS_TCP_IF", 0, 0, 0, free_text,
-     "tcp: the network interface (e.g. eth0) to listen on and publish; empty publishes every "
-     "IPv4 interface that is up, loopback last, and a peer tries them in that order"},
     {"IRIS_NET_RMA", 1, 0, 1, nullptr,
      "1: when the netmod can read a peer's memory (ofi with FI_RMA), a rendezvous receiver reads "
      "the sender's buffer itself; 0: the data always comes as packets after a CTS"},
-    {"IRIS_OFI_PROVIDER", 0, 0, 0, free_text,
-     "ofi: the libfabric provider to use (e.g. tcp;ofi_rxm, sockets, shm); empty takes the "
-     "first that fits, after libfabric's own FI_PROVIDER filter"},
-    {"IRIS_OFI_LIBRARY", 0, 0, 0, free_text,
-     "ofi: the libfabric shared library to load when the ofi netmod starts (a file name or "
-     "path); empty loads libfabric.so.1 from the loader's usual places"},
-    {"IRIS_TCP_PORT", 0, 0, 65535, nullptr,
-     "tcp: 0 listens on any free port; N makes rank r listen on port N + r"},
-    {"IRIS_TCP_CONNECT_TIMEOUT", 5000, 1, 3600 * 1000, nullptr,
-     "tcp: milliseconds a connect to one address of a peer may take before the next is tried; "
-     "when none answers the job ends with an error naming each address"},
     {"IRIS_SPIN_COUNT", -1, -1, 1 << 30, nullptr,
      "idle progress polls before a waiting rank yields its core; -1 chooses 2000, or 20 when "
      "a node has more ranks than cores"},
@@ -137,12 +123,6 @@ std::string default_text(const tunable &t) {
   return choice_name(t, t.default_value);
 }
 
-std::string text_of(std::string_view name) {
-  const tunable &t = find(name);
-  const char *text = is_text(t) ? std::getenv(t.name) : nullptr;
-  return text != nullptr ? text : "";
-}
-
 std::string choice_of(std::string_view name) {
   const tunable &t = find(name);
   return choice_name(t, read_value(t));
@@ -151,7 +131,21 @@ std::string choice_of(std::string_view name) {
 }  // namespace
 
 std::span<const tunable> tunables() {
-  return table;
+  static const std::vector<tunable> all = [] {
+    std::vector<tunable> v(std::begin(table), std::end(table));
+    for (const tunable &t : netmod::netmods_tunables()) v.push_back(t);
+    return v;
+  }();
+  return all;
+}
+
+std::int64_t tunable_value(const tunable &t) {
+  return read_value(t);
+}
+
+std::string tunable_text(const tunable &t) {
+  const char *text = is_text(t) ? std::getenv(t.name) : nullptr;
+  return text != nullptr ? text : "";
 }
 
 settings settings_load() {
@@ -170,12 +164,7 @@ settings settings_load() {
   s.net_eager_window = static_cast<int>(value_of("IRIS_NET_EAGER_WINDOW") / 64);
   s.netmod = choice_of("IRIS_NETMOD");
   s.use_shm = value_of("IRIS_SHM") != 0;
-  s.tcp_interface = text_of("IRIS_TCP_IF");
   s.net_rma = value_of("IRIS_NET_RMA") != 0;
-  s.ofi_provider = text_of("IRIS_OFI_PROVIDER");
-  s.ofi_library = text_of("IRIS_OFI_LIBRARY");
-  s.tcp_port = static_cast<int>(value_of("IRIS_TCP_PORT"));
-  s.tcp_connect_timeout_ms = static_cast<int>(value_of("IRIS_TCP_CONNECT_TIMEOUT"));
   s.debug = value_of("IRIS_DEBUG") != 0;
   s.stats = value_of("IRIS_STATS") != 0;
   return s;
@@ -183,7 +172,7 @@ settings settings_load() {
 
 std::string tunables_describe() {
   std::string out;
-  for (const tunable &t : table) {
+  for (const tunable &t : tunables()) {
     const char *now = std::getenv(t.name);
     out += std::string(t.name) + " = " + (now != nullptr && *now != '\0' ? now : default_text(t)) +
            " (default " + default_text(t) + ")\n    " + t.help + "\n";

@@ -1,6 +1,8 @@
 // Every tunable of the runtime, declared once with its default and help text.
 // Each is read from the environment variable of the same name at MPI_Init;
-// iris_info prints the table.
+// iris_info prints the table. The device declares its own here; each netmod
+// declares its own beside it (netmods/<name>/settings.cpp) and reads them
+// with tunable_value / tunable_text when it starts.
 #pragma once
 
 #include <cstddef>
@@ -20,7 +22,15 @@ struct tunable {
   const char *help;
 };
 
+// The device's tunables, then each built netmod's.
 std::span<const tunable> tunables();
+
+// The value of `t` from its environment variable, or its default when that
+// is unset or empty. Throws std::runtime_error naming the variable and the
+// accepted values when it is malformed or out of range.
+std::int64_t tunable_value(const tunable &t);
+// The text of a tunable whose value is any text ("" when unset).
+std::string tunable_text(const tunable &t);
 
 enum class rndv_engine : std::uint8_t { automatic = 0, cma = 1, pipeline = 2 };
 
@@ -37,12 +47,7 @@ struct settings {
   int net_eager_window;  // credit units
   std::string netmod;    // one of the built netmods
   bool use_shm;          // false: every peer through the netmod
-  std::string tcp_interface;
   bool net_rma = true;
-  std::string ofi_provider;
-  std::string ofi_library;
-  int tcp_port;
-  int tcp_connect_timeout_ms;
   int spin_count;  // -1: chosen at start-up
   int poll_batch;
   bool debug;

@@ -34,6 +34,9 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <vector>
+
+#include "device/tunables.hpp"
 
 namespace iris::pmi {
 class client;
@@ -48,15 +51,13 @@ class error : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-// What the device tells a netmod at init (from its tunables).
+// What the device decides for every netmod and tells it at init. A
+// netmod's own settings (IRIS_TCP_*, IRIS_OFI_*) are its tunables, which it
+// declares (its tunables() in the registry) and reads itself at init and
+// preview.
 struct config {
   std::size_t max_record = 0;   // longest record the device sends or accepts
   std::size_t record_head = 0;  // a record's first bytes, which say where its body may go
-  std::string interface;        // IRIS_TCP_IF: empty chooses
-  std::string provider;         // IRIS_OFI_PROVIDER: empty lets libfabric choose
-  std::string library;          // IRIS_OFI_LIBRARY: empty loads libfabric.so.1
-  int port_base = 0;            // IRIS_TCP_PORT: 0 any port, else rank r listens on base + r
-  int connect_timeout_ms = 0;   // IRIS_TCP_CONNECT_TIMEOUT: per address tried
 };
 
 // A peer's memory that this rank may read: what an RTS carries.
@@ -151,6 +152,9 @@ inline std::uint64_t job_hash(std::string_view job_id) {
 // The registry, generated from the configure-time list (-Dnetmods=...).
 // The names of the built netmods, the default first, comma-separated.
 std::string_view netmods_built();
+// The tunables of the built netmods, each netmod's table in turn: the
+// device prints them with its own (device::tunables()).
+std::vector<device::tunable> netmods_tunables();
 // Builds the netmod called `name`, or the default when `name` is empty.
 // Throws error naming the built ones when there is no such netmod.
 std::unique_ptr<netmod> netmod_create(std::string_view name);

@@ -3,11 +3,17 @@
 #pragma once
 
 #include <memory>
+#include <span>
+
+#include "device/tunables.hpp"
 
 #include "netmods/netmod.hpp"
 
 namespace iris::netmod::ofi {
 
 std::unique_ptr<netmod> create();
+// Its settings (IRIS_OFI_*), declared once in settings.cpp: iris_info prints
+// them with the device's.
+std::span<const device::tunable> tunables();
 
 }  // namespace iris::netmod::ofi

@@ -1,6 +1,9 @@
 #include "netmods/tcp/wire.hpp"
 
 #include <charconv>
+#include <span>
+
+#include "netmods/common.hpp"
 
 namespace iris::netmod::tcp {
 
@@ -24,12 +27,7 @@ frame frame_parse(const std::byte *data, std::size_t length, std::size_t max_rec
 }
 
 std::string card_format(const card &c) {
-  static constexpr char hex[] = "0123456789abcdef";
-  std::string out;
-  for (std::uint8_t b : c.tok) {
-    out += hex[b >> 4];
-    out += hex[b & 15];
-  }
+  std::string out = hex_encode(std::as_bytes(std::span(c.tok)));
   out += ':' + std::to_string(c.port) + ':';
   for (std::size_t i = 0; i < c.addresses.size(); ++i) {
     if (i != 0) out += ',';
@@ -41,12 +39,9 @@ std::string card_format(const card &c) {
 std::optional<card> card_parse(std::string_view text) {
   card c;
   if (text.size() < 2 * token_size + 1 || text[2 * token_size] != ':') return std::nullopt;
-  for (std::size_t i = 0; i < token_size; ++i) {
-    unsigned v = 0;
-    const char *first = text.data() + 2 * i;
-    if (std::from_chars(first, first + 2, v, 16).ptr != first + 2) return std::nullopt;
-    c.tok[i] = static_cast<std::uint8_t>(v);
-  }
+  std::vector<std::byte> tok;
+  if (!hex_decode(text.substr(0, 2 * token_size), tok)) return std::nullopt;
+  std::memcpy(c.tok.data(), tok.data(), token_size);
   text.remove_prefix(2 * token_size + 1);
   const std::size_t colon = text.find(':');
   if (colon == std::string_view::npos) return std::nullopt;

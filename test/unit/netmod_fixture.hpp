@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <map>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <utility>
@@ -52,6 +53,30 @@ class fake_pmi final : public pmi::client {
   cards &board_;
 };
 
+// Sets an environment variable while it lives, and then puts back what was
+// there: netmods read their own settings (IRIS_TCP_*, IRIS_OFI_*) from the
+// environment when they start.
+class scoped_env {
+ public:
+  scoped_env(const char *name, const std::string &value) : name_(name) {
+    if (const char *old = std::getenv(name)) old_ = old;
+    setenv(name, value.c_str(), 1);
+  }
+  ~scoped_env() {
+    if (old_) {
+      setenv(name_, old_->c_str(), 1);
+    } else {
+      unsetenv(name_);
+    }
+  }
+  scoped_env(const scoped_env &) = delete;
+  scoped_env &operator=(const scoped_env &) = delete;
+
+ private:
+  const char *name_;
+  std::optional<std::string> old_;
+};
+
 struct recorder final : record_sink {
   std::vector<std::pair<int, std::vector<std::byte>>> records;
   std::vector<std::pair<int, std::string>> lost;
@@ -95,20 +120,24 @@ inline std::vector<std::byte> pattern(std::size_t length, unsigned seed) {
   return v;
 }
 
+// One rank of a job of `n` whose cards are on `on`.
+inline std::unique_ptr<rank_under_test> start_rank(std::string_view name, int rank, int n,
+                                                   cards &on, config conf = {}) {
+  if (conf.max_record == 0) conf.max_record = max_record;
+  if (conf.record_head == 0) conf.record_head = record_head;
+  auto u = std::make_unique<rank_under_test>();
+  u->pmi = std::make_unique<fake_pmi>(rank, n, on);
+  u->net = netmod_create(name);
+  u->net->init(*u->pmi, conf);
+  return u;
+}
+
 class netmod_ranks : public ::testing::Test {
  protected:
   // Starts `n` ranks of netmod `name`, with `conf` (max_record and
-  // record_head are filled in).
+  // record_head are filled in when zero).
   void start(std::string_view name, int n, config conf = {}) {
-    conf.max_record = max_record;
-    conf.record_head = record_head;
-    for (int r = 0; r < n; ++r) {
-      auto u = std::make_unique<rank_under_test>();
-      u->pmi = std::make_unique<fake_pmi>(r, n, board);
-      u->net = netmod_create(name);
-      u->net->init(*u->pmi, conf);
-      ranks.push_back(std::move(u));
-    }
+    for (int r = 0; r < n; ++r) ranks.push_back(start_rank(name, r, n, board, conf));
   }
 
   void poll_all() {
@@ -131,8 +160,11 @@ class netmod_ranks : public ::testing::Test {
   // Sends one record, polling while the netmod says retry.
   bool send_record(int from, int to, const std::vector<std::byte> &bytes) {
     const iovec part{const_cast<std::byte *>(bytes.data()), bytes.size()};
+    return send_parts(from, to, {&part, 1});
+  }
+  bool send_parts(int from, int to, std::span<const iovec> parts) {
     return poll_until([&] {
-      return ranks[static_cast<std::size_t>(from)]->net->send(to, {&part, 1}) == send_status::done;
+      return ranks[static_cast<std::size_t>(from)]->net->send(to, parts) == send_status::done;
     });
   }
 

@@ -1,0 +1,214 @@
+// The OFI netmod's one class, private to netmods/ofi/: Iris records over a
+// libfabric reliable-datagram endpoint (FI_EP_RDM). Every record is one
+// FI_MSG message with a 16-byte prefix: the receiver's token (a random
+// number it publishes only through the process manager, so that a stranger
+// cannot know it), the source rank and a sequence number. The device keeps
+// its own matching. Receives land in pre-posted buffers; sends are injected
+// when the provider's inject size allows, else copied into a send buffer, so
+// that the caller may reuse its own at once. One completion queue, polled by
+// the progress engine, reports all of it. Rendezvous data is read by the
+// receiver (fi_read) from the sender's registered buffer when the provider
+// has FI_RMA.
+//
+// The class is defined by object, one file each:
+//   ofi.cpp         the netmod's entry points: init, finalize, describe
+//   settings.cpp    its tunables (IRIS_OFI_*)
+//   provider.cpp    which provider: the hints, and why none fits
+//   endpoint.cpp    fabric, domain, endpoint, and the record buffers
+//   address.cpp     business cards and the address vector
+//   send.cpp        records out (and the goodbye)
+//   completion.cpp  the completion queue: records in, in order, and errors
+//   rma.cpp         registrations and RMA reads
+#pragma once
+
+#include <rdma/fabric.h>
+#include <rdma/fi_domain.h>
+#include <sys/uio.h>
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "netmods/common.hpp"
+#include "netmods/netmod.hpp"
+#include "netmods/ofi/library.hpp"
+#include "netmods/ofi/sequence.hpp"
+
+namespace iris::netmod::ofi {
+
+inline constexpr const char *card_key = "iris.ofi";
+inline constexpr std::uint32_t api_version = FI_VERSION(1, 11);
+inline constexpr std::size_t buffer_bytes = 16 << 20;  // per direction, split into record buffers
+inline constexpr std::size_t max_buffers = 32;
+inline constexpr std::size_t min_buffers = 2;
+inline constexpr std::size_t max_reads = 64;           // RMA reads in flight
+inline constexpr std::size_t queue_depth = 128;        // asked of the provider, each way
+inline constexpr std::size_t registration_cache = 64;  // memory registrations kept for reuse
+inline constexpr std::size_t cq_batch = 16;
+inline constexpr auto flush_wait = std::chrono::seconds(10);
+
+// What precedes every record on the wire.
+struct wire_prefix {
+  std::uint64_t token;  // the receiver's
+  std::int32_t source;
+  std::uint32_t seq;  // per (source, destination) pair, from 0
+};
+static_assert(sizeof(wire_prefix) == 16);
+
+// One operation libfabric holds. Its fi_context2 comes first, so the
+// completion's op_context is the operation itself.
+struct operation {
+  enum class kind : std::uint8_t { recv, send, read };
+  fi_context2 context{};
+  kind what = kind::recv;
+  int peer = -1;
+  std::uint64_t cookie = 0;     // read: the device's
+  std::byte *buffer = nullptr;  // recv, send: the record buffer; read: the destination
+  std::size_t length = 0;       // read
+  fi_addr_t from = FI_ADDR_NOTAVAIL;
+  remote_region region{};
+  operation *next_free = nullptr;
+};
+
+struct registration {
+  const std::byte *base = nullptr;
+  std::size_t length = 0;
+  fid_mr *mr = nullptr;
+  std::uint64_t key = 0;
+  int uses = 0;
+  std::uint64_t last_use = 0;
+};
+
+// What this rank knows of one peer.
+struct peer_state {
+  fi_addr_t address = FI_ADDR_NOTAVAIL;
+  std::uint64_t token = 0;  // the peer's, which every record to it carries
+  std::uint32_t out_seq = 0;
+  sequencer<operation *> in{0};
+  bool sent_any = false;  // this rank sent it a record
+  bool heard = false;     // it sent this rank a record
+  bool goodbye = false;   // it said goodbye: it sends nothing more
+  bool said_goodbye = false;
+};
+
+// What IRIS_OFI_* say (settings.cpp).
+struct settings {
+  std::string provider;  // IRIS_OFI_PROVIDER: empty lets libfabric choose
+  std::string library;   // IRIS_OFI_LIBRARY: empty loads libfabric.so.1
+};
+settings settings_load();
+
+// libfabric's text for error code `rc` (either sign).
+std::string fi_text(const library &lib, int rc);
+
+// A business card: "token:address", both hex (address.cpp).
+std::string card_format(std::uint64_t token, const std::string &address);
+[[nodiscard]] bool card_parse(std::string_view card, std::uint64_t &token,
+                              std::vector<std::byte> &address);
+
+class ofi_netmod final : public netmod_base {
+ public:
+  ~ofi_netmod() override { close_all(); }
+
+  // ofi.cpp
+  std::string_view name() const override { return "ofi"; }
+  void init(pmi::client &pmi, const config &conf) override;
+  void finalize() override;
+  std::string describe() const override;
+  std::string preview(const config &conf) override;
+  // send.cpp
+  send_status send(int peer, std::span<const iovec> parts) override;
+  // completion.cpp
+  int poll(record_sink &sink) override;
+  // rma.cpp
+  bool rma_expose(const void *buffer, std::size_t length, remote_region &region) override;
+  void rma_conceal(const remote_region &region) override;
+  send_status rma_read(int peer, const remote_region &region, void *to, std::size_t length,
+                       std::uint64_t cookie) override;
+
+ private:
+  // What records arriving during finalize go to: nothing needs them now.
+  struct quiet_sink final : record_sink {
+    const char *record_arrived(int, std::span<const std::byte>,
+                               std::span<const std::byte>) override {
+      return nullptr;
+    }
+    std::byte *body_place(int, std::span<const std::byte>, std::size_t) override { return nullptr; }
+    void peer_lost(int, const char *) override {}
+    void read_done(std::uint64_t, const char *) override {}
+  };
+
+  // ofi.cpp
+  void close_all();
+  int report_lost(record_sink &sink) { return finalizing_ ? 0 : losses_.report(sink); }
+
+  // provider.cpp
+  void choose_provider();
+  std::string choice() const;
+
+  // endpoint.cpp
+  void check(int rc, const char *call);
+  void open_endpoint();
+  void make_buffers();
+  bool post_recv(operation &o);
+  void repost(operation &o);
+  void release_tx(operation &o);
+
+  // address.cpp
+  bool address_of(int peer, fi_addr_t &out);
+
+  // send.cpp
+  bool say_goodbye(int peer);
+
+  // completion.cpp
+  void record_in(operation &o, std::size_t length, record_sink &sink);
+  int completion_error(record_sink &sink);
+
+  // rma.cpp
+  ssize_t start_read(operation &o);
+  int retry_reads(record_sink &sink);
+  void release_read(operation &o);
+  registration *register_region(const std::byte *base, std::size_t length);
+
+  const library *lib_ = nullptr;
+  settings settings_;
+  std::uint64_t token_ = 0;
+  fi_info *info_ = nullptr;
+  fid_fabric *fabric_ = nullptr;
+  fid_domain *domain_ = nullptr;
+  fid_cq *cq_ = nullptr;
+  fid_av *av_ = nullptr;
+  fid_ep *ep_ = nullptr;
+  std::string provider_;
+  std::string domain_name_;
+  std::string address_;
+  bool rma_ = false;
+  bool virtual_addresses_ = true;
+  bool provider_keys_ = true;
+  std::size_t max_message_ = 0;
+  std::size_t slot_bytes_ = 0;
+  std::vector<std::byte> inject_buffer_;
+  std::unique_ptr<std::byte[]> arena_;
+  std::vector<operation> rx_ops_;
+  std::vector<operation> tx_ops_;
+  std::vector<operation> read_ops_;
+  std::vector<operation *> unposted_;         // receive buffers to post again
+  std::vector<operation *> unstarted_reads_;  // reads the provider said -FI_EAGAIN to
+  operation *free_tx_ = nullptr;
+  operation *free_reads_ = nullptr;
+  int tx_busy_ = 0;
+  int reads_busy_ = 0;
+  std::vector<peer_state> peers_;  // indexed by rank
+  peer_losses losses_;             // indexed by rank
+  std::vector<registration> cache_;
+  std::uint64_t clock_ = 0;
+  std::uint64_t next_key_ = 0;
+  std::string read_error_;
+  bool finalizing_ = false;
+};
+
+}  // namespace iris::netmod::ofi

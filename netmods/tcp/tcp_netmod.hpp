@@ -1,0 +1,188 @@
+// The TCP netmod's one class, private to netmods/tcp/. One listener per
+// rank, and connections made on first use that carry records both ways
+// (wire.hpp). Every socket is non-blocking and watched by one epoll set,
+// polled (never waited on) by the progress engine.
+//
+// The class is defined by phase, one file each:
+//   tcp.cpp          the netmod's entry points: init, poll, finalize, describe
+//   settings.cpp     its tunables (IRIS_TCP_*)
+//   listen.cpp       the addresses to publish and the listening socket
+//   connections.cpp  the connection table, the epoll set, solo reading, losses
+//   dial.cpp         this rank's connections to its peers: connect, hello, ack
+//   accept.cpp       its peers' connections to it: accept, check the hello, ack
+//   read.cpp         frames in: records to the device, bodies into their place
+//   write.cpp        frames out: one sendmsg, and what the kernel did not take
+#pragma once
+
+#include <netinet/in.h>
+#include <sys/uio.h>
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "netmods/common.hpp"
+#include "netmods/netmod.hpp"
+#include "netmods/tcp/wire.hpp"
+
+namespace iris::netmod::tcp {
+
+using clock_type = std::chrono::steady_clock;
+
+inline constexpr const char *card_key = "iris.tcp";
+// One read takes at most this much: small frames batch, and a long record
+// shows its head early enough for its body to be read into its place.
+inline constexpr std::size_t read_chunk = 64 * 1024;
+inline constexpr std::size_t max_card_addresses = 16;
+inline constexpr std::size_t max_unproven = 64;  // accepted connections still owing their hello
+inline constexpr std::size_t min_placed_body = 16 * 1024;  // smaller bodies are copied, not placed
+inline constexpr auto goodbye_wait = std::chrono::seconds(10);
+inline constexpr std::uint64_t listener_tag = ~std::uint64_t{0};
+inline constexpr unsigned epoll_every = 16;  // with a single connection, polls per epoll_wait
+
+std::string errno_text(int err);
+std::string address_text(const sockaddr_in &a);
+void no_delay(int fd);
+
+// What IRIS_TCP_* say (settings.cpp).
+struct settings {
+  std::string interface;       // IRIS_TCP_IF: empty chooses
+  int port_base = 0;           // IRIS_TCP_PORT: 0 any port, else rank r listens on base + r
+  int connect_timeout_ms = 0;  // IRIS_TCP_CONNECT_TIMEOUT: per address tried
+};
+// Reads them from the environment. Throws error naming a malformed one.
+settings settings_load();
+
+struct connection {
+  enum class state : std::uint8_t { free, dialing, awaiting_ack, awaiting_hello, open };
+  state st = state::free;
+  int fd = -1;
+  int peer = -1;  // dialled: from the start; accepted: once its hello checks out
+  bool dialled = false;
+  bool goodbye = false;                   // the peer said goodbye on it: it sends nothing more
+  bool read_done = false;                 // ... and shut its side: only this rank's writes are left
+  std::string where;                      // the remote address, for messages
+  clock_type::time_point deadline{};      // dialing, awaiting_hello
+  std::size_t got = 0;                    // bytes of the hello or ack read so far
+  std::byte answer[sizeof(ack_magic)]{};  // the acceptor's answer to a dial, as read
+  std::vector<std::byte> in;              // frames being read
+  std::size_t filled = 0;
+  std::byte *place = nullptr;  // a record's body being read straight into the device's place
+  std::size_t place_need = 0;
+  std::size_t place_got = 0;
+  std::vector<std::byte> head;     // that record's head
+  bool head_first = false;         // a placed body just ended: read the next head alone
+  bool watched = false;            // in the epoll set (the solo connection is not: solo_update)
+  std::vector<std::byte> pending;  // the unwritten end of the last frame sent
+  std::size_t pending_done = 0;
+  bool has_pending() const { return pending_done < pending.size(); }
+};
+
+// What this rank knows of one peer.
+struct peer_link {
+  int send_conn = -1;      // every record to the peer goes here, once chosen
+  int dial_conn = -1;      // this rank's own connection to it, while it opens
+  int accepted_conn = -1;  // the peer's connection to this rank
+  card peer_card;
+  std::size_t next_address = 0;
+  std::string failures;  // what each address tried said
+  // The peer refused this rank's dial because its own crosses it: its
+  // connection will come, and no new dial starts before this.
+  clock_type::time_point crossed_until{};
+};
+
+class tcp_netmod final : public netmod_base {
+ public:
+  ~tcp_netmod() override { close_all(); }
+
+  // tcp.cpp
+  std::string_view name() const override { return "tcp"; }
+  void init(pmi::client &pmi, const config &conf) override;
+  send_status send(int peer, std::span<const iovec> parts) override;  // write.cpp
+  int poll(record_sink &sink) override;
+  void finalize() override;
+  std::string preview(const config &conf) override;
+  std::string describe() const override;
+  std::string statistics() const override;
+
+ private:
+  // listen.cpp: the addresses peers may reach this rank at, the preferred
+  // first, and the one to bind (INADDR_ANY unless IRIS_TCP_IF names an
+  // interface).
+  struct reachable {
+    std::vector<std::string> addresses;
+    in_addr bind_to{};
+  };
+  static std::string joined(const std::vector<std::string> &addresses);
+  reachable choose_addresses() const;
+  void listen_on(const reachable &where);
+
+  // connections.cpp
+  connection &conn(int index) { return *conns_[static_cast<std::size_t>(index)]; }
+  int conn_new();
+  void watch(connection &c, int index, std::uint32_t events);
+  void unwatch(connection &c);
+  static std::uint32_t events_for(const connection &c);
+  void release(int index);
+  void open(connection &c);
+  void solo_update();
+  void leave_solo();
+  void check_deadlines();
+  void lose(int index, const std::string &why);
+  std::size_t open_without_goodbye() const;
+  void close_all();
+
+  // dial.cpp
+  bool choose_send_conn(int peer);
+  void dial_start(int peer);
+  void dial_next(int peer);
+  void dial_failed(int index, const std::string &why);
+  int dial_connected(int index);
+  int ack_ready(int index);
+
+  // accept.cpp
+  int accept_all();
+  void drop(int index, const std::string &why);
+  int hello_ready(int index);
+
+  // read.cpp
+  int ready(int index, std::uint32_t events, record_sink *sink);
+  int frames_ready(int index, record_sink *sink);
+  void ended(int index, int err);
+  bool deliver(int index, record_sink &sink, std::span<const std::byte> head,
+               std::span<const std::byte> body);
+  bool try_place(int index, record_sink &sink, const frame &f, const std::byte *start,
+                 std::size_t have);
+  int body_ready(int index, record_sink *sink);
+
+  // write.cpp
+  static void keep_unwritten(connection &c, const iovec *iov, std::size_t count,
+                             std::size_t written);
+  bool flush(int index);
+
+  settings settings_;
+  std::uint64_t job_ = 0;
+  card mine_;
+  int listen_fd_ = -1;
+  int epoll_fd_ = -1;
+  std::vector<peer_link> peers_;                    // indexed by rank
+  peer_losses losses_;                              // indexed by rank
+  std::vector<std::unique_ptr<connection>> conns_;  // slots, reused; the epoll tag is the index
+  int waiting_ = 0;                                 // dials and hellos with a deadline
+  std::size_t unproven_ = 0;                        // accepted, hello not yet checked
+  int solo_ = -1;       // the only connection, read without epoll (solo_update)
+  unsigned polls_ = 0;  // polls since start, for epoll_every
+  bool finalizing_ = false;
+  struct {
+    std::size_t body_bytes_placed = 0;  // read by recv straight into a place
+    std::size_t body_bytes_moved = 0;   // read into `in` first, then copied to their place
+    std::size_t partial_writes = 0;     // sends the kernel took only part of
+    std::size_t bytes_kept = 0;         // ... and what was copied into `pending`
+  } counts_;
+};
+
+}  // namespace iris::netmod::tcp
