@@ -29,6 +29,8 @@ struct communicator {
   std::vector<int> world_rank;  // rank in this communicator -> rank in the world
   int errhandler = 0;
   std::string name;
+  // Info hints as the user gave them (MPI_Comm_set_info); Iris acts on none.
+  std::vector<std::pair<std::string, std::string>> hints;
 
   std::uint32_t collective_context() const { return context + 1; }
 };
@@ -42,10 +44,22 @@ inline constexpr std::uint32_t first_free_context = 4;
 inline constexpr int tag_context_agree = 50;
 inline constexpr int tag_split_gather = 51;
 inline constexpr int tag_split_table = 52;
+// MPI_Comm_create_group's agreement: this base plus the user's tag (folded
+// into the int range), so that concurrent calls with different tags on the
+// same parent keep apart.
+inline constexpr int tag_create_group_base = 1000;
 
 // Collective over `parent`: a context id unused by every member, agreed by
 // all (the maximum of their next free ids). Each member moves past it.
 std::uint32_t context_agree(const communicator &parent);
+// The same among `members` (ranks of `parent`, this rank among them) only,
+// on `parent`'s collective context with `tag`: MPI_Comm_create_group.
+std::uint32_t context_agree_among(const communicator &parent, const std::vector<int> &members,
+                                  int tag);
+
+// The node of rank `rank` of `comm`: ranks with the same node share memory
+// (MPI_COMM_TYPE_SHARED). From the process manager.
+int comm_node_of(const communicator &comm, int rank);
 
 // Registers a new communicator of `world_ranks` (this process among them)
 // with context `context`; returns its handle.
