@@ -127,12 +127,8 @@ int MPI_Comm_idup_with_info(MPI_Comm comm, MPI_Info info, MPI_Comm *newcomm, MPI
   if (int err = api::check_comm(call, comm, c)) return err;
   if (int err = api::check_not_null(call, c, newcomm, "newcomm")) return err;
   if (int err = api::check_not_null(call, c, request, "request")) return err;
-  api::info_entries hints;
-  if (info == MPI_INFO_NULL) {
-    hints = c->hints;
-  } else if (int err = api::info_read(call, c, info, hints)) {
-    return err;
-  }
+  api::info_entries hints;  // as dup_with_info: the given hints, not comm's
+  if (int err = api::info_read(call, c, info, hints)) return err;
   if (int err = dup_common(call, c, std::move(hints), newcomm)) return err;
   device::request *r = api::proc_null_request(*c, device::request_kind::recv);
   r->status_source = MPI_ANY_SOURCE;

@@ -218,6 +218,32 @@ static void dup_and_info(void) {
         nkeys, flag);
   MPI_Info_free(&used);
 
+  /* idup keeps them too; idup_with_info takes the given ones instead. */
+  MPI_Comm icopy;
+  MPI_Comm_idup(withinfo, &icopy, &req);
+  MPI_Wait(&req, MPI_STATUS_IGNORE);
+  MPI_Comm_get_info(icopy, &used);
+  MPI_Info_get_nkeys(used, &nkeys);
+  CHECK(nkeys == 3, "idup's hints: %d keys", nkeys);
+  MPI_Info_free(&used);
+  MPI_Comm_free(&icopy);
+  MPI_Info only;
+  MPI_Info_create(&only);
+  MPI_Info_set(only, "iris_idup", "yes");
+  MPI_Comm_idup_with_info(withinfo, only, &icopy, &req);
+  MPI_Wait(&req, MPI_STATUS_IGNORE);
+  MPI_Info_free(&only);
+  MPI_Comm_get_info(icopy, &used);
+  MPI_Info_get_nkeys(used, &nkeys);
+  MPI_Info_get(used, "iris_idup", MPI_MAX_INFO_VAL - 1, value, &flag);
+  CHECK(nkeys == 1 && flag == 1 && strcmp(value, "yes") == 0,
+        "idup_with_info's hints: %d keys, flag %d", nkeys, flag);
+  MPI_Info_free(&used);
+  int sum = 0;
+  MPI_Allreduce(&rank, &sum, 1, MPI_INT, MPI_SUM, icopy);
+  CHECK(sum == size * (size - 1) / 2, "allreduce over idup_with_info's comm gave %d", sum);
+  MPI_Comm_free(&icopy);
+
   /* dup_with_info(MPI_INFO_NULL) drops them. */
   MPI_Comm bare;
   MPI_Comm_dup_with_info(copy, MPI_INFO_NULL, &bare);
