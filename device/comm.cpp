@@ -77,6 +77,65 @@ int comm_register(std::vector<int> world_ranks, std::uint32_t context, int errha
   return handle;
 }
 
+int comm_register_inter(std::vector<int> local, std::vector<int> remote, std::uint32_t context,
+                        std::uint32_t local_context, int errhandler) {
+  const int rank =
+      static_cast<int>(std::find(local.begin(), local.end(), rt->rank) - local.begin());
+  const int handle = comm_register(std::move(remote), context, errhandler);
+  communicator *c = rt->comms[static_cast<std::uint32_t>(handle) & 0x0fffffffU].get();
+  c->rank = rank;  // comm_register looked for this process among the remote group
+  c->inter = true;
+  c->local_world_rank = std::move(local);
+  c->local_context = local_context;
+  return handle;
+}
+
+communicator inter_local_group(const communicator &inter) {
+  communicator local;
+  local.handle = inter.handle;
+  local.context = inter.local_context;
+  local.rank = inter.rank;
+  local.size = inter.local_size();
+  local.world_rank = inter.local_world_rank;
+  local.errhandler = inter.errhandler;
+  return local;
+}
+
+std::vector<int> leader_exchange(const communicator &channel, std::uint32_t context, int peer,
+                                 int tag, const std::vector<int> &mine) {
+  // The length first, then the values: both leaders send before waiting.
+  const int length = static_cast<int>(mine.size());
+  int theirs_length = 0;
+  request *recv = recv_start(channel, context, &theirs_length, sizeof(int), peer, tag);
+  request_wait_release(send_start(channel, context, &length, sizeof(int), peer, tag));
+  request_wait_release(recv);
+  std::vector<int> theirs(static_cast<std::size_t>(theirs_length));
+  recv = recv_start(channel, context, theirs.data(), theirs.size() * sizeof(int), peer, tag);
+  request_wait_release(
+      send_start(channel, context, mine.data(), mine.size() * sizeof(int), peer, tag));
+  request_wait_release(recv);
+  return theirs;
+}
+
+void group_bcast(const communicator &group, int root, std::vector<int> &data) {
+  const std::uint32_t context = group.collective_context();
+  if (group.rank == root) {
+    const int length = static_cast<int>(data.size());
+    for (int r = 0; r < group.size; ++r) {
+      if (r == root) continue;
+      request_wait_release(send_start(group, context, &length, sizeof(int), r, tag_inter_bcast));
+      request_wait_release(
+          send_start(group, context, data.data(), data.size() * sizeof(int), r, tag_inter_bcast));
+    }
+    return;
+  }
+  int length = 0;
+  request_wait_release(recv_start(group, context, &length, sizeof(int), root, tag_inter_bcast));
+  data.assign(static_cast<std::size_t>(length), 0);
+  request_wait_release(
+      recv_start(group, context, data.data(), data.size() * sizeof(int), root, tag_inter_bcast));
+}
+
 void comm_release(int handle) {
   const std::size_t slot = static_cast<std::uint32_t>(handle) & 0x0fffffffU;
   rt->freed_comms.push_back(std::move(rt->comms[slot]));

@@ -320,10 +320,16 @@ int MPI_Comm_compare(MPI_Comm comm1, MPI_Comm comm2, int *result);
 int MPI_Comm_set_name(MPI_Comm comm, const char *comm_name);
 int MPI_Comm_get_name(MPI_Comm comm, char *comm_name, int *resultlen);
 int MPI_Comm_group(MPI_Comm comm, MPI_Group *group);
-int MPI_Comm_test_inter(MPI_Comm comm, int *flag); /* 0: every Iris communicator is intra */
-/* MPI_ERR_COMM ("not an intercommunicator"): Iris has no intercommunicators yet. */
+/* Intercommunicators: point-to-point, Comm_dup/idup, Comm_free, Comm_compare,
+ * attributes and Intercomm_merge work; collectives, topologies and the
+ * other constructors report MPI_ERR_COMM on them (not supported yet).
+ * remote_size and remote_group of an intracommunicator are MPI_ERR_COMM. */
+int MPI_Comm_test_inter(MPI_Comm comm, int *flag);
 int MPI_Comm_remote_size(MPI_Comm comm, int *size);
 int MPI_Comm_remote_group(MPI_Comm comm, MPI_Group *group);
+int MPI_Intercomm_create(MPI_Comm local_comm, int local_leader, MPI_Comm peer_comm,
+                         int remote_leader, int tag, MPI_Comm *newintercomm);
+int MPI_Intercomm_merge(MPI_Comm intercomm, int high, MPI_Comm *newintracomm);
 int MPI_Comm_split_type(MPI_Comm comm, int split_type, int key, MPI_Info info, MPI_Comm *newcomm);
 /* Collective over the members of group only; tag tells concurrent calls apart. */
 int MPI_Comm_create_group(MPI_Comm comm, MPI_Group group, int tag, MPI_Comm *newcomm);

@@ -18,9 +18,30 @@ namespace {
 
 // Collective over `c`: a duplicate with `hints`, carrying what the copy
 // callbacks of c's attributes return. A failed callback frees it again.
+// Collective over both groups of intercommunicator `c`: each group agrees
+// on a fresh local context, the leaders (rank 0 of each group) exchange
+// theirs, and two above the larger is fresh for everyone.
+MPI_Comm inter_dup(communicator *c) {
+  device::communicator local = device::inter_local_group(*c);
+  ++device::rt->agreeing;  // the other group may start sending first
+  const std::uint32_t mine = device::context_agree(local);
+  std::vector<int> theirs;
+  if (c->rank == 0) {
+    theirs = device::leader_exchange(*c, c->collective_context(), 0, device::tag_inter_leaders,
+                                     {static_cast<int>(mine)});
+  }
+  device::group_bcast(local, 0, theirs);
+  const std::uint32_t context = std::max(mine, static_cast<std::uint32_t>(theirs.at(0))) + 2;
+  device::rt->next_context = std::max(device::rt->next_context, context + 2);
+  --device::rt->agreeing;
+  return device::comm_register_inter(c->local_world_rank, c->world_rank, context, mine,
+                                     c->errhandler);
+}
+
 int dup_common(const char *call, communicator *c, api::info_entries hints, MPI_Comm *newcomm) {
-  const std::uint32_t context = device::context_agree(*c);
-  const MPI_Comm made = device::comm_register(c->world_rank, context, c->errhandler);
+  const MPI_Comm made =
+      c->inter ? inter_dup(c)
+               : device::comm_register(c->world_rank, device::context_agree(*c), c->errhandler);
   device::comm_lookup(made)->hints = std::move(hints);
   if (int err = api::attrs_copy(call, c, device::attr_kind::comm, c->handle, made)) {
     device::comm_release(made);
@@ -90,13 +111,13 @@ int MPI_Comm_size(MPI_Comm comm, int *size) {
   communicator *c = nullptr;
   if (int err = api::check_comm("MPI_Comm_size", comm, c)) return err;
   if (int err = api::check_not_null("MPI_Comm_size", c, size, "size")) return err;
-  *size = c->size;
+  *size = c->local_size();
   return MPI_SUCCESS;
 }
 
 int MPI_Barrier(MPI_Comm comm) {
   communicator *c = nullptr;
-  if (int err = api::check_comm("MPI_Barrier", comm, c)) return err;
+  if (int err = api::check_intracomm("MPI_Barrier", comm, c)) return err;
   device::barrier(*c);
   return MPI_SUCCESS;
 }
@@ -183,7 +204,7 @@ int MPI_Comm_get_info(MPI_Comm comm, MPI_Info *info_used) {
 int MPI_Comm_split(MPI_Comm comm, int color, int key, MPI_Comm *newcomm) {
   const char *call = "MPI_Comm_split";
   communicator *c = nullptr;
-  if (int err = api::check_comm(call, comm, c)) return err;
+  if (int err = api::check_intracomm(call, comm, c)) return err;
   if (int err = api::check_not_null(call, c, newcomm, "newcomm")) return err;
   if (color < 0 && color != MPI_UNDEFINED) {
     return device::error_raise(c, call, MPI_ERR_ARG, "invalid color %d", color);
@@ -199,7 +220,7 @@ int MPI_Comm_split(MPI_Comm comm, int color, int key, MPI_Comm *newcomm) {
 int MPI_Comm_split_type(MPI_Comm comm, int split_type, int key, MPI_Info info, MPI_Comm *newcomm) {
   const char *call = "MPI_Comm_split_type";
   communicator *c = nullptr;
-  if (int err = api::check_comm(call, comm, c)) return err;
+  if (int err = api::check_intracomm(call, comm, c)) return err;
   if (int err = api::check_not_null(call, c, newcomm, "newcomm")) return err;
   api::info_entries hints;
   if (int err = api::info_read(call, c, info, hints)) return err;
@@ -236,7 +257,7 @@ int MPI_Comm_split_type(MPI_Comm comm, int split_type, int key, MPI_Info info, M
 int MPI_Comm_create(MPI_Comm comm, MPI_Group handle, MPI_Comm *newcomm) {
   const char *call = "MPI_Comm_create";
   communicator *c = nullptr;
-  if (int err = api::check_comm(call, comm, c)) return err;
+  if (int err = api::check_intracomm(call, comm, c)) return err;
   if (int err = api::check_not_null(call, c, newcomm, "newcomm")) return err;
   const device::group *g = nullptr;
   if (int err = check_subgroup(call, c, handle, g)) return err;
@@ -252,7 +273,7 @@ int MPI_Comm_create(MPI_Comm comm, MPI_Group handle, MPI_Comm *newcomm) {
 int MPI_Comm_create_group(MPI_Comm comm, MPI_Group handle, int tag, MPI_Comm *newcomm) {
   const char *call = "MPI_Comm_create_group";
   communicator *c = nullptr;
-  if (int err = api::check_comm(call, comm, c)) return err;
+  if (int err = api::check_intracomm(call, comm, c)) return err;
   if (int err = api::check_not_null(call, c, newcomm, "newcomm")) return err;
   if (int err = api::check_send_tag(call, *c, tag)) return err;
   const device::group *g = nullptr;
@@ -295,14 +316,21 @@ int MPI_Comm_compare(MPI_Comm comm1, MPI_Comm comm2, int *result) {
   if (int err = api::check_comm(call, comm1, a)) return err;
   if (int err = api::check_comm(call, comm2, b)) return err;
   if (int err = api::check_not_null(call, a, result, "result")) return err;
+  // Intercommunicators compare both groups (and never equal an intra one).
   std::vector<int> sa = a->world_rank;
   std::vector<int> sb = b->world_rank;
   std::sort(sa.begin(), sa.end());
   std::sort(sb.begin(), sb.end());
-  *result = comm1 == comm2                   ? MPI_IDENT
-            : a->world_rank == b->world_rank ? MPI_CONGRUENT
-            : sa == sb                       ? MPI_SIMILAR
-                                             : MPI_UNEQUAL;
+  std::vector<int> la = a->local_world_rank;
+  std::vector<int> lb = b->local_world_rank;
+  const bool same_local = la == lb;
+  std::sort(la.begin(), la.end());
+  std::sort(lb.begin(), lb.end());
+  *result = comm1 == comm2                                 ? MPI_IDENT
+            : a->inter != b->inter                         ? MPI_UNEQUAL
+            : a->world_rank == b->world_rank && same_local ? MPI_CONGRUENT
+            : sa == sb && la == lb                         ? MPI_SIMILAR
+                                                           : MPI_UNEQUAL;
   return MPI_SUCCESS;
 }
 
@@ -330,7 +358,7 @@ int MPI_Comm_test_inter(MPI_Comm comm, int *flag) {
   communicator *c = nullptr;
   if (int err = api::check_comm(call, comm, c)) return err;
   if (int err = api::check_not_null(call, c, flag, "flag")) return err;
-  *flag = 0;  // Iris has intracommunicators only
+  *flag = c->inter ? 1 : 0;
   return MPI_SUCCESS;
 }
 
@@ -339,7 +367,9 @@ int MPI_Comm_remote_size(MPI_Comm comm, int *size) {
   communicator *c = nullptr;
   if (int err = api::check_comm(call, comm, c)) return err;
   if (int err = api::check_not_null(call, c, size, "size")) return err;
-  return device::error_raise(c, call, MPI_ERR_COMM, "not an intercommunicator");
+  if (!c->inter) return device::error_raise(c, call, MPI_ERR_COMM, "not an intercommunicator");
+  *size = c->size;
+  return MPI_SUCCESS;
 }
 
 int MPI_Comm_remote_group(MPI_Comm comm, MPI_Group *group) {
@@ -347,7 +377,9 @@ int MPI_Comm_remote_group(MPI_Comm comm, MPI_Group *group) {
   communicator *c = nullptr;
   if (int err = api::check_comm(call, comm, c)) return err;
   if (int err = api::check_not_null(call, c, group, "group")) return err;
-  return device::error_raise(c, call, MPI_ERR_COMM, "not an intercommunicator");
+  if (!c->inter) return device::error_raise(c, call, MPI_ERR_COMM, "not an intercommunicator");
+  *group = device::group_register(c->world_rank);
+  return MPI_SUCCESS;
 }
 
 }  // extern "C"

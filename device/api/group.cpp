@@ -110,7 +110,7 @@ int MPI_Comm_group(MPI_Comm comm, MPI_Group *newgroup) {
   api::communicator *c = nullptr;
   if (int err = api::check_comm("MPI_Comm_group", comm, c)) return err;
   if (int err = api::check_not_null("MPI_Comm_group", c, newgroup, "group")) return err;
-  *newgroup = device::group_register(c->world_rank);
+  *newgroup = device::group_register(c->inter ? c->local_world_rank : c->world_rank);
   return MPI_SUCCESS;
 }
 

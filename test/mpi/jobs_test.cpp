@@ -234,6 +234,16 @@ TEST_P(JobTest, CommunicatorConstructorsAndSplitType) {
       << r.output;
 }
 
+// An intercommunicator of the even and odd halves: point-to-point across
+// it and its dup, merges in both orders, MPI_ERR_COMM for collectives.
+TEST_P(JobTest, Intercommunicators) {
+  const run_result r = job(ranks(), "intercomm", {}, env(), 120, nodes());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("intercomm: all checks passed on " + std::to_string(ranks()) + " ranks"),
+            std::string::npos)
+      << r.output;
+}
+
 INSTANTIATE_TEST_SUITE_P(Ranks, JobTest,
                          ::testing::Combine(::testing::Values(1, 2, 4, 8),
                                             ::testing::Range(0, int(std::size(configs)))),
