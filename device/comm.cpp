@@ -13,26 +13,50 @@ int group::rank_of(int w) const {
   return it == world_ranks.end() ? -1 : static_cast<int>(it - world_ranks.begin());
 }
 
-std::uint32_t context_agree(const communicator &parent) {
-  // Dissemination with max: max is idempotent, so the values heard twice
-  // through different paths do no harm; after ceil(log2 size) rounds every
-  // member holds the maximum of all.
+namespace {
+
+// Dissemination with max among `n` members; member i is parent rank
+// rank_of(i) and this rank is member `me`. Max is idempotent, so the values
+// heard twice through different paths do no harm; after ceil(log2 n)
+// rounds every member holds the maximum of all.
+template <typename RankOf>
+std::uint32_t agree(const communicator &parent, int n, int me, RankOf rank_of, int tag) {
   std::uint32_t agreed = rt->next_context;
   ++rt->agreeing;  // peers may send on the agreed context before this rank is done
-  for (int distance = 1; distance < parent.size; distance *= 2) {
-    const int to = (parent.rank + distance) % parent.size;
-    const int from = (parent.rank - distance + parent.size) % parent.size;
+  for (int distance = 1; distance < n; distance *= 2) {
+    const int to = rank_of((me + distance) % n);
+    const int from = rank_of((me - distance + n) % n);
     std::uint32_t heard = 0;
-    request *recv = recv_start(parent, parent.collective_context(), &heard, sizeof(heard), from,
-                               tag_context_agree);
-    request_wait_release(send_start(parent, parent.collective_context(), &agreed, sizeof(agreed),
-                                    to, tag_context_agree));
+    request *recv =
+        recv_start(parent, parent.collective_context(), &heard, sizeof(heard), from, tag);
+    request_wait_release(
+        send_start(parent, parent.collective_context(), &agreed, sizeof(agreed), to, tag));
     request_wait_release(recv);
     agreed = std::max(agreed, heard);
   }
   rt->next_context = agreed + 2;  // point-to-point and collective contexts
   --rt->agreeing;
   return agreed;
+}
+
+}  // namespace
+
+std::uint32_t context_agree(const communicator &parent) {
+  return agree(
+      parent, parent.size, parent.rank, [](int i) { return i; }, tag_context_agree);
+}
+
+std::uint32_t context_agree_among(const communicator &parent, const std::vector<int> &members,
+                                  int tag) {
+  const int me =
+      static_cast<int>(std::find(members.begin(), members.end(), parent.rank) - members.begin());
+  return agree(
+      parent, static_cast<int>(members.size()), me,
+      [&](int i) { return members[static_cast<std::size_t>(i)]; }, tag);
+}
+
+int comm_node_of(const communicator &comm, int rank) {
+  return rt->pmi->node_of(comm.world_rank[static_cast<std::size_t>(rank)]);
 }
 
 int comm_register(std::vector<int> world_ranks, std::uint32_t context, int errhandler) {
@@ -51,6 +75,65 @@ int comm_register(std::vector<int> world_ranks, std::uint32_t context, int errha
   const int handle = c->handle;
   rt->comms[slot] = std::move(c);
   return handle;
+}
+
+int comm_register_inter(std::vector<int> local, std::vector<int> remote, std::uint32_t context,
+                        std::uint32_t local_context, int errhandler) {
+  const int rank =
+      static_cast<int>(std::find(local.begin(), local.end(), rt->rank) - local.begin());
+  const int handle = comm_register(std::move(remote), context, errhandler);
+  communicator *c = rt->comms[static_cast<std::uint32_t>(handle) & 0x0fffffffU].get();
+  c->rank = rank;  // comm_register looked for this process among the remote group
+  c->inter = true;
+  c->local_world_rank = std::move(local);
+  c->local_context = local_context;
+  return handle;
+}
+
+communicator inter_local_group(const communicator &inter) {
+  communicator local;
+  local.handle = inter.handle;
+  local.context = inter.local_context;
+  local.rank = inter.rank;
+  local.size = inter.local_size();
+  local.world_rank = inter.local_world_rank;
+  local.errhandler = inter.errhandler;
+  return local;
+}
+
+std::vector<int> leader_exchange(const communicator &channel, std::uint32_t context, int peer,
+                                 int tag, const std::vector<int> &mine) {
+  // The length first, then the values: both leaders send before waiting.
+  const int length = static_cast<int>(mine.size());
+  int theirs_length = 0;
+  request *recv = recv_start(channel, context, &theirs_length, sizeof(int), peer, tag);
+  request_wait_release(send_start(channel, context, &length, sizeof(int), peer, tag));
+  request_wait_release(recv);
+  std::vector<int> theirs(static_cast<std::size_t>(theirs_length));
+  recv = recv_start(channel, context, theirs.data(), theirs.size() * sizeof(int), peer, tag);
+  request_wait_release(
+      send_start(channel, context, mine.data(), mine.size() * sizeof(int), peer, tag));
+  request_wait_release(recv);
+  return theirs;
+}
+
+void group_bcast(const communicator &group, int root, std::vector<int> &data) {
+  const std::uint32_t context = group.collective_context();
+  if (group.rank == root) {
+    const int length = static_cast<int>(data.size());
+    for (int r = 0; r < group.size; ++r) {
+      if (r == root) continue;
+      request_wait_release(send_start(group, context, &length, sizeof(int), r, tag_inter_bcast));
+      request_wait_release(
+          send_start(group, context, data.data(), data.size() * sizeof(int), r, tag_inter_bcast));
+    }
+    return;
+  }
+  int length = 0;
+  request_wait_release(recv_start(group, context, &length, sizeof(int), root, tag_inter_bcast));
+  data.assign(static_cast<std::size_t>(length), 0);
+  request_wait_release(
+      recv_start(group, context, data.data(), data.size() * sizeof(int), root, tag_inter_bcast));
 }
 
 void comm_release(int handle) {

@@ -29,6 +29,17 @@ struct communicator {
   std::vector<int> world_rank;  // rank in this communicator -> rank in the world
   int errhandler = 0;
   std::string name;
+  // Info hints as the user gave them (MPI_Comm_set_info); Iris acts on none.
+  std::vector<std::pair<std::string, std::string>> hints;
+  // An intercommunicator: `size`, `world_rank` and the ranks of
+  // point-to-point calls name the remote group; `rank` is this process's
+  // rank in its own group, `local_world_rank`, whose members talk among
+  // themselves (merge, dup) on `local_context` and `local_context + 1`.
+  bool inter = false;
+  std::vector<int> local_world_rank;
+  std::uint32_t local_context = 0;
+
+  int local_size() const { return inter ? static_cast<int>(local_world_rank.size()) : size; }
 
   std::uint32_t collective_context() const { return context + 1; }
 };
@@ -42,14 +53,45 @@ inline constexpr std::uint32_t first_free_context = 4;
 inline constexpr int tag_context_agree = 50;
 inline constexpr int tag_split_gather = 51;
 inline constexpr int tag_split_table = 52;
+// Intercommunicators: the local broadcast of what the leaders exchanged,
+// and the leaders' exchange for MPI_Intercomm_merge and dup.
+inline constexpr int tag_inter_bcast = 53;
+inline constexpr int tag_inter_leaders = 54;
+// MPI_Comm_create_group's agreement: this base plus the user's tag (folded
+// into the int range), so that concurrent calls with different tags on the
+// same parent keep apart.
+inline constexpr int tag_create_group_base = 1000;
 
 // Collective over `parent`: a context id unused by every member, agreed by
 // all (the maximum of their next free ids). Each member moves past it.
 std::uint32_t context_agree(const communicator &parent);
+// The same among `members` (ranks of `parent`, this rank among them) only,
+// on `parent`'s collective context with `tag`: MPI_Comm_create_group.
+std::uint32_t context_agree_among(const communicator &parent, const std::vector<int> &members,
+                                  int tag);
+
+// The node of rank `rank` of `comm`: ranks with the same node share memory
+// (MPI_COMM_TYPE_SHARED). From the process manager.
+int comm_node_of(const communicator &comm, int rank);
 
 // Registers a new communicator of `world_ranks` (this process among them)
 // with context `context`; returns its handle.
 int comm_register(std::vector<int> world_ranks, std::uint32_t context, int errhandler);
+
+// Registers an intercommunicator between this process's group `local`
+// and `remote`, on `context`, its local group on `local_context`.
+int comm_register_inter(std::vector<int> local, std::vector<int> remote, std::uint32_t context,
+                        std::uint32_t local_context, int errhandler);
+// The local group of intercommunicator `inter` as an intracommunicator on
+// its local context (not registered: for agreements among the group).
+communicator inter_local_group(const communicator &inter);
+// Leaders only: sends `mine` to rank `peer` of `channel` on `context` with
+// `tag` and returns what the peer sent the same way (any length).
+std::vector<int> leader_exchange(const communicator &channel, std::uint32_t context, int peer,
+                                 int tag, const std::vector<int> &mine);
+// Collective over `group`: `data` of rank `root` reaches every member
+// (linear, on the collective context, tag_inter_bcast).
+void group_bcast(const communicator &group, int root, std::vector<int> &data);
 
 // Collective over `parent`: every member's (color, key), indexed by rank.
 std::vector<std::pair<int, int>> comm_allgather_pairs(const communicator &parent, int color,

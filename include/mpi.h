@@ -3,7 +3,7 @@
  * Handles are ints. The top four bits name the kind of object, so that a
  * handle of the wrong kind is caught and reported instead of misused:
  *   1 communicator, 2 group, 3 datatype, 4 op, 5 error handler, 6 message,
- *   7 request, 9 info, 10 window, 11 file, 12 session.
+ *   7 request, 8 attribute keyval, 9 info, 10 window, 11 file, 12 session.
  * A predefined datatype also carries its extent in bits 8..23.
  */
 #ifndef IRIS_MPI_H_INCLUDED
@@ -55,6 +55,29 @@ typedef struct MPI_Status {
 #define MPI_COMM_NULL ((MPI_Comm)0x10000000)
 #define MPI_COMM_WORLD ((MPI_Comm)0x10000001)
 #define MPI_COMM_SELF ((MPI_Comm)0x10000002)
+
+/* MPI_Comm_split_type: SHARED gives the ranks of one node (they share
+ * memory); HW_GUIDED and RESOURCE_GUIDED the same when the info key
+ * "mpi_hw_resource_type" is "mpi_shared_memory", and MPI_COMM_NULL for any
+ * other resource; HW_UNGUIDED the node when it is a strict subset of the
+ * communicator, else MPI_COMM_NULL. */
+#define MPI_COMM_TYPE_SHARED 1
+#define MPI_COMM_TYPE_HW_UNGUIDED 2
+#define MPI_COMM_TYPE_HW_GUIDED 3
+#define MPI_COMM_TYPE_RESOURCE_GUIDED 4
+
+/* Attribute keyvals: 0x80000000 | index. The predefined attributes are
+ * answered by MPI_Comm_get_attr on every communicator (the value is a
+ * pointer to an int) and cannot be set, deleted or freed. MPI_APPNUM is
+ * absent (flag 0): Iris's launcher starts one application. */
+#define MPI_KEYVAL_INVALID ((int)0x80000000)
+#define MPI_TAG_UB ((int)0x80000001)
+#define MPI_HOST ((int)0x80000002)            /* MPI_PROC_NULL: no host process */
+#define MPI_IO ((int)0x80000003)              /* MPI_ANY_SOURCE: every rank can do I/O */
+#define MPI_WTIME_IS_GLOBAL ((int)0x80000004) /* 0: clocks are not synchronized */
+#define MPI_APPNUM ((int)0x80000005)          /* absent */
+#define MPI_UNIVERSE_SIZE ((int)0x80000006)   /* the size of MPI_COMM_WORLD */
+#define MPI_LASTUSEDCODE ((int)0x80000007)    /* the largest error code in use */
 
 /* Groups */
 #define MPI_GROUP_NULL ((MPI_Group)0x20000000)
@@ -297,6 +320,89 @@ int MPI_Comm_compare(MPI_Comm comm1, MPI_Comm comm2, int *result);
 int MPI_Comm_set_name(MPI_Comm comm, const char *comm_name);
 int MPI_Comm_get_name(MPI_Comm comm, char *comm_name, int *resultlen);
 int MPI_Comm_group(MPI_Comm comm, MPI_Group *group);
+/* Intercommunicators: point-to-point, Comm_dup/idup, Comm_free, Comm_compare,
+ * attributes and Intercomm_merge work; collectives, topologies and the
+ * other constructors report MPI_ERR_COMM on them (not supported yet).
+ * remote_size and remote_group of an intracommunicator are MPI_ERR_COMM. */
+int MPI_Comm_test_inter(MPI_Comm comm, int *flag);
+int MPI_Comm_remote_size(MPI_Comm comm, int *size);
+int MPI_Comm_remote_group(MPI_Comm comm, MPI_Group *group);
+int MPI_Intercomm_create(MPI_Comm local_comm, int local_leader, MPI_Comm peer_comm,
+                         int remote_leader, int tag, MPI_Comm *newintercomm);
+int MPI_Intercomm_merge(MPI_Comm intercomm, int high, MPI_Comm *newintracomm);
+int MPI_Comm_split_type(MPI_Comm comm, int split_type, int key, MPI_Info info, MPI_Comm *newcomm);
+/* Collective over the members of group only; tag tells concurrent calls apart. */
+int MPI_Comm_create_group(MPI_Comm comm, MPI_Group group, int tag, MPI_Comm *newcomm);
+/* The duplicate is made at once: the request is already complete. */
+int MPI_Comm_idup(MPI_Comm comm, MPI_Comm *newcomm, MPI_Request *request);
+int MPI_Comm_idup_with_info(MPI_Comm comm, MPI_Info info, MPI_Comm *newcomm, MPI_Request *request);
+int MPI_Comm_dup_with_info(MPI_Comm comm, MPI_Info info, MPI_Comm *newcomm);
+/* Hints are kept as given (Iris acts on none) and returned by get_info;
+ * MPI_Comm_dup copies them, dup_with_info takes the new ones instead. */
+int MPI_Comm_set_info(MPI_Comm comm, MPI_Info info);
+int MPI_Comm_get_info(MPI_Comm comm, MPI_Info *info_used);
+
+/* Attribute caching. Copy callbacks run on MPI_Comm_dup/idup/dup_with_info
+ * (MPI_Type_dup), delete callbacks on MPI_Comm_free (MPI_Type_free),
+ * delete_attr, set_attr replacing a value, and for MPI_COMM_SELF at the
+ * start of MPI_Finalize, the last set first. */
+typedef int MPI_Comm_copy_attr_function(MPI_Comm oldcomm, int comm_keyval, void *extra_state,
+                                        void *attribute_val_in, void *attribute_val_out, int *flag);
+typedef int MPI_Comm_delete_attr_function(MPI_Comm comm, int comm_keyval, void *attribute_val,
+                                          void *extra_state);
+typedef int MPI_Type_copy_attr_function(MPI_Datatype oldtype, int type_keyval, void *extra_state,
+                                        void *attribute_val_in, void *attribute_val_out, int *flag);
+typedef int MPI_Type_delete_attr_function(MPI_Datatype datatype, int type_keyval,
+                                          void *attribute_val, void *extra_state);
+typedef int MPI_Win_copy_attr_function(MPI_Win oldwin, int win_keyval, void *extra_state,
+                                       void *attribute_val_in, void *attribute_val_out, int *flag);
+typedef int MPI_Win_delete_attr_function(MPI_Win win, int win_keyval, void *attribute_val,
+                                         void *extra_state);
+typedef int MPI_Copy_function(MPI_Comm oldcomm, int keyval, void *extra_state,
+                              void *attribute_val_in, void *attribute_val_out, int *flag);
+typedef int MPI_Delete_function(MPI_Comm comm, int keyval, void *attribute_val, void *extra_state);
+/* The predefined callbacks: null copy (flag 0), dup (copies the pointer
+ * value, flag 1), null delete. Every handle is an int, so one function
+ * serves communicators, datatypes, windows and the MPI-1 names. */
+int iris_attr_null_copy_fn(int oldobj, int keyval, void *extra_state, void *attribute_val_in,
+                           void *attribute_val_out, int *flag);
+int iris_attr_dup_fn(int oldobj, int keyval, void *extra_state, void *attribute_val_in,
+                     void *attribute_val_out, int *flag);
+int iris_attr_null_delete_fn(int obj, int keyval, void *attribute_val, void *extra_state);
+#define MPI_COMM_NULL_COPY_FN iris_attr_null_copy_fn
+#define MPI_COMM_DUP_FN iris_attr_dup_fn
+#define MPI_COMM_NULL_DELETE_FN iris_attr_null_delete_fn
+#define MPI_TYPE_NULL_COPY_FN iris_attr_null_copy_fn
+#define MPI_TYPE_DUP_FN iris_attr_dup_fn
+#define MPI_TYPE_NULL_DELETE_FN iris_attr_null_delete_fn
+#define MPI_WIN_NULL_COPY_FN iris_attr_null_copy_fn
+#define MPI_WIN_DUP_FN iris_attr_dup_fn
+#define MPI_WIN_NULL_DELETE_FN iris_attr_null_delete_fn
+#define MPI_NULL_COPY_FN iris_attr_null_copy_fn
+#define MPI_DUP_FN iris_attr_dup_fn
+#define MPI_NULL_DELETE_FN iris_attr_null_delete_fn
+int MPI_Comm_create_keyval(MPI_Comm_copy_attr_function *comm_copy_attr_fn,
+                           MPI_Comm_delete_attr_function *comm_delete_attr_fn, int *comm_keyval,
+                           void *extra_state);
+int MPI_Comm_free_keyval(int *comm_keyval);
+int MPI_Comm_set_attr(MPI_Comm comm, int comm_keyval, void *attribute_val);
+int MPI_Comm_get_attr(MPI_Comm comm, int comm_keyval, void *attribute_val, int *flag);
+int MPI_Comm_delete_attr(MPI_Comm comm, int comm_keyval);
+int MPI_Type_create_keyval(MPI_Type_copy_attr_function *type_copy_attr_fn,
+                           MPI_Type_delete_attr_function *type_delete_attr_fn, int *type_keyval,
+                           void *extra_state);
+int MPI_Type_free_keyval(int *type_keyval);
+int MPI_Type_set_attr(MPI_Datatype datatype, int type_keyval, void *attribute_val);
+int MPI_Type_get_attr(MPI_Datatype datatype, int type_keyval, void *attribute_val, int *flag);
+int MPI_Type_delete_attr(MPI_Datatype datatype, int type_keyval);
+/* The MPI-1 names (deprecated, removed in MPI-4 but still linked by old codes):
+ * communicator keyvals and attributes, as the calls above. */
+int MPI_Keyval_create(MPI_Copy_function *copy_fn, MPI_Delete_function *delete_fn, int *keyval,
+                      void *extra_state);
+int MPI_Keyval_free(int *keyval);
+int MPI_Attr_put(MPI_Comm comm, int keyval, void *attribute_val);
+int MPI_Attr_get(MPI_Comm comm, int keyval, void *attribute_val, int *flag);
+int MPI_Attr_delete(MPI_Comm comm, int keyval);
 
 /* Groups */
 int MPI_Group_size(MPI_Group group, int *size);
@@ -310,6 +416,9 @@ int MPI_Group_union(MPI_Group group1, MPI_Group group2, MPI_Group *newgroup);
 int MPI_Group_intersection(MPI_Group group1, MPI_Group group2, MPI_Group *newgroup);
 int MPI_Group_difference(MPI_Group group1, MPI_Group group2, MPI_Group *newgroup);
 int MPI_Group_free(MPI_Group *group);
+/* Ranges are (first, last, stride) triplets; strides may be negative. */
+int MPI_Group_range_incl(MPI_Group group, int n, int ranges[][3], MPI_Group *newgroup);
+int MPI_Group_range_excl(MPI_Group group, int n, int ranges[][3], MPI_Group *newgroup);
 
 /* Point-to-point */
 int MPI_Send(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm);
@@ -580,6 +689,13 @@ int MPI_Win_create_errhandler(MPI_Win_errhandler_function *win_errhandler_fn,
 int MPI_Win_set_errhandler(MPI_Win win, MPI_Errhandler errhandler);
 int MPI_Win_get_errhandler(MPI_Win win, MPI_Errhandler *errhandler);
 int MPI_Win_call_errhandler(MPI_Win win, int errorcode);
+int MPI_Win_create_keyval(MPI_Win_copy_attr_function *win_copy_attr_fn,
+                          MPI_Win_delete_attr_function *win_delete_attr_fn, int *win_keyval,
+                          void *extra_state);
+int MPI_Win_free_keyval(int *win_keyval);
+int MPI_Win_set_attr(MPI_Win win, int win_keyval, void *attribute_val);
+int MPI_Win_get_attr(MPI_Win win, int win_keyval, void *attribute_val, int *flag);
+int MPI_Win_delete_attr(MPI_Win win, int win_keyval);
 
 /* Sessions: not supported yet; each returns MPI_ERR_UNSUPPORTED_OPERATION */
 int MPI_Session_init(MPI_Info info, MPI_Errhandler errhandler, MPI_Session *session);

@@ -39,6 +39,14 @@ inline int check_comm(const char *call, MPI_Comm handle, communicator *&out) {
   return MPI_SUCCESS;
 }
 
+// As check_comm, for calls that need an intracommunicator (collectives,
+// topologies, most constructors).
+inline int check_intracomm(const char *call, MPI_Comm handle, communicator *&out) {
+  if (int err = check_comm(call, handle, out)) return err;
+  if (!out->inter) return MPI_SUCCESS;
+  return device::error_raise(out, call, MPI_ERR_COMM, "not supported on an intercommunicator yet");
+}
+
 // Checks count, datatype and buffer of a message of any committed datatype;
 // on success `out` describes it for the device (device/typed.hpp), which
 // packs it when its elements are not one contiguous run.

@@ -157,7 +157,7 @@ int allreduce_doubling(const reduction &red, image &acc) {
 int reduction_checks(const char *call, MPI_Comm handle, const void *sendbuf, const void *recvbuf,
                      int count, MPI_Datatype type, MPI_Op op, communicator *&c,
                      typed_buffer &recv) {
-  if (int err = api::check_comm(call, handle, c)) return err;
+  if (int err = api::check_intracomm(call, handle, c)) return err;
   if (int err = api::check_typed_buffer(call, *c, recvbuf, count, type, recv)) return err;
   if (int err = coll::check_op(call, *c, op, type)) return err;
   if (coll::in_place(sendbuf)) return MPI_SUCCESS;
@@ -268,7 +268,7 @@ int MPI_Bcast(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm
   const char *call = "MPI_Bcast";
   communicator *c = nullptr;
   typed_buffer data;
-  if (int err = api::check_comm(call, comm, c)) return err;
+  if (int err = api::check_intracomm(call, comm, c)) return err;
   if (int err = api::check_typed_buffer(call, *c, buffer, count, datatype, data)) return err;
   if (int err = coll::check_root(call, *c, root)) return err;
   if (data.packed_bytes() == 0) return MPI_SUCCESS;
@@ -299,7 +299,7 @@ int MPI_Reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datat
   const char *call = "MPI_Reduce";
   communicator *c = nullptr;
   typed_buffer data;
-  if (int err = api::check_comm(call, comm, c)) return err;
+  if (int err = api::check_intracomm(call, comm, c)) return err;
   if (int err = coll::check_root(call, *c, root)) return err;
   if (c->rank == root) {
     if (int err = reduction_checks(call, comm, sendbuf, recvbuf, count, datatype, op, c, data)) {
@@ -374,7 +374,7 @@ int MPI_Reduce_scatter(const void *sendbuf, void *recvbuf, const int recvcounts[
   communicator *c = nullptr;
   std::size_t total = 0;
   typed_buffer recv;
-  if (int err = api::check_comm(call, comm, c)) return err;
+  if (int err = api::check_intracomm(call, comm, c)) return err;
   if (int err = reduce_scatter_checks(call, *c, sendbuf, recvbuf, recvcounts, datatype, op, total,
                                       recv)) {
     return err;

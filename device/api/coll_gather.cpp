@@ -178,7 +178,7 @@ int send_side_checks(const char *call, const communicator &c, const void *buf, i
 int all_checks(const char *call, MPI_Comm comm, const void *sendbuf, int sendcount,
                MPI_Datatype sendtype, const void *recvbuf, int recvcount, MPI_Datatype recvtype,
                communicator *&c, typed_buffer &send, typed_buffer &recv, bool all_to_all) {
-  if (int err = api::check_comm(call, comm, c)) return err;
+  if (int err = api::check_intracomm(call, comm, c)) return err;
   if (coll::in_place(recvbuf)) return coll::error_in_place(call, *c, "the receive buffer");
   if (int err = api::check_typed_buffer(call, *c, recvbuf, recvcount, recvtype, recv)) return err;
   if (coll::in_place(sendbuf)) return MPI_SUCCESS;
@@ -200,7 +200,7 @@ int MPI_Gather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *
   communicator *c = nullptr;
   typed_buffer send;
   typed_buffer recv;
-  if (int err = api::check_comm(call, comm, c)) return err;
+  if (int err = api::check_intracomm(call, comm, c)) return err;
   if (int err = coll::check_root(call, *c, root)) return err;
   const bool is_root = c->rank == root;
   if (int err = send_side_checks(call, *c, sendbuf, sendcount, sendtype, is_root, send)) {
@@ -233,7 +233,7 @@ int MPI_Scatter(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void 
   typed_buffer send;
   typed_buffer recv;
   std::size_t block = 0;
-  if (int err = api::check_comm(call, comm, c)) return err;
+  if (int err = api::check_intracomm(call, comm, c)) return err;
   if (int err = coll::check_root(call, *c, root)) return err;
   const bool is_root = c->rank == root;
   const bool keep = is_root && coll::in_place(recvbuf);  // root's block stays in sendbuf
@@ -271,7 +271,7 @@ int MPI_Gatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void 
   const char *call = "MPI_Gatherv";
   communicator *c = nullptr;
   typed_buffer send;
-  if (int err = api::check_comm(call, comm, c)) return err;
+  if (int err = api::check_intracomm(call, comm, c)) return err;
   if (int err = coll::check_root(call, *c, root)) return err;
   const bool is_root = c->rank == root;
   if (int err = send_side_checks(call, *c, sendbuf, sendcount, sendtype, is_root, send)) {
@@ -304,7 +304,7 @@ int MPI_Scatterv(const void *sendbuf, const int sendcounts[], const int displs[]
   const char *call = "MPI_Scatterv";
   communicator *c = nullptr;
   typed_buffer recv;
-  if (int err = api::check_comm(call, comm, c)) return err;
+  if (int err = api::check_intracomm(call, comm, c)) return err;
   if (int err = coll::check_root(call, *c, root)) return err;
   const bool is_root = c->rank == root;
   const bool keep = is_root && coll::in_place(recvbuf);
@@ -369,7 +369,7 @@ int MPI_Allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, vo
   const char *call = "MPI_Allgatherv";
   communicator *c = nullptr;
   typed_buffer recv;
-  if (int err = api::check_comm(call, comm, c)) return err;
+  if (int err = api::check_intracomm(call, comm, c)) return err;
   if (coll::in_place(recvbuf)) return coll::error_in_place(call, *c, "the receive buffer");
   if (int err = coll::check_vector(call, *c, recvbuf, recvcounts, displs, recvtype, recv)) {
     return err;
@@ -436,7 +436,7 @@ int MPI_Alltoallv(const void *sendbuf, const int sendcounts[], const int sdispls
   const char *call = "MPI_Alltoallv";
   communicator *c = nullptr;
   typed_buffer recv;
-  if (int err = api::check_comm(call, comm, c)) return err;
+  if (int err = api::check_intracomm(call, comm, c)) return err;
   if (coll::in_place(recvbuf)) return coll::error_in_place(call, *c, "the receive buffer");
   if (int err = coll::check_vector(call, *c, recvbuf, recvcounts, rdispls, recvtype, recv)) {
     return err;

@@ -1,12 +1,101 @@
-// MPI bindings for communicators, collectives, datatypes and error handlers.
+// MPI bindings for communicators: rank and size, Barrier, the
+// constructors (dup and its variants, split and split_type, create and
+// create_group), free, compare, names, info hints, and the intercommunicator
+// queries.
 #include <algorithm>
+#include <climits>
 #include <cstring>
 #include <vector>
 
+#include "device/api/attr.hpp"
 #include "device/api/check.hpp"
+#include "device/api/info.hpp"
 
 using namespace iris;
 using iris::api::communicator;
+
+namespace {
+
+// Collective over `c`: a duplicate with `hints`, carrying what the copy
+// callbacks of c's attributes return. A failed callback frees it again.
+// Collective over both groups of intercommunicator `c`: each group agrees
+// on a fresh local context, the leaders (rank 0 of each group) exchange
+// theirs, and two above the larger is fresh for everyone.
+MPI_Comm inter_dup(communicator *c) {
+  device::communicator local = device::inter_local_group(*c);
+  ++device::rt->agreeing;  // the other group may start sending first
+  const std::uint32_t mine = device::context_agree(local);
+  std::vector<int> theirs;
+  if (c->rank == 0) {
+    theirs = device::leader_exchange(*c, c->collective_context(), 0, device::tag_inter_leaders,
+                                     {static_cast<int>(mine)});
+  }
+  device::group_bcast(local, 0, theirs);
+  const std::uint32_t context = std::max(mine, static_cast<std::uint32_t>(theirs.at(0))) + 2;
+  device::rt->next_context = std::max(device::rt->next_context, context + 2);
+  --device::rt->agreeing;
+  return device::comm_register_inter(c->local_world_rank, c->world_rank, context, mine,
+                                     c->errhandler);
+}
+
+int dup_common(const char *call, communicator *c, api::info_entries hints, MPI_Comm *newcomm) {
+  const MPI_Comm made =
+      c->inter ? inter_dup(c)
+               : device::comm_register(c->world_rank, device::context_agree(*c), c->errhandler);
+  device::comm_lookup(made)->hints = std::move(hints);
+  if (int err = api::attrs_copy(call, c, device::attr_kind::comm, c->handle, made)) {
+    device::comm_release(made);
+    return err;
+  }
+  *newcomm = made;
+  return MPI_SUCCESS;
+}
+
+// Collective over `c`: each rank's (color, key); the members of this rank's
+// color, ordered by key then by rank in `c`, make a new communicator
+// (MPI_UNDEFINED: MPI_COMM_NULL, still taking part).
+MPI_Comm split_common(communicator *c, int color, int key) {
+  const auto table = device::comm_allgather_pairs(*c, color, key);
+  const std::uint32_t context = device::context_agree(*c);
+  if (color == MPI_UNDEFINED) return MPI_COMM_NULL;
+  std::vector<int> members;
+  for (int r = 0; r < c->size; ++r) {
+    if (table[static_cast<std::size_t>(r)].first == color) members.push_back(r);
+  }
+  std::stable_sort(members.begin(), members.end(), [&](int x, int y) {
+    return table[static_cast<std::size_t>(x)].second < table[static_cast<std::size_t>(y)].second;
+  });
+  for (int &m : members) m = c->world_rank[static_cast<std::size_t>(m)];
+  return device::comm_register(std::move(members), context, c->errhandler);
+}
+
+// Checks that every member of group `handle` belongs to `c`.
+int check_subgroup(const char *call, const communicator *c, MPI_Group handle,
+                   const device::group *&out) {
+  out = device::group_lookup(handle);
+  if (out == nullptr) {
+    return device::error_raise(c, call, MPI_ERR_GROUP, "invalid group handle 0x%x",
+                               static_cast<unsigned>(handle));
+  }
+  for (int w : out->world_ranks) {
+    if (std::find(c->world_rank.begin(), c->world_rank.end(), w) == c->world_rank.end()) {
+      return device::error_raise(c, call, MPI_ERR_GROUP,
+                                 "the group holds world rank %d, which is not in the communicator",
+                                 w);
+    }
+  }
+  return MPI_SUCCESS;
+}
+
+// The value of info key `key` in `entries`, or nullptr.
+const std::string *hint(const api::info_entries &entries, const char *key) {
+  for (const auto &[k, v] : entries) {
+    if (k == key) return &v;
+  }
+  return nullptr;
+}
+
+}  // namespace
 
 extern "C" {
 
@@ -22,13 +111,13 @@ int MPI_Comm_size(MPI_Comm comm, int *size) {
   communicator *c = nullptr;
   if (int err = api::check_comm("MPI_Comm_size", comm, c)) return err;
   if (int err = api::check_not_null("MPI_Comm_size", c, size, "size")) return err;
-  *size = c->size;
+  *size = c->local_size();
   return MPI_SUCCESS;
 }
 
 int MPI_Barrier(MPI_Comm comm) {
   communicator *c = nullptr;
-  if (int err = api::check_comm("MPI_Barrier", comm, c)) return err;
+  if (int err = api::check_intracomm("MPI_Barrier", comm, c)) return err;
   device::barrier(*c);
   return MPI_SUCCESS;
 }
@@ -38,59 +127,170 @@ int MPI_Comm_dup(MPI_Comm comm, MPI_Comm *newcomm) {
   communicator *c = nullptr;
   if (int err = api::check_comm(call, comm, c)) return err;
   if (int err = api::check_not_null(call, c, newcomm, "newcomm")) return err;
-  const std::uint32_t context = device::context_agree(*c);
-  *newcomm = device::comm_register(c->world_rank, context, c->errhandler);
+  return dup_common(call, c, c->hints, newcomm);
+}
+
+int MPI_Comm_dup_with_info(MPI_Comm comm, MPI_Info info, MPI_Comm *newcomm) {
+  const char *call = "MPI_Comm_dup_with_info";
+  communicator *c = nullptr;
+  if (int err = api::check_comm(call, comm, c)) return err;
+  if (int err = api::check_not_null(call, c, newcomm, "newcomm")) return err;
+  api::info_entries hints;
+  if (int err = api::info_read(call, c, info, hints)) return err;
+  return dup_common(call, c, std::move(hints), newcomm);
+}
+
+// The duplicate is made before returning (a collective that every member
+// must enter); the request is complete from the start.
+int MPI_Comm_idup_with_info(MPI_Comm comm, MPI_Info info, MPI_Comm *newcomm, MPI_Request *request) {
+  const char *call = "MPI_Comm_idup_with_info";
+  communicator *c = nullptr;
+  if (int err = api::check_comm(call, comm, c)) return err;
+  if (int err = api::check_not_null(call, c, newcomm, "newcomm")) return err;
+  if (int err = api::check_not_null(call, c, request, "request")) return err;
+  api::info_entries hints;  // as dup_with_info: the given hints, not comm's
+  if (int err = api::info_read(call, c, info, hints)) return err;
+  if (int err = dup_common(call, c, std::move(hints), newcomm)) return err;
+  device::request *r = api::proc_null_request(*c, device::request_kind::recv);
+  r->status_source = MPI_ANY_SOURCE;
+  *request = device::request_handle(*r);
+  return MPI_SUCCESS;
+}
+
+int MPI_Comm_idup(MPI_Comm comm, MPI_Comm *newcomm, MPI_Request *request) {
+  const char *call = "MPI_Comm_idup";
+  communicator *c = nullptr;
+  if (int err = api::check_comm(call, comm, c)) return err;
+  if (int err = api::check_not_null(call, c, newcomm, "newcomm")) return err;
+  if (int err = api::check_not_null(call, c, request, "request")) return err;
+  if (int err = dup_common(call, c, c->hints, newcomm)) return err;
+  device::request *r = api::proc_null_request(*c, device::request_kind::recv);
+  r->status_source = MPI_ANY_SOURCE;
+  *request = device::request_handle(*r);
+  return MPI_SUCCESS;
+}
+
+int MPI_Comm_set_info(MPI_Comm comm, MPI_Info info) {
+  const char *call = "MPI_Comm_set_info";
+  communicator *c = nullptr;
+  if (int err = api::check_comm(call, comm, c)) return err;
+  if (info == MPI_INFO_NULL) {
+    return device::error_raise(c, call, MPI_ERR_INFO, "MPI_INFO_NULL is not an info object");
+  }
+  api::info_entries given;
+  if (int err = api::info_read(call, c, info, given)) return err;
+  // Keys given replace their old values; the others stay.
+  for (auto &[key, value] : given) {
+    auto it = std::find_if(c->hints.begin(), c->hints.end(),
+                           [&](const auto &entry) { return entry.first == key; });
+    if (it != c->hints.end()) {
+      it->second = std::move(value);
+    } else {
+      c->hints.emplace_back(key, std::move(value));
+    }
+  }
+  return MPI_SUCCESS;
+}
+
+int MPI_Comm_get_info(MPI_Comm comm, MPI_Info *info_used) {
+  const char *call = "MPI_Comm_get_info";
+  communicator *c = nullptr;
+  if (int err = api::check_comm(call, comm, c)) return err;
+  if (int err = api::check_not_null(call, c, info_used, "info_used")) return err;
+  *info_used = api::info_make(c->hints);
   return MPI_SUCCESS;
 }
 
 int MPI_Comm_split(MPI_Comm comm, int color, int key, MPI_Comm *newcomm) {
   const char *call = "MPI_Comm_split";
   communicator *c = nullptr;
-  if (int err = api::check_comm(call, comm, c)) return err;
+  if (int err = api::check_intracomm(call, comm, c)) return err;
   if (int err = api::check_not_null(call, c, newcomm, "newcomm")) return err;
   if (color < 0 && color != MPI_UNDEFINED) {
     return device::error_raise(c, call, MPI_ERR_ARG, "invalid color %d", color);
   }
-  const auto table = device::comm_allgather_pairs(*c, color, key);
-  const std::uint32_t context = device::context_agree(*c);
-  if (color == MPI_UNDEFINED) {
-    *newcomm = MPI_COMM_NULL;
-    return MPI_SUCCESS;
+  *newcomm = split_common(c, color, key);
+  return MPI_SUCCESS;
+}
+
+// The node is the only resource Iris knows: MPI_COMM_TYPE_SHARED, and the
+// hardware-guided types with "mpi_hw_resource_type" = "mpi_shared_memory".
+// Any other resource gives MPI_COMM_NULL, as MPI-4.1 says. Unguided, the
+// node is the answer when it is a strict subset of comm, else MPI_COMM_NULL.
+int MPI_Comm_split_type(MPI_Comm comm, int split_type, int key, MPI_Info info, MPI_Comm *newcomm) {
+  const char *call = "MPI_Comm_split_type";
+  communicator *c = nullptr;
+  if (int err = api::check_intracomm(call, comm, c)) return err;
+  if (int err = api::check_not_null(call, c, newcomm, "newcomm")) return err;
+  api::info_entries hints;
+  if (int err = api::info_read(call, c, info, hints)) return err;
+  const int node = device::comm_node_of(*c, c->rank);
+  int color = MPI_UNDEFINED;
+  switch (split_type) {
+    case MPI_UNDEFINED:
+      break;
+    case MPI_COMM_TYPE_SHARED:
+      color = node;
+      break;
+    case MPI_COMM_TYPE_HW_GUIDED:
+    case MPI_COMM_TYPE_RESOURCE_GUIDED: {
+      const std::string *resource = hint(hints, "mpi_hw_resource_type");
+      if (resource != nullptr && *resource == "mpi_shared_memory") color = node;
+      break;
+    }
+    case MPI_COMM_TYPE_HW_UNGUIDED: {
+      bool all_here = true;
+      for (int r = 0; r < c->size; ++r) all_here = all_here && device::comm_node_of(*c, r) == node;
+      if (!all_here) color = node;
+      break;
+    }
+    default:
+      return device::error_raise(c, call, MPI_ERR_ARG, "invalid split_type %d", split_type);
   }
-  // Members of my color, ordered by key, then by rank in the parent.
-  std::vector<int> members;
-  for (int r = 0; r < c->size; ++r) {
-    if (table[static_cast<std::size_t>(r)].first == color) members.push_back(r);
+  *newcomm = split_common(c, color, key);
+  if (*newcomm != MPI_COMM_NULL && split_type != MPI_COMM_TYPE_SHARED) {
+    device::comm_lookup(*newcomm)->hints = {{"mpi_hw_resource_type", "mpi_shared_memory"}};
   }
-  std::stable_sort(members.begin(), members.end(), [&](int x, int y) {
-    return table[static_cast<std::size_t>(x)].second < table[static_cast<std::size_t>(y)].second;
-  });
-  for (int &m : members) m = c->world_rank[static_cast<std::size_t>(m)];
-  *newcomm = device::comm_register(std::move(members), context, c->errhandler);
   return MPI_SUCCESS;
 }
 
 int MPI_Comm_create(MPI_Comm comm, MPI_Group handle, MPI_Comm *newcomm) {
   const char *call = "MPI_Comm_create";
   communicator *c = nullptr;
-  if (int err = api::check_comm(call, comm, c)) return err;
+  if (int err = api::check_intracomm(call, comm, c)) return err;
   if (int err = api::check_not_null(call, c, newcomm, "newcomm")) return err;
-  const device::group *g = device::group_lookup(handle);
-  if (g == nullptr) {
-    return device::error_raise(c, call, MPI_ERR_GROUP, "invalid group handle 0x%x",
-                               static_cast<unsigned>(handle));
-  }
-  for (int w : g->world_ranks) {
-    if (std::find(c->world_rank.begin(), c->world_rank.end(), w) == c->world_rank.end()) {
-      return device::error_raise(c, call, MPI_ERR_GROUP,
-                                 "the group holds world rank %d, which is not in the communicator",
-                                 w);
-    }
-  }
+  const device::group *g = nullptr;
+  if (int err = check_subgroup(call, c, handle, g)) return err;
   const std::uint32_t context = device::context_agree(*c);
   *newcomm = g->rank_of(device::rt->rank) < 0
                  ? MPI_COMM_NULL
                  : device::comm_register(g->world_ranks, context, c->errhandler);
+  return MPI_SUCCESS;
+}
+
+// Collective over the group's members only: they agree on a context among
+// themselves, on comm's collective context with a tag made from `tag`.
+int MPI_Comm_create_group(MPI_Comm comm, MPI_Group handle, int tag, MPI_Comm *newcomm) {
+  const char *call = "MPI_Comm_create_group";
+  communicator *c = nullptr;
+  if (int err = api::check_intracomm(call, comm, c)) return err;
+  if (int err = api::check_not_null(call, c, newcomm, "newcomm")) return err;
+  if (int err = api::check_send_tag(call, *c, tag)) return err;
+  const device::group *g = nullptr;
+  if (int err = check_subgroup(call, c, handle, g)) return err;
+  if (g->rank_of(device::rt->rank) < 0) {
+    *newcomm = MPI_COMM_NULL;  // a non-member may call it: nothing to do
+    return MPI_SUCCESS;
+  }
+  std::vector<int> members;  // ranks in c, in the group's order
+  for (int w : g->world_ranks) {
+    members.push_back(static_cast<int>(std::find(c->world_rank.begin(), c->world_rank.end(), w) -
+                                       c->world_rank.begin()));
+  }
+  const int agree_tag =
+      device::tag_create_group_base + tag % (INT_MAX - device::tag_create_group_base);
+  const std::uint32_t context = device::context_agree_among(*c, members, agree_tag);
+  *newcomm = device::comm_register(g->world_ranks, context, c->errhandler);
   return MPI_SUCCESS;
 }
 
@@ -102,6 +302,8 @@ int MPI_Comm_free(MPI_Comm *comm) {
   if (*comm == MPI_COMM_WORLD || *comm == MPI_COMM_SELF) {
     return device::error_raise(c, call, MPI_ERR_COMM, "a predefined communicator cannot be freed");
   }
+  // The delete callbacks first: when one fails, the communicator stays.
+  if (int err = api::attrs_delete_all(call, c, device::attr_kind::comm, *comm)) return err;
   device::comm_release(*comm);
   *comm = MPI_COMM_NULL;
   return MPI_SUCCESS;
@@ -114,14 +316,21 @@ int MPI_Comm_compare(MPI_Comm comm1, MPI_Comm comm2, int *result) {
   if (int err = api::check_comm(call, comm1, a)) return err;
   if (int err = api::check_comm(call, comm2, b)) return err;
   if (int err = api::check_not_null(call, a, result, "result")) return err;
+  // Intercommunicators compare both groups (and never equal an intra one).
   std::vector<int> sa = a->world_rank;
   std::vector<int> sb = b->world_rank;
   std::sort(sa.begin(), sa.end());
   std::sort(sb.begin(), sb.end());
-  *result = comm1 == comm2                   ? MPI_IDENT
-            : a->world_rank == b->world_rank ? MPI_CONGRUENT
-            : sa == sb                       ? MPI_SIMILAR
-                                             : MPI_UNEQUAL;
+  std::vector<int> la = a->local_world_rank;
+  std::vector<int> lb = b->local_world_rank;
+  const bool same_local = la == lb;
+  std::sort(la.begin(), la.end());
+  std::sort(lb.begin(), lb.end());
+  *result = comm1 == comm2                                 ? MPI_IDENT
+            : a->inter != b->inter                         ? MPI_UNEQUAL
+            : a->world_rank == b->world_rank && same_local ? MPI_CONGRUENT
+            : sa == sb && la == lb                         ? MPI_SIMILAR
+                                                           : MPI_UNEQUAL;
   return MPI_SUCCESS;
 }
 
@@ -141,6 +350,35 @@ int MPI_Comm_get_name(MPI_Comm comm, char *name, int *resultlen) {
   if (int err = api::check_not_null(call, c, resultlen, "resultlen")) return err;
   std::memcpy(name, c->name.c_str(), c->name.size() + 1);
   *resultlen = static_cast<int>(c->name.size());
+  return MPI_SUCCESS;
+}
+
+int MPI_Comm_test_inter(MPI_Comm comm, int *flag) {
+  const char *call = "MPI_Comm_test_inter";
+  communicator *c = nullptr;
+  if (int err = api::check_comm(call, comm, c)) return err;
+  if (int err = api::check_not_null(call, c, flag, "flag")) return err;
+  *flag = c->inter ? 1 : 0;
+  return MPI_SUCCESS;
+}
+
+int MPI_Comm_remote_size(MPI_Comm comm, int *size) {
+  const char *call = "MPI_Comm_remote_size";
+  communicator *c = nullptr;
+  if (int err = api::check_comm(call, comm, c)) return err;
+  if (int err = api::check_not_null(call, c, size, "size")) return err;
+  if (!c->inter) return device::error_raise(c, call, MPI_ERR_COMM, "not an intercommunicator");
+  *size = c->size;
+  return MPI_SUCCESS;
+}
+
+int MPI_Comm_remote_group(MPI_Comm comm, MPI_Group *group) {
+  const char *call = "MPI_Comm_remote_group";
+  communicator *c = nullptr;
+  if (int err = api::check_comm(call, comm, c)) return err;
+  if (int err = api::check_not_null(call, c, group, "group")) return err;
+  if (!c->inter) return device::error_raise(c, call, MPI_ERR_COMM, "not an intercommunicator");
+  *group = device::group_register(c->world_rank);
   return MPI_SUCCESS;
 }
 

@@ -43,6 +43,41 @@ int group_out(const char *call, MPI_Group *newgroup, std::vector<int> members) {
   return MPI_SUCCESS;
 }
 
+// The ranks of `g` that (first, last, stride) triplets name, in order:
+// first, first + stride, ... while not past last. Every computed rank must
+// be in the group and appear once.
+int expand_ranges(const char *call, const group &g, int n, const int ranges[][3],
+                  std::vector<int> &out) {
+  if (n < 0 || (n > 0 && ranges == nullptr)) {
+    return device::error_raise(nullptr, call, MPI_ERR_ARG, "invalid range list of %d entries", n);
+  }
+  std::vector<bool> seen(static_cast<std::size_t>(g.size()), false);
+  for (int i = 0; i < n; ++i) {
+    const int first = ranges[i][0];
+    const int last = ranges[i][1];
+    const int stride = ranges[i][2];
+    if (stride == 0) {
+      return device::error_raise(nullptr, call, MPI_ERR_ARG, "range %d has stride 0", i);
+    }
+    if ((stride > 0 && first > last) || (stride < 0 && first < last)) {
+      return device::error_raise(nullptr, call, MPI_ERR_ARG,
+                                 "range %d (%d, %d, %d): the stride leads away from last", i, first,
+                                 last, stride);
+    }
+    for (long long r = first; stride > 0 ? r <= last : r >= last; r += stride) {
+      if (r < 0 || r >= g.size() || seen[static_cast<std::size_t>(r)]) {
+        return device::error_raise(nullptr, call, MPI_ERR_RANK,
+                                   "range %d (%d, %d, %d) gives rank %lld, which is out of range "
+                                   "(group size %d) or repeated",
+                                   i, first, last, stride, r, g.size());
+      }
+      seen[static_cast<std::size_t>(r)] = true;
+      out.push_back(static_cast<int>(r));
+    }
+  }
+  return MPI_SUCCESS;
+}
+
 enum class combine { union_of, intersection_of, difference_of };
 
 // union: all of a, then b's members not in a; intersection: a's members in
@@ -75,7 +110,7 @@ int MPI_Comm_group(MPI_Comm comm, MPI_Group *newgroup) {
   api::communicator *c = nullptr;
   if (int err = api::check_comm("MPI_Comm_group", comm, c)) return err;
   if (int err = api::check_not_null("MPI_Comm_group", c, newgroup, "group")) return err;
-  *newgroup = device::group_register(c->world_rank);
+  *newgroup = device::group_register(c->inter ? c->local_world_rank : c->world_rank);
   return MPI_SUCCESS;
 }
 
@@ -114,6 +149,34 @@ int MPI_Group_excl(MPI_Group handle, int n, const int ranks[], MPI_Group *newgro
   std::vector<int> members;
   for (int r = 0; r < g->size(); ++r) {
     if (std::find(ranks, ranks + n, r) == ranks + n) {
+      members.push_back(g->world_ranks[static_cast<std::size_t>(r)]);
+    }
+  }
+  return group_out(call, newgroup, std::move(members));
+}
+
+int MPI_Group_range_incl(MPI_Group handle, int n, int ranges[][3], MPI_Group *newgroup) {
+  const char *call = "MPI_Group_range_incl";
+  group *g = nullptr;
+  if (int err = group_of(call, handle, g)) return err;
+  std::vector<int> ranks;
+  if (int err = expand_ranges(call, *g, n, ranges, ranks)) return err;
+  std::vector<int> members;
+  for (int r : ranks) members.push_back(g->world_ranks[static_cast<std::size_t>(r)]);
+  return group_out(call, newgroup, std::move(members));
+}
+
+int MPI_Group_range_excl(MPI_Group handle, int n, int ranges[][3], MPI_Group *newgroup) {
+  const char *call = "MPI_Group_range_excl";
+  group *g = nullptr;
+  if (int err = group_of(call, handle, g)) return err;
+  std::vector<int> ranks;
+  if (int err = expand_ranges(call, *g, n, ranges, ranks)) return err;
+  std::vector<bool> excluded(static_cast<std::size_t>(g->size()), false);
+  for (int r : ranks) excluded[static_cast<std::size_t>(r)] = true;
+  std::vector<int> members;
+  for (int r = 0; r < g->size(); ++r) {
+    if (!excluded[static_cast<std::size_t>(r)]) {
       members.push_back(g->world_ranks[static_cast<std::size_t>(r)]);
     }
   }

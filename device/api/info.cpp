@@ -11,13 +11,15 @@
 #include <utility>
 #include <vector>
 
+#include "device/api/info.hpp"
+
 #include "device/api/check.hpp"
 
 using namespace iris;
 
 namespace {
 
-using info_entries = std::vector<std::pair<std::string, std::string>>;
+using api::info_entries;
 
 constexpr unsigned info_kind = 0x90000000U;
 constexpr std::size_t env_index = 1;
@@ -68,6 +70,27 @@ void copy_truncated(const std::string &text, char *out, std::size_t room) {
 }
 
 }  // namespace
+
+namespace iris::api {
+
+int info_read(const char *call, const device::communicator *c, MPI_Info info, info_entries &out) {
+  out.clear();
+  if (info == MPI_INFO_NULL) return MPI_SUCCESS;
+  const auto bits = static_cast<unsigned>(info);
+  const std::size_t index = bits & 0x0fffffffU;
+  if ((bits & 0xf0000000U) != info_kind || index >= infos().size() || !infos()[index]) {
+    return device::error_raise(c, call, MPI_ERR_INFO, "invalid info handle 0x%x", bits);
+  }
+  out = *infos()[index];
+  return MPI_SUCCESS;
+}
+
+MPI_Info info_make(info_entries entries) {
+  infos().emplace_back(std::move(entries));
+  return info_handle(infos().size() - 1);
+}
+
+}  // namespace iris::api
 
 extern "C" {
 

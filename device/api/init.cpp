@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <cstring>
 
+#include "device/api/attr.hpp"
 #include "device/api/check.hpp"
 
 using namespace iris;
@@ -54,8 +55,14 @@ int MPI_Init_thread(int *, char ***, int required, int *provided) {
 
 int MPI_Finalize(void) {
   if (int err = api::check_initialized("MPI_Finalize")) return err;
+  // First, as if MPI_COMM_SELF were freed: its attributes' delete callbacks,
+  // the last set first, while MPI still works, as MPI-4.1 says. A failing
+  // callback is reported through SELF's handler; finalizing goes on.
+  api::attrs_delete_all("MPI_Finalize", device::comm_lookup(MPI_COMM_SELF), device::attr_kind::comm,
+                        MPI_COMM_SELF);
   api::buffered_sends_drain();
   const int err = device::runtime_finalize();
+  device::attr_clear_all();
   finalized = true;
   return err;
 }

@@ -58,7 +58,7 @@ int MPI_Cart_create(MPI_Comm comm_old, int ndims, const int dims[], const int pe
   const char *call = "MPI_Cart_create";
   (void)reorder;  // ranks keep their order, which MPI allows
   communicator *c = nullptr;
-  if (int err = api::check_comm(call, comm_old, c)) return err;
+  if (int err = api::check_intracomm(call, comm_old, c)) return err;
   if (int err = check_ndims(call, c, ndims)) return err;
   if (ndims > 0) {
     if (int err = api::check_not_null(call, c, dims, "dims")) return err;
@@ -265,7 +265,7 @@ int MPI_Dist_graph_create_adjacent(MPI_Comm comm_old, int indegree, const int so
   (void)info;
   (void)reorder;  // ranks keep their order, which MPI allows
   communicator *c = nullptr;
-  if (int err = api::check_comm(call, comm_old, c)) return err;
+  if (int err = api::check_intracomm(call, comm_old, c)) return err;
   if (int err = check_edges(call, c, indegree, sources, sourceweights, "sources")) return err;
   if (int err = check_edges(call, c, outdegree, destinations, destweights, "destinations")) {
     return err;
@@ -291,7 +291,7 @@ int MPI_Dist_graph_create(MPI_Comm comm_old, int n, const int sources[], const i
   (void)info;
   (void)reorder;
   communicator *c = nullptr;
-  if (int err = api::check_comm(call, comm_old, c)) return err;
+  if (int err = api::check_intracomm(call, comm_old, c)) return err;
   if (int err = check_edges(call, c, n, sources, MPI_UNWEIGHTED, "sources")) return err;
   if (n > 0) {
     if (int err = api::check_not_null(call, c, degrees, "degrees")) return err;

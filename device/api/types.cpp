@@ -2,6 +2,7 @@
 #include <cstring>
 #include <vector>
 
+#include "device/api/attr.hpp"
 #include "device/api/check.hpp"
 #include "device/dtype.hpp"
 
@@ -137,7 +138,12 @@ int MPI_Type_dup(MPI_Datatype old, MPI_Datatype *newtype) {
   dtype copy = *t;
   copy.predefined = false;
   copy.name.clear();
-  *newtype = device::dtype_register(std::move(copy));  // a dup of a committed type is committed
+  const MPI_Datatype made = device::dtype_register(std::move(copy));  // committed if old was
+  if (int err = api::attrs_copy(call, nullptr, device::attr_kind::type, old, made)) {
+    device::dtype_release(made);
+    return err;
+  }
+  *newtype = made;
   return MPI_SUCCESS;
 }
 
@@ -159,6 +165,8 @@ int MPI_Type_free(MPI_Datatype *handle) {
     return device::error_raise(nullptr, call, MPI_ERR_TYPE,
                                "predefined datatype %s cannot be freed", t->name.c_str());
   }
+  // The delete callbacks first: when one fails, the type stays.
+  if (int err = api::attrs_delete_all(call, nullptr, device::attr_kind::type, *handle)) return err;
   device::dtype_release(*handle);
   *handle = MPI_DATATYPE_NULL;
   return MPI_SUCCESS;

@@ -166,6 +166,22 @@ int MPI_Win_get_errhandler(MPI_Win, MPI_Errhandler *) {
 int MPI_Win_call_errhandler(MPI_Win, int) {
   return unsupported("MPI_Win_call_errhandler", one_sided, MPI_COMM_NULL);
 }
+int MPI_Win_create_keyval(MPI_Win_copy_attr_function *, MPI_Win_delete_attr_function *, int *,
+                          void *) {
+  return unsupported("MPI_Win_create_keyval", one_sided, MPI_COMM_NULL);
+}
+int MPI_Win_free_keyval(int *) {
+  return unsupported("MPI_Win_free_keyval", one_sided, MPI_COMM_NULL);
+}
+int MPI_Win_set_attr(MPI_Win, int, void *) {
+  return unsupported("MPI_Win_set_attr", one_sided, MPI_COMM_NULL);
+}
+int MPI_Win_get_attr(MPI_Win, int, void *, int *) {
+  return unsupported("MPI_Win_get_attr", one_sided, MPI_COMM_NULL);
+}
+int MPI_Win_delete_attr(MPI_Win, int) {
+  return unsupported("MPI_Win_delete_attr", one_sided, MPI_COMM_NULL);
+}
 
 // Sessions
 int MPI_Session_init(MPI_Info, MPI_Errhandler, MPI_Session *) {

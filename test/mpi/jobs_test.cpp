@@ -205,6 +205,45 @@ TEST_P(JobTest, InfoDimsAndCartesianTopologies) {
   EXPECT_NE(r.output.find("env: all checks passed"), std::string::npos) << r.output;
 }
 
+// Keyvals and attributes: copy and delete callbacks across dup and free,
+// the MPI-1 names, the predefined attributes, the error classes; at
+// MPI_Finalize, MPI_COMM_SELF's delete callbacks run the last set first.
+TEST_P(JobTest, AttributesAndTheirCallbacks) {
+  const run_result r = job(ranks(), "attrs", {}, env(), 120, nodes());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("attrs: all checks passed on " + std::to_string(ranks()) + " ranks"),
+            std::string::npos)
+      << r.output;
+  const std::size_t third = r.output.find("attrs: self delete 3\n");
+  const std::size_t second = r.output.find("attrs: self delete 2\n");
+  const std::size_t first = r.output.find("attrs: self delete 1\n");
+  ASSERT_NE(third, std::string::npos) << r.output;
+  EXPECT_TRUE(third < second && second < first && first != std::string::npos) << r.output;
+  EXPECT_EQ(occurrences(r.output, "attrs: self delete "), 3U) << r.output;
+}
+
+// Split_type (by the node of each rank: a configuration with two nodes
+// splits in two), create_group, idup, dup_with_info and info hints, range
+// groups, test_inter, and the error classes.
+TEST_P(JobTest, CommunicatorConstructorsAndSplitType) {
+  const run_result r = job(ranks(), "commsplit", {std::to_string(nodes())}, env(), 120, nodes());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("commsplit: all checks passed on " + std::to_string(ranks()) +
+                          " ranks, " + std::to_string(std::min(nodes(), ranks())) + " nodes"),
+            std::string::npos)
+      << r.output;
+}
+
+// An intercommunicator of the even and odd halves: point-to-point across
+// it and its dup, merges in both orders, MPI_ERR_COMM for collectives.
+TEST_P(JobTest, Intercommunicators) {
+  const run_result r = job(ranks(), "intercomm", {}, env(), 120, nodes());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("intercomm: all checks passed on " + std::to_string(ranks()) + " ranks"),
+            std::string::npos)
+      << r.output;
+}
+
 INSTANTIATE_TEST_SUITE_P(Ranks, JobTest,
                          ::testing::Combine(::testing::Values(1, 2, 4, 8),
                                             ::testing::Range(0, int(std::size(configs)))),
@@ -212,6 +251,23 @@ INSTANTIATE_TEST_SUITE_P(Ranks, JobTest,
                            return std::string(configs[std::get<1>(info.param)].name) + "_np" +
                                   std::to_string(std::get<0>(info.param));
                          });
+
+// MPI_COMM_TYPE_SHARED over two and three simulated nodes, over shm
+// within each node and tcp between them, and with everything over tcp.
+TEST(SplitType, FollowsTheNodesMpiexecMade) {
+  if (netmods_built.find(",tcp,") == std::string::npos) GTEST_SKIP() << "no tcp netmod";
+  for (const env_list &env :
+       {env_list{{"IRIS_NETMOD", "tcp"}}, env_list{{"IRIS_SHM", "0"}, {"IRIS_NETMOD", "tcp"}}}) {
+    for (const auto &[ranks, nodes] : {std::pair{4, 2}, std::pair{5, 2}, std::pair{6, 3}}) {
+      const run_result r = job(ranks, "commsplit", {std::to_string(nodes)}, env, 120, nodes);
+      ASSERT_EQ(r.exit_code, 0) << ranks << " ranks on " << nodes << " nodes\n" << r.output;
+      EXPECT_NE(r.output.find("commsplit: all checks passed on " + std::to_string(ranks) +
+                              " ranks, " + std::to_string(nodes) + " nodes"),
+                std::string::npos)
+          << r.output;
+    }
+  }
+}
 
 class FailureTest : public ::testing::Test {
  protected:
