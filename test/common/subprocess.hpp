@@ -95,4 +95,21 @@ inline std::vector<std::string> shm_entries(const std::string &prefix = "iris-")
   return names;
 }
 
+// What a finished job left in /dev/shm: the entries of jobs whose mpiexec
+// is no longer running. A segment is named iris-iris_<mpiexec pid>-...; a
+// job still running on this machine (another test run, another checkout)
+// holds its segment legitimately and is not counted.
+inline std::vector<std::string> shm_leftovers() {
+  std::vector<std::string> left;
+  for (const std::string &name : shm_entries()) {
+    const std::string tag = "iris-iris_";
+    if (name.rfind(tag, 0) == 0) {
+      const long pid = std::strtol(name.c_str() + tag.size(), nullptr, 10);
+      if (pid > 0 && ::kill(static_cast<pid_t>(pid), 0) == 0) continue;
+    }
+    left.push_back(name);
+  }
+  return left;
+}
+
 }  // namespace iris::test

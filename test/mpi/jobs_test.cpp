@@ -126,7 +126,7 @@ class JobTest : public ::testing::TestWithParam<std::tuple<int, int>> {
     }
   }
   void TearDown() override {
-    EXPECT_EQ(shm_entries(), std::vector<std::string>{}) << "left in /dev/shm";
+    EXPECT_EQ(shm_leftovers(), std::vector<std::string>{}) << "left in /dev/shm";
   }
 };
 
@@ -272,7 +272,7 @@ TEST(SplitType, FollowsTheNodesMpiexecMade) {
 class FailureTest : public ::testing::Test {
  protected:
   void TearDown() override {
-    EXPECT_EQ(shm_entries(), std::vector<std::string>{}) << "left in /dev/shm";
+    EXPECT_EQ(shm_leftovers(), std::vector<std::string>{}) << "left in /dev/shm";
   }
 };
 
@@ -588,7 +588,7 @@ TEST(OtherLaunchers, RunIrisProgramsUnchanged) {
       ++ran;
     }
   }
-  EXPECT_EQ(shm_entries(), std::vector<std::string>{}) << "left in /dev/shm";
+  EXPECT_EQ(shm_leftovers(), std::vector<std::string>{}) << "left in /dev/shm";
   if (ran == 0) GTEST_SKIP() << "neither mpirun.openmpi nor mpiexec.hydra is installed";
 }
 
@@ -648,7 +648,7 @@ TEST(Install, DestdirInstallBuildsAndRunsPrograms) {
                               {{"PKG_CONFIG_PATH", lib + "/pkgconfig"}});
     EXPECT_NE(pc.output.find("-liris"), std::string::npos) << pc.output;
   }
-  EXPECT_EQ(shm_entries(), std::vector<std::string>{}) << "left in /dev/shm";
+  EXPECT_EQ(shm_leftovers(), std::vector<std::string>{}) << "left in /dev/shm";
   run({"/bin/rm", "-rf", dir}, 30);
 }
 
