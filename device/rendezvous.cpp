@@ -76,10 +76,8 @@ void rendezvous_read_done(std::uint64_t receiver_request, const char *why) {
 
 const char *rendezvous_on_cts(vc &from, const packet_header &h, const std::byte *payload) {
   (void)payload;
-  request *s = rt->requests.from_id(h.sender_request, request_kind::send);
-  if (s == nullptr || s->peer != from.world_rank || s->state != send_state::wait_reply) {
-    return "cts for a send that is not waiting for one";
-  }
+  request *s = send_awaiting(from, h.sender_request, send_state::wait_reply);
+  if (s == nullptr) return "cts for a send that is not waiting for one";
   s->expected = std::min<std::size_t>(h.length, s->bytes);
   s->peer_request = h.receiver_request;
   s->progress = 0;
@@ -95,10 +93,8 @@ const char *rendezvous_on_cts(vc &from, const packet_header &h, const std::byte 
 
 const char *rendezvous_on_fin(vc &from, const packet_header &h, const std::byte *payload) {
   (void)payload;
-  request *s = rt->requests.from_id(h.sender_request, request_kind::send);
-  if (s == nullptr || s->peer != from.world_rank || s->state != send_state::wait_reply) {
-    return "fin for a send that is not waiting for one";
-  }
+  request *s = send_awaiting(from, h.sender_request, send_state::wait_reply);
+  if (s == nullptr) return "fin for a send that is not waiting for one";
   send_done(*s);
   return nullptr;
 }

@@ -141,6 +141,11 @@ request *send_start(const communicator &comm, std::uint32_t context, const void 
   return r;
 }
 
+request *send_awaiting(const vc &from, std::uint64_t id, send_state state) {
+  request *r = rt->requests.from_id(id, request_kind::send);
+  return r != nullptr && r->peer == from.world_rank && r->state == state ? r : nullptr;
+}
+
 void send_done(request &r) {
   if (r.protocol == packet_type::rts && r.state != send_state::done) --rt->rendezvous_sends;
   if (r.rma_exposed) rt->vcs[static_cast<std::size_t>(r.peer)].via->conceal(r);

@@ -24,6 +24,10 @@ request *send_start(const communicator &comm, std::uint32_t context, const void 
                     std::size_t bytes, int dest, int tag, send_mode mode = send_mode::standard,
                     bool need_request = false, request *use = nullptr);
 
+// The send named by wire id `id` that waits in `state` for an answer from
+// `from`, or nullptr (a stale, forged or misdirected answer).
+request *send_awaiting(const vc &from, std::uint64_t id, send_state state);
+
 // A send is over: its state becomes done and it completes.
 void send_done(request &r);
 
