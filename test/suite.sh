@@ -9,6 +9,8 @@
 #      of the pass and reach no code 4 ranks do not)
 #   4. ThreadSanitizer build, the lock-free unit tests (not the OFI ones:
 #      libfabric's own threads are not instrumented)
+# The normal build uses link-time optimisation (meson.build); the sanitizer
+# builds do not (they look for bugs, not speed, and build faster without).
 # Installs missing Debian packages first (.ci/deps). Build trees: build/,
 # build-asan/, build-tsan/ (reused when present).
 set -euo pipefail
@@ -36,7 +38,7 @@ meson compile -C build
 meson test -C build --print-errorlogs
 
 echo "== ASan + UBSan"
-setup build-asan -Db_sanitize=address,undefined -Db_lundef=false -Dbuildtype=debugoptimized
+setup build-asan -Db_sanitize=address,undefined -Db_lundef=false -Db_lto=false -Dbuildtype=debugoptimized
 meson compile -C build-asan
 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 \
@@ -45,7 +47,7 @@ LSAN_OPTIONS=suppressions="$PWD/test/lsan.supp":print_suppressions=0 \
     --test-args='--gtest_filter=-Ranks/*_np8:Ranks/*/pipeline_*:Ranks/*/all_rendezvous_*:Ranks/*/tcp_starved_*:Ranks/*/ofi_mixed_*:Ranks/*/ofi_shm_starved_*'
 
 echo "== ThreadSanitizer (lock-free unit tests)"
-setup build-tsan -Db_sanitize=thread -Db_lundef=false
+setup build-tsan -Db_sanitize=thread -Db_lundef=false -Db_lto=false
 ninja -C build-tsan test/unit/unit_test
 TSAN_OPTIONS=halt_on_error=1 meson test -C build-tsan --no-rebuild --print-errorlogs --suite unit \
   --test-args='--gtest_filter=-*Ofi*'
