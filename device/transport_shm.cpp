@@ -59,7 +59,7 @@ xfer shm_transport::send(vc &to, const packet_header &h, std::span<const iovec> 
   return xfer::done;
 }
 
-int shm_transport::drain(peer &p, int budget) {
+inline int shm_transport::drain(peer &p, int budget) {
   int handled = 0;
   for (; handled < budget; ++handled) {
     shm::record_view record{};
