@@ -369,7 +369,8 @@ std::string shm_queue_transport::describe() const {
 std::string shm_queue_transport::statistics() const {
   return "shm: packets through queues " + std::to_string(queued_packets_) + ", rings announced " +
          std::to_string(rings_sent_) + ", refused " + std::to_string(rings_refused_) +
-         ", rings polled " + std::to_string(active_.size());
+         ", rings polled " + std::to_string(active_.size()) +
+         (segment_->pool_closed() ? ", pool closed: /dev/shm full" : "");
 }
 
 }  // namespace iris::device
