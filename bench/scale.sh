@@ -2,8 +2,10 @@
 # Large nodes: for each rank count N and each MPI, runs test/mpi/allpairs.c
 # (every rank sends 8 bytes to every other, every byte checked) and prints
 # one line: start-up (slowest MPI_Init), the all-pairs exchange, the job's
-# wall time, the node's shared memory at its peak (/proc/meminfo Shmem minus
-# before the job), the peak sum of the ranks' RSS; then a 0<->1 ping-pong
+# wall time (which includes 3 s of holding after the exchange, so that the
+# samplers see the job's steady state), the node's shared memory at its
+# peak (/proc/meminfo Shmem minus before the job), the peak sum of the
+# ranks' RSS; then a 0<->1 ping-pong
 # of 8 bytes while the other N-2 ranks sit in a blocking MPI_Recv.
 #   bench/scale.sh [build-dir] [rank counts...]     (default: build 32 64 128)
 # BASE=other-build-dir adds that build of Iris ("iris_base"); MPIS picks the
@@ -76,7 +78,7 @@ for n in $counts; do
     [ -n "${program[$mpi]:-}" ] || continue
     exe=$(basename "${program[$mpi]}")
     # shellcheck disable=SC2086
-    measure "$exe" ${launch[$mpi]} "$n" "${program[$mpi]}" 1 8 >"$out/$mpi-$n.txt"
+    measure "$exe" timeout 600 ${launch[$mpi]} "$n" "${program[$mpi]}" 1 8 3 >"$out/$mpi-$n.txt"
     # shellcheck disable=SC2086
     timeout 600 ${launch[$mpi]} "$n" "${program[$mpi]}" pingpong 2000 8 >"$out/$mpi-$n-pp.txt" 2>&1
     awk -v mpi="$mpi" -v n="$n" '

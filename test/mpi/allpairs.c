@@ -1,8 +1,12 @@
 /* Every rank exchanges messages with every other rank and checks every byte.
  *
- *   allpairs [rounds] [sizes]   rounds (default 1) of one message of each
+ *   allpairs [rounds] [sizes] [hold]
+ *                               rounds (default 1) of one message of each
  *                               size (comma-separated, default 8) to every
- *                               other rank; prints the time of the exchange
+ *                               other rank; prints the time of the exchange,
+ *                               then waits `hold` seconds (default 0) before
+ *                               MPI_Finalize, so that bench/scale.sh sees
+ *                               the memory of a job that has exchanged
  *   allpairs pingpong [iters] [bytes]
  *                               ranks 0 and 1 ping-pong while every other
  *                               rank sits in a blocking receive
@@ -138,6 +142,13 @@ int main(int argc, char **argv) {
         size, rounds, sizes, init_max, elapsed_max);
   }
   free(requests);
+  const int hold = argc > 3 ? atoi(argv[3]) : 0;
+  if (hold > 0) {
+    MPI_Barrier(MPI_COMM_WORLD);
+    const struct timespec pause = {hold, 0};
+    nanosleep(&pause, NULL);
+    MPI_Barrier(MPI_COMM_WORLD);
+  }
   MPI_Finalize();
   return total == 0 ? 0 : 1;
 }
