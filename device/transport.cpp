@@ -16,11 +16,10 @@ namespace iris::device {
 void transports_settle(settings &s) {
   shm::check_ring_capacity(s.shm_ring_size);
   shm::check_node_shape({0, s.shm_queue_cells, s.shm_ring_size, s.shm_pool_size});
-  // A record must fit a ring, and a receive queue too (a pair without a
-  // ring sends everything through the queue).
+  // A record must fit a ring. (On large nodes it must fit a receive queue
+  // too: shm_queue_transport caps the limits of its peers.)
   const std::size_t record_payload =
-      std::min(shm::max_record_payload(s.shm_ring_size), shm::queue_max_record(s.shm_queue_cells)) -
-      sizeof(packet_header);
+      shm::max_record_payload(s.shm_ring_size) - sizeof(packet_header);
   s.shm_fragment_size = std::min(s.shm_fragment_size, record_payload);
   s.eager_limit = std::min(s.eager_limit, record_payload);
 }

@@ -181,6 +181,12 @@ void shm_queue_transport::connect(runtime &r) {
   } catch (const std::exception &) {
     cma = false;  // no card: use the pipeline
   }
+  // A pair without a ring sends everything through the queue: every record
+  // must fit one (half the queue).
+  const std::size_t queue_payload =
+      shm::queue_max_record(shape_.queue_cells) - sizeof(packet_header);
+  const std::size_t fragment = std::min(r.config.shm_fragment_size, queue_payload);
+  const std::size_t eager_limit = std::min(r.config.eager_limit, queue_payload);
   slot_of_local_.assign(static_cast<std::size_t>(local_size), -1);
   peers_.reserve(static_cast<std::size_t>(local_size - 1));
   active_.reserve(static_cast<std::size_t>(local_size - 1));
@@ -190,9 +196,9 @@ void shm_queue_transport::connect(runtime &r) {
     vc &v = r.vcs[static_cast<std::size_t>(world)];
     v.via = this;
     v.slot = static_cast<int>(peers_.size());
-    v.fragment = r.config.shm_fragment_size;
+    v.fragment = fragment;
     v.credits = v.window = r.config.eager_window;
-    v.eager_limit = r.config.eager_limit;
+    v.eager_limit = eager_limit;
     slot_of_local_[static_cast<std::size_t>(i)] = v.slot;
     peer p;
     p.world_rank = world;

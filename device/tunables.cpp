@@ -40,9 +40,10 @@ constexpr tunable table[] = {
      "a node with at most this many ranks reserves one ring per ordered pair at start-up "
      "(fastest for few ranks; memory grows with the square of the ranks); a larger node gives "
      "each rank a receive queue and pair rings from a pool (shm/README.md). 0: always queues"},
-    {"IRIS_SHM_QUEUE_CELLS", 1024, 16, 1 << 24, nullptr,
+    {"IRIS_SHM_QUEUE_CELLS", 256, 16, 1 << 24, nullptr,
      "cells of 256 bytes in each rank's shared-memory receive queue (a power of two), reserved "
-     "at start-up; a record longer than half the queue cannot go through it"},
+     "at start-up; on large nodes the eager limit and the fragment size are capped at half "
+     "the queue"},
     {"IRIS_SHM_POOL_SIZE", 128 * 1024 * 1024, 0, std::int64_t{1} << 40, nullptr,
      "most bytes of pair rings (IRIS_SHM_RING_SIZE each) a node holds beyond the receive queues; "
      "reserved one ring at a time while the job runs. Once spent (or /dev/shm is full) pairs "

@@ -60,6 +60,20 @@ std::byte *map_fd(int fd, std::size_t bytes, const std::string &name) {
   return static_cast<std::byte *>(base);
 }
 
+// Maps the pages of the header and every queue into this process now.
+// Each sender writes one cell here and there in every receiver's queue, so
+// without this every rank takes a page fault for almost every packet of
+// its first lap around each queue (in the VM this was measured on, a
+// 64-rank all-pairs exchange ran 16x slower: 2.0 s instead of 0.12 s for
+// ten rounds). The pages are already reserved: this allocates nothing.
+void populate_queues(std::byte *base, std::size_t bytes) {
+#ifdef MADV_POPULATE_WRITE
+  madvise(base, bytes, MADV_POPULATE_WRITE);  // an older kernel: faults as it goes
+#else
+  (void)base, (void)bytes;
+#endif
+}
+
 bool power_of_two(std::size_t n) {
   return n != 0 && (n & (n - 1)) == 0;
 }
@@ -199,6 +213,7 @@ node_segment node_segment::attach(const std::string &name, const node_shape &sha
     throw error("shared-memory segment " + name +
                 " was made by another layout or job (magic, version or size differ)");
   }
+  populate_queues(base, shape.base_bytes());
   return node_segment(name, shape, base, fd);
 }
 

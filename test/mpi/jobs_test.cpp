@@ -544,7 +544,8 @@ TEST_F(LargeJobTest, ASpentPoolLeavesPairsOnTheQueuesAndLosesNothing) {
   EXPECT_EQ(stats_sum(r.output, "refused "), 16 * 15 - 3) << r.output;
 }
 
-// A private /dev/shm that holds the receive queues of 16 ranks (4 MiB) and
+// A private /dev/shm that holds the receive queues of 16 ranks (4 MiB with
+// 1024 cells each) and
 // at most seven rings more: growth stops at a full /dev/shm, never with a
 // SIGBUS, and the job completes through the queues.
 TEST_F(LargeJobTest, AFullDevShmAtGrowthLeavesPairsOnTheQueues) {
@@ -552,6 +553,7 @@ TEST_F(LargeJobTest, AFullDevShmAtGrowthLeavesPairsOnTheQueues) {
   if (probe.exit_code != 0) GTEST_SKIP() << "unshare -m is not permitted here: " << probe.output;
   const std::string script =
       "mount -t tmpfs -o size=6m iris-test /dev/shm && IRIS_SHM_DENSE_RANKS=0 "
+      "IRIS_SHM_QUEUE_CELLS=1024 "
       "IRIS_SHM_BUSY_PACKETS=0 IRIS_RNDV_ENGINE=pipeline IRIS_STATS=1 exec " +
       mpiexec + " -n 16 " + programs + "/allpairs 2 8,20000,100000";
   const run_result r = run({"/usr/bin/unshare", "-m", "/bin/sh", "-c", script}, 120);
@@ -568,15 +570,16 @@ TEST_F(LargeJobTest, AFullDevShmAtGrowthLeavesPairsOnTheQueues) {
   EXPECT_NE(r.output.find("pool closed: /dev/shm full"), std::string::npos) << r.output;
 }
 
-// When /dev/shm cannot hold even the receive queues, MPI_Init says so in
-// one line: who, what, how much, which setting.
+// When /dev/shm cannot hold even the receive queues (16 ranks of 1024
+// cells: 4 MiB), MPI_Init says so in one line: who, what, how much, which
+// setting.
 TEST_F(LargeJobTest, DevShmTooSmallForTheQueuesIsOneClearLine) {
   const run_result probe = run({"/usr/bin/unshare", "-m", "/bin/true"}, 10);
   if (probe.exit_code != 0) GTEST_SKIP() << "unshare -m is not permitted here: " << probe.output;
   const std::string script = "mount -t tmpfs -o size=1m iris-test /dev/shm && exec " + mpiexec +
                              " -n 16 " + programs + "/ring";
-  const run_result r =
-      run({"/usr/bin/unshare", "-m", "/bin/sh", "-c", script}, 60, {{"IRIS_SHM_DENSE_RANKS", "0"}});
+  const run_result r = run({"/usr/bin/unshare", "-m", "/bin/sh", "-c", script}, 60,
+                           {{"IRIS_SHM_DENSE_RANKS", "0"}, {"IRIS_SHM_QUEUE_CELLS", "1024"}});
   EXPECT_NE(r.exit_code, 0) << r.output;
   EXPECT_FALSE(r.timed_out);
   EXPECT_EQ(r.signal, 0);
