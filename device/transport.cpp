@@ -1,5 +1,6 @@
 // Which transport reaches which peer, chosen once at setup: oneself through
-// self; ranks of this node through shm (unless IRIS_SHM=0 or it is alone);
+// self; ranks of this node through shm (unless IRIS_SHM=0 or it is alone:
+// rings per pair on small nodes, receive queues and pooled rings on large);
 // every other rank through net, the netmod adapter.
 #include "device/transport.hpp"
 
@@ -14,6 +15,9 @@ namespace iris::device {
 
 void transports_settle(settings &s) {
   shm::check_ring_capacity(s.shm_ring_size);
+  shm::check_node_shape({0, s.shm_queue_cells, s.shm_ring_size, s.shm_pool_size});
+  // A record must fit a ring. (On large nodes it must fit a receive queue
+  // too: shm_queue_transport caps the limits of its peers.)
   const std::size_t record_payload =
       shm::max_record_payload(s.shm_ring_size) - sizeof(packet_header);
   s.shm_fragment_size = std::min(s.shm_fragment_size, record_payload);
@@ -42,8 +46,14 @@ void transports_open(runtime &r) {
   }
   // The netmod puts its card first; then the node segment is created.
   if (remote) r.transports.push_back(std::make_unique<net_transport>(r));
-  if (r.config.use_shm && local_ranks.size() > 1) {
+  // Few ranks: a ring per ordered pair, reserved at start-up; more: receive
+  // queues and pooled pair rings (shm/README.md).
+  const int local_size = static_cast<int>(local_ranks.size());
+  if (r.config.use_shm && local_size > 1 && local_size <= r.config.shm_dense_ranks) {
     r.transports.push_back(std::make_unique<shm_transport>(r, std::move(local_ranks), local_index));
+  } else if (r.config.use_shm && local_size > 1) {
+    r.transports.push_back(
+        std::make_unique<shm_queue_transport>(r, std::move(local_ranks), local_index));
   }
 }
 
@@ -54,6 +64,9 @@ void transports_connect(runtime &r) {
     if (auto *shm = dynamic_cast<shm_transport *>(t.get())) {
       shm->connect(r);
       r.polled.insert(r.polled.begin(), shm);
+    } else if (auto *queues = dynamic_cast<shm_queue_transport *>(t.get())) {
+      queues->connect(r);
+      r.polled.insert(r.polled.begin(), queues);
     } else if (auto *net = dynamic_cast<net_transport *>(t.get())) {
       net->connect(r);
       r.polled.push_back(net);

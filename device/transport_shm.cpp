@@ -1,5 +1,6 @@
 #include "device/transport_shm.hpp"
 
+#include <algorithm>
 #include <cstring>
 
 #include "device/errors.hpp"
@@ -7,6 +8,15 @@
 #include "shm/cma.hpp"
 
 namespace iris::device {
+namespace {
+
+bool cma_chosen(std::size_t bytes);
+
+// What a queue record is (the `kind` of shm/queue.hpp).
+constexpr std::uint8_t record_packet = 1;  // a packet: header and payload
+constexpr std::uint8_t record_ring = 2;    // the sender's ring to this rank: its offset
+
+}  // namespace
 
 shm_transport::shm_transport(runtime &r, std::vector<int> local_ranks, int local_index)
     : local_ranks_(std::move(local_ranks)), local_index_(local_index) {
@@ -100,6 +110,12 @@ void shm_transport::expose(vc &to, request &r, rts_payload &where) {
 // slow on virtual machines, and the sender's idle core copies through the
 // pipeline faster. Measured in bench/README.md.
 bool shm_transport::cma_wanted(std::size_t bytes) const {
+  return cma_chosen(bytes);
+}
+
+namespace {
+
+bool cma_chosen(std::size_t bytes) {
   switch (rt->config.engine) {
     case rndv_engine::cma:
       return true;
@@ -111,6 +127,8 @@ bool shm_transport::cma_wanted(std::size_t bytes) const {
   }
   return false;
 }
+
+}  // namespace
 
 xfer shm_transport::read(vc &from, const rts_payload &where, std::byte *to, std::size_t bytes,
                          std::uint64_t cookie) {
@@ -131,6 +149,234 @@ std::string shm_transport::describe() const {
   return "shm: node segment " + name_ + ", " + std::to_string(local_ranks_.size()) +
          " local ranks (index " + std::to_string(local_index_) + "), cma " +
          (cma ? "permitted" : "refused");
+}
+
+}  // namespace iris::device
+
+namespace iris::device {
+
+// ---- shm_queue_transport --------------------------------------------------
+
+shm_queue_transport::shm_queue_transport(runtime &r, std::vector<int> local_ranks, int local_index)
+    : local_ranks_(std::move(local_ranks)), local_index_(local_index) {
+  shape_ = shm::node_shape{static_cast<int>(local_ranks_.size()), r.config.shm_queue_cells,
+                           r.config.shm_ring_size, r.config.shm_pool_size};
+  busy_packets_ = r.config.shm_busy_packets;
+  name_ =
+      "/" + pmi::shm_name_prefix(r.pmi->job_id()) + "node" + std::to_string(r.pmi->node_of(r.rank));
+  if (local_index_ == 0) segment_ = shm::node_segment::create(name_, shape_);
+  r.pmi->put("iris.cma", shm::cma::card());
+}
+
+void shm_queue_transport::connect(runtime &r) {
+  const int local_size = static_cast<int>(local_ranks_.size());
+  if (local_index_ != 0) segment_ = shm::node_segment::attach(name_, shape_);
+  segment_->mark_attached();
+  placement_ = segment_->place_queue(local_index_);
+  inbox_ = segment_->queue_of(local_index_);
+  bool cma = false;
+  try {
+    const int probe_peer = local_ranks_[static_cast<std::size_t>((local_index_ + 1) % local_size)];
+    cma = shm::cma::permitted(r.pmi->get(probe_peer, "iris.cma"));
+  } catch (const std::exception &) {
+    cma = false;  // no card: use the pipeline
+  }
+  // A pair without a ring sends everything through the queue: every record
+  // must fit one (half the queue).
+  const std::size_t queue_payload =
+      shm::queue_max_record(shape_.queue_cells) - sizeof(packet_header);
+  const std::size_t fragment = std::min(r.config.shm_fragment_size, queue_payload);
+  const std::size_t eager_limit = std::min(r.config.eager_limit, queue_payload);
+  slot_of_local_.assign(static_cast<std::size_t>(local_size), -1);
+  peers_.reserve(static_cast<std::size_t>(local_size - 1));
+  active_.reserve(static_cast<std::size_t>(local_size - 1));
+  for (int i = 0; i < local_size; ++i) {
+    if (i == local_index_) continue;
+    const int world = local_ranks_[static_cast<std::size_t>(i)];
+    vc &v = r.vcs[static_cast<std::size_t>(world)];
+    v.via = this;
+    v.slot = static_cast<int>(peers_.size());
+    v.fragment = fragment;
+    v.credits = v.window = r.config.eager_window;
+    v.eager_limit = eager_limit;
+    slot_of_local_[static_cast<std::size_t>(i)] = v.slot;
+    peer p;
+    p.world_rank = world;
+    p.local = i;
+    p.queue = segment_->queue_to(i);
+    p.cma = cma;
+    peers_.push_back(std::move(p));
+  }
+}
+
+// A pair is busy once it sent busy_packets_ packets through the queue, or
+// at once for a packet longer than a cell. A ring that cannot be had (pool
+// spent, /dev/shm full) leaves the pair on the queue for good.
+void shm_queue_transport::take_ring(peer &p) {
+  const std::optional<std::uint64_t> offset = segment_->ring_take();
+  if (!offset) {
+    p.via = route::queue_only;
+    ++rings_refused_;
+    return;
+  }
+  p.ring_offset = *offset;
+  p.tx = segment_->ring_sender_at(*offset);
+  p.via = route::announcing;
+}
+
+xfer shm_queue_transport::send(vc &to, const packet_header &h, std::span<const iovec> payload) {
+  peer &p = peers_[static_cast<std::size_t>(to.slot)];
+  std::size_t bytes = 0;
+  for (const iovec &part : payload) bytes += part.iov_len;
+  if (p.via == route::ring) {
+    std::byte *slot = p.tx.reserve(sizeof(h) + bytes);
+    if (slot == nullptr) return xfer::retry;
+    std::memcpy(slot, &h, sizeof(h));
+    slot += sizeof(h);
+    for (const iovec &part : payload) {
+      std::memcpy(slot, part.iov_base, part.iov_len);
+      slot += part.iov_len;
+    }
+    p.tx.commit();
+    return xfer::done;
+  }
+  if (p.via == route::queue &&
+      (p.queued >= busy_packets_ || sizeof(h) + bytes > shm::queue_cell_payload)) {
+    take_ring(p);
+  }
+  if (p.via == route::announcing) {
+    // The announcement goes behind every packet this rank queued to the
+    // peer; the peer polls the ring only once it took the announcement, so
+    // the pair's order holds across the switch.
+    const iovec where{&p.ring_offset, sizeof(p.ring_offset)};
+    if (!p.queue.push(static_cast<std::uint16_t>(local_index_), record_ring, {&where, 1})) {
+      return xfer::retry;
+    }
+    p.via = route::ring;
+    ++rings_sent_;
+    return send(to, h, payload);
+  }
+  return send_queued(p, h, payload, bytes);
+}
+
+xfer shm_queue_transport::send_queued(peer &p, const packet_header &h,
+                                      std::span<const iovec> payload, std::size_t bytes) {
+  (void)bytes;
+  iovec parts[3];
+  parts[0] = {const_cast<packet_header *>(&h), sizeof(h)};
+  const std::size_t n = std::min<std::size_t>(payload.size(), 2);
+  std::copy_n(payload.begin(), n, parts + 1);
+  if (!p.queue.push(static_cast<std::uint16_t>(local_index_), record_packet, {parts, n + 1})) {
+    return xfer::retry;
+  }
+  ++p.queued;
+  ++queued_packets_;
+  return xfer::done;
+}
+
+void shm_queue_transport::deliver(int world_rank, const std::byte *bytes, std::size_t length) {
+  if (length < sizeof(packet_header)) {
+    fatal("progress", "corrupt record in the shared-memory queue from rank %d", world_rank);
+  }
+  packet_header h;
+  std::memcpy(&h, bytes, sizeof(h));
+  const char *why = packet_deliver(rt->vcs[static_cast<std::size_t>(world_rank)], h,
+                                   bytes + sizeof(h), length - sizeof(h));
+  if (why != nullptr) {
+    fatal("progress", "bad packet from rank %d over shared memory: %s", world_rank, why);
+  }
+}
+
+int shm_queue_transport::drain_queue(int budget) {
+  int handled = 0;
+  for (; handled < budget; ++handled) {
+    shm::queue_record record{};
+    const shm::peek_status status = inbox_.peek(record);
+    if (status == shm::peek_status::empty) break;
+    const int slot = record.from < slot_of_local_.size() ? slot_of_local_[record.from] : -1;
+    if (status == shm::peek_status::corrupt || slot < 0) {
+      fatal("progress", "corrupt record in this rank's shared-memory queue (from local rank %d)",
+            static_cast<int>(record.from));
+    }
+    peer &p = peers_[static_cast<std::size_t>(slot)];
+    if (record.kind == record_ring) {
+      std::uint64_t offset = 0;
+      if (record.length == sizeof(offset)) std::memcpy(&offset, record.bytes, sizeof(offset));
+      if (record.length != sizeof(offset) || !segment_->is_ring_offset(offset) || p.rx.attached()) {
+        fatal("progress", "bad ring announcement from rank %d over shared memory", p.world_rank);
+      }
+      p.rx = segment_->ring_receiver_at(offset);
+      active_.push_back(&p);
+    } else if (record.kind == record_packet) {
+      deliver(p.world_rank, record.bytes, record.length);
+    } else {
+      fatal("progress", "record of unknown kind %d in the shared-memory queue from rank %d",
+            static_cast<int>(record.kind), p.world_rank);
+    }
+    inbox_.consume();
+  }
+  return handled;
+}
+
+int shm_queue_transport::drain_ring(peer &p, int budget) {
+  int handled = 0;
+  for (; handled < budget; ++handled) {
+    shm::record_view record{};
+    const shm::peek_status status = p.rx.peek(record);
+    if (status == shm::peek_status::empty) break;
+    if (status == shm::peek_status::corrupt) {
+      fatal("progress", "corrupt record in the shared-memory ring from rank %d", p.world_rank);
+    }
+    deliver(p.world_rank, record.bytes, record.length);
+    p.rx.consume();
+  }
+  return handled;
+}
+
+int shm_queue_transport::poll(int budget) {
+  int events = drain_queue(budget);
+  for (peer *p : active_) events += drain_ring(*p, budget);
+  return events;
+}
+
+void shm_queue_transport::expose(vc &to, request &r, rts_payload &where) {
+  (void)to;
+  where.pid = rt->pid;
+  where.address = reinterpret_cast<std::uint64_t>(r.buffer);
+}
+
+bool shm_queue_transport::cma_wanted(std::size_t bytes) const {
+  return cma_chosen(bytes);
+}
+
+xfer shm_queue_transport::read(vc &from, const rts_payload &where, std::byte *to, std::size_t bytes,
+                               std::uint64_t cookie) {
+  (void)cookie;
+  peer &p = peers_[static_cast<std::size_t>(from.slot)];
+  if (!p.cma || !cma_wanted(bytes)) return xfer::retry;
+  if (!shm::cma::read(where.pid, where.address, to, bytes)) {
+    p.cma = false;  // the kernel refused a read: stop trying with this peer
+    return xfer::retry;
+  }
+  ++rt->stats.rendezvous_cma;
+  return xfer::done;
+}
+
+std::string shm_queue_transport::describe() const {
+  bool cma = false;
+  for (const peer &p : peers_) cma = cma || p.cma;
+  return "shm: node segment " + name_ + ", " + std::to_string(local_ranks_.size()) +
+         " local ranks (index " + std::to_string(local_index_) + "), receive queues of " +
+         std::to_string(shape_.queue_cells) + " cells, pool of " +
+         std::to_string(shape_.pool_slots()) + " rings, " + placement_ + ", cma " +
+         (cma ? "permitted" : "refused");
+}
+
+std::string shm_queue_transport::statistics() const {
+  return "shm: packets through queues " + std::to_string(queued_packets_) + ", rings announced " +
+         std::to_string(rings_sent_) + ", refused " + std::to_string(rings_refused_) +
+         ", rings polled " + std::to_string(active_.size()) +
+         (segment_->pool_closed() ? ", pool closed: /dev/shm full" : "");
 }
 
 }  // namespace iris::device

@@ -34,7 +34,23 @@ constexpr tunable table[] = {
      "with IRIS_RNDV_ENGINE=auto, from this size up a rank that is not sending itself lets the "
      "sender copy through the pipeline instead of reading with cma"},
     {"IRIS_SHM_RING_SIZE", 256 * 1024, 256, 1 << 30, nullptr,
-     "bytes of each shared-memory ring (one per ordered pair of ranks on a node); a power of two"},
+     "bytes of each shared-memory ring (one per ordered pair of ranks on a node of at most "
+     "IRIS_SHM_DENSE_RANKS ranks, else one per busy pair, from the pool); a power of two"},
+    {"IRIS_SHM_DENSE_RANKS", 8, 0, 1 << 16, nullptr,
+     "a node with at most this many ranks reserves one ring per ordered pair at start-up "
+     "(fastest for few ranks; memory grows with the square of the ranks); a larger node gives "
+     "each rank a receive queue and pair rings from a pool (shm/README.md). 0: always queues"},
+    {"IRIS_SHM_QUEUE_CELLS", 256, 16, 1 << 24, nullptr,
+     "cells of 256 bytes in each rank's shared-memory receive queue (a power of two), reserved "
+     "at start-up; on large nodes the eager limit and the fragment size are capped at half "
+     "the queue"},
+    {"IRIS_SHM_POOL_SIZE", 128 * 1024 * 1024, 0, std::int64_t{1} << 40, nullptr,
+     "most bytes of pair rings (IRIS_SHM_RING_SIZE each) a node holds beyond the receive queues; "
+     "reserved one ring at a time while the job runs. Once spent (or /dev/shm is full) pairs "
+     "keep using the queues"},
+    {"IRIS_SHM_BUSY_PACKETS", 64, 0, 1 << 30, nullptr,
+     "packets a rank sends to one peer of its node through the peer's queue before it takes a "
+     "pair ring from the pool (a packet that does not fit one queue cell takes one at once)"},
     {"IRIS_SHM_FRAGMENT_SIZE", 32 * 1024, 64, 1 << 29, nullptr,
      "largest payload of one shared-memory record; rendezvous data is streamed in pieces of "
      "this size (capped at half the ring)"},
@@ -152,6 +168,10 @@ settings settings_load() {
   settings s{};
   s.shm_ring_size = static_cast<std::size_t>(value_of("IRIS_SHM_RING_SIZE"));
   s.shm_fragment_size = static_cast<std::size_t>(value_of("IRIS_SHM_FRAGMENT_SIZE"));
+  s.shm_dense_ranks = static_cast<int>(value_of("IRIS_SHM_DENSE_RANKS"));
+  s.shm_queue_cells = static_cast<std::size_t>(value_of("IRIS_SHM_QUEUE_CELLS"));
+  s.shm_pool_size = static_cast<std::size_t>(value_of("IRIS_SHM_POOL_SIZE"));
+  s.shm_busy_packets = static_cast<std::uint64_t>(value_of("IRIS_SHM_BUSY_PACKETS"));
   s.eager_limit = static_cast<std::size_t>(value_of("IRIS_EAGER_LIMIT"));
   s.eager_window = static_cast<int>(value_of("IRIS_EAGER_WINDOW") / 64);
   s.engine = static_cast<rndv_engine>(value_of("IRIS_RNDV_ENGINE"));

@@ -37,6 +37,10 @@ enum class rndv_engine : std::uint8_t { automatic = 0, cma = 1, pipeline = 2 };
 struct settings {
   std::size_t shm_ring_size;
   std::size_t shm_fragment_size;
+  int shm_dense_ranks;             // at most this many local ranks: a ring per pair
+  std::size_t shm_queue_cells;     // cells of each rank's receive queue
+  std::size_t shm_pool_size;       // most bytes of pooled pair rings per node
+  std::uint64_t shm_busy_packets;  // queued packets to one peer before a pair ring
   std::size_t eager_limit;
   int eager_window;  // credit units (IRIS_EAGER_WINDOW / credit_unit)
   rndv_engine engine;

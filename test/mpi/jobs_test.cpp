@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <iterator>
 #include <string>
 #include <tuple>
@@ -70,6 +71,21 @@ const protocol_config configs[] = {
      {{"IRIS_EAGER_WINDOW", "4096"},
       {"IRIS_SHM_RING_SIZE", "1024"},
       {"IRIS_SHM_FRAGMENT_SIZE", "64"}}},
+    // The receive queues of large nodes, at small rank counts: a pair
+    // switches to a pool ring after four packets, and the pool (7 rings)
+    // runs out at 4 and 8 ranks, so that some pairs stay on the queues.
+    {"queues",
+     {{"IRIS_SHM_DENSE_RANKS", "0"}, {"IRIS_SHM_BUSY_PACKETS", "4"}, {"IRIS_SHM_POOL_SIZE", "2M"}}},
+    // No pool at all, queues of 16 cells (records of at most 8 cells) and
+    // one credit: everything through queues that fill constantly.
+    {"queues_starved",
+     {{"IRIS_SHM_DENSE_RANKS", "0"},
+      {"IRIS_SHM_POOL_SIZE", "0"},
+      {"IRIS_SHM_QUEUE_CELLS", "16"},
+      {"IRIS_EAGER_WINDOW", "128"}},
+     1,
+     "",
+     4},
     {"tcp", {{"IRIS_SHM", "0"}, {"IRIS_NETMOD", "tcp"}}, 1, "tcp"},
     // Through the netmod with one credit and 64-byte rendezvous fragments.
     {"tcp_starved",
@@ -535,6 +551,110 @@ TEST_F(FailureTest, FullDevShmIsAClearErrorNotASigbus) {
   EXPECT_EQ(r.signal, 0);
   EXPECT_NE(r.output.find("/dev/shm"), std::string::npos) << r.output;
   EXPECT_EQ(r.output.find("Bus error"), std::string::npos) << r.output;
+}
+
+// ---- Large nodes: receive queues and pooled pair rings ----------------------
+
+// The sum over every rank's IRIS_STATS line of the number after `what`.
+long long stats_sum(const std::string &output, const std::string &what) {
+  long long sum = 0;
+  for (std::size_t at = output.find(what); at != std::string::npos;
+       at = output.find(what, at + 1)) {
+    sum += std::atoll(output.c_str() + at + what.size());
+  }
+  return sum;
+}
+
+class LargeJobTest : public FailureTest {};
+
+// 64 and 128 ranks on one node, oversubscribed: the default layout for
+// large nodes (queues, rings for busy pairs), in one configuration only.
+TEST_F(LargeJobTest, RingAndAllPairsAt64And128Ranks) {
+  for (int ranks : {64, 128}) {
+    const run_result ring = job(ranks, "ring", {}, {}, 300);
+    ASSERT_EQ(ring.exit_code, 0) << ring.output;
+    EXPECT_NE(ring.output.find("ring of " + std::to_string(ranks) + " ranks"), std::string::npos)
+        << ring.output;
+    // Small messages to everyone (queues only), then eager messages that
+    // take rings and rendezvous ones read with CMA or pipelined.
+    const std::string sizes = ranks == 64 ? "8,4000,20000" : "8,4000";
+    const run_result all = job(ranks, "allpairs", {"2", sizes},
+                               {{"IRIS_STATS", "1"}, {"IRIS_SHM_BUSY_PACKETS", "2"}}, 300);
+    ASSERT_EQ(all.exit_code, 0) << all.output;
+    EXPECT_NE(all.output.find("allpairs: " + std::to_string(ranks) + " ranks, 2 rounds of sizes " +
+                              sizes + ", all bytes checked"),
+              std::string::npos)
+        << all.output;
+    EXPECT_GT(stats_sum(all.output, "rings announced "), 0) << all.output;
+    EXPECT_GT(stats_sum(all.output, "packets through queues "), 0) << all.output;
+  }
+}
+
+// A pool of three rings for 16 ranks exchanging with everyone: most pairs
+// are refused a ring and keep the queue, long records and all; nothing is
+// lost.
+TEST_F(LargeJobTest, ASpentPoolLeavesPairsOnTheQueuesAndLosesNothing) {
+  const run_result r = job(16, "allpairs", {"3", "8,20000,100000"},
+                           {{"IRIS_SHM_DENSE_RANKS", "0"},
+                            {"IRIS_SHM_POOL_SIZE", "800k"},
+                            {"IRIS_SHM_BUSY_PACKETS", "0"},
+                            {"IRIS_RNDV_ENGINE", "pipeline"},
+                            {"IRIS_STATS", "1"}},
+                           120);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(
+      r.output.find("allpairs: 16 ranks, 3 rounds of sizes 8,20000,100000, all bytes checked"),
+      std::string::npos)
+      << r.output;
+  EXPECT_EQ(stats_sum(r.output, "rings announced "), 3) << r.output;
+  EXPECT_EQ(stats_sum(r.output, "refused "), 16 * 15 - 3) << r.output;
+}
+
+// A private /dev/shm that holds the receive queues of 16 ranks (4 MiB with
+// 1024 cells each) and
+// at most seven rings more: growth stops at a full /dev/shm, never with a
+// SIGBUS, and the job completes through the queues.
+TEST_F(LargeJobTest, AFullDevShmAtGrowthLeavesPairsOnTheQueues) {
+  const run_result probe = run({"/usr/bin/unshare", "-m", "/bin/true"}, 10);
+  if (probe.exit_code != 0) GTEST_SKIP() << "unshare -m is not permitted here: " << probe.output;
+  const std::string script =
+      "mount -t tmpfs -o size=6m iris-test /dev/shm && IRIS_SHM_DENSE_RANKS=0 "
+      "IRIS_SHM_QUEUE_CELLS=1024 "
+      "IRIS_SHM_BUSY_PACKETS=0 IRIS_RNDV_ENGINE=pipeline IRIS_STATS=1 exec " +
+      mpiexec + " -n 16 " + programs + "/allpairs 2 8,20000,100000";
+  const run_result r = run({"/usr/bin/unshare", "-m", "/bin/sh", "-c", script}, 120);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(r.signal, 0);
+  EXPECT_NE(
+      r.output.find("allpairs: 16 ranks, 2 rounds of sizes 8,20000,100000, all bytes checked"),
+      std::string::npos)
+      << r.output;
+  EXPECT_EQ(r.output.find("Bus error"), std::string::npos) << r.output;
+  const long long rings = stats_sum(r.output, "rings announced ");
+  EXPECT_GT(rings, 0) << r.output;
+  EXPECT_LE(rings, 7) << "6 MiB cannot hold more rings\n" << r.output;
+  EXPECT_NE(r.output.find("pool closed: /dev/shm full"), std::string::npos) << r.output;
+}
+
+// When /dev/shm cannot hold even the receive queues (16 ranks of 1024
+// cells: 4 MiB), MPI_Init says so in one line: who, what, how much, which
+// setting.
+TEST_F(LargeJobTest, DevShmTooSmallForTheQueuesIsOneClearLine) {
+  const run_result probe = run({"/usr/bin/unshare", "-m", "/bin/true"}, 10);
+  if (probe.exit_code != 0) GTEST_SKIP() << "unshare -m is not permitted here: " << probe.output;
+  const std::string script = "mount -t tmpfs -o size=1m iris-test /dev/shm && exec " + mpiexec +
+                             " -n 16 " + programs + "/ring";
+  const run_result r = run({"/usr/bin/unshare", "-m", "/bin/sh", "-c", script}, 60,
+                           {{"IRIS_SHM_DENSE_RANKS", "0"}, {"IRIS_SHM_QUEUE_CELLS", "1024"}});
+  EXPECT_NE(r.exit_code, 0) << r.output;
+  EXPECT_FALSE(r.timed_out);
+  EXPECT_EQ(r.signal, 0);
+  EXPECT_NE(r.output.find("iris: rank 0: MPI_Init: /dev/shm has "), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("free but the receive queues of 16 ranks in /iris-"), std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("need 4.0 MiB; enlarge /dev/shm or lower IRIS_SHM_QUEUE_CELLS"),
+            std::string::npos)
+      << r.output;
 }
 
 // A kernel that refuses CMA: the start-up probe sees it and rendezvous uses
