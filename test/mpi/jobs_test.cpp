@@ -565,6 +565,45 @@ long long stats_sum(const std::string &output, const std::string &what) {
   return sum;
 }
 
+// ---- Sleeping waiters (shm/bell.hpp) ----------------------------------------
+
+// Ranks that sleep as soon as they are idle, with a 10-minute safety timeout:
+// a lost wake-up would hang the job past its 120 s limit. Over both shm
+// transports (per-pair rings, receive queues), in the programs with the
+// most waiting: every sleep must end by a wake.
+TEST_F(FailureTest, IdleRanksSleepAndEveryWakeArrives) {
+  const env_list sleepy = {{"IRIS_SLEEP", "1"},
+                           {"IRIS_SLEEP_AFTER", "0"},
+                           {"IRIS_SPIN_COUNT", "0"},
+                           {"IRIS_SLEEP_TIMEOUT", "600000"},
+                           {"IRIS_STATS", "1"}};
+  for (const env_list &layout :
+       {env_list{}, env_list{{"IRIS_SHM_DENSE_RANKS", "0"}, {"IRIS_SHM_BUSY_PACKETS", "4"}}}) {
+    for (const char *program : {"storm", "p2p", "coll", "modes"}) {
+      env_list env = sleepy;
+      env.insert(env.end(), layout.begin(), layout.end());
+      const run_result r = job(8, program, {}, env, 120);
+      ASSERT_EQ(r.exit_code, 0) << program << "\n" << r.output;
+      EXPECT_GT(stats_sum(r.output, "slept "), 0) << program << "\n" << r.output;
+      EXPECT_EQ(stats_sum(r.output, "times ("), 0) << program << "\n" << r.output;
+    }
+  }
+}
+
+// IRIS_SLEEP=0 keeps every rank awake; with a peer on another node (the
+// netmod cannot ring a bell) nobody sleeps even when asked to.
+TEST_F(FailureTest, NobodySleepsWhenToldNotToOrWhenANetmodPeerCouldNotWakeIt) {
+  const run_result off = job(8, "storm", {}, {{"IRIS_SLEEP", "0"}, {"IRIS_STATS", "1"}}, 120);
+  ASSERT_EQ(off.exit_code, 0) << off.output;
+  EXPECT_EQ(occurrences(off.output, "slept 0 times"), 8U) << off.output;
+  const run_result mixed = job(
+      4, "storm", {},
+      {{"IRIS_SLEEP", "1"}, {"IRIS_SLEEP_AFTER", "0"}, {"IRIS_NETMOD", "tcp"}, {"IRIS_STATS", "1"}},
+      120, 2);
+  ASSERT_EQ(mixed.exit_code, 0) << mixed.output;
+  EXPECT_EQ(occurrences(mixed.output, "slept 0 times"), 4U) << mixed.output;
+}
+
 class LargeJobTest : public FailureTest {};
 
 // 64 and 128 ranks on one node, oversubscribed: the default layout for
