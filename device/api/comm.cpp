@@ -288,7 +288,7 @@ int MPI_Comm_create_group(MPI_Comm comm, MPI_Group handle, int tag, MPI_Comm *ne
                                        c->world_rank.begin()));
   }
   const int agree_tag =
-      device::tag_create_group_base + tag % (INT_MAX - device::tag_create_group_base);
+      device::tag_create_group_base + tag % (device::tag_nbc_base - device::tag_create_group_base);
   const std::uint32_t context = device::context_agree_among(*c, members, agree_tag);
   *newcomm = device::comm_register(g->world_ranks, context, c->errhandler);
   return MPI_SUCCESS;
