@@ -29,14 +29,16 @@ std::size_t schedules_active = 0;
 
 schedule::schedule(communicator &comm)
     : comm_(&comm),
-      tag_(tag_nbc_base + static_cast<int>((comm.nbc_sequence++ & nbc_sequence_mask) << 8)) {}
+      tag_(tag_nbc_base + static_cast<int>((comm.nbc_sequence++ & nbc_sequence_mask) << 8)) {
+  if (comm.inter) local_ = std::make_unique<communicator>(inter_local_group(comm));
+}
 
 void schedule::send(const typed_buffer &what, int to, int sub) {
-  steps_.push_back({step_kind::send, what, {}, to, sub});
+  steps_.push_back({step_kind::send, what, {}, to, sub, 0, 0, on_local_});
 }
 
 void schedule::recv(const typed_buffer &where, int from, int sub) {
-  steps_.push_back({step_kind::recv, where, {}, from, sub});
+  steps_.push_back({step_kind::recv, where, {}, from, sub, 0, 0, on_local_});
 }
 
 void schedule::reduce(const typed_buffer &in, const typed_buffer &inout, int op, int datatype) {
@@ -66,13 +68,14 @@ void schedule::restart() {
 void schedule::run(const step &s) {
   request *r = nullptr;
   typed_status status = typed_status::done;
+  const communicator &to = s.local ? *local_ : *comm_;
   switch (s.kind) {
     case step_kind::send:
-      status = typed_send_start(*comm_, comm_->collective_context(), s.a, s.peer, tag_ + s.sub,
+      status = typed_send_start(to, to.collective_context(), s.a, s.peer, tag_ + s.sub,
                                 send_mode::standard, true, r);
       break;
     case step_kind::recv:
-      status = typed_recv_start(*comm_, comm_->collective_context(), s.a, s.peer, tag_ + s.sub, r);
+      status = typed_recv_start(to, to.collective_context(), s.a, s.peer, tag_ + s.sub, r);
       break;
     case step_kind::reduce:
       op_apply(s.op, s.a.base, s.b.base, static_cast<std::size_t>(s.a.count), s.datatype);

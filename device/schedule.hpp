@@ -43,6 +43,12 @@ class schedule {
   explicit schedule(communicator &comm);
 
   const communicator &comm() const { return *comm_; }
+  // Over an intercommunicator, sends and receives name ranks of the remote
+  // group until address_local(true), then ranks of the local group (on its
+  // own collective context), until address_local(false). group() is the
+  // communicator they address now (comm() over an intracommunicator).
+  void address_local(bool local) { on_local_ = local && local_ != nullptr; }
+  const communicator &group() const { return on_local_ ? *local_ : *comm_; }
 
   // Steps, in order. `sub` is a sub-tag (0 .. nbc_sub_tags - 1).
   void send(const typed_buffer &what, int to, int sub = 0);
@@ -73,10 +79,13 @@ class schedule {
     int sub = 0;
     int op = 0;
     int datatype = 0;
+    bool local = false;  // send, recv: to a rank of the local group
   };
   void run(const step &s);
 
   communicator *comm_;
+  std::unique_ptr<communicator> local_;  // an intercommunicator's local group
+  bool on_local_ = false;
   int tag_;
   std::vector<step> steps_;
   std::vector<std::unique_ptr<typed_image>> images_;

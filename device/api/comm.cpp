@@ -10,8 +10,10 @@
 #include "device/api/attr.hpp"
 #include "device/api/check.hpp"
 #include "device/api/info.hpp"
+#include "device/api/nbc.hpp"
 
 using namespace iris;
+namespace nbc = iris::api::nbc;
 using iris::api::communicator;
 
 namespace {
@@ -116,6 +118,9 @@ int MPI_Comm_size(MPI_Comm comm, int *size) {
 }
 
 int MPI_Barrier(MPI_Comm comm) {
+  // Over an intercommunicator: nbc_inter.cpp, waited for here.
+  if (nbc::is_inter(comm))
+    return nbc::ibarrier("MPI_Barrier", comm, MPI_INFO_NULL, nbc::mode::blocking, nullptr);
   communicator *c = nullptr;
   if (int err = api::check_intracomm("MPI_Barrier", comm, c)) return err;
   device::barrier(*c);

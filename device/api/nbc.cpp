@@ -41,21 +41,13 @@ int post(const char *call, communicator &c, std::unique_ptr<schedule> s, mode m,
   return coll::result(call, c, err);
 }
 
-}  // namespace iris::api::nbc
-
-namespace {
-
-using device::typed_buffer;
-using nbc::mode;
-using nbc::schedule;
-
 // Binomial reduction of `src` towards `tree_root`: returns the buffer that
 // holds the result at tree_root (partial results elsewhere). Children's
 // parts arrive together, then combine in rank order relative to tree_root,
 // lower ranks on the left, so that a non-commutative op needs tree_root 0.
 typed_buffer reduce_tree(schedule &s, const typed_buffer &src, MPI_Op op, MPI_Datatype type,
                          int tree_root) {
-  const communicator &c = s.comm();
+  const communicator &c = s.group();
   const int vr = (c.rank - tree_root + c.size) % c.size;
   typed_buffer acc = s.scratch(src.count, *src.type);
   s.copy(src, acc);
@@ -83,7 +75,7 @@ typed_buffer reduce_tree(schedule &s, const typed_buffer &src, MPI_Op op, MPI_Da
 
 // Binomial broadcast of `buf` from `root`, as MPI_Bcast.
 void bcast_tree(schedule &s, const typed_buffer &buf, int root) {
-  const communicator &c = s.comm();
+  const communicator &c = s.group();
   const int vr = (c.rank - root + c.size) % c.size;
   int mask = 1;
   for (; mask < c.size; mask <<= 1) {
@@ -98,6 +90,25 @@ void bcast_tree(schedule &s, const typed_buffer &buf, int root) {
   }
   s.fence();
 }
+
+// Dissemination barrier: in round k signal rank + 2^k, hear from rank - 2^k.
+void barrier_rounds(schedule &s) {
+  const communicator &c = s.group();
+  const typed_buffer none = coll::bytes(nullptr, 0);
+  for (int distance = 1; distance < c.size; distance *= 2) {
+    s.recv(none, (c.rank - distance + c.size) % c.size);
+    s.send(none, (c.rank + distance) % c.size);
+    s.fence();
+  }
+}
+
+}  // namespace iris::api::nbc
+
+namespace {
+
+using device::typed_buffer;
+using nbc::mode;
+using nbc::schedule;
 
 // The checks of MPI_Allreduce and its relatives: op, datatype, count, the
 // receive buffer, and the send buffer unless it is MPI_IN_PLACE.
@@ -125,16 +136,11 @@ namespace iris::api::nbc {
 
 int ibarrier(const char *call, MPI_Comm comm, MPI_Info info, mode m, MPI_Request *request) {
   communicator *c = nullptr;
-  if (int err = api::check_intracomm(call, comm, c)) return err;
+  if (int err = api::check_comm(call, comm, c)) return err;
+  if (c->inter) return inter_barrier(call, *c, info, m, request);
   if (int err = check_request(call, *c, m, info, request)) return err;
   auto s = std::make_unique<schedule>(*c);
-  // Dissemination: in round k signal rank + 2^k, hear from rank - 2^k.
-  const typed_buffer none = coll::bytes(nullptr, 0);
-  for (int distance = 1; distance < c->size; distance *= 2) {
-    s->recv(none, (c->rank - distance + c->size) % c->size);
-    s->send(none, (c->rank + distance) % c->size);
-    s->fence();
-  }
+  barrier_rounds(*s);
   return post(call, *c, std::move(s), m, request);
 }
 
@@ -142,7 +148,8 @@ int ibcast(const char *call, void *buffer, int count, MPI_Datatype datatype, int
            MPI_Comm comm, MPI_Info info, mode m, MPI_Request *request) {
   communicator *c = nullptr;
   typed_buffer data;
-  if (int err = api::check_intracomm(call, comm, c)) return err;
+  if (int err = api::check_comm(call, comm, c)) return err;
+  if (c->inter) return inter_bcast(call, buffer, count, datatype, root, *c, info, m, request);
   if (int err = api::check_typed_buffer(call, *c, buffer, count, datatype, data)) return err;
   if (int err = coll::check_root(call, *c, root)) return err;
   if (int err = check_request(call, *c, m, info, request)) return err;
@@ -154,7 +161,9 @@ int ibcast(const char *call, void *buffer, int count, MPI_Datatype datatype, int
 int ireduce(const char *call, const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype,
             MPI_Op op, int root, MPI_Comm comm, MPI_Info info, mode m, MPI_Request *request) {
   communicator *c = nullptr;
-  if (int err = api::check_intracomm(call, comm, c)) return err;
+  if (int err = api::check_comm(call, comm, c)) return err;
+  if (c->inter)
+    return inter_reduce(call, sendbuf, recvbuf, count, datatype, op, root, *c, info, m, request);
   if (int err = coll::check_root(call, *c, root)) return err;
   if (c->rank == root) {
     if (int err = reduction_checks(call, *c, sendbuf, recvbuf, count, count, datatype, op)) {
@@ -190,7 +199,9 @@ int iallreduce(const char *call, const void *sendbuf, void *recvbuf, int count,
                MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info, mode m,
                MPI_Request *request) {
   communicator *c = nullptr;
-  if (int err = api::check_intracomm(call, comm, c)) return err;
+  if (int err = api::check_comm(call, comm, c)) return err;
+  if (c->inter)
+    return inter_allreduce(call, sendbuf, recvbuf, count, datatype, op, *c, info, m, request);
   if (int err = reduction_checks(call, *c, sendbuf, recvbuf, count, count, datatype, op)) {
     return err;
   }

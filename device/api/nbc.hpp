@@ -30,6 +30,22 @@ int check_request(const char *call, const communicator &c, mode m, MPI_Info info
 int post(const char *call, communicator &c, std::unique_ptr<schedule> s, mode m,
          MPI_Request *request);
 
+// Building blocks over s.group() (nbc.cpp). reduce_tree: binomial reduction
+// of `src` towards `tree_root`, returning the buffer that holds the result
+// there (rank order from tree_root, so a non-commutative op needs 0);
+// bcast_tree: binomial broadcast of `buf` from `root`; barrier_rounds: a
+// dissemination barrier.
+typed_buffer reduce_tree(schedule &s, const typed_buffer &src, MPI_Op op, MPI_Datatype type,
+                         int tree_root);
+void bcast_tree(schedule &s, const typed_buffer &buf, int root);
+void barrier_rounds(schedule &s);
+
+// True when `comm` names an intercommunicator (MPI initialised).
+inline bool is_inter(MPI_Comm comm) {
+  const communicator *c = device::rt != nullptr ? device::comm_lookup(comm) : nullptr;
+  return c != nullptr && c->inter;
+}
+
 // The checked (buffer, count, datatype) as the device sees it.
 inline typed_buffer typed(const void *buf, int count, MPI_Datatype type) {
   return {const_cast<void *>(buf), count, device::dtype_lookup(type)};
@@ -137,5 +153,39 @@ neighbor_args neighbor_alltoallw_args(const void *sendbuf, const int sendcounts[
                                       const MPI_Aint sdispls[], const MPI_Datatype sendtypes[],
                                       void *recvbuf, const int recvcounts[],
                                       const MPI_Aint rdispls[], const MPI_Datatype recvtypes[]);
+
+// The same over an intercommunicator `c` (nbc_inter.cpp).
+int inter_barrier(const char *call, communicator &c, MPI_Info info, mode m, MPI_Request *request);
+int inter_bcast(const char *call, void *buffer, int count, MPI_Datatype datatype, int root,
+                communicator &c, MPI_Info info, mode m, MPI_Request *request);
+int inter_gatherv(const char *call, bool vector, const void *sendbuf, int sendcount,
+                  MPI_Datatype sendtype, void *recvbuf, int recvcount, const int recvcounts[],
+                  const int displs[], MPI_Datatype recvtype, int root, communicator &c,
+                  MPI_Info info, mode m, MPI_Request *request);
+int inter_scatterv(const char *call, bool vector, const void *sendbuf, int sendcount,
+                   const int sendcounts[], const int displs[], MPI_Datatype sendtype, void *recvbuf,
+                   int recvcount, MPI_Datatype recvtype, int root, communicator &c, MPI_Info info,
+                   mode m, MPI_Request *request);
+int inter_allgatherv(const char *call, bool vector, const void *sendbuf, int sendcount,
+                     MPI_Datatype sendtype, void *recvbuf, int recvcount, const int recvcounts[],
+                     const int displs[], MPI_Datatype recvtype, communicator &c, MPI_Info info,
+                     mode m, MPI_Request *request);
+int inter_alltoall(const char *call, const void *sendbuf, int sendcount, MPI_Datatype sendtype,
+                   void *recvbuf, int recvcount, MPI_Datatype recvtype, communicator &c,
+                   MPI_Info info, mode m, MPI_Request *request);
+int inter_alltoallv(const char *call, const void *sendbuf, const int sendcounts[],
+                    const int sdispls[], MPI_Datatype sendtype, void *recvbuf,
+                    const int recvcounts[], const int rdispls[], MPI_Datatype recvtype,
+                    communicator &c, MPI_Info info, mode m, MPI_Request *request);
+int inter_alltoallw(const char *call, const void *sendbuf, const int sendcounts[],
+                    const int sdispls[], const MPI_Datatype sendtypes[], void *recvbuf,
+                    const int recvcounts[], const int rdispls[], const MPI_Datatype recvtypes[],
+                    communicator &c, MPI_Info info, mode m, MPI_Request *request);
+int inter_reduce(const char *call, const void *sendbuf, void *recvbuf, int count,
+                 MPI_Datatype datatype, MPI_Op op, int root, communicator &c, MPI_Info info, mode m,
+                 MPI_Request *request);
+int inter_allreduce(const char *call, const void *sendbuf, void *recvbuf, int count,
+                    MPI_Datatype datatype, MPI_Op op, communicator &c, MPI_Info info, mode m,
+                    MPI_Request *request);
 
 }  // namespace iris::api::nbc

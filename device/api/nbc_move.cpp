@@ -44,7 +44,10 @@ int igatherv(const char *call, bool vector, const void *sendbuf, int sendcount,
   communicator *c = nullptr;
   typed_buffer send;
   typed_buffer recv;
-  if (int err = api::check_intracomm(call, comm, c)) return err;
+  if (int err = api::check_comm(call, comm, c)) return err;
+  if (c->inter)
+    return inter_gatherv(call, vector, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvcounts,
+                         displs, recvtype, root, *c, info, m, request);
   if (int err = coll::check_root(call, *c, root)) return err;
   const bool is_root = c->rank == root;
   const bool in_place = is_root && coll::in_place(sendbuf);
@@ -86,7 +89,10 @@ int iscatterv(const char *call, bool vector, const void *sendbuf, int sendcount,
   communicator *c = nullptr;
   typed_buffer send;
   typed_buffer recv;
-  if (int err = api::check_intracomm(call, comm, c)) return err;
+  if (int err = api::check_comm(call, comm, c)) return err;
+  if (c->inter)
+    return inter_scatterv(call, vector, sendbuf, sendcount, sendcounts, displs, sendtype, recvbuf,
+                          recvcount, recvtype, root, *c, info, m, request);
   if (int err = coll::check_root(call, *c, root)) return err;
   const bool is_root = c->rank == root;
   const bool in_place = is_root && coll::in_place(recvbuf);
@@ -128,7 +134,10 @@ int iallgatherv(const char *call, bool vector, const void *sendbuf, int sendcoun
   communicator *c = nullptr;
   typed_buffer send;
   typed_buffer recv;
-  if (int err = api::check_intracomm(call, comm, c)) return err;
+  if (int err = api::check_comm(call, comm, c)) return err;
+  if (c->inter)
+    return inter_allgatherv(call, vector, sendbuf, sendcount, sendtype, recvbuf, recvcount,
+                            recvcounts, displs, recvtype, *c, info, m, request);
   if (coll::in_place(recvbuf)) return coll::error_in_place(call, *c, "the receive buffer");
   if (int err =
           check_side(call, *c, vector, recvbuf, recvcount, recvcounts, displs, recvtype, recv)) {
@@ -159,7 +168,10 @@ int ialltoall(const char *call, const void *sendbuf, int sendcount, MPI_Datatype
   communicator *c = nullptr;
   typed_buffer send;
   typed_buffer recv;
-  if (int err = api::check_intracomm(call, comm, c)) return err;
+  if (int err = api::check_comm(call, comm, c)) return err;
+  if (c->inter)
+    return inter_alltoall(call, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, *c,
+                          info, m, request);
   if (coll::in_place(recvbuf)) return coll::error_in_place(call, *c, "the receive buffer");
   if (int err = api::check_typed_buffer(call, *c, recvbuf, recvcount, recvtype, recv)) return err;
   const bool in_place = coll::in_place(sendbuf);
@@ -193,7 +205,10 @@ int ialltoallv(const char *call, const void *sendbuf, const int sendcounts[], co
   communicator *c = nullptr;
   typed_buffer send;
   typed_buffer recv;
-  if (int err = api::check_intracomm(call, comm, c)) return err;
+  if (int err = api::check_comm(call, comm, c)) return err;
+  if (c->inter)
+    return inter_alltoallv(call, sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts,
+                           rdispls, recvtype, *c, info, m, request);
   if (coll::in_place(recvbuf)) return coll::error_in_place(call, *c, "the receive buffer");
   if (int err = coll::check_vector(call, *c, recvbuf, recvcounts, rdispls, recvtype, recv)) {
     return err;
@@ -230,7 +245,10 @@ int ialltoallw(const char *call, const void *sendbuf, const int sendcounts[], co
                const int rdispls[], const MPI_Datatype recvtypes[], MPI_Comm comm, MPI_Info info,
                mode m, MPI_Request *request) {
   communicator *c = nullptr;
-  if (int err = api::check_intracomm(call, comm, c)) return err;
+  if (int err = api::check_comm(call, comm, c)) return err;
+  if (c->inter)
+    return inter_alltoallw(call, sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts,
+                           rdispls, recvtypes, *c, info, m, request);
   if (coll::in_place(recvbuf)) return coll::error_in_place(call, *c, "the receive buffer");
   if (int err = check_w(call, *c, c->size, recvbuf, recvcounts, rdispls, recvtypes)) return err;
   const bool in_place = coll::in_place(sendbuf);
