@@ -135,7 +135,8 @@ void schedule_start(request &r) {
   r.active = true;
   r.status_error = MPI_SUCCESS;
   r.sched->restart();
-  if (r.sched->advance()) {
+  if (r.sched->advance()) {  // nothing to wait for (one rank, or no messages)
+    r.status_error = r.sched->error();
     r.complete = true;
     return;
   }
