@@ -523,6 +523,21 @@ static void test_neighbors(void) {
   for (int k = 0; k < 4; ++k) CHECK(got[displs[k]] == nbr[k], "cart allgatherv %d", k);
   MPI_Comm_free(&cart);
 
+  /* A line that does not wrap: the ends' missing neighbours are
+   * MPI_PROC_NULL, and their blocks stay as they were. */
+  int length = size;
+  const int open_ends = 0;
+  MPI_Comm line;
+  MPI_Cart_create(MPI_COMM_WORLD, 1, &length, &open_ends, 0, &line);
+  int lrank = 0;
+  MPI_Comm_rank(line, &lrank);
+  int ends[2] = {-9, -9};
+  MPI_Ineighbor_allgather(&lrank, 1, MPI_INT, ends, 1, MPI_INT, line, &r);
+  wait_one(&r, "line ineighbor_allgather");
+  CHECK(ends[0] == (lrank > 0 ? lrank - 1 : -9), "line allgather below: %d", ends[0]);
+  CHECK(ends[1] == (lrank < size - 1 ? lrank + 1 : -9), "line allgather above: %d", ends[1]);
+  MPI_Comm_free(&line);
+
   MPI_Comm graph;
   const int sources[2] = {(rank - 1 + size) % size, (rank - 2 + 2 * size) % size};
   const int dests[2] = {(rank + 1) % size, (rank + 2) % size};
