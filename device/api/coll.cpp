@@ -349,6 +349,11 @@ int MPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype da
 
 int MPI_Reduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount,
                              MPI_Datatype datatype, MPI_Op op, MPI_Comm comm) {
+  // Over an intercommunicator: nbc_inter.cpp, waited for here.
+  if (nbc::is_inter(comm))
+    return nbc::ireduce_scatter_block("MPI_Reduce_scatter_block", sendbuf, recvbuf, recvcount,
+                                      datatype, op, comm, MPI_INFO_NULL, nbc::mode::blocking,
+                                      nullptr);
   const char *call = "MPI_Reduce_scatter_block";
   communicator *c = nullptr;
   typed_buffer recv;
@@ -384,6 +389,10 @@ int MPI_Reduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount,
 // blocks of their several sizes.
 int MPI_Reduce_scatter(const void *sendbuf, void *recvbuf, const int recvcounts[],
                        MPI_Datatype datatype, MPI_Op op, MPI_Comm comm) {
+  // Over an intercommunicator: nbc_inter.cpp, waited for here.
+  if (nbc::is_inter(comm))
+    return nbc::ireduce_scatter("MPI_Reduce_scatter", sendbuf, recvbuf, recvcounts, datatype, op,
+                                comm, MPI_INFO_NULL, nbc::mode::blocking, nullptr);
   const char *call = "MPI_Reduce_scatter";
   communicator *c = nullptr;
   std::size_t total = 0;

@@ -221,7 +221,10 @@ int ireduce_scatter_block(const char *call, const void *sendbuf, void *recvbuf, 
                           MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info, mode m,
                           MPI_Request *request) {
   communicator *c = nullptr;
-  if (int err = api::check_intracomm(call, comm, c)) return err;
+  if (int err = api::check_comm(call, comm, c)) return err;
+  if (c->inter)
+    return inter_reduce_scatter_block(call, sendbuf, recvbuf, recvcount, datatype, op, *c, info, m,
+                                      request);
   if (recvcount > INT_MAX / c->size) {
     return device::error_raise(c, call, MPI_ERR_COUNT, "recvcount %d times %d ranks is too large",
                                recvcount, c->size);
@@ -249,7 +252,10 @@ int ireduce_scatter(const char *call, const void *sendbuf, void *recvbuf, const 
                     MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info, mode m,
                     MPI_Request *request) {
   communicator *c = nullptr;
-  if (int err = api::check_intracomm(call, comm, c)) return err;
+  if (int err = api::check_comm(call, comm, c)) return err;
+  if (c->inter)
+    return inter_reduce_scatter(call, sendbuf, recvbuf, recvcounts, datatype, op, *c, info, m,
+                                request);
   if (int err = api::check_not_null(call, c, recvcounts, "recvcounts")) return err;
   std::int64_t total = 0;
   for (int i = 0; i < c->size; ++i) {

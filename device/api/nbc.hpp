@@ -187,5 +187,11 @@ int inter_reduce(const char *call, const void *sendbuf, void *recvbuf, int count
 int inter_allreduce(const char *call, const void *sendbuf, void *recvbuf, int count,
                     MPI_Datatype datatype, MPI_Op op, communicator &c, MPI_Info info, mode m,
                     MPI_Request *request);
+int inter_reduce_scatter_block(const char *call, const void *sendbuf, void *recvbuf, int recvcount,
+                               MPI_Datatype datatype, MPI_Op op, communicator &c, MPI_Info info,
+                               mode m, MPI_Request *request);
+int inter_reduce_scatter(const char *call, const void *sendbuf, void *recvbuf,
+                         const int recvcounts[], MPI_Datatype datatype, MPI_Op op, communicator &c,
+                         MPI_Info info, mode m, MPI_Request *request);
 
 }  // namespace iris::api::nbc

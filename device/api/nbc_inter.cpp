@@ -10,9 +10,12 @@
 // The all-to-all kinds exchange directly with every remote rank; a
 // reduction is reduced within the contributing group to its rank 0, which
 // hands it over; Allreduce's leaders swap their groups' results and
-// broadcast them in their own group. Reduce_scatter(_block), Scan and
-// Exscan keep check_intracomm's error (Scan and Exscan are not defined on
-// an intercommunicator; Reduce_scatter is not supported on one yet).
+// broadcast them in their own group, and so do Reduce_scatter(_block)'s,
+// which then scatter them. Scan and Exscan keep check_intracomm's error:
+// they are not defined on an intercommunicator.
+#include <climits>
+#include <vector>
+
 #include "device/api/nbc.hpp"
 
 using namespace iris;
@@ -286,6 +289,82 @@ int inter_allreduce(const char *call, const void *sendbuf, void *recvbuf, int co
   }
   bcast_tree(*s, recv, 0);
   return post(call, c, std::move(s), m, request);
+}
+
+// Reduce_scatter(_block): each group reduces its send buffers (as many
+// elements as its own receive counts add up to: the two groups' totals must
+// agree) to its rank 0; the leaders swap their groups' results; each leader
+// scatters the other group's result over its own group by `counts`.
+int inter_reduce_scatter_counts(const char *call, const void *sendbuf, void *recvbuf,
+                                const std::vector<int> &counts, MPI_Datatype datatype, MPI_Op op,
+                                communicator &c, MPI_Info info, mode m, MPI_Request *request) {
+  std::int64_t total64 = 0;
+  for (int n : counts) total64 += n;
+  if (total64 > INT_MAX) {
+    return device::error_raise(&c, call, MPI_ERR_COUNT, "counts add up to more than INT_MAX");
+  }
+  const int total = static_cast<int>(total64);
+  const int me = c.rank;
+  typed_buffer send;
+  typed_buffer recv;
+  if (int err = no_in_place(call, c, sendbuf, recvbuf)) return err;
+  if (int err = api::check_typed_buffer(call, c, sendbuf, total, datatype, send)) return err;
+  if (int err = api::check_typed_buffer(call, c, recvbuf, counts[static_cast<std::size_t>(me)],
+                                        datatype, recv)) {
+    return err;
+  }
+  if (int err = coll::check_op(call, c, op, datatype)) return err;
+  if (int err = check_request(call, c, m, info, request)) return err;
+  auto s = std::make_unique<schedule>(c);
+  s->address_local(true);
+  const typed_buffer result = reduce_tree(*s, send, op, datatype, 0);
+  if (me != 0) {
+    s->recv(recv, 0);
+    return post(call, c, std::move(s), m, request);
+  }
+  const typed_buffer theirs = s->scratch(total, *send.type);
+  s->address_local(false);
+  s->recv(theirs, 0);
+  s->send(result, 0);
+  s->fence();
+  s->address_local(true);
+  std::int64_t at = 0;
+  for (std::size_t i = 0; i < counts.size(); ++i) {
+    const typed_buffer block = theirs.slice(at, counts[i]);
+    if (i == 0) {
+      s->copy(block, recv);
+    } else {
+      s->send(block, static_cast<int>(i));
+    }
+    at += counts[i];
+  }
+  return post(call, c, std::move(s), m, request);
+}
+
+int inter_reduce_scatter_block(const char *call, const void *sendbuf, void *recvbuf, int recvcount,
+                               MPI_Datatype datatype, MPI_Op op, communicator &c, MPI_Info info,
+                               mode m, MPI_Request *request) {
+  if (recvcount < 0) {
+    return device::error_raise(&c, call, MPI_ERR_COUNT, "negative count %d", recvcount);
+  }
+  return inter_reduce_scatter_counts(
+      call, sendbuf, recvbuf, std::vector<int>(static_cast<std::size_t>(c.local_size()), recvcount),
+      datatype, op, c, info, m, request);
+}
+
+int inter_reduce_scatter(const char *call, const void *sendbuf, void *recvbuf,
+                         const int recvcounts[], MPI_Datatype datatype, MPI_Op op, communicator &c,
+                         MPI_Info info, mode m, MPI_Request *request) {
+  if (int err = api::check_not_null(call, &c, recvcounts, "recvcounts")) return err;
+  std::vector<int> counts(recvcounts, recvcounts + c.local_size());
+  for (std::size_t i = 0; i < counts.size(); ++i) {
+    if (counts[i] < 0) {
+      return device::error_raise(&c, call, MPI_ERR_COUNT, "negative count %d for rank %zu",
+                                 counts[i], i);
+    }
+  }
+  return inter_reduce_scatter_counts(call, sendbuf, recvbuf, counts, datatype, op, c, info, m,
+                                     request);
 }
 
 }  // namespace iris::api::nbc

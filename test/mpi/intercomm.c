@@ -108,6 +108,35 @@ static void inter_collectives(MPI_Comm inter) {
     const int peer = even ? 2 * i + 1 : 2 * i;
     CHECK(out[i] == peer * 100 + me, "inter alltoall [%d] = %d", i, out[i]);
   }
+  /* Reduce_scatter_block and Reduce_scatter: each group reduces
+   * (local size x count) elements, w + j from world rank w, and the other
+   * group gets them in blocks; the counts make both totals local x remote. */
+  int lsize = 0;
+  MPI_Comm_size(inter, &lsize);
+  const int count = rsize;
+  int *send = malloc(sizeof(int) * (size_t)(lsize * count));
+  int *got = malloc(sizeof(int) * (size_t)count);
+  int *counts = malloc(sizeof(int) * (size_t)lsize);
+  int others = 0; /* the sum of the other group's world ranks */
+  for (int i = 0; i < rsize; ++i) others += even ? 2 * i + 1 : 2 * i;
+  for (int j = 0; j < lsize * count; ++j) send[j] = rank + j;
+  for (int k = 0; k < lsize; ++k) counts[k] = count;
+  for (int v = 0; v < 2; ++v) {
+    for (int j = 0; j < count; ++j) got[j] = -1;
+    if (v) {
+      MPI_Reduce_scatter(send, got, counts, MPI_INT, MPI_SUM, inter);
+    } else {
+      MPI_Reduce_scatter_block(send, got, count, MPI_INT, MPI_SUM, inter);
+    }
+    for (int j = 0; j < count; ++j) {
+      const int at = me * count + j;
+      CHECK(got[j] == others + rsize * at, "inter reduce_scatter%s [%d] = %d", v ? "" : "_block", j,
+            got[j]);
+    }
+  }
+  free(send);
+  free(got);
+  free(counts);
   /* Scan is not defined over an intercommunicator. */
   MPI_Comm_set_errhandler(inter, MPI_ERRORS_RETURN);
   const int err = MPI_Scan(&rank, &sum, 1, MPI_INT, MPI_SUM, inter);
