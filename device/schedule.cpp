@@ -19,8 +19,9 @@ std::vector<request *> &started() {
   return list;
 }
 
-// schedule_progress runs sends and receives, which never poll; this guards
-// against a future path that would, so that no schedule advances twice.
+// schedule_progress runs inside progress_poll, where a send never polls
+// again (credit_short_poll); this makes that a rule here too, so that no
+// schedule advances from inside its own advance.
 bool advancing = false;
 
 }  // namespace
