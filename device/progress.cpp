@@ -2,6 +2,7 @@
 
 #include <sched.h>
 
+#include "device/schedule.hpp"
 #include "device/send.hpp"
 #include "shm/bell.hpp"
 
@@ -31,6 +32,7 @@ int progress_poll() {
   int events = 0;
   for (transport *t : rt->polled) events += t->poll(rt->config.poll_batch);
   if (!rt->sending.empty()) events += push_sends();
+  if (schedules_active != 0) events += schedule_progress();
   rt->polling = false;
   return events;
 }

@@ -57,7 +57,7 @@ int request_finish(MPI_Request *handle, MPI_Status *status) {
   device::request &r = live(*handle);
   device::typed_recv_finish(r);
   api::status_fill(status, r);
-  const int error = r.kind == device::request_kind::recv ? r.status_error : MPI_SUCCESS;
+  const int error = r.kind != device::request_kind::send ? r.status_error : MPI_SUCCESS;
   if (r.persistent.op != device::persistent_op::none) {
     r.active = false;
     return error;

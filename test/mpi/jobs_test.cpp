@@ -285,6 +285,51 @@ TEST(SplitType, FollowsTheNodesMpiexecMade) {
   }
 }
 
+// Nonblocking, persistent and neighbourhood collectives (nbc.c) at 2, 4 and 8
+// ranks over shm, over tcp alone and mixed (two nodes), and at 4 ranks with
+// one credit and 64-byte fragments (every schedule message by rendezvous):
+// run here rather than in every configuration of JobTest, which would add
+// about sixty jobs for paths these reach. The ASan pass skips EightRanks.
+void run_nbc(bool eight) {
+  const bool tcp = netmods_built.find(",tcp,") != std::string::npos;
+  struct run_case {
+    env_list env;
+    int nodes;
+    std::vector<int> ranks;
+    bool needs_tcp;
+  };
+  const run_case cases[] = {
+      {{}, 1, {2, 4, 8}, false},
+      {{{"IRIS_SHM", "0"}, {"IRIS_NETMOD", "tcp"}}, 1, {2, 4, 8}, true},
+      {{{"IRIS_NETMOD", "tcp"}}, 2, {4}, true},
+      {{{"IRIS_EAGER_WINDOW", "128"},
+        {"IRIS_SHM_RING_SIZE", "1024"},
+        {"IRIS_SHM_FRAGMENT_SIZE", "64"}},
+       1,
+       {4},
+       false},
+  };
+  for (const run_case &c : cases) {
+    if (c.needs_tcp && !tcp) continue;
+    for (int ranks : c.ranks) {
+      if ((ranks == 8) != eight) continue;
+      const run_result r = job(ranks, "nbc", {}, c.env, 120, c.nodes);
+      ASSERT_EQ(r.exit_code, 0) << ranks << " ranks, " << c.nodes << " nodes\n" << r.output;
+      EXPECT_NE(r.output.find("nbc: all checks passed on " + std::to_string(ranks) + " ranks"),
+                std::string::npos)
+          << r.output;
+    }
+  }
+}
+
+TEST(NonblockingCollectives, TwoAndFourRanks) {
+  run_nbc(false);
+}
+
+TEST(NonblockingCollectives, EightRanks) {
+  run_nbc(true);
+}
+
 class FailureTest : public ::testing::Test {
  protected:
   void TearDown() override {
