@@ -5,6 +5,7 @@
 #include "device/recv.hpp"
 #include "device/runtime.hpp"
 #include "device/send.hpp"
+#include "device/threading.hpp"
 
 namespace iris::device {
 
@@ -20,9 +21,8 @@ namespace {
 // heard twice through different paths do no harm; after ceil(log2 n)
 // rounds every member holds the maximum of all.
 template <typename RankOf>
-std::uint32_t agree(const communicator &parent, int n, int me, RankOf rank_of, int tag) {
-  std::uint32_t agreed = rt->next_context;
-  ++rt->agreeing;  // peers may send on the agreed context before this rank is done
+std::uint32_t agree_max(const communicator &parent, int n, int me, RankOf rank_of, int tag,
+                        std::uint32_t agreed) {
   for (int distance = 1; distance < n; distance *= 2) {
     const int to = rank_of((me + distance) % n);
     const int from = rank_of((me - distance + n) % n);
@@ -34,7 +34,42 @@ std::uint32_t agree(const communicator &parent, int n, int me, RankOf rank_of, i
     request_wait_release(recv);
     agreed = std::max(agreed, heard);
   }
-  rt->next_context = agreed + 2;  // point-to-point and collective contexts
+  return agreed;
+}
+
+// Under MPI_THREAD_MULTIPLE, agreements on different parents may run at once
+// in one process (each waits with the call lock given up), and two of them
+// may settle on the same value. A proposal is therefore only tentative until
+// a second round finds that no member saw it clash: with a context already
+// handed out, or with another agreement's tentative value that was there
+// first (so of two clashing agreements at least one goes on). Those that
+// clashed anywhere try again above the value.
+bool context_clashes(std::uint32_t agreed) {
+  const auto near = [agreed](std::uint32_t c) { return c + 1 >= agreed && c <= agreed + 1; };
+  return std::any_of(rt->contexts_tentative.begin(), rt->contexts_tentative.end(), near) ||
+         std::any_of(rt->contexts_agreed.begin(), rt->contexts_agreed.end(), near);
+}
+
+template <typename RankOf>
+std::uint32_t agree(const communicator &parent, int n, int me, RankOf rank_of, int tag) {
+  ++rt->agreeing;  // peers may send on the agreed context before this rank is done
+  std::uint32_t floor = 0;
+  std::uint32_t agreed = 0;
+  for (;;) {
+    agreed = agree_max(parent, n, me, rank_of, tag, std::max(rt->next_context, floor));
+    if (!threads_enabled) break;
+    const bool clash = context_clashes(agreed);
+    rt->contexts_tentative.push_back(agreed);
+    const bool any_clash = agree_max(parent, n, me, rank_of, tag, clash ? 1 : 0) != 0;
+    rt->contexts_tentative.erase(
+        std::find(rt->contexts_tentative.begin(), rt->contexts_tentative.end(), agreed));
+    if (!any_clash) {
+      rt->contexts_agreed.push_back(agreed);
+      break;
+    }
+    floor = agreed + 2;
+  }
+  rt->next_context = std::max(rt->next_context, agreed + 2);  // point-to-point and collective
   --rt->agreeing;
   return agreed;
 }

@@ -2,10 +2,12 @@
 // (at most IRIS_POLL_BATCH packets per peer, so that no peer starves the
 // others), then pushes queued sends. Inbound traffic is always accepted, so
 // a sender waiting for room can never block a receiver (no fetch deadlock).
-// Progress happens only inside library calls.
+// Progress happens only inside library calls. Under MPI_THREAD_MULTIPLE a
+// waiting thread lets other threads in between polls (threading.hpp).
 #pragma once
 
 #include "device/runtime.hpp"
+#include "device/threading.hpp"
 
 namespace iris::device {
 
@@ -27,9 +29,18 @@ void progress_until(Done done) {
   while (!done()) {
     if (progress_poll() > 0) {
       idle = 0;
-    } else if (++idle > rt->spin_limit && progress_idle(idle - rt->spin_limit) > 0) {
-      idle = 0;
+    } else if (++idle > rt->spin_limit) {
+      // Under MPI_THREAD_MULTIPLE a waiting thread never sleeps on its bell:
+      // another thread of this process may need the call lock to send what
+      // would wake it. It yields with the lock given up instead.
+      if (threads_enabled) {
+        call_lock_pause(true);
+      } else if (progress_idle(idle - rt->spin_limit) > 0) {
+        idle = 0;
+      }
+      continue;
     }
+    if (threads_enabled) call_lock_pause(false);
   }
 }
 

@@ -14,6 +14,7 @@
 #include "device/credit.hpp"
 #include "device/errors.hpp"
 #include "device/progress.hpp"
+#include "device/threading.hpp"
 #include "include/mpi.h"
 
 namespace iris::device {
@@ -100,7 +101,9 @@ int runtime_init(int required_thread_level) {
   r->rank = r->pmi->rank();
   r->size = r->pmi->size();
   r->pid = static_cast<int>(getpid());
-  r->thread_level = std::min(required_thread_level, MPI_THREAD_SERIALIZED);
+  r->thread_level = required_thread_level;
+  // Chosen once, before the program can start threads that call MPI.
+  threads_enabled = required_thread_level == MPI_THREAD_MULTIPLE;
   r->vcs.resize(static_cast<std::size_t>(r->size));
   r->sending.reserve(static_cast<std::size_t>(r->size));
   for (int i = 0; i < r->size; ++i) r->vcs[static_cast<std::size_t>(i)].world_rank = i;

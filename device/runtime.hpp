@@ -1,6 +1,7 @@
 // The state of one MPI process between MPI_Init and MPI_Finalize, and the
-// two calls that make and end it. Only the thread that initialised MPI (or,
-// under MPI_THREAD_SERIALIZED, one thread at a time) may touch it.
+// two calls that make and end it. One thread at a time touches it: the thread
+// that initialised MPI, or under MPI_THREAD_SERIALIZED the caller, or under
+// MPI_THREAD_MULTIPLE the thread holding the call lock (threading.hpp).
 //
 // The device's operations are declared by the file of each phase:
 // send.hpp, recv.hpp, eager.hpp, credit.hpp, rendezvous.hpp, sync.hpp,
@@ -67,6 +68,10 @@ struct runtime {
   std::vector<std::unique_ptr<communicator>> freed_comms;  // kept for pending operations
   std::vector<std::unique_ptr<group>> groups;              // indexed by handle & 0x0fffffff
   std::uint32_t next_context = first_free_context;
+  // MPI_THREAD_MULTIPLE only (comm.cpp): the values of agreements under way
+  // in other threads, and every context agreed so far.
+  std::vector<std::uint32_t> contexts_tentative;
+  std::vector<std::uint32_t> contexts_agreed;
   int thread_level = 0;
   std::string processor_name;
 };

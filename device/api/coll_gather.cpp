@@ -198,6 +198,7 @@ extern "C" {
 
 int MPI_Gather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
                int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm) {
+  const device::api_guard guard;
   // Over an intercommunicator: nbc_inter.cpp, waited for here.
   if (nbc::is_inter(comm))
     return nbc::igatherv("MPI_Gather", false, sendbuf, sendcount, sendtype, recvbuf, recvcount,
@@ -235,6 +236,7 @@ int MPI_Gather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *
 
 int MPI_Scatter(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
                 int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm) {
+  const device::api_guard guard;
   // Over an intercommunicator: nbc_inter.cpp, waited for here.
   if (nbc::is_inter(comm))
     return nbc::iscatterv("MPI_Scatter", false, sendbuf, sendcount, nullptr, nullptr, sendtype,
@@ -280,6 +282,7 @@ int MPI_Scatter(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void 
 int MPI_Gatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
                 const int recvcounts[], const int displs[], MPI_Datatype recvtype, int root,
                 MPI_Comm comm) {
+  const device::api_guard guard;
   // Over an intercommunicator: nbc_inter.cpp, waited for here.
   if (nbc::is_inter(comm))
     return nbc::igatherv("MPI_Gatherv", true, sendbuf, sendcount, sendtype, recvbuf, 0, recvcounts,
@@ -317,6 +320,7 @@ int MPI_Gatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void 
 int MPI_Scatterv(const void *sendbuf, const int sendcounts[], const int displs[],
                  MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype,
                  int root, MPI_Comm comm) {
+  const device::api_guard guard;
   // Over an intercommunicator: nbc_inter.cpp, waited for here.
   if (nbc::is_inter(comm))
     return nbc::iscatterv("MPI_Scatterv", true, sendbuf, 0, sendcounts, displs, sendtype, recvbuf,
@@ -359,6 +363,7 @@ int MPI_Scatterv(const void *sendbuf, const int sendcounts[], const int displs[]
 
 int MPI_Allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
                   int recvcount, MPI_Datatype recvtype, MPI_Comm comm) {
+  const device::api_guard guard;
   // Over an intercommunicator: nbc_inter.cpp, waited for here.
   if (nbc::is_inter(comm))
     return nbc::iallgatherv("MPI_Allgather", false, sendbuf, sendcount, sendtype, recvbuf,
@@ -392,6 +397,7 @@ int MPI_Allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, voi
 int MPI_Allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
                    const int recvcounts[], const int displs[], MPI_Datatype recvtype,
                    MPI_Comm comm) {
+  const device::api_guard guard;
   // Over an intercommunicator: nbc_inter.cpp, waited for here.
   if (nbc::is_inter(comm))
     return nbc::iallgatherv("MPI_Allgatherv", true, sendbuf, sendcount, sendtype, recvbuf, 0,
@@ -431,6 +437,7 @@ int MPI_Allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, vo
 
 int MPI_Alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
                  int recvcount, MPI_Datatype recvtype, MPI_Comm comm) {
+  const device::api_guard guard;
   // Over an intercommunicator: nbc_inter.cpp, waited for here.
   if (nbc::is_inter(comm))
     return nbc::ialltoall("MPI_Alltoall", sendbuf, sendcount, sendtype, recvbuf, recvcount,
@@ -468,6 +475,7 @@ int MPI_Alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void
 int MPI_Alltoallv(const void *sendbuf, const int sendcounts[], const int sdispls[],
                   MPI_Datatype sendtype, void *recvbuf, const int recvcounts[], const int rdispls[],
                   MPI_Datatype recvtype, MPI_Comm comm) {
+  const device::api_guard guard;
   // Over an intercommunicator: nbc_inter.cpp, waited for here.
   if (nbc::is_inter(comm))
     return nbc::ialltoallv("MPI_Alltoallv", sendbuf, sendcounts, sdispls, sendtype, recvbuf,

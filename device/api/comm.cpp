@@ -102,6 +102,7 @@ const std::string *hint(const api::info_entries &entries, const char *key) {
 extern "C" {
 
 int MPI_Comm_rank(MPI_Comm comm, int *rank) {
+  const device::api_guard guard;
   communicator *c = nullptr;
   if (int err = api::check_comm("MPI_Comm_rank", comm, c)) return err;
   if (int err = api::check_not_null("MPI_Comm_rank", c, rank, "rank")) return err;
@@ -110,6 +111,7 @@ int MPI_Comm_rank(MPI_Comm comm, int *rank) {
 }
 
 int MPI_Comm_size(MPI_Comm comm, int *size) {
+  const device::api_guard guard;
   communicator *c = nullptr;
   if (int err = api::check_comm("MPI_Comm_size", comm, c)) return err;
   if (int err = api::check_not_null("MPI_Comm_size", c, size, "size")) return err;
@@ -118,6 +120,7 @@ int MPI_Comm_size(MPI_Comm comm, int *size) {
 }
 
 int MPI_Barrier(MPI_Comm comm) {
+  const device::api_guard guard;
   // Over an intercommunicator: nbc_inter.cpp, waited for here.
   if (nbc::is_inter(comm))
     return nbc::ibarrier("MPI_Barrier", comm, MPI_INFO_NULL, nbc::mode::blocking, nullptr);
@@ -128,6 +131,7 @@ int MPI_Barrier(MPI_Comm comm) {
 }
 
 int MPI_Comm_dup(MPI_Comm comm, MPI_Comm *newcomm) {
+  const device::api_guard guard;
   const char *call = "MPI_Comm_dup";
   communicator *c = nullptr;
   if (int err = api::check_comm(call, comm, c)) return err;
@@ -136,6 +140,7 @@ int MPI_Comm_dup(MPI_Comm comm, MPI_Comm *newcomm) {
 }
 
 int MPI_Comm_dup_with_info(MPI_Comm comm, MPI_Info info, MPI_Comm *newcomm) {
+  const device::api_guard guard;
   const char *call = "MPI_Comm_dup_with_info";
   communicator *c = nullptr;
   if (int err = api::check_comm(call, comm, c)) return err;
@@ -148,6 +153,7 @@ int MPI_Comm_dup_with_info(MPI_Comm comm, MPI_Info info, MPI_Comm *newcomm) {
 // The duplicate is made before returning (a collective that every member
 // must enter); the request is complete from the start.
 int MPI_Comm_idup_with_info(MPI_Comm comm, MPI_Info info, MPI_Comm *newcomm, MPI_Request *request) {
+  const device::api_guard guard;
   const char *call = "MPI_Comm_idup_with_info";
   communicator *c = nullptr;
   if (int err = api::check_comm(call, comm, c)) return err;
@@ -163,6 +169,7 @@ int MPI_Comm_idup_with_info(MPI_Comm comm, MPI_Info info, MPI_Comm *newcomm, MPI
 }
 
 int MPI_Comm_idup(MPI_Comm comm, MPI_Comm *newcomm, MPI_Request *request) {
+  const device::api_guard guard;
   const char *call = "MPI_Comm_idup";
   communicator *c = nullptr;
   if (int err = api::check_comm(call, comm, c)) return err;
@@ -176,6 +183,7 @@ int MPI_Comm_idup(MPI_Comm comm, MPI_Comm *newcomm, MPI_Request *request) {
 }
 
 int MPI_Comm_set_info(MPI_Comm comm, MPI_Info info) {
+  const device::api_guard guard;
   const char *call = "MPI_Comm_set_info";
   communicator *c = nullptr;
   if (int err = api::check_comm(call, comm, c)) return err;
@@ -198,6 +206,7 @@ int MPI_Comm_set_info(MPI_Comm comm, MPI_Info info) {
 }
 
 int MPI_Comm_get_info(MPI_Comm comm, MPI_Info *info_used) {
+  const device::api_guard guard;
   const char *call = "MPI_Comm_get_info";
   communicator *c = nullptr;
   if (int err = api::check_comm(call, comm, c)) return err;
@@ -207,6 +216,7 @@ int MPI_Comm_get_info(MPI_Comm comm, MPI_Info *info_used) {
 }
 
 int MPI_Comm_split(MPI_Comm comm, int color, int key, MPI_Comm *newcomm) {
+  const device::api_guard guard;
   const char *call = "MPI_Comm_split";
   communicator *c = nullptr;
   if (int err = api::check_intracomm(call, comm, c)) return err;
@@ -223,6 +233,7 @@ int MPI_Comm_split(MPI_Comm comm, int color, int key, MPI_Comm *newcomm) {
 // Any other resource gives MPI_COMM_NULL, as MPI-4.1 says. Unguided, the
 // node is the answer when it is a strict subset of comm, else MPI_COMM_NULL.
 int MPI_Comm_split_type(MPI_Comm comm, int split_type, int key, MPI_Info info, MPI_Comm *newcomm) {
+  const device::api_guard guard;
   const char *call = "MPI_Comm_split_type";
   communicator *c = nullptr;
   if (int err = api::check_intracomm(call, comm, c)) return err;
@@ -260,6 +271,7 @@ int MPI_Comm_split_type(MPI_Comm comm, int split_type, int key, MPI_Info info, M
 }
 
 int MPI_Comm_create(MPI_Comm comm, MPI_Group handle, MPI_Comm *newcomm) {
+  const device::api_guard guard;
   const char *call = "MPI_Comm_create";
   communicator *c = nullptr;
   if (int err = api::check_intracomm(call, comm, c)) return err;
@@ -276,6 +288,7 @@ int MPI_Comm_create(MPI_Comm comm, MPI_Group handle, MPI_Comm *newcomm) {
 // Collective over the group's members only: they agree on a context among
 // themselves, on comm's collective context with a tag made from `tag`.
 int MPI_Comm_create_group(MPI_Comm comm, MPI_Group handle, int tag, MPI_Comm *newcomm) {
+  const device::api_guard guard;
   const char *call = "MPI_Comm_create_group";
   communicator *c = nullptr;
   if (int err = api::check_intracomm(call, comm, c)) return err;
@@ -300,6 +313,7 @@ int MPI_Comm_create_group(MPI_Comm comm, MPI_Group handle, int tag, MPI_Comm *ne
 }
 
 int MPI_Comm_free(MPI_Comm *comm) {
+  const device::api_guard guard;
   const char *call = "MPI_Comm_free";
   if (int err = api::check_not_null(call, nullptr, comm, "comm")) return err;
   communicator *c = nullptr;
@@ -315,6 +329,7 @@ int MPI_Comm_free(MPI_Comm *comm) {
 }
 
 int MPI_Comm_compare(MPI_Comm comm1, MPI_Comm comm2, int *result) {
+  const device::api_guard guard;
   const char *call = "MPI_Comm_compare";
   communicator *a = nullptr;
   communicator *b = nullptr;
@@ -340,6 +355,7 @@ int MPI_Comm_compare(MPI_Comm comm1, MPI_Comm comm2, int *result) {
 }
 
 int MPI_Comm_set_name(MPI_Comm comm, const char *name) {
+  const device::api_guard guard;
   communicator *c = nullptr;
   if (int err = api::check_comm("MPI_Comm_set_name", comm, c)) return err;
   if (int err = api::check_not_null("MPI_Comm_set_name", c, name, "comm_name")) return err;
@@ -348,6 +364,7 @@ int MPI_Comm_set_name(MPI_Comm comm, const char *name) {
 }
 
 int MPI_Comm_get_name(MPI_Comm comm, char *name, int *resultlen) {
+  const device::api_guard guard;
   const char *call = "MPI_Comm_get_name";
   communicator *c = nullptr;
   if (int err = api::check_comm(call, comm, c)) return err;
@@ -359,6 +376,7 @@ int MPI_Comm_get_name(MPI_Comm comm, char *name, int *resultlen) {
 }
 
 int MPI_Comm_test_inter(MPI_Comm comm, int *flag) {
+  const device::api_guard guard;
   const char *call = "MPI_Comm_test_inter";
   communicator *c = nullptr;
   if (int err = api::check_comm(call, comm, c)) return err;
@@ -368,6 +386,7 @@ int MPI_Comm_test_inter(MPI_Comm comm, int *flag) {
 }
 
 int MPI_Comm_remote_size(MPI_Comm comm, int *size) {
+  const device::api_guard guard;
   const char *call = "MPI_Comm_remote_size";
   communicator *c = nullptr;
   if (int err = api::check_comm(call, comm, c)) return err;
@@ -378,6 +397,7 @@ int MPI_Comm_remote_size(MPI_Comm comm, int *size) {
 }
 
 int MPI_Comm_remote_group(MPI_Comm comm, MPI_Group *group) {
+  const device::api_guard guard;
   const char *call = "MPI_Comm_remote_group";
   communicator *c = nullptr;
   if (int err = api::check_comm(call, comm, c)) return err;

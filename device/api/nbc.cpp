@@ -325,23 +325,27 @@ int iscan(const char *call, bool inclusive, const void *sendbuf, void *recvbuf, 
 extern "C" {
 
 int MPI_Ibarrier(MPI_Comm comm, MPI_Request *request) {
+  const device::api_guard guard;
   return nbc::ibarrier("MPI_Ibarrier", comm, MPI_INFO_NULL, mode::start, request);
 }
 
 int MPI_Ibcast(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm,
                MPI_Request *request) {
+  const device::api_guard guard;
   return nbc::ibcast("MPI_Ibcast", buffer, count, datatype, root, comm, MPI_INFO_NULL, mode::start,
                      request);
 }
 
 int MPI_Ireduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
                 int root, MPI_Comm comm, MPI_Request *request) {
+  const device::api_guard guard;
   return nbc::ireduce("MPI_Ireduce", sendbuf, recvbuf, count, datatype, op, root, comm,
                       MPI_INFO_NULL, mode::start, request);
 }
 
 int MPI_Iallreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
                    MPI_Comm comm, MPI_Request *request) {
+  const device::api_guard guard;
   return nbc::iallreduce("MPI_Iallreduce", sendbuf, recvbuf, count, datatype, op, comm,
                          MPI_INFO_NULL, mode::start, request);
 }
@@ -349,24 +353,28 @@ int MPI_Iallreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype d
 int MPI_Ireduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount,
                               MPI_Datatype datatype, MPI_Op op, MPI_Comm comm,
                               MPI_Request *request) {
+  const device::api_guard guard;
   return nbc::ireduce_scatter_block("MPI_Ireduce_scatter_block", sendbuf, recvbuf, recvcount,
                                     datatype, op, comm, MPI_INFO_NULL, mode::start, request);
 }
 
 int MPI_Ireduce_scatter(const void *sendbuf, void *recvbuf, const int recvcounts[],
                         MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request) {
+  const device::api_guard guard;
   return nbc::ireduce_scatter("MPI_Ireduce_scatter", sendbuf, recvbuf, recvcounts, datatype, op,
                               comm, MPI_INFO_NULL, mode::start, request);
 }
 
 int MPI_Iscan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
               MPI_Comm comm, MPI_Request *request) {
+  const device::api_guard guard;
   return nbc::iscan("MPI_Iscan", true, sendbuf, recvbuf, count, datatype, op, comm, MPI_INFO_NULL,
                     mode::start, request);
 }
 
 int MPI_Iexscan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
                 MPI_Comm comm, MPI_Request *request) {
+  const device::api_guard guard;
   return nbc::iscan("MPI_Iexscan", false, sendbuf, recvbuf, count, datatype, op, comm,
                     MPI_INFO_NULL, mode::start, request);
 }

@@ -13,11 +13,13 @@ using nbc::neighbor_kind;
 extern "C" {
 
 int MPI_Barrier_init(MPI_Comm comm, MPI_Info info, MPI_Request *request) {
+  const device::api_guard guard;
   return nbc::ibarrier("MPI_Barrier_init", comm, info, mode::persistent, request);
 }
 
 int MPI_Bcast_init(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm,
                    MPI_Info info, MPI_Request *request) {
+  const device::api_guard guard;
   return nbc::ibcast("MPI_Bcast_init", buffer, count, datatype, root, comm, info, mode::persistent,
                      request);
 }
@@ -25,6 +27,7 @@ int MPI_Bcast_init(void *buffer, int count, MPI_Datatype datatype, int root, MPI
 int MPI_Gather_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
                     int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Info info,
                     MPI_Request *request) {
+  const device::api_guard guard;
   return nbc::igatherv("MPI_Gather_init", false, sendbuf, sendcount, sendtype, recvbuf, recvcount,
                        nullptr, nullptr, recvtype, root, comm, info, mode::persistent, request);
 }
@@ -32,6 +35,7 @@ int MPI_Gather_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype, v
 int MPI_Gatherv_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
                      const int recvcounts[], const int displs[], MPI_Datatype recvtype, int root,
                      MPI_Comm comm, MPI_Info info, MPI_Request *request) {
+  const device::api_guard guard;
   return nbc::igatherv("MPI_Gatherv_init", true, sendbuf, sendcount, sendtype, recvbuf, 0,
                        recvcounts, displs, recvtype, root, comm, info, mode::persistent, request);
 }
@@ -39,6 +43,7 @@ int MPI_Gatherv_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype, 
 int MPI_Scatter_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
                      int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Info info,
                      MPI_Request *request) {
+  const device::api_guard guard;
   return nbc::iscatterv("MPI_Scatter_init", false, sendbuf, sendcount, nullptr, nullptr, sendtype,
                         recvbuf, recvcount, recvtype, root, comm, info, mode::persistent, request);
 }
@@ -46,6 +51,7 @@ int MPI_Scatter_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype, 
 int MPI_Scatterv_init(const void *sendbuf, const int sendcounts[], const int displs[],
                       MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype,
                       int root, MPI_Comm comm, MPI_Info info, MPI_Request *request) {
+  const device::api_guard guard;
   return nbc::iscatterv("MPI_Scatterv_init", true, sendbuf, 0, sendcounts, displs, sendtype,
                         recvbuf, recvcount, recvtype, root, comm, info, mode::persistent, request);
 }
@@ -53,6 +59,7 @@ int MPI_Scatterv_init(const void *sendbuf, const int sendcounts[], const int dis
 int MPI_Allgather_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
                        int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info,
                        MPI_Request *request) {
+  const device::api_guard guard;
   return nbc::iallgatherv("MPI_Allgather_init", false, sendbuf, sendcount, sendtype, recvbuf,
                           recvcount, nullptr, nullptr, recvtype, comm, info, mode::persistent,
                           request);
@@ -61,6 +68,7 @@ int MPI_Allgather_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype
 int MPI_Allgatherv_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
                         const int recvcounts[], const int displs[], MPI_Datatype recvtype,
                         MPI_Comm comm, MPI_Info info, MPI_Request *request) {
+  const device::api_guard guard;
   return nbc::iallgatherv("MPI_Allgatherv_init", true, sendbuf, sendcount, sendtype, recvbuf, 0,
                           recvcounts, displs, recvtype, comm, info, mode::persistent, request);
 }
@@ -68,6 +76,7 @@ int MPI_Allgatherv_init(const void *sendbuf, int sendcount, MPI_Datatype sendtyp
 int MPI_Alltoall_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
                       int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info,
                       MPI_Request *request) {
+  const device::api_guard guard;
   return nbc::ialltoall("MPI_Alltoall_init", sendbuf, sendcount, sendtype, recvbuf, recvcount,
                         recvtype, comm, info, mode::persistent, request);
 }
@@ -76,6 +85,7 @@ int MPI_Alltoallv_init(const void *sendbuf, const int sendcounts[], const int sd
                        MPI_Datatype sendtype, void *recvbuf, const int recvcounts[],
                        const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info,
                        MPI_Request *request) {
+  const device::api_guard guard;
   return nbc::ialltoallv("MPI_Alltoallv_init", sendbuf, sendcounts, sdispls, sendtype, recvbuf,
                          recvcounts, rdispls, recvtype, comm, info, mode::persistent, request);
 }
@@ -84,18 +94,21 @@ int MPI_Alltoallw_init(const void *sendbuf, const int sendcounts[], const int sd
                        const MPI_Datatype sendtypes[], void *recvbuf, const int recvcounts[],
                        const int rdispls[], const MPI_Datatype recvtypes[], MPI_Comm comm,
                        MPI_Info info, MPI_Request *request) {
+  const device::api_guard guard;
   return nbc::ialltoallw("MPI_Alltoallw_init", sendbuf, sendcounts, sdispls, sendtypes, recvbuf,
                          recvcounts, rdispls, recvtypes, comm, info, mode::persistent, request);
 }
 
 int MPI_Reduce_init(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
                     int root, MPI_Comm comm, MPI_Info info, MPI_Request *request) {
+  const device::api_guard guard;
   return nbc::ireduce("MPI_Reduce_init", sendbuf, recvbuf, count, datatype, op, root, comm, info,
                       mode::persistent, request);
 }
 
 int MPI_Allreduce_init(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype,
                        MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request *request) {
+  const device::api_guard guard;
   return nbc::iallreduce("MPI_Allreduce_init", sendbuf, recvbuf, count, datatype, op, comm, info,
                          mode::persistent, request);
 }
@@ -103,6 +116,7 @@ int MPI_Allreduce_init(const void *sendbuf, void *recvbuf, int count, MPI_Dataty
 int MPI_Reduce_scatter_init(const void *sendbuf, void *recvbuf, const int recvcounts[],
                             MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info,
                             MPI_Request *request) {
+  const device::api_guard guard;
   return nbc::ireduce_scatter("MPI_Reduce_scatter_init", sendbuf, recvbuf, recvcounts, datatype, op,
                               comm, info, mode::persistent, request);
 }
@@ -110,18 +124,21 @@ int MPI_Reduce_scatter_init(const void *sendbuf, void *recvbuf, const int recvco
 int MPI_Reduce_scatter_block_init(const void *sendbuf, void *recvbuf, int recvcount,
                                   MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info,
                                   MPI_Request *request) {
+  const device::api_guard guard;
   return nbc::ireduce_scatter_block("MPI_Reduce_scatter_block_init", sendbuf, recvbuf, recvcount,
                                     datatype, op, comm, info, mode::persistent, request);
 }
 
 int MPI_Scan_init(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
                   MPI_Comm comm, MPI_Info info, MPI_Request *request) {
+  const device::api_guard guard;
   return nbc::iscan("MPI_Scan_init", true, sendbuf, recvbuf, count, datatype, op, comm, info,
                     mode::persistent, request);
 }
 
 int MPI_Exscan_init(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
                     MPI_Comm comm, MPI_Info info, MPI_Request *request) {
+  const device::api_guard guard;
   return nbc::iscan("MPI_Exscan_init", false, sendbuf, recvbuf, count, datatype, op, comm, info,
                     mode::persistent, request);
 }
@@ -129,6 +146,7 @@ int MPI_Exscan_init(const void *sendbuf, void *recvbuf, int count, MPI_Datatype 
 int MPI_Neighbor_allgather_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
                                 void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm,
                                 MPI_Info info, MPI_Request *request) {
+  const device::api_guard guard;
   return nbc::ineighbor("MPI_Neighbor_allgather_init", neighbor_kind::allgather,
                         nbc::neighbor_gather_args(sendbuf, sendcount, sendtype, recvbuf, recvcount,
                                                   nullptr, nullptr, recvtype),
@@ -139,6 +157,7 @@ int MPI_Neighbor_allgatherv_init(const void *sendbuf, int sendcount, MPI_Datatyp
                                  void *recvbuf, const int recvcounts[], const int displs[],
                                  MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info,
                                  MPI_Request *request) {
+  const device::api_guard guard;
   return nbc::ineighbor("MPI_Neighbor_allgatherv_init", neighbor_kind::allgatherv,
                         nbc::neighbor_gather_args(sendbuf, sendcount, sendtype, recvbuf, 0,
                                                   recvcounts, displs, recvtype),
@@ -148,6 +167,7 @@ int MPI_Neighbor_allgatherv_init(const void *sendbuf, int sendcount, MPI_Datatyp
 int MPI_Neighbor_alltoall_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
                                void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm,
                                MPI_Info info, MPI_Request *request) {
+  const device::api_guard guard;
   return nbc::ineighbor("MPI_Neighbor_alltoall_init", neighbor_kind::alltoall,
                         nbc::neighbor_gather_args(sendbuf, sendcount, sendtype, recvbuf, recvcount,
                                                   nullptr, nullptr, recvtype),
@@ -158,6 +178,7 @@ int MPI_Neighbor_alltoallv_init(const void *sendbuf, const int sendcounts[], con
                                 MPI_Datatype sendtype, void *recvbuf, const int recvcounts[],
                                 const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm,
                                 MPI_Info info, MPI_Request *request) {
+  const device::api_guard guard;
   return nbc::ineighbor("MPI_Neighbor_alltoallv_init", neighbor_kind::alltoallv,
                         nbc::neighbor_alltoallv_args(sendbuf, sendcounts, sdispls, sendtype,
                                                      recvbuf, recvcounts, rdispls, recvtype),
@@ -169,6 +190,7 @@ int MPI_Neighbor_alltoallw_init(const void *sendbuf, const int sendcounts[],
                                 void *recvbuf, const int recvcounts[], const MPI_Aint rdispls[],
                                 const MPI_Datatype recvtypes[], MPI_Comm comm, MPI_Info info,
                                 MPI_Request *request) {
+  const device::api_guard guard;
   return nbc::ineighbor("MPI_Neighbor_alltoallw_init", neighbor_kind::alltoallw,
                         nbc::neighbor_alltoallw_args(sendbuf, sendcounts, sdispls, sendtypes,
                                                      recvbuf, recvcounts, rdispls, recvtypes),

@@ -283,6 +283,7 @@ extern "C" {
 int MPI_Igather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
                 int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm,
                 MPI_Request *request) {
+  const device::api_guard guard;
   return nbc::igatherv("MPI_Igather", false, sendbuf, sendcount, sendtype, recvbuf, recvcount,
                        nullptr, nullptr, recvtype, root, comm, MPI_INFO_NULL, mode::start, request);
 }
@@ -290,6 +291,7 @@ int MPI_Igather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void 
 int MPI_Igatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
                  const int recvcounts[], const int displs[], MPI_Datatype recvtype, int root,
                  MPI_Comm comm, MPI_Request *request) {
+  const device::api_guard guard;
   return nbc::igatherv("MPI_Igatherv", true, sendbuf, sendcount, sendtype, recvbuf, 0, recvcounts,
                        displs, recvtype, root, comm, MPI_INFO_NULL, mode::start, request);
 }
@@ -297,6 +299,7 @@ int MPI_Igatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void
 int MPI_Iscatter(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
                  int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm,
                  MPI_Request *request) {
+  const device::api_guard guard;
   return nbc::iscatterv("MPI_Iscatter", false, sendbuf, sendcount, nullptr, nullptr, sendtype,
                         recvbuf, recvcount, recvtype, root, comm, MPI_INFO_NULL, mode::start,
                         request);
@@ -305,12 +308,14 @@ int MPI_Iscatter(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void
 int MPI_Iscatterv(const void *sendbuf, const int sendcounts[], const int displs[],
                   MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype,
                   int root, MPI_Comm comm, MPI_Request *request) {
+  const device::api_guard guard;
   return nbc::iscatterv("MPI_Iscatterv", true, sendbuf, 0, sendcounts, displs, sendtype, recvbuf,
                         recvcount, recvtype, root, comm, MPI_INFO_NULL, mode::start, request);
 }
 
 int MPI_Iallgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
                    int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request) {
+  const device::api_guard guard;
   return nbc::iallgatherv("MPI_Iallgather", false, sendbuf, sendcount, sendtype, recvbuf, recvcount,
                           nullptr, nullptr, recvtype, comm, MPI_INFO_NULL, mode::start, request);
 }
@@ -318,12 +323,14 @@ int MPI_Iallgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, vo
 int MPI_Iallgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
                     const int recvcounts[], const int displs[], MPI_Datatype recvtype,
                     MPI_Comm comm, MPI_Request *request) {
+  const device::api_guard guard;
   return nbc::iallgatherv("MPI_Iallgatherv", true, sendbuf, sendcount, sendtype, recvbuf, 0,
                           recvcounts, displs, recvtype, comm, MPI_INFO_NULL, mode::start, request);
 }
 
 int MPI_Ialltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
                   int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request) {
+  const device::api_guard guard;
   return nbc::ialltoall("MPI_Ialltoall", sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype,
                         comm, MPI_INFO_NULL, mode::start, request);
 }
@@ -332,6 +339,7 @@ int MPI_Ialltoallv(const void *sendbuf, const int sendcounts[], const int sdispl
                    MPI_Datatype sendtype, void *recvbuf, const int recvcounts[],
                    const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm,
                    MPI_Request *request) {
+  const device::api_guard guard;
   return nbc::ialltoallv("MPI_Ialltoallv", sendbuf, sendcounts, sdispls, sendtype, recvbuf,
                          recvcounts, rdispls, recvtype, comm, MPI_INFO_NULL, mode::start, request);
 }
@@ -340,6 +348,7 @@ int MPI_Ialltoallw(const void *sendbuf, const int sendcounts[], const int sdispl
                    const MPI_Datatype sendtypes[], void *recvbuf, const int recvcounts[],
                    const int rdispls[], const MPI_Datatype recvtypes[], MPI_Comm comm,
                    MPI_Request *request) {
+  const device::api_guard guard;
   return nbc::ialltoallw("MPI_Ialltoallw", sendbuf, sendcounts, sdispls, sendtypes, recvbuf,
                          recvcounts, rdispls, recvtypes, comm, MPI_INFO_NULL, mode::start, request);
 }
@@ -347,6 +356,7 @@ int MPI_Ialltoallw(const void *sendbuf, const int sendcounts[], const int sdispl
 int MPI_Alltoallw(const void *sendbuf, const int sendcounts[], const int sdispls[],
                   const MPI_Datatype sendtypes[], void *recvbuf, const int recvcounts[],
                   const int rdispls[], const MPI_Datatype recvtypes[], MPI_Comm comm) {
+  const device::api_guard guard;
   return nbc::ialltoallw("MPI_Alltoallw", sendbuf, sendcounts, sdispls, sendtypes, recvbuf,
                          recvcounts, rdispls, recvtypes, comm, MPI_INFO_NULL, mode::blocking,
                          nullptr);

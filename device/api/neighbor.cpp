@@ -197,6 +197,7 @@ extern "C" {
 int MPI_Ineighbor_allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
                             void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm,
                             MPI_Request *request) {
+  const device::api_guard guard;
   return nbc::ineighbor("MPI_Ineighbor_allgather", neighbor_kind::allgather,
                         neighbor_gather_args(sendbuf, sendcount, sendtype, recvbuf, recvcount,
                                              nullptr, nullptr, recvtype),
@@ -206,6 +207,7 @@ int MPI_Ineighbor_allgather(const void *sendbuf, int sendcount, MPI_Datatype sen
 int MPI_Ineighbor_allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
                              void *recvbuf, const int recvcounts[], const int displs[],
                              MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request) {
+  const device::api_guard guard;
   return nbc::ineighbor(
       "MPI_Ineighbor_allgatherv", neighbor_kind::allgatherv,
       neighbor_gather_args(sendbuf, sendcount, sendtype, recvbuf, 0, recvcounts, displs, recvtype),
@@ -215,6 +217,7 @@ int MPI_Ineighbor_allgatherv(const void *sendbuf, int sendcount, MPI_Datatype se
 int MPI_Ineighbor_alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
                            int recvcount, MPI_Datatype recvtype, MPI_Comm comm,
                            MPI_Request *request) {
+  const device::api_guard guard;
   return nbc::ineighbor("MPI_Ineighbor_alltoall", neighbor_kind::alltoall,
                         neighbor_gather_args(sendbuf, sendcount, sendtype, recvbuf, recvcount,
                                              nullptr, nullptr, recvtype),
@@ -225,6 +228,7 @@ int MPI_Ineighbor_alltoallv(const void *sendbuf, const int sendcounts[], const i
                             MPI_Datatype sendtype, void *recvbuf, const int recvcounts[],
                             const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm,
                             MPI_Request *request) {
+  const device::api_guard guard;
   return nbc::ineighbor("MPI_Ineighbor_alltoallv", neighbor_kind::alltoallv,
                         neighbor_alltoallv_args(sendbuf, sendcounts, sdispls, sendtype, recvbuf,
                                                 recvcounts, rdispls, recvtype),
@@ -235,6 +239,7 @@ int MPI_Ineighbor_alltoallw(const void *sendbuf, const int sendcounts[], const M
                             const MPI_Datatype sendtypes[], void *recvbuf, const int recvcounts[],
                             const MPI_Aint rdispls[], const MPI_Datatype recvtypes[], MPI_Comm comm,
                             MPI_Request *request) {
+  const device::api_guard guard;
   return nbc::ineighbor("MPI_Ineighbor_alltoallw", neighbor_kind::alltoallw,
                         neighbor_alltoallw_args(sendbuf, sendcounts, sdispls, sendtypes, recvbuf,
                                                 recvcounts, rdispls, recvtypes),
@@ -243,6 +248,7 @@ int MPI_Ineighbor_alltoallw(const void *sendbuf, const int sendcounts[], const M
 
 int MPI_Neighbor_allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
                            int recvcount, MPI_Datatype recvtype, MPI_Comm comm) {
+  const device::api_guard guard;
   return nbc::ineighbor("MPI_Neighbor_allgather", neighbor_kind::allgather,
                         neighbor_gather_args(sendbuf, sendcount, sendtype, recvbuf, recvcount,
                                              nullptr, nullptr, recvtype),
@@ -252,6 +258,7 @@ int MPI_Neighbor_allgather(const void *sendbuf, int sendcount, MPI_Datatype send
 int MPI_Neighbor_allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
                             void *recvbuf, const int recvcounts[], const int displs[],
                             MPI_Datatype recvtype, MPI_Comm comm) {
+  const device::api_guard guard;
   return nbc::ineighbor(
       "MPI_Neighbor_allgatherv", neighbor_kind::allgatherv,
       neighbor_gather_args(sendbuf, sendcount, sendtype, recvbuf, 0, recvcounts, displs, recvtype),
@@ -260,6 +267,7 @@ int MPI_Neighbor_allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sen
 
 int MPI_Neighbor_alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
                           int recvcount, MPI_Datatype recvtype, MPI_Comm comm) {
+  const device::api_guard guard;
   return nbc::ineighbor("MPI_Neighbor_alltoall", neighbor_kind::alltoall,
                         neighbor_gather_args(sendbuf, sendcount, sendtype, recvbuf, recvcount,
                                              nullptr, nullptr, recvtype),
@@ -269,6 +277,7 @@ int MPI_Neighbor_alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendt
 int MPI_Neighbor_alltoallv(const void *sendbuf, const int sendcounts[], const int sdispls[],
                            MPI_Datatype sendtype, void *recvbuf, const int recvcounts[],
                            const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm) {
+  const device::api_guard guard;
   return nbc::ineighbor("MPI_Neighbor_alltoallv", neighbor_kind::alltoallv,
                         neighbor_alltoallv_args(sendbuf, sendcounts, sdispls, sendtype, recvbuf,
                                                 recvcounts, rdispls, recvtype),
@@ -279,6 +288,7 @@ int MPI_Neighbor_alltoallw(const void *sendbuf, const int sendcounts[], const MP
                            const MPI_Datatype sendtypes[], void *recvbuf, const int recvcounts[],
                            const MPI_Aint rdispls[], const MPI_Datatype recvtypes[],
                            MPI_Comm comm) {
+  const device::api_guard guard;
   return nbc::ineighbor("MPI_Neighbor_alltoallw", neighbor_kind::alltoallw,
                         neighbor_alltoallw_args(sendbuf, sendcounts, sdispls, sendtypes, recvbuf,
                                                 recvcounts, rdispls, recvtypes),

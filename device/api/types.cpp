@@ -60,6 +60,7 @@ std::int64_t extent_of(MPI_Datatype handle) {
 extern "C" {
 
 int MPI_Type_contiguous(int count, MPI_Datatype old, MPI_Datatype *newtype) {
+  const device::api_guard guard;
   const char *call = "MPI_Type_contiguous";
   if (int err = count_ok(call, count)) return err;
   const int len[1] = {count};
@@ -68,6 +69,7 @@ int MPI_Type_contiguous(int count, MPI_Datatype old, MPI_Datatype *newtype) {
 
 int MPI_Type_vector(int count, int blocklength, int stride, MPI_Datatype old,
                     MPI_Datatype *newtype) {
+  const device::api_guard guard;
   const char *call = "MPI_Type_vector";
   if (int err = count_ok(call, count)) return err;
   std::vector<int> lens(static_cast<std::size_t>(count), blocklength);
@@ -78,6 +80,7 @@ int MPI_Type_vector(int count, int blocklength, int stride, MPI_Datatype old,
 
 int MPI_Type_create_hvector(int count, int blocklength, MPI_Aint stride, MPI_Datatype old,
                             MPI_Datatype *newtype) {
+  const device::api_guard guard;
   const char *call = "MPI_Type_create_hvector";
   if (int err = count_ok(call, count)) return err;
   std::vector<int> lens(static_cast<std::size_t>(count), blocklength);
@@ -88,6 +91,7 @@ int MPI_Type_create_hvector(int count, int blocklength, MPI_Aint stride, MPI_Dat
 
 int MPI_Type_indexed(int count, const int blocklens[], const int displs[], MPI_Datatype old,
                      MPI_Datatype *newtype) {
+  const device::api_guard guard;
   const char *call = "MPI_Type_indexed";
   if (int err = count_ok(call, count)) return err;
   std::vector<std::int64_t> bytes;
@@ -97,6 +101,7 @@ int MPI_Type_indexed(int count, const int blocklens[], const int displs[], MPI_D
 
 int MPI_Type_create_hindexed(int count, const int blocklens[], const MPI_Aint displs[],
                              MPI_Datatype old, MPI_Datatype *newtype) {
+  const device::api_guard guard;
   const char *call = "MPI_Type_create_hindexed";
   if (int err = count_ok(call, count)) return err;
   return build_same(call, count, blocklens, old, std::vector<std::int64_t>(displs, displs + count),
@@ -105,6 +110,7 @@ int MPI_Type_create_hindexed(int count, const int blocklens[], const MPI_Aint di
 
 int MPI_Type_create_indexed_block(int count, int blocklength, const int displs[], MPI_Datatype old,
                                   MPI_Datatype *newtype) {
+  const device::api_guard guard;
   const char *call = "MPI_Type_create_indexed_block";
   if (int err = count_ok(call, count)) return err;
   std::vector<int> lens(static_cast<std::size_t>(count), blocklength);
@@ -115,6 +121,7 @@ int MPI_Type_create_indexed_block(int count, int blocklength, const int displs[]
 
 int MPI_Type_create_struct(int count, const int blocklens[], const MPI_Aint displs[],
                            const MPI_Datatype types[], MPI_Datatype *newtype) {
+  const device::api_guard guard;
   const char *call = "MPI_Type_create_struct";
   if (int err = count_ok(call, count)) return err;
   return build(call, count, blocklens, types, std::vector<std::int64_t>(displs, displs + count),
@@ -122,6 +129,7 @@ int MPI_Type_create_struct(int count, const int blocklens[], const MPI_Aint disp
 }
 
 int MPI_Type_create_resized(MPI_Datatype old, MPI_Aint lb, MPI_Aint extent, MPI_Datatype *newtype) {
+  const device::api_guard guard;
   const char *call = "MPI_Type_create_resized";
   const dtype *t = nullptr;
   if (int err = type_of(call, old, t)) return err;
@@ -131,6 +139,7 @@ int MPI_Type_create_resized(MPI_Datatype old, MPI_Aint lb, MPI_Aint extent, MPI_
 }
 
 int MPI_Type_dup(MPI_Datatype old, MPI_Datatype *newtype) {
+  const device::api_guard guard;
   const char *call = "MPI_Type_dup";
   const dtype *t = nullptr;
   if (int err = type_of(call, old, t)) return err;
@@ -148,6 +157,7 @@ int MPI_Type_dup(MPI_Datatype old, MPI_Datatype *newtype) {
 }
 
 int MPI_Type_commit(MPI_Datatype *handle) {
+  const device::api_guard guard;
   const char *call = "MPI_Type_commit";
   if (int err = api::check_not_null(call, nullptr, handle, "datatype")) return err;
   const dtype *t = nullptr;
@@ -157,6 +167,7 @@ int MPI_Type_commit(MPI_Datatype *handle) {
 }
 
 int MPI_Type_free(MPI_Datatype *handle) {
+  const device::api_guard guard;
   const char *call = "MPI_Type_free";
   if (int err = api::check_not_null(call, nullptr, handle, "datatype")) return err;
   const dtype *t = nullptr;
@@ -173,6 +184,7 @@ int MPI_Type_free(MPI_Datatype *handle) {
 }
 
 int MPI_Type_size_x(MPI_Datatype handle, MPI_Count *size) {
+  const device::api_guard guard;
   const dtype *t = nullptr;
   if (int err = type_of("MPI_Type_size", handle, t)) return err;
   if (int err = api::check_not_null("MPI_Type_size", nullptr, size, "size")) return err;
@@ -181,6 +193,7 @@ int MPI_Type_size_x(MPI_Datatype handle, MPI_Count *size) {
 }
 
 int MPI_Type_size(MPI_Datatype handle, int *size) {
+  const device::api_guard guard;
   if (int err = api::check_not_null("MPI_Type_size", nullptr, size, "size")) return err;
   MPI_Count n = 0;
   if (int err = MPI_Type_size_x(handle, &n)) return err;
@@ -189,6 +202,7 @@ int MPI_Type_size(MPI_Datatype handle, int *size) {
 }
 
 int MPI_Type_get_extent(MPI_Datatype handle, MPI_Aint *lb, MPI_Aint *extent) {
+  const device::api_guard guard;
   const char *call = "MPI_Type_get_extent";
   const dtype *t = nullptr;
   if (int err = type_of(call, handle, t)) return err;
@@ -201,6 +215,7 @@ int MPI_Type_get_extent(MPI_Datatype handle, MPI_Aint *lb, MPI_Aint *extent) {
 }
 
 int MPI_Type_get_true_extent(MPI_Datatype handle, MPI_Aint *lb, MPI_Aint *extent) {
+  const device::api_guard guard;
   const char *call = "MPI_Type_get_true_extent";
   const dtype *t = nullptr;
   if (int err = type_of(call, handle, t)) return err;
@@ -213,6 +228,7 @@ int MPI_Type_get_true_extent(MPI_Datatype handle, MPI_Aint *lb, MPI_Aint *extent
 }
 
 int MPI_Type_get_name(MPI_Datatype handle, char *name, int *resultlen) {
+  const device::api_guard guard;
   const char *call = "MPI_Type_get_name";
   const dtype *t = nullptr;
   if (int err = type_of(call, handle, t)) return err;
@@ -225,6 +241,7 @@ int MPI_Type_get_name(MPI_Datatype handle, char *name, int *resultlen) {
 }
 
 int MPI_Type_set_name(MPI_Datatype handle, const char *name) {
+  const device::api_guard guard;
   const char *call = "MPI_Type_set_name";
   const dtype *t = nullptr;
   if (int err = type_of(call, handle, t)) return err;
@@ -234,12 +251,14 @@ int MPI_Type_set_name(MPI_Datatype handle, const char *name) {
 }
 
 int MPI_Get_address(const void *location, MPI_Aint *address) {
+  const device::api_guard guard;
   if (int err = api::check_not_null("MPI_Get_address", nullptr, address, "address")) return err;
   *address = static_cast<MPI_Aint>(reinterpret_cast<std::uintptr_t>(location));
   return MPI_SUCCESS;
 }
 
 int MPI_Pack_size(int incount, MPI_Datatype handle, MPI_Comm comm, int *size) {
+  const device::api_guard guard;
   const char *call = "MPI_Pack_size";
   api::communicator *c = nullptr;
   if (int err = api::check_comm(call, comm, c)) return err;
@@ -253,6 +272,7 @@ int MPI_Pack_size(int incount, MPI_Datatype handle, MPI_Comm comm, int *size) {
 
 int MPI_Pack(const void *inbuf, int incount, MPI_Datatype handle, void *outbuf, int outsize,
              int *position, MPI_Comm comm) {
+  const device::api_guard guard;
   const char *call = "MPI_Pack";
   api::communicator *c = nullptr;
   if (int err = api::check_comm(call, comm, c)) return err;
@@ -276,6 +296,7 @@ int MPI_Pack(const void *inbuf, int incount, MPI_Datatype handle, void *outbuf, 
 
 int MPI_Unpack(const void *inbuf, int insize, int *position, void *outbuf, int outcount,
                MPI_Datatype handle, MPI_Comm comm) {
+  const device::api_guard guard;
   const char *call = "MPI_Unpack";
   api::communicator *c = nullptr;
   if (int err = api::check_comm(call, comm, c)) return err;

@@ -117,6 +117,7 @@ int finish_some(int count, MPI_Request requests[], int indices[], MPI_Status sta
 extern "C" {
 
 int MPI_Wait(MPI_Request *request, MPI_Status *status) {
+  const device::api_guard guard;
   const char *call = "MPI_Wait";
   if (int err = api::check_not_null(call, nullptr, request, "request")) return err;
   if (int err = check_requests(call, 1, request)) return err;
@@ -131,6 +132,7 @@ int MPI_Wait(MPI_Request *request, MPI_Status *status) {
 }
 
 int MPI_Test(MPI_Request *request, int *flag, MPI_Status *status) {
+  const device::api_guard guard;
   const char *call = "MPI_Test";
   if (int err = api::check_not_null(call, nullptr, request, "request")) return err;
   if (int err = api::check_not_null(call, nullptr, flag, "flag")) return err;
@@ -149,6 +151,7 @@ int MPI_Test(MPI_Request *request, int *flag, MPI_Status *status) {
 }
 
 int MPI_Waitall(int count, MPI_Request requests[], MPI_Status statuses[]) {
+  const device::api_guard guard;
   const char *call = "MPI_Waitall";
   if (int err = check_requests(call, count, requests)) return err;
   int first_open = 0;  // everything before it is complete
@@ -170,6 +173,7 @@ int MPI_Waitall(int count, MPI_Request requests[], MPI_Status statuses[]) {
 }
 
 int MPI_Testall(int count, MPI_Request requests[], int *flag, MPI_Status statuses[]) {
+  const device::api_guard guard;
   const char *call = "MPI_Testall";
   if (int err = api::check_not_null(call, nullptr, flag, "flag")) return err;
   if (int err = check_requests(call, count, requests)) return err;
@@ -191,6 +195,7 @@ int MPI_Testall(int count, MPI_Request requests[], int *flag, MPI_Status statuse
 }
 
 int MPI_Waitany(int count, MPI_Request requests[], int *index, MPI_Status *status) {
+  const device::api_guard guard;
   const char *call = "MPI_Waitany";
   if (int err = api::check_not_null(call, nullptr, index, "index")) return err;
   if (int err = check_requests(call, count, requests)) return err;
@@ -206,6 +211,7 @@ int MPI_Waitany(int count, MPI_Request requests[], int *index, MPI_Status *statu
 }
 
 int MPI_Testany(int count, MPI_Request requests[], int *index, int *flag, MPI_Status *status) {
+  const device::api_guard guard;
   const char *call = "MPI_Testany";
   if (int err = api::check_not_null(call, nullptr, index, "index")) return err;
   if (int err = api::check_not_null(call, nullptr, flag, "flag")) return err;
@@ -225,6 +231,7 @@ int MPI_Testany(int count, MPI_Request requests[], int *index, int *flag, MPI_St
 
 int MPI_Waitsome(int incount, MPI_Request requests[], int *outcount, int indices[],
                  MPI_Status statuses[]) {
+  const device::api_guard guard;
   const char *call = "MPI_Waitsome";
   if (int err = api::check_not_null(call, nullptr, outcount, "outcount")) return err;
   if (int err = check_requests(call, incount, requests)) return err;
@@ -239,6 +246,7 @@ int MPI_Waitsome(int incount, MPI_Request requests[], int *outcount, int indices
 
 int MPI_Testsome(int incount, MPI_Request requests[], int *outcount, int indices[],
                  MPI_Status statuses[]) {
+  const device::api_guard guard;
   const char *call = "MPI_Testsome";
   if (int err = api::check_not_null(call, nullptr, outcount, "outcount")) return err;
   if (int err = check_requests(call, incount, requests)) return err;
@@ -252,6 +260,7 @@ int MPI_Testsome(int incount, MPI_Request requests[], int *outcount, int indices
 }
 
 int MPI_Request_free(MPI_Request *request) {
+  const device::api_guard guard;
   const char *call = "MPI_Request_free";
   if (int err = api::check_not_null(call, nullptr, request, "request")) return err;
   if (*request == MPI_REQUEST_NULL) {
@@ -269,6 +278,7 @@ int MPI_Request_free(MPI_Request *request) {
 }
 
 int MPI_Cancel(MPI_Request *request) {
+  const device::api_guard guard;
   const char *call = "MPI_Cancel";
   if (int err = api::check_not_null(call, nullptr, request, "request")) return err;
   if (*request == MPI_REQUEST_NULL) {
@@ -281,6 +291,7 @@ int MPI_Cancel(MPI_Request *request) {
 }
 
 int MPI_Test_cancelled(const MPI_Status *status, int *flag) {
+  const device::api_guard guard;
   const char *call = "MPI_Test_cancelled";
   if (int err = api::check_not_null(call, nullptr, status, "status")) return err;
   if (int err = api::check_not_null(call, nullptr, flag, "flag")) return err;
@@ -290,6 +301,7 @@ int MPI_Test_cancelled(const MPI_Status *status, int *flag) {
 
 // Like MPI_Test, but the request stays as it is (not freed, not inactive).
 int MPI_Request_get_status(MPI_Request request, int *flag, MPI_Status *status) {
+  const device::api_guard guard;
   const char *call = "MPI_Request_get_status";
   if (int err = api::check_not_null(call, nullptr, flag, "flag")) return err;
   if (int err = check_requests(call, 1, &request)) return err;
