@@ -9,7 +9,9 @@
 #      too: 8 ranks under ASan on 2 cores cost 40% of the pass and reach no
 #      code 4 ranks do not)
 #   4. ThreadSanitizer build, the lock-free unit tests (not the OFI ones:
-#      libfabric's own threads are not instrumented)
+#      libfabric's own threads are not instrumented), and test/mpi/threads.c
+#      (MPI_THREAD_MULTIPLE, four threads per rank) at 2 ranks over shm and
+#      tcp, a few seconds
 # The normal build uses link-time optimisation (meson.build); the sanitizer
 # builds do not (they look for bugs, not speed, and build faster without).
 # Installs missing Debian packages first (.ci/deps). Build trees: build/,
@@ -47,8 +49,13 @@ LSAN_OPTIONS=suppressions="$PWD/test/lsan.supp":print_suppressions=0 \
   meson test -C build-asan --print-errorlogs --timeout-multiplier 3 \
     --test-args='--gtest_filter=-Ranks/*_np8:Ranks/*/pipeline_*:Ranks/*/all_rendezvous_*:Ranks/*/tcp_starved_*:Ranks/*/ofi_mixed_*:Ranks/*/ofi_shm_starved_*:NonblockingCollectives.EightRanks'
 
-echo "== ThreadSanitizer (lock-free unit tests)"
+echo "== ThreadSanitizer (lock-free unit tests, MPI_THREAD_MULTIPLE)"
 setup build-tsan -Db_sanitize=thread -Db_lundef=false -Db_lto=false
-ninja -C build-tsan test/unit/unit_test
+ninja -C build-tsan test/unit/unit_test test/mpi/threads pmi/mpiexec
 TSAN_OPTIONS=halt_on_error=1 meson test -C build-tsan --no-rebuild --print-errorlogs --suite unit \
   --test-args='--gtest_filter=-*Ofi*'
+for transport in "IRIS_SHM=1" "IRIS_SHM=0 IRIS_NETMOD=tcp"; do
+  # shellcheck disable=SC2086  # one variable or two, meant to split
+  env $transport TSAN_OPTIONS=halt_on_error=1 \
+    build-tsan/pmi/mpiexec -n 2 build-tsan/test/mpi/threads 20 | grep -q "threads: all checks passed"
+done
