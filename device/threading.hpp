@@ -7,7 +7,7 @@
 // call pays one well-predicted branch on a plain bool and nothing else.
 //
 // Under MULTIPLE each binding holds `call_lock` for its whole body
-// (`api_guard`, recursive: a binding may call another). A thread that waits
+// (`api_guard`, recursive: a binding may call another; threading.cpp). A thread that waits
 // (progress_until) gives the lock up between polls whenever another thread
 // asks for it, and always while it yields its core, so any thread may drive
 // progress, several threads wait on different requests at once, and one
