@@ -51,11 +51,13 @@ LSAN_OPTIONS=suppressions="$PWD/test/lsan.supp":print_suppressions=0 \
 
 echo "== ThreadSanitizer (lock-free unit tests, MPI_THREAD_MULTIPLE)"
 setup build-tsan -Db_sanitize=thread -Db_lundef=false -Db_lto=false
-ninja -C build-tsan test/unit/unit_test test/mpi/threads pmi/mpiexec
+ninja -C build-tsan test/unit/unit_test test/mpi/threads
 TSAN_OPTIONS=halt_on_error=1 meson test -C build-tsan --no-rebuild --print-errorlogs --suite unit \
   --test-args='--gtest_filter=-*Ofi*'
+# Launched by the normal build's mpiexec: libpmix's own threads, in the
+# launcher, are not instrumented and would be reported.
 for transport in "IRIS_SHM=1" "IRIS_SHM=0 IRIS_NETMOD=tcp"; do
   # shellcheck disable=SC2086  # one variable or two, meant to split
   env $transport TSAN_OPTIONS=halt_on_error=1 \
-    build-tsan/pmi/mpiexec -n 2 build-tsan/test/mpi/threads 20 | grep -q "threads: all checks passed"
+    build/pmi/mpiexec -n 2 build-tsan/test/mpi/threads 20 | grep -q "threads: all checks passed"
 done
