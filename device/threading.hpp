@@ -19,7 +19,8 @@
 namespace iris::device {
 
 // Set at MPI_Init_thread(MPI_THREAD_MULTIPLE); read by every binding.
-extern bool threads_enabled;
+// Hidden: one load, not two through the GOT, in every binding of libiris.
+[[gnu::visibility("hidden")]] extern bool threads_enabled;
 
 // Takes the call lock (a recursion level when this thread holds it).
 void call_lock_enter();
@@ -31,6 +32,8 @@ void call_lock_leave();
 bool call_lock_pause(bool idle);
 
 // Holds the call lock for one binding's body under MULTIPLE; nothing below.
+// The destructor's test keeps a binding from ending in a tail call: the
+// small-message bindings use api_call instead.
 class api_guard {
  public:
   api_guard() : held_(threads_enabled) {
@@ -45,5 +48,20 @@ class api_guard {
  private:
   bool held_;
 };
+
+// Runs a binding's body, under the call lock when MULTIPLE asked for it.
+// Below MULTIPLE the compiler sees a plain call of the body (a tail call when
+// the body ends in one), so MPI_Send, MPI_Recv and the Wait and Test calls
+// cost what they did before threads.
+template <typename Body>
+inline int api_call(Body body) {
+  if (!threads_enabled) [[likely]] {
+    return body();
+  }
+  call_lock_enter();
+  const int result = body();
+  call_lock_leave();
+  return result;
+}
 
 }  // namespace iris::device

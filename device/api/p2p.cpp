@@ -45,17 +45,19 @@ int probe_checks(const char *call, int source, int tag, MPI_Comm comm, communica
 extern "C" {
 
 int MPI_Send(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm) {
-  const device::api_guard guard;
-  return api::send_binding("MPI_Send", buf, count, datatype, dest, tag, comm,
-                           device::send_mode::standard, nullptr);
+  return device::api_call([&] {
+    return api::send_binding("MPI_Send", buf, count, datatype, dest, tag, comm,
+                             device::send_mode::standard, nullptr);
+  });
 }
 
 int MPI_Isend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm,
               MPI_Request *request) {
-  const device::api_guard guard;
-  if (int err = api::check_not_null("MPI_Isend", nullptr, request, "request")) return err;
-  return api::send_binding("MPI_Isend", buf, count, datatype, dest, tag, comm,
-                           device::send_mode::standard, request);
+  return device::api_call([&] {
+    if (int err = api::check_not_null("MPI_Isend", nullptr, request, "request")) return err;
+    return api::send_binding("MPI_Isend", buf, count, datatype, dest, tag, comm,
+                             device::send_mode::standard, request);
+  });
 }
 
 int MPI_Ssend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm) {
@@ -90,22 +92,25 @@ int MPI_Irsend(const void *buf, int count, MPI_Datatype datatype, int dest, int 
 
 int MPI_Recv(void *buf, int count, MPI_Datatype datatype, int source, int tag, MPI_Comm comm,
              MPI_Status *status) {
-  const device::api_guard guard;
-  device::request *r = nullptr;
-  if (int err = api::recv_post("MPI_Recv", buf, count, datatype, source, tag, comm, r)) return err;
-  return recv_complete("MPI_Recv", r, status);
+  return device::api_call([&] {
+    device::request *r = nullptr;
+    if (int err = api::recv_post("MPI_Recv", buf, count, datatype, source, tag, comm, r))
+      return err;
+    return recv_complete("MPI_Recv", r, status);
+  });
 }
 
 int MPI_Irecv(void *buf, int count, MPI_Datatype datatype, int source, int tag, MPI_Comm comm,
               MPI_Request *request) {
-  const device::api_guard guard;
-  if (int err = api::check_not_null("MPI_Irecv", nullptr, request, "request")) return err;
-  device::request *r = nullptr;
-  if (int err = api::recv_post("MPI_Irecv", buf, count, datatype, source, tag, comm, r)) {
-    return err;
-  }
-  *request = device::request_handle(*r);
-  return MPI_SUCCESS;
+  return device::api_call([&] {
+    if (int err = api::check_not_null("MPI_Irecv", nullptr, request, "request")) return err;
+    device::request *r = nullptr;
+    if (int err = api::recv_post("MPI_Irecv", buf, count, datatype, source, tag, comm, r)) {
+      return err;
+    }
+    *request = device::request_handle(*r);
+    return MPI_SUCCESS;
+  });
 }
 
 int MPI_Sendrecv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, int dest, int sendtag,

@@ -117,59 +117,62 @@ int finish_some(int count, MPI_Request requests[], int indices[], MPI_Status sta
 extern "C" {
 
 int MPI_Wait(MPI_Request *request, MPI_Status *status) {
-  const device::api_guard guard;
-  const char *call = "MPI_Wait";
-  if (int err = api::check_not_null(call, nullptr, request, "request")) return err;
-  if (int err = check_requests(call, 1, request)) return err;
-  if (*request == MPI_REQUEST_NULL) {
-    api::status_empty(status);
-    return MPI_SUCCESS;
-  }
-  device::request &r = live(*request);
-  device::progress_until([&r] { return r.complete; });
-  const device::communicator *comm = r.comm;
-  return single_result(call, comm, request_finish(request, status));
+  return device::api_call([&] {
+    const char *call = "MPI_Wait";
+    if (int err = api::check_not_null(call, nullptr, request, "request")) return err;
+    if (int err = check_requests(call, 1, request)) return err;
+    if (*request == MPI_REQUEST_NULL) {
+      api::status_empty(status);
+      return MPI_SUCCESS;
+    }
+    device::request &r = live(*request);
+    device::progress_until([&r] { return r.complete; });
+    const device::communicator *comm = r.comm;
+    return single_result(call, comm, request_finish(request, status));
+  });
 }
 
 int MPI_Test(MPI_Request *request, int *flag, MPI_Status *status) {
-  const device::api_guard guard;
-  const char *call = "MPI_Test";
-  if (int err = api::check_not_null(call, nullptr, request, "request")) return err;
-  if (int err = api::check_not_null(call, nullptr, flag, "flag")) return err;
-  if (int err = check_requests(call, 1, request)) return err;
-  if (*request == MPI_REQUEST_NULL) {
-    *flag = 1;
-    api::status_empty(status);
-    return MPI_SUCCESS;
-  }
-  device::request &r = live(*request);
-  if (!r.complete) device::progress_poll();
-  *flag = r.complete ? 1 : 0;
-  if (!r.complete) return MPI_SUCCESS;
-  const device::communicator *comm = r.comm;
-  return single_result(call, comm, request_finish(request, status));
+  return device::api_call([&] {
+    const char *call = "MPI_Test";
+    if (int err = api::check_not_null(call, nullptr, request, "request")) return err;
+    if (int err = api::check_not_null(call, nullptr, flag, "flag")) return err;
+    if (int err = check_requests(call, 1, request)) return err;
+    if (*request == MPI_REQUEST_NULL) {
+      *flag = 1;
+      api::status_empty(status);
+      return MPI_SUCCESS;
+    }
+    device::request &r = live(*request);
+    if (!r.complete) device::progress_poll();
+    *flag = r.complete ? 1 : 0;
+    if (!r.complete) return MPI_SUCCESS;
+    const device::communicator *comm = r.comm;
+    return single_result(call, comm, request_finish(request, status));
+  });
 }
 
 int MPI_Waitall(int count, MPI_Request requests[], MPI_Status statuses[]) {
-  const device::api_guard guard;
-  const char *call = "MPI_Waitall";
-  if (int err = check_requests(call, count, requests)) return err;
-  int first_open = 0;  // everything before it is complete
-  device::progress_until([&] {
-    while (first_open < count && finished(requests[first_open])) ++first_open;
-    return first_open == count;
-  });
-  bool any_error = false;
-  for (int i = 0; i < count; ++i) {
-    MPI_Status *status = status_at(statuses, i);
-    if (requests[i] == MPI_REQUEST_NULL) {
-      api::status_empty(status);
-      continue;
+  return device::api_call([&] {
+    const char *call = "MPI_Waitall";
+    if (int err = check_requests(call, count, requests)) return err;
+    int first_open = 0;  // everything before it is complete
+    device::progress_until([&] {
+      while (first_open < count && finished(requests[first_open])) ++first_open;
+      return first_open == count;
+    });
+    bool any_error = false;
+    for (int i = 0; i < count; ++i) {
+      MPI_Status *status = status_at(statuses, i);
+      if (requests[i] == MPI_REQUEST_NULL) {
+        api::status_empty(status);
+        continue;
+      }
+      const int error = request_finish(&requests[i], status);
+      any_error = any_error || error != MPI_SUCCESS;
     }
-    const int error = request_finish(&requests[i], status);
-    any_error = any_error || error != MPI_SUCCESS;
-  }
-  return in_status_result(call, any_error);
+    return in_status_result(call, any_error);
+  });
 }
 
 int MPI_Testall(int count, MPI_Request requests[], int *flag, MPI_Status statuses[]) {
