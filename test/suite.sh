@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The whole test suite, as CI runs it (.ci/run):
-#   1. formatting (clang-format, the repo's .clang-format)
+#   1. formatting (clang-format, the repo's .clang-format), and that every
+#      binding takes the call lock of MPI_THREAD_MULTIPLE (bindings_locked.py)
 #   2. the normal build with warnings as errors, all suites
 #   3. AddressSanitizer + UndefinedBehaviorSanitizer build, all suites (the
 #      job tests at 1, 2 and 4 ranks, without the pipeline, all_rendezvous,
@@ -23,6 +24,8 @@ cd "$(dirname "$0")/.."
 
 echo "== formatting"
 git ls-files '*.c' '*.h' '*.cpp' '*.hpp' | xargs clang-format --dry-run --Werror
+echo "== every binding takes the call lock (MPI_THREAD_MULTIPLE)"
+test/bindings_locked.py
 
 setup() {
   local dir=$1
