@@ -7,8 +7,8 @@
  *   C. the same through MPI_Mprobe / MPI_Improbe and MPI_Mrecv;
  *   D. one array of receive requests completed by Waitany, Test, Waitsome and
  *      Waitall from different threads, each on its own slice;
- *   E. Comm_dup, Comm_split and Allreduce from every thread at once, each on
- *      its own parent communicator;
+ *   E. Comm_dup, Comm_split, Allreduce and Iallreduce from every thread at
+ *      once, each on its own parent communicator;
  *   F. one thread blocked in MPI_Recv while the others send and receive.
  * Usage: threads [messages per thread] */
 #define _POSIX_C_SOURCE 200809L
@@ -267,6 +267,11 @@ static void *constructors(void *arg) {
     MPI_Sendrecv(&word, 1, MPI_INT, (rank + 1) % size, 5, &heard, 1, MPI_INT,
                  (rank + size - 1) % size, 5, dup, MPI_STATUS_IGNORE);
     TCHECK(heard == word, "thread %d: heard %d on its dup", t, heard);
+    int total = -1;
+    MPI_Request coll;
+    MPI_Iallreduce(&word, &total, 1, MPI_INT, MPI_SUM, dup, &coll);
+    MPI_Wait(&coll, MPI_STATUS_IGNORE);
+    TCHECK(total == size * word, "thread %d: iallreduce %d, want %d", t, total, size * word);
     MPI_Comm_free(&split);
     MPI_Comm_free(&dup);
   }
