@@ -15,9 +15,10 @@ namespace {
 // acquire exchange pairs with the release store of the previous holder.
 std::atomic<bool> call_locked{false};
 // How many times this thread holds the lock (a binding calling another).
-// initial-exec: libiris is loaded at start-up, and the default model would
-// call __tls_get_addr on every binding.
-[[gnu::tls_model("initial-exec")]] thread_local int call_depth = 0;
+// The default (general-dynamic) model: libiris may be loaded with dlopen
+// (mpi4py does), where initial-exec would draw on glibc's small surplus of
+// static TLS. Only MULTIPLE touches it, so __tls_get_addr costs nothing below.
+thread_local int call_depth = 0;
 // Threads waiting in call_lock_take: a waiting thread lets them in. Relaxed:
 // a stale read only delays the hand-over by one poll.
 std::atomic<int> call_waiters{0};
