@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <iterator>
+#include <set>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -144,7 +145,20 @@ class JobTest : public ::testing::TestWithParam<std::tuple<int, int>> {
   void TearDown() override {
     EXPECT_EQ(shm_leftovers(), std::vector<std::string>{}) << "left in /dev/shm";
   }
+  // Programs that test calls above the transports (communicators,
+  // attributes, topologies, errors, collectives, threads) run in six
+  // configurations only: shm, starved shm, the large-node queues, tcp, two
+  // nodes over tcp, and two nodes over OFI. The others would repeat the
+  // same paths; the point-to-point programs run everywhere.
+  bool above_transports() const {
+    static const std::set<std::string> kept = {"defaults", "starved", "queues",
+                                               "tcp",      "mixed",   "ofi_mixed"};
+    return kept.count(configs[std::get<1>(GetParam())].name) != 0;
+  }
 };
+
+#define SKIP_UNLESS_ABOVE_TRANSPORTS() \
+  if (!above_transports()) GTEST_SKIP() << "runs in the six configurations of above_transports()"
 
 TEST_P(JobTest, Ring) {
   const run_result r = job(ranks(), "ring", {}, env(), 120, nodes());
@@ -160,6 +174,7 @@ TEST_P(JobTest, PointToPointSemantics) {
 }
 
 TEST_P(JobTest, Collectives) {
+  SKIP_UNLESS_ABOVE_TRANSPORTS();
   const run_result r = job(ranks(), "coll", {}, env(), 120, nodes());
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("coll: all checks passed on " + std::to_string(ranks()) + " ranks"),
@@ -188,6 +203,7 @@ TEST_P(JobTest, NoFetchDeadlockAndBoundedUnexpectedMemory) {
 }
 
 TEST_P(JobTest, CommunicatorsAndGroups) {
+  SKIP_UNLESS_ABOVE_TRANSPORTS();
   const run_result r = job(ranks(), "comms", {}, env(), 120, nodes());
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("comms: all checks passed"), std::string::npos) << r.output;
@@ -210,12 +226,14 @@ TEST_P(JobTest, DerivedDatatypesInEveryCall) {
 }
 
 TEST_P(JobTest, ArgumentErrorsReturnTheirClasses) {
+  SKIP_UNLESS_ABOVE_TRANSPORTS();
   const run_result r = job(ranks(), "errors", {}, env(), 120, nodes());
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("errors: all classes as expected"), std::string::npos) << r.output;
 }
 
 TEST_P(JobTest, InfoDimsAndCartesianTopologies) {
+  SKIP_UNLESS_ABOVE_TRANSPORTS();
   const run_result r = job(ranks(), "env", {}, env(), 120, nodes());
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("env: all checks passed"), std::string::npos) << r.output;
@@ -225,6 +243,7 @@ TEST_P(JobTest, InfoDimsAndCartesianTopologies) {
 // the MPI-1 names, the predefined attributes, the error classes; at
 // MPI_Finalize, MPI_COMM_SELF's delete callbacks run the last set first.
 TEST_P(JobTest, AttributesAndTheirCallbacks) {
+  SKIP_UNLESS_ABOVE_TRANSPORTS();
   const run_result r = job(ranks(), "attrs", {}, env(), 120, nodes());
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("attrs: all checks passed on " + std::to_string(ranks()) + " ranks"),
@@ -242,6 +261,7 @@ TEST_P(JobTest, AttributesAndTheirCallbacks) {
 // splits in two), create_group, idup, dup_with_info and info hints, range
 // groups, test_inter, and the error classes.
 TEST_P(JobTest, CommunicatorConstructorsAndSplitType) {
+  SKIP_UNLESS_ABOVE_TRANSPORTS();
   const run_result r = job(ranks(), "commsplit", {std::to_string(nodes())}, env(), 120, nodes());
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("commsplit: all checks passed on " + std::to_string(ranks()) +
@@ -253,6 +273,7 @@ TEST_P(JobTest, CommunicatorConstructorsAndSplitType) {
 // An intercommunicator of the even and odd halves: point-to-point across
 // it and its dup, merges in both orders, MPI_ERR_COMM for collectives.
 TEST_P(JobTest, Intercommunicators) {
+  SKIP_UNLESS_ABOVE_TRANSPORTS();
   const run_result r = job(ranks(), "intercomm", {}, env(), 120, nodes());
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("intercomm: all checks passed on " + std::to_string(ranks()) + " ranks"),
@@ -266,6 +287,7 @@ TEST_P(JobTest, Intercommunicators) {
 // 4 ranks, as the issue asks: one rank exchanges only with itself, and 8
 // add time on 2 cores and no path.
 TEST_P(JobTest, ThreadMultiple) {
+  SKIP_UNLESS_ABOVE_TRANSPORTS();
   if (ranks() != 2 && ranks() != 4) GTEST_SKIP() << "run at 2 and 4 ranks";
   const run_result r = job(ranks(), "threads", {}, env(), 120, nodes());
   ASSERT_EQ(r.exit_code, 0) << r.output;
