@@ -184,6 +184,18 @@ int MPI_Win_delete_attr(MPI_Win, int) {
 }
 
 // Sessions
+int MPI_Session_attach_buffer(MPI_Session, void *, int) {
+  return unsupported("MPI_Session_attach_buffer", sessions, MPI_COMM_NULL);
+}
+int MPI_Session_detach_buffer(MPI_Session, void *, int *) {
+  return unsupported("MPI_Session_detach_buffer", sessions, MPI_COMM_NULL);
+}
+int MPI_Session_flush_buffer(MPI_Session) {
+  return unsupported("MPI_Session_flush_buffer", sessions, MPI_COMM_NULL);
+}
+int MPI_Session_iflush_buffer(MPI_Session, MPI_Request *) {
+  return unsupported("MPI_Session_iflush_buffer", sessions, MPI_COMM_NULL);
+}
 int MPI_Session_init(MPI_Info, MPI_Errhandler, MPI_Session *) {
   return unsupported("MPI_Session_init", sessions, MPI_COMM_NULL);
 }

@@ -268,6 +268,59 @@ INSTANTIATE_TEST_SUITE_P(Ranks, JobTest,
                                   std::to_string(std::get<0>(info.param));
                          });
 
+// The wider MPI surface (issue 18): each program at 2, 4 and 8 ranks over
+// shm (defaults, and starved: one credit, tiny rings), tcp alone, and two
+// nodes (shm within, tcp between). Fewer configurations than JobTest: these
+// calls sit above the protocols, which JobTest covers in every one.
+const char *const surface_configs[] = {"defaults", "starved", "tcp", "mixed"};
+
+int config_index(const char *name) {
+  for (std::size_t i = 0; i < std::size(configs); ++i) {
+    if (std::string(configs[i].name) == name) return static_cast<int>(i);
+  }
+  return 0;
+}
+
+class SurfaceTest : public ::testing::TestWithParam<std::tuple<int, int>> {
+ protected:
+  int ranks() const { return std::get<0>(GetParam()); }
+  const protocol_config &config() const {
+    return configs[config_index(surface_configs[std::get<1>(GetParam())])];
+  }
+  void SetUp() override {
+    const std::string netmod = config().netmod;
+    if (!netmod.empty() && netmods_built.find("," + netmod + ",") == std::string::npos) {
+      GTEST_SKIP() << "this build has no " << netmod << " netmod (-Dnetmods)";
+    }
+  }
+  void TearDown() override {
+    EXPECT_EQ(shm_leftovers(), std::vector<std::string>{}) << "left in /dev/shm";
+  }
+  void expect_passes(const std::string &program) {
+    const run_result r = job(ranks(), program, {}, config().env, 120, config().nodes);
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    EXPECT_NE(
+        r.output.find(program + ": all checks passed on " + std::to_string(ranks()) + " ranks"),
+        std::string::npos)
+        << r.output;
+  }
+};
+
+// Isendrecv(_replace), partitioned requests, generalized requests, buffer
+// flushes and per-communicator buffers, status setters, MPI_PROC_NULL
+// statuses, cancelled persistent sends.
+TEST_P(SurfaceTest, PointToPointMpi4) {
+  expect_passes("p2p4");
+}
+
+INSTANTIATE_TEST_SUITE_P(Surface, SurfaceTest,
+                         ::testing::Combine(::testing::Values(2, 4, 8),
+                                            ::testing::Range(0, int(std::size(surface_configs)))),
+                         [](const auto &info) {
+                           return std::string(surface_configs[std::get<1>(info.param)]) + "_np" +
+                                  std::to_string(std::get<0>(info.param));
+                         });
+
 // MPI_COMM_TYPE_SHARED over two and three simulated nodes, over shm
 // within each node and tcp between them, and with everything over tcp.
 TEST(SplitType, FollowsTheNodesMpiexecMade) {
