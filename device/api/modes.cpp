@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 #include <map>
 #include <vector>
 
@@ -105,7 +106,8 @@ int iflush(const char *call, const communicator &c, int comm, MPI_Request *reque
   return MPI_SUCCESS;
 }
 
-int attach(const char *call, const communicator *c, attached_buffer &b, void *base, int size) {
+int attach(const char *call, const communicator *c, attached_buffer &b, void *base,
+           MPI_Count size) {
   if (b.attached) {
     return device::error_raise(c, call, MPI_ERR_BUFFER,
                                "a buffer is already attached; detach it first");
@@ -118,7 +120,8 @@ int attach(const char *call, const communicator *c, attached_buffer &b, void *ba
     return MPI_SUCCESS;
   }
   if (size < 0 || (base == nullptr && size > 0)) {
-    return device::error_raise(c, call, MPI_ERR_ARG, "invalid buffer %p of %d bytes", base, size);
+    return device::error_raise(c, call, MPI_ERR_ARG, "invalid buffer %p of %lld bytes", base,
+                               static_cast<long long>(size));
   }
   b.base = static_cast<std::byte *>(base);
   b.size = static_cast<std::size_t>(size);
@@ -126,14 +129,20 @@ int attach(const char *call, const communicator *c, attached_buffer &b, void *ba
   return MPI_SUCCESS;
 }
 
+template <typename Size>
 int detach(const char *call, const communicator *c, attached_buffer &b, void *buffer_addr,
-           int *size) {
+           Size *size) {
   if (int err = api::check_not_null(call, c, buffer_addr, "buffer_addr")) return err;
   if (int err = api::check_not_null(call, c, size, "size")) return err;
   drain(b);  // the standard: detach waits for them
   void *base = b.automatic ? MPI_BUFFER_AUTOMATIC : b.base;
   std::memcpy(buffer_addr, &base, sizeof(void *));
-  *size = b.automatic ? 0 : static_cast<int>(b.size);
+  if (!b.automatic && b.size > static_cast<std::size_t>(std::numeric_limits<Size>::max())) {
+    return device::error_raise(c, call, MPI_ERR_VALUE_TOO_LARGE,
+                               "the buffer's %zu bytes do not fit the int size (use %s_c)", b.size,
+                               call);
+  }
+  *size = b.automatic ? 0 : static_cast<Size>(b.size);
   b = attached_buffer{};
   return MPI_SUCCESS;
 }
@@ -281,6 +290,38 @@ int MPI_Comm_iflush_buffer(MPI_Comm comm, MPI_Request *request) {
   const auto found = comm_buffers.find(comm);
   const bool own = found != comm_buffers.end() && found->second.attached;
   return iflush(call, *c, own ? comm : MPI_COMM_NULL, request);
+}
+
+int MPI_Buffer_attach_c(void *base, MPI_Count size) {
+  const char *call = "MPI_Buffer_attach_c";
+  if (int err = api::check_initialized(call)) return err;
+  return attach(call, nullptr, buffer, base, size);
+}
+
+int MPI_Buffer_detach_c(void *buffer_addr, MPI_Count *size) {
+  const char *call = "MPI_Buffer_detach_c";
+  if (int err = api::check_initialized(call)) return err;
+  return detach(call, nullptr, buffer, buffer_addr, size);
+}
+
+int MPI_Comm_attach_buffer_c(MPI_Comm comm, void *base, MPI_Count size) {
+  const char *call = "MPI_Comm_attach_buffer_c";
+  communicator *c = nullptr;
+  if (int err = api::check_comm(call, comm, c)) return err;
+  return attach(call, c, comm_buffers[comm], base, size);
+}
+
+int MPI_Comm_detach_buffer_c(MPI_Comm comm, void *buffer_addr, MPI_Count *size) {
+  const char *call = "MPI_Comm_detach_buffer_c";
+  communicator *c = nullptr;
+  if (int err = api::check_comm(call, comm, c)) return err;
+  const auto found = comm_buffers.find(comm);
+  if (found == comm_buffers.end() || !found->second.attached) {
+    return device::error_raise(c, call, MPI_ERR_BUFFER, "no buffer is attached to communicator");
+  }
+  const int err = detach(call, c, found->second, buffer_addr, size);
+  if (err == MPI_SUCCESS) comm_buffers.erase(found);
+  return err;
 }
 
 int MPI_Sendrecv_replace(void *buf, int count, MPI_Datatype datatype, int dest, int sendtag,

@@ -184,6 +184,12 @@ int MPI_Win_delete_attr(MPI_Win, int) {
 }
 
 // Sessions
+int MPI_Session_attach_buffer_c(MPI_Session, void *, MPI_Count) {
+  return unsupported("MPI_Session_attach_buffer_c", sessions, MPI_COMM_NULL);
+}
+int MPI_Session_detach_buffer_c(MPI_Session, void *, MPI_Count *) {
+  return unsupported("MPI_Session_detach_buffer_c", sessions, MPI_COMM_NULL);
+}
 int MPI_Session_attach_buffer(MPI_Session, void *, int) {
   return unsupported("MPI_Session_attach_buffer", sessions, MPI_COMM_NULL);
 }
