@@ -319,6 +319,12 @@ TEST_P(SurfaceTest, LargeCountBindings) {
   expect_passes("bigcount");
 }
 
+// Graph topologies, Cart_sub and the map calls, Topo_test, topologies kept
+// by Comm_dup.
+TEST_P(SurfaceTest, Topologies) {
+  expect_passes("topo");
+}
+
 INSTANTIATE_TEST_SUITE_P(Surface, SurfaceTest,
                          ::testing::Combine(::testing::Values(2, 4, 8),
                                             ::testing::Range(0, int(std::size(surface_configs)))),
