@@ -184,6 +184,38 @@ typedef struct MPI_Status {
 #define MPI_SHORT_INT IRIS_BUILTIN_TYPE(8, 37)
 #define MPI_LONG_DOUBLE_INT IRIS_BUILTIN_TYPE(32, 38)
 
+/* Fortran and C++ datatypes (for codes that mix languages, and mpi4py):
+ * distinct handles with the layouts of gfortran's default kinds and g++'s
+ * types on x86-64. MPI_REAL16 and MPI_COMPLEX32 are x86's 80-bit long
+ * double in 16 bytes (as gfortran's REAL(10)), not IEEE quad. */
+#define MPI_CHARACTER IRIS_BUILTIN_TYPE(1, 39)
+#define MPI_LOGICAL IRIS_BUILTIN_TYPE(4, 40)
+#define MPI_INTEGER IRIS_BUILTIN_TYPE(4, 41)
+#define MPI_REAL IRIS_BUILTIN_TYPE(4, 42)
+#define MPI_DOUBLE_PRECISION IRIS_BUILTIN_TYPE(8, 43)
+#define MPI_COMPLEX IRIS_BUILTIN_TYPE(8, 44)
+#define MPI_DOUBLE_COMPLEX IRIS_BUILTIN_TYPE(16, 45)
+#define MPI_INTEGER1 IRIS_BUILTIN_TYPE(1, 46)
+#define MPI_INTEGER2 IRIS_BUILTIN_TYPE(2, 47)
+#define MPI_INTEGER4 IRIS_BUILTIN_TYPE(4, 48)
+#define MPI_INTEGER8 IRIS_BUILTIN_TYPE(8, 49)
+#define MPI_REAL4 IRIS_BUILTIN_TYPE(4, 50)
+#define MPI_REAL8 IRIS_BUILTIN_TYPE(8, 51)
+#define MPI_REAL16 IRIS_BUILTIN_TYPE(16, 52)
+#define MPI_COMPLEX8 IRIS_BUILTIN_TYPE(8, 53)
+#define MPI_COMPLEX16 IRIS_BUILTIN_TYPE(16, 54)
+#define MPI_COMPLEX32 IRIS_BUILTIN_TYPE(32, 55)
+#define MPI_2INTEGER IRIS_BUILTIN_TYPE(8, 56)
+#define MPI_2REAL IRIS_BUILTIN_TYPE(8, 57)
+#define MPI_2DOUBLE_PRECISION IRIS_BUILTIN_TYPE(16, 58)
+#define MPI_CXX_BOOL IRIS_BUILTIN_TYPE(1, 59)
+#define MPI_CXX_FLOAT_COMPLEX IRIS_BUILTIN_TYPE(8, 60)
+#define MPI_CXX_DOUBLE_COMPLEX IRIS_BUILTIN_TYPE(16, 61)
+#define MPI_CXX_LONG_DOUBLE_COMPLEX IRIS_BUILTIN_TYPE(32, 62)
+#define MPI_TYPECLASS_REAL 1
+#define MPI_TYPECLASS_INTEGER 2
+#define MPI_TYPECLASS_COMPLEX 3
+
 /* Reduction operations: 0x40000000 | index; user ops (MPI_Op_create) follow
  * the predefined ones. A user function computes inoutvec[i] = invec[i] o
  * inoutvec[i] for *len elements of *datatype. */
@@ -731,6 +763,63 @@ int MPI_Type_hvector(int count, int blocklength, MPI_Aint stride, MPI_Datatype o
                      MPI_Datatype *newtype);
 int MPI_Type_hindexed(int count, int array_of_blocklengths[], MPI_Aint array_of_displacements[],
                       MPI_Datatype oldtype, MPI_Datatype *newtype);
+
+/* Handles in Fortran (MPI_Fint): every handle is an int, so each
+ * conversion is the identity; a Fortran status is MPI_Status's bytes as
+ * MPI_F_STATUS_SIZE integers, and MPI_F08_status is MPI_Status itself. */
+typedef int MPI_Fint;
+typedef MPI_Status MPI_F08_status;
+#define MPI_F_STATUS_SIZE 6
+#define MPI_F_SOURCE 0
+#define MPI_F_TAG 1
+#define MPI_F_ERROR 2
+#define MPI_F_STATUS_IGNORE ((MPI_Fint *)0)
+#define MPI_F_STATUSES_IGNORE ((MPI_Fint *)0)
+#define MPI_F08_STATUS_IGNORE ((MPI_F08_status *)0)
+#define MPI_F08_STATUSES_IGNORE ((MPI_F08_status *)0)
+MPI_Fint MPI_Comm_c2f(MPI_Comm comm);
+MPI_Comm MPI_Comm_f2c(MPI_Fint comm);
+MPI_Fint MPI_Group_c2f(MPI_Group group);
+MPI_Group MPI_Group_f2c(MPI_Fint group);
+MPI_Fint MPI_Type_c2f(MPI_Datatype datatype);
+MPI_Datatype MPI_Type_f2c(MPI_Fint datatype);
+MPI_Fint MPI_Op_c2f(MPI_Op op);
+MPI_Op MPI_Op_f2c(MPI_Fint op);
+MPI_Fint MPI_Errhandler_c2f(MPI_Errhandler errhandler);
+MPI_Errhandler MPI_Errhandler_f2c(MPI_Fint errhandler);
+MPI_Fint MPI_Request_c2f(MPI_Request request);
+MPI_Request MPI_Request_f2c(MPI_Fint request);
+MPI_Fint MPI_Info_c2f(MPI_Info info);
+MPI_Info MPI_Info_f2c(MPI_Fint info);
+MPI_Fint MPI_Win_c2f(MPI_Win win);
+MPI_Win MPI_Win_f2c(MPI_Fint win);
+MPI_Fint MPI_File_c2f(MPI_File file);
+MPI_File MPI_File_f2c(MPI_Fint file);
+MPI_Fint MPI_Message_c2f(MPI_Message message);
+MPI_Message MPI_Message_f2c(MPI_Fint message);
+MPI_Fint MPI_Session_c2f(MPI_Session session);
+MPI_Session MPI_Session_f2c(MPI_Fint session);
+int MPI_Status_c2f(const MPI_Status *c_status, MPI_Fint *f_status);
+int MPI_Status_f2c(const MPI_Fint *f_status, MPI_Status *c_status);
+int MPI_Status_c2f08(const MPI_Status *c_status, MPI_F08_status *f08_status);
+int MPI_Status_f082c(const MPI_F08_status *f08_status, MPI_Status *c_status);
+int MPI_Status_f2f08(const MPI_Fint *f_status, MPI_F08_status *f08_status);
+int MPI_Status_f082f(const MPI_F08_status *f08_status, MPI_Fint *f_status);
+/* Memory (plain malloc for now; info hints are not read), profiling
+ * control (no levels: a no-op), Fortran types by size. */
+int MPI_Alloc_mem(MPI_Aint size, MPI_Info info, void *baseptr);
+int MPI_Free_mem(void *base);
+int MPI_Pcontrol(const int level, ...);
+int MPI_Type_match_size(int typeclass, int size, MPI_Datatype *datatype);
+/* The MPI-1 error handler names, removed in MPI-3 (as MPICH keeps them). */
+typedef MPI_Comm_errhandler_function MPI_Handler_function;
+int MPI_Errhandler_create(MPI_Handler_function *function, MPI_Errhandler *errhandler);
+int MPI_Errhandler_set(MPI_Comm comm, MPI_Errhandler errhandler);
+int MPI_Errhandler_get(MPI_Comm comm, MPI_Errhandler *errhandler);
+/* Window names: not supported yet (one-sided); each returns
+ * MPI_ERR_UNSUPPORTED_OPERATION. */
+int MPI_Win_set_name(MPI_Win win, const char *win_name);
+int MPI_Win_get_name(MPI_Win win, char *win_name, int *resultlen);
 
 /* Errors */
 int MPI_Comm_set_errhandler(MPI_Comm comm, MPI_Errhandler errhandler);

@@ -183,6 +183,13 @@ int MPI_Win_delete_attr(MPI_Win, int) {
   return unsupported("MPI_Win_delete_attr", one_sided, MPI_COMM_NULL);
 }
 
+int MPI_Win_set_name(MPI_Win, const char *) {
+  return unsupported("MPI_Win_set_name", one_sided, MPI_COMM_NULL);
+}
+int MPI_Win_get_name(MPI_Win, char *, int *) {
+  return unsupported("MPI_Win_get_name", one_sided, MPI_COMM_NULL);
+}
+
 // Sessions
 int MPI_Session_attach_buffer_c(MPI_Session, void *, MPI_Count) {
   return unsupported("MPI_Session_attach_buffer_c", sessions, MPI_COMM_NULL);

@@ -325,6 +325,12 @@ TEST_P(SurfaceTest, Topologies) {
   expect_passes("topo");
 }
 
+// c2f/f2c, status conversions, Alloc_mem, address arithmetic, Fortran and
+// C++ datatypes in messages and reductions, the removed MPI-1 calls.
+TEST_P(SurfaceTest, HandlesAndFortranTypes) {
+  expect_passes("handles");
+}
+
 INSTANTIATE_TEST_SUITE_P(Surface, SurfaceTest,
                          ::testing::Combine(::testing::Values(2, 4, 8),
                                             ::testing::Range(0, int(std::size(surface_configs)))),
