@@ -4,6 +4,7 @@
 
 #include "device/api/attr.hpp"
 #include "device/api/check.hpp"
+#include "device/api/envelope.hpp"
 #include "device/dtype.hpp"
 
 using namespace iris;
@@ -63,7 +64,8 @@ int MPI_Type_contiguous(int count, MPI_Datatype old, MPI_Datatype *newtype) {
   const char *call = "MPI_Type_contiguous";
   if (int err = count_ok(call, count)) return err;
   const int len[1] = {count};
-  return build_same(call, 1, len, old, {0}, newtype);
+  return api::envelope_made(build_same(call, 1, len, old, {0}, newtype), newtype,
+                            MPI_COMBINER_CONTIGUOUS, {count}, {}, {old});
 }
 
 int MPI_Type_vector(int count, int blocklength, int stride, MPI_Datatype old,
@@ -73,7 +75,8 @@ int MPI_Type_vector(int count, int blocklength, int stride, MPI_Datatype old,
   std::vector<int> lens(static_cast<std::size_t>(count), blocklength);
   std::vector<std::int64_t> displs;
   for (int i = 0; i < count; ++i) displs.push_back(std::int64_t{i} * stride * extent_of(old));
-  return build_same(call, count, lens.data(), old, displs, newtype);
+  return api::envelope_made(build_same(call, count, lens.data(), old, displs, newtype), newtype,
+                            MPI_COMBINER_VECTOR, {count, blocklength, stride}, {}, {old});
 }
 
 int MPI_Type_create_hvector(int count, int blocklength, MPI_Aint stride, MPI_Datatype old,
@@ -83,7 +86,8 @@ int MPI_Type_create_hvector(int count, int blocklength, MPI_Aint stride, MPI_Dat
   std::vector<int> lens(static_cast<std::size_t>(count), blocklength);
   std::vector<std::int64_t> displs;
   for (int i = 0; i < count; ++i) displs.push_back(std::int64_t{i} * stride);
-  return build_same(call, count, lens.data(), old, displs, newtype);
+  return api::envelope_made(build_same(call, count, lens.data(), old, displs, newtype), newtype,
+                            MPI_COMBINER_HVECTOR, {count, blocklength}, {stride}, {old});
 }
 
 int MPI_Type_indexed(int count, const int blocklens[], const int displs[], MPI_Datatype old,
@@ -92,15 +96,23 @@ int MPI_Type_indexed(int count, const int blocklens[], const int displs[], MPI_D
   if (int err = count_ok(call, count)) return err;
   std::vector<std::int64_t> bytes;
   for (int i = 0; i < count; ++i) bytes.push_back(std::int64_t{displs[i]} * extent_of(old));
-  return build_same(call, count, blocklens, old, bytes, newtype);
+  std::vector<int> ints{count};
+  ints.insert(ints.end(), blocklens, blocklens + count);
+  ints.insert(ints.end(), displs, displs + count);
+  return api::envelope_made(build_same(call, count, blocklens, old, bytes, newtype), newtype,
+                            MPI_COMBINER_INDEXED, std::move(ints), {}, {old});
 }
 
 int MPI_Type_create_hindexed(int count, const int blocklens[], const MPI_Aint displs[],
                              MPI_Datatype old, MPI_Datatype *newtype) {
   const char *call = "MPI_Type_create_hindexed";
   if (int err = count_ok(call, count)) return err;
-  return build_same(call, count, blocklens, old, std::vector<std::int64_t>(displs, displs + count),
-                    newtype);
+  std::vector<int> ints{count};
+  ints.insert(ints.end(), blocklens, blocklens + count);
+  return api::envelope_made(build_same(call, count, blocklens, old,
+                                       std::vector<std::int64_t>(displs, displs + count), newtype),
+                            newtype, MPI_COMBINER_HINDEXED, std::move(ints),
+                            std::vector<MPI_Aint>(displs, displs + count), {old});
 }
 
 int MPI_Type_create_indexed_block(int count, int blocklength, const int displs[], MPI_Datatype old,
@@ -110,15 +122,23 @@ int MPI_Type_create_indexed_block(int count, int blocklength, const int displs[]
   std::vector<int> lens(static_cast<std::size_t>(count), blocklength);
   std::vector<std::int64_t> bytes;
   for (int i = 0; i < count; ++i) bytes.push_back(std::int64_t{displs[i]} * extent_of(old));
-  return build_same(call, count, lens.data(), old, bytes, newtype);
+  std::vector<int> ints{count, blocklength};
+  ints.insert(ints.end(), displs, displs + count);
+  return api::envelope_made(build_same(call, count, lens.data(), old, bytes, newtype), newtype,
+                            MPI_COMBINER_INDEXED_BLOCK, std::move(ints), {}, {old});
 }
 
 int MPI_Type_create_struct(int count, const int blocklens[], const MPI_Aint displs[],
                            const MPI_Datatype types[], MPI_Datatype *newtype) {
   const char *call = "MPI_Type_create_struct";
   if (int err = count_ok(call, count)) return err;
-  return build(call, count, blocklens, types, std::vector<std::int64_t>(displs, displs + count),
-               true, newtype);
+  std::vector<int> ints{count};
+  ints.insert(ints.end(), blocklens, blocklens + count);
+  return api::envelope_made(build(call, count, blocklens, types,
+                                  std::vector<std::int64_t>(displs, displs + count), true, newtype),
+                            newtype, MPI_COMBINER_STRUCT, std::move(ints),
+                            std::vector<MPI_Aint>(displs, displs + count),
+                            std::vector<MPI_Datatype>(types, types + count));
 }
 
 int MPI_Type_create_resized(MPI_Datatype old, MPI_Aint lb, MPI_Aint extent, MPI_Datatype *newtype) {
@@ -127,6 +147,7 @@ int MPI_Type_create_resized(MPI_Datatype old, MPI_Aint lb, MPI_Aint extent, MPI_
   if (int err = type_of(call, old, t)) return err;
   if (int err = api::check_not_null(call, nullptr, newtype, "newtype")) return err;
   *newtype = device::dtype_register(device::dtype_resized(*t, lb, extent));
+  api::envelope_record(*newtype, MPI_COMBINER_RESIZED, {}, {lb, extent}, {old});
   return MPI_SUCCESS;
 }
 
@@ -144,6 +165,7 @@ int MPI_Type_dup(MPI_Datatype old, MPI_Datatype *newtype) {
     return err;
   }
   *newtype = made;
+  api::envelope_record(made, MPI_COMBINER_DUP, {}, {}, {old});
   return MPI_SUCCESS;
 }
 
@@ -167,6 +189,7 @@ int MPI_Type_free(MPI_Datatype *handle) {
   }
   // The delete callbacks first: when one fails, the type stays.
   if (int err = api::attrs_delete_all(call, nullptr, device::attr_kind::type, *handle)) return err;
+  api::envelope_forget(*handle);
   device::dtype_release(*handle);
   *handle = MPI_DATATYPE_NULL;
   return MPI_SUCCESS;

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "device/api/check.hpp"
+#include "device/api/envelope.hpp"
 
 using namespace iris;
 
@@ -38,7 +39,9 @@ int MPI_Type_create_hindexed_block(int count, int blocklength, const MPI_Aint di
     if (int err = api::check_not_null(call, nullptr, displs, "array_of_displacements")) return err;
   }
   std::vector<int> lens(static_cast<std::size_t>(count), blocklength);
-  return MPI_Type_create_hindexed(count, lens.data(), displs, oldtype, newtype);
+  return api::envelope_made(MPI_Type_create_hindexed(count, lens.data(), displs, oldtype, newtype),
+                            newtype, MPI_COMBINER_HINDEXED_BLOCK, {count, blocklength},
+                            std::vector<MPI_Aint>(displs, displs + count), {oldtype});
 }
 
 int MPI_Type_get_extent_x(MPI_Datatype datatype, MPI_Count *lb, MPI_Count *extent) {

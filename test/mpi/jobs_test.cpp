@@ -331,6 +331,12 @@ TEST_P(SurfaceTest, HandlesAndFortranTypes) {
   expect_passes("handles");
 }
 
+// external32 bytes against hand-written ones, envelopes and contents,
+// subarray and darray type maps against reference loops, f90 types.
+TEST_P(SurfaceTest, DatatypeConstructorsAndExternal32) {
+  expect_passes("dtypes");
+}
+
 INSTANTIATE_TEST_SUITE_P(Surface, SurfaceTest,
                          ::testing::Combine(::testing::Values(2, 4, 8),
                                             ::testing::Range(0, int(std::size(surface_configs)))),
