@@ -209,6 +209,59 @@ static void removed_and_unsupported(void) {
   MPI_Errhandler_set(MPI_COMM_WORLD, old);
 }
 
+static void from_groups(void) {
+  MPI_Group world, half, other;
+  MPI_Comm_group(MPI_COMM_WORLD, &world);
+  MPI_Comm all;
+  MPI_Comm_create_from_group(world, "iris.test.all", MPI_INFO_NULL, MPI_ERRORS_RETURN, &all);
+  int n = 0;
+  MPI_Errhandler eh;
+  MPI_Comm_size(all, &n);
+  MPI_Comm_get_errhandler(all, &eh);
+  CHECK(n == size && eh == MPI_ERRORS_RETURN, "Comm_create_from_group: size %d", n);
+  MPI_Comm_free(&all);
+  if (size >= 2) {
+    /* Evens and odds. */
+    int evens[64], odds[64], ne = 0, no = 0;
+    for (int r = 0; r < size; ++r) {
+      if (r % 2 == 0) {
+        evens[ne++] = r;
+      } else {
+        odds[no++] = r;
+      }
+    }
+    MPI_Group ge, go;
+    MPI_Group_incl(world, ne, evens, &ge);
+    MPI_Group_incl(world, no, odds, &go);
+    half = rank % 2 == 0 ? ge : go;
+    other = rank % 2 == 0 ? go : ge;
+    MPI_Comm inter;
+    MPI_Intercomm_create_from_groups(half, 0, other, 0, "iris.test.halves", MPI_INFO_NULL,
+                                     MPI_ERRORS_ARE_FATAL, &inter);
+    int remote = 0, flag = 0;
+    MPI_Comm_remote_size(inter, &remote);
+    MPI_Comm_test_inter(inter, &flag);
+    CHECK(flag && remote == (rank % 2 == 0 ? no : ne), "intercomm from groups: remote %d", remote);
+    int me = rank, got = -1, local = -1;
+    MPI_Comm_rank(inter, &local);
+    if (local == 0) { /* the two leaders (world ranks 0 and 1) */
+      MPI_Sendrecv(&me, 1, MPI_INT, 0, 4, &got, 1, MPI_INT, 0, 4, inter, MPI_STATUS_IGNORE);
+      CHECK(got == 1 - rank, "across: got %d", got);
+    }
+    MPI_Comm_disconnect(&inter);
+    CHECK(inter == MPI_COMM_NULL, "disconnect leaves MPI_COMM_NULL");
+    MPI_Group_free(&ge);
+    MPI_Group_free(&go);
+  }
+  MPI_Group_free(&world);
+  MPI_Info env;
+  int nkeys = -1;
+  MPI_Info_create_env(0, NULL, &env);
+  MPI_Info_get_nkeys(env, &nkeys);
+  CHECK(nkeys >= 0, "Info_create_env");
+  MPI_Info_free(&env);
+}
+
 int main(int argc, char **argv) {
   MPI_Init(&argc, &argv);
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
@@ -217,6 +270,7 @@ int main(int argc, char **argv) {
   memory_and_addresses();
   fortran_types();
   removed_and_unsupported();
+  from_groups();
   MPI_Barrier(MPI_COMM_WORLD);
   if (rank == 0 && check_failures == 0) printf("handles: all checks passed on %d ranks\n", size);
   return finish();
