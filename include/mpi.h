@@ -384,6 +384,7 @@ int MPI_Intercomm_create_from_groups(MPI_Group local_group, int local_leader,
                                      const char *stringtag, MPI_Info info,
                                      MPI_Errhandler errhandler, MPI_Comm *newintercomm);
 int MPI_Info_create_env(int argc, char *argv[], MPI_Info *info);
+int MPI_Get_hw_resource_info(MPI_Info *hw_info); /* MPI-4.1: an empty info */
 int MPI_Comm_disconnect(MPI_Comm *comm);
 int MPI_Type_create_subarray_c(int ndims, const MPI_Count array_of_sizes[],
                                const MPI_Count array_of_subsizes[],
@@ -559,6 +560,13 @@ int MPI_Session_attach_buffer(MPI_Session session, void *buffer, int size);     
 int MPI_Session_detach_buffer(MPI_Session session, void *buffer_addr, int *size); /* unsupported */
 int MPI_Session_flush_buffer(MPI_Session session);                                /* unsupported */
 int MPI_Session_iflush_buffer(MPI_Session session, MPI_Request *request);         /* unsupported */
+/* MPI-4.1: Request_get_status over arrays (requests stay as they are). */
+int MPI_Request_get_status_all(int count, MPI_Request array_of_requests[], int *flag,
+                               MPI_Status array_of_statuses[]);
+int MPI_Request_get_status_any(int count, MPI_Request array_of_requests[], int *index, int *flag,
+                               MPI_Status *status);
+int MPI_Request_get_status_some(int incount, MPI_Request array_of_requests[], int *outcount,
+                                int array_of_indices[], MPI_Status array_of_statuses[]);
 int MPI_Status_set_source(MPI_Status *status, int source);
 int MPI_Status_set_tag(MPI_Status *status, int tag);
 int MPI_Status_set_error(MPI_Status *status, int error);
@@ -771,6 +779,8 @@ int MPI_Type_create_hindexed_block(int count, int blocklength,
                                    MPI_Datatype *newtype);
 int MPI_Type_get_extent_x(MPI_Datatype datatype, MPI_Count *lb, MPI_Count *extent);
 int MPI_Type_get_true_extent_x(MPI_Datatype datatype, MPI_Count *true_lb, MPI_Count *true_extent);
+int MPI_Type_get_value_index(MPI_Datatype value_type, MPI_Datatype index_type,
+                             MPI_Datatype *pair_type); /* MPI-4.1 */
 MPI_Aint MPI_Aint_add(MPI_Aint base, MPI_Aint disp);
 MPI_Aint MPI_Aint_diff(MPI_Aint addr1, MPI_Aint addr2);
 int MPI_Address(const void *location, MPI_Aint *address);

@@ -94,6 +94,14 @@ int MPI_Comm_disconnect(MPI_Comm *comm) {
   return MPI_Comm_free(comm);
 }
 
+// MPI-4.1: Iris reports no hardware resources (an empty info object).
+int MPI_Get_hw_resource_info(MPI_Info *hw_info) {
+  if (int err = api::check_not_null("MPI_Get_hw_resource_info", nullptr, hw_info, "hw_info")) {
+    return err;
+  }
+  return MPI_Info_create(hw_info);
+}
+
 int MPI_Type_create_subarray_c(int ndims, const MPI_Count sizes[], const MPI_Count subsizes[],
                                const MPI_Count starts[], int order, MPI_Datatype oldtype,
                                MPI_Datatype *newtype) {

@@ -80,6 +80,34 @@ MPI_Aint MPI_Aint_diff(MPI_Aint addr1, MPI_Aint addr2) {
                                static_cast<std::uintptr_t>(addr2));
 }
 
+// MPI-4.1: the predefined pair type of (value_type, index_type), or
+// MPI_DATATYPE_NULL when there is none.
+int MPI_Type_get_value_index(MPI_Datatype value_type, MPI_Datatype index_type,
+                             MPI_Datatype *pair_type) {
+  const char *call = "MPI_Type_get_value_index";
+  int err = MPI_SUCCESS;
+  if (type_checked(call, value_type, err) == nullptr) return err;
+  if (type_checked(call, index_type, err) == nullptr) return err;
+  if (int e = api::check_not_null(call, nullptr, pair_type, "pair_type")) return e;
+  *pair_type = MPI_DATATYPE_NULL;
+  if (index_type == MPI_INT) {
+    *pair_type = value_type == MPI_FLOAT         ? MPI_FLOAT_INT
+                 : value_type == MPI_DOUBLE      ? MPI_DOUBLE_INT
+                 : value_type == MPI_LONG        ? MPI_LONG_INT
+                 : value_type == MPI_INT         ? MPI_2INT
+                 : value_type == MPI_SHORT       ? MPI_SHORT_INT
+                 : value_type == MPI_LONG_DOUBLE ? MPI_LONG_DOUBLE_INT
+                                                 : MPI_DATATYPE_NULL;
+  } else if (index_type == MPI_INTEGER && value_type == MPI_INTEGER) {
+    *pair_type = MPI_2INTEGER;
+  } else if (index_type == MPI_REAL && value_type == MPI_REAL) {
+    *pair_type = MPI_2REAL;
+  } else if (index_type == MPI_DOUBLE_PRECISION && value_type == MPI_DOUBLE_PRECISION) {
+    *pair_type = MPI_2DOUBLE_PRECISION;
+  }
+  return MPI_SUCCESS;
+}
+
 // MPI-1 names removed in MPI-3.
 int MPI_Address(const void *location, MPI_Aint *address) {
   return MPI_Get_address(location, address);

@@ -329,4 +329,63 @@ int MPI_Request_get_status(MPI_Request request, int *flag, MPI_Status *status) {
   return MPI_SUCCESS;
 }
 
+// MPI-4.1: the Request_get_status calls over arrays. Like
+// MPI_Request_get_status, they leave every request as it is.
+int MPI_Request_get_status_all(int count, MPI_Request requests[], int *flag,
+                               MPI_Status statuses[]) {
+  const char *call = "MPI_Request_get_status_all";
+  if (int err = api::check_not_null(call, nullptr, flag, "flag")) return err;
+  if (int err = check_requests(call, count, requests)) return err;
+  device::progress_poll();
+  *flag = 0;
+  for (int i = 0; i < count; ++i) {
+    if (!finished(requests[i])) return MPI_SUCCESS;
+  }
+  *flag = 1;
+  for (int i = 0; i < count; ++i) {
+    int done = 0;
+    MPI_Request_get_status(requests[i], &done, status_at(statuses, i));
+  }
+  return MPI_SUCCESS;
+}
+
+int MPI_Request_get_status_any(int count, MPI_Request requests[], int *index, int *flag,
+                               MPI_Status *status) {
+  const char *call = "MPI_Request_get_status_any";
+  if (int err = api::check_not_null(call, nullptr, index, "index")) return err;
+  if (int err = api::check_not_null(call, nullptr, flag, "flag")) return err;
+  if (int err = check_requests(call, count, requests)) return err;
+  device::progress_poll();
+  const int found = first_finished(count, requests);
+  *flag = found != -1 ? 1 : 0;
+  *index = found < 0 ? MPI_UNDEFINED : found;
+  if (found == MPI_UNDEFINED) api::status_empty(status);
+  if (found < 0) return MPI_SUCCESS;
+  int done = 0;
+  return MPI_Request_get_status(requests[found], &done, status);
+}
+
+int MPI_Request_get_status_some(int incount, MPI_Request requests[], int *outcount, int indices[],
+                                MPI_Status statuses[]) {
+  const char *call = "MPI_Request_get_status_some";
+  if (int err = api::check_not_null(call, nullptr, outcount, "outcount")) return err;
+  if (int err = check_requests(call, incount, requests)) return err;
+  if (incount > 0) {
+    if (int err = api::check_not_null(call, nullptr, indices, "array_of_indices")) return err;
+  }
+  device::progress_poll();
+  int n = 0;
+  bool any_active = false;
+  for (int i = 0; i < incount; ++i) {
+    if (inactive(requests[i])) continue;
+    any_active = true;
+    if (!is_done(live(requests[i]))) continue;
+    int done = 0;
+    MPI_Request_get_status(requests[i], &done, status_at(statuses, n));
+    indices[n++] = i;
+  }
+  *outcount = any_active ? n : MPI_UNDEFINED;
+  return MPI_SUCCESS;
+}
+
 }  // extern "C"

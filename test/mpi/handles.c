@@ -165,6 +165,10 @@ static void fortran_types(void) {
                (rank + size - 1) % size, 3, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
   CHECK(strcmp(got, "iris!") == 0, "CHARACTER: %s", got);
   MPI_Datatype m;
+  MPI_Type_get_value_index(MPI_DOUBLE, MPI_INT, &m);
+  CHECK(m == MPI_DOUBLE_INT, "value_index(double, int)");
+  MPI_Type_get_value_index(MPI_CHAR, MPI_INT, &m);
+  CHECK(m == MPI_DATATYPE_NULL, "value_index(char, int)");
   MPI_Type_match_size(MPI_TYPECLASS_INTEGER, 4, &m);
   CHECK(m == MPI_INTEGER4, "match INTEGER 4");
   MPI_Type_match_size(MPI_TYPECLASS_REAL, 8, &m);
@@ -260,6 +264,10 @@ static void from_groups(void) {
   MPI_Info_get_nkeys(env, &nkeys);
   CHECK(nkeys >= 0, "Info_create_env");
   MPI_Info_free(&env);
+  MPI_Info hw = MPI_INFO_NULL;
+  MPI_Get_hw_resource_info(&hw);
+  CHECK(hw != MPI_INFO_NULL, "Get_hw_resource_info");
+  MPI_Info_free(&hw);
 }
 
 int main(int argc, char **argv) {

@@ -275,6 +275,24 @@ static void proc_null_and_cancel(void) {
   CHECK(flag == 0, "the cancelled message arrived after all");
 }
 
+static void get_status_arrays(void) {
+  const int right = (rank + 1) % size, left = (rank + size - 1) % size;
+  int v = rank, got = -1, flag = 0, index = -1, outcount = -1, indices[2];
+  MPI_Request reqs[2];
+  MPI_Status st[2];
+  MPI_Irecv(&got, 1, MPI_INT, left, 31, MPI_COMM_WORLD, &reqs[0]);
+  MPI_Isend(&v, 1, MPI_INT, right, 31, MPI_COMM_WORLD, &reqs[1]);
+  while (!flag) MPI_Request_get_status_all(2, reqs, &flag, st);
+  CHECK(reqs[0] != MPI_REQUEST_NULL && st[0].MPI_SOURCE == left, "get_status_all: %d",
+        st[0].MPI_SOURCE);
+  MPI_Request_get_status_any(2, reqs, &index, &flag, &st[0]);
+  CHECK(flag == 1 && index >= 0, "get_status_any: %d %d", flag, index);
+  MPI_Request_get_status_some(2, reqs, &outcount, indices, st);
+  CHECK(outcount == 2 && indices[1] == 1, "get_status_some: %d", outcount);
+  MPI_Waitall(2, reqs, MPI_STATUSES_IGNORE);
+  CHECK(got == left, "get_status arrays: got %d", got);
+}
+
 static void errors(void) {
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
   MPI_Comm_set_errhandler(MPI_COMM_SELF, MPI_ERRORS_RETURN);
@@ -326,6 +344,7 @@ int main(int argc, char **argv) {
   generalized();
   buffers();
   proc_null_and_cancel();
+  get_status_arrays();
   errors();
   MPI_Barrier(MPI_COMM_WORLD);
   if (rank == 0 && check_failures == 0) printf("p2p4: all checks passed on %d ranks\n", size);
