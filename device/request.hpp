@@ -90,7 +90,8 @@ struct request {
   // (freed with the request); a receive unpacks it into `unpack_to` when the
   // user completes the request.
   void *scratch = nullptr;
-  void *unpack_to = nullptr;
+  void *unpack_to = nullptr;    // may be MPI_BOTTOM (nullptr): absolute addresses
+  bool unpack_pending = false;  // set: unpack into unpack_to when finished
   int unpack_count = 0;
   const dtype *unpack_type = nullptr;  // kept alive even if the user frees the type
   send_state state = send_state::queued;

@@ -251,6 +251,46 @@ static void arrays(void) {
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL);
 }
 
+/* MPI_BOTTOM with types of absolute addresses in the newer calls. */
+static void bottom(void) {
+  const int right = (rank + 1) % size, left = (rank + size - 1) % size;
+  int a = rank, ra = -1, ra2 = -1;
+  double b = rank + 0.5, rb = -1, rb2 = -1;
+  MPI_Aint where[2];
+  const int lens[2] = {1, 1};
+  const MPI_Datatype types[2] = {MPI_INT, MPI_DOUBLE};
+  MPI_Datatype out, in, in2;
+  MPI_Get_address(&a, &where[0]);
+  MPI_Get_address(&b, &where[1]);
+  MPI_Type_create_struct(2, lens, where, types, &out);
+  MPI_Get_address(&ra, &where[0]);
+  MPI_Get_address(&rb, &where[1]);
+  MPI_Type_create_struct(2, lens, where, types, &in);
+  MPI_Get_address(&ra2, &where[0]);
+  MPI_Get_address(&rb2, &where[1]);
+  MPI_Type_create_struct(2, lens, where, types, &in2);
+  MPI_Type_commit(&out);
+  MPI_Type_commit(&in);
+  MPI_Type_commit(&in2);
+  MPI_Request req;
+  MPI_Isendrecv(MPI_BOTTOM, 1, out, right, 6, MPI_BOTTOM, 1, in, left, 6, MPI_COMM_WORLD, &req);
+  MPI_Wait(&req, MPI_STATUS_IGNORE);
+  CHECK(ra == left && rb == left + 0.5, "Isendrecv at MPI_BOTTOM: %d %g", ra, rb);
+  MPI_Send_c(MPI_BOTTOM, 1, out, right, 7, MPI_COMM_WORLD);
+  MPI_Recv_c(MPI_BOTTOM, 1, in2, left, 7, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+  CHECK(ra2 == left && rb2 == left + 0.5, "Send_c at MPI_BOTTOM: %d %g", ra2, rb2);
+  unsigned char buf[32];
+  MPI_Aint pos = 0;
+  MPI_Pack_external("external32", MPI_BOTTOM, 1, out, buf, sizeof(buf), &pos);
+  ra = -1;
+  pos = 0;
+  MPI_Unpack_external("external32", buf, sizeof(buf), &pos, MPI_BOTTOM, 1, in);
+  CHECK(pos == 12 && ra == rank && rb == rank + 0.5, "external32 at MPI_BOTTOM: %d", ra);
+  MPI_Type_free(&out);
+  MPI_Type_free(&in);
+  MPI_Type_free(&in2);
+}
+
 int main(int argc, char **argv) {
   MPI_Init(&argc, &argv);
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
@@ -258,6 +298,7 @@ int main(int argc, char **argv) {
   external32();
   envelopes();
   arrays();
+  bottom();
   MPI_Barrier(MPI_COMM_WORLD);
   if (rank == 0 && check_failures == 0) printf("dtypes: all checks passed on %d ranks\n", size);
   return finish();
