@@ -1,4 +1,5 @@
 // MPI bindings for datatypes: constructors, queries, names, Pack/Unpack.
+#include <climits>
 #include <cstring>
 #include <vector>
 
@@ -207,7 +208,7 @@ int MPI_Type_size(MPI_Datatype handle, int *size) {
   if (int err = api::check_not_null("MPI_Type_size", nullptr, size, "size")) return err;
   MPI_Count n = 0;
   if (int err = MPI_Type_size_x(handle, &n)) return err;
-  *size = static_cast<int>(n);
+  *size = n <= INT_MAX ? static_cast<int>(n) : MPI_UNDEFINED;  // MPI_Type_size_c has it
   return MPI_SUCCESS;
 }
 

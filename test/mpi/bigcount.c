@@ -105,6 +105,7 @@ static void small_counts(void) {
         (long long)tsize, (long long)extent);
   int small_size = 0;
   MPI_Type_size(t, &small_size);
+  CHECK(small_size == MPI_UNDEFINED, "Type_size of 48e9 bytes: %d", small_size);
   MPI_Type_free(&t);
   MPI_Count psize = 0;
   MPI_Pack_size_c(huge, MPI_INT, MPI_COMM_WORLD, &psize);
