@@ -926,6 +926,10 @@ int MPI_Errhandler_free(MPI_Errhandler *errhandler);
 int MPI_Add_error_class(int *errorclass);
 int MPI_Add_error_code(int errorclass, int *errorcode);
 int MPI_Add_error_string(int errorcode, const char *string);
+/* MPI-4.1: a class must have no codes left; the numbers are not reused. */
+int MPI_Remove_error_class(int errorclass);
+int MPI_Remove_error_code(int errorcode);
+int MPI_Remove_error_string(int errorcode);
 
 /* Info objects */
 int MPI_Info_create(MPI_Info *info);

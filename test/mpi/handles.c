@@ -210,6 +210,20 @@ static void removed_and_unsupported(void) {
   double *p = NULL;
   err = MPI_Alloc_mem(-1, MPI_INFO_NULL, &p);
   CHECK(err == MPI_ERR_ARG, "Alloc_mem(-1): %d", err);
+  /* MPI-4.1 removal of added errors. */
+  int code;
+  MPI_Add_error_class(&cls);
+  MPI_Add_error_code(cls, &code);
+  MPI_Add_error_string(code, "an iris test error");
+  err = MPI_Remove_error_class(cls);
+  CHECK(err == MPI_ERR_ARG, "removing a class with codes: %d", err);
+  CHECK(MPI_Remove_error_string(code) == MPI_SUCCESS, "Remove_error_string");
+  err = MPI_Remove_error_string(code);
+  CHECK(err == MPI_ERR_ARG, "removing a string twice: %d", err);
+  CHECK(MPI_Remove_error_code(code) == MPI_SUCCESS, "Remove_error_code");
+  CHECK(MPI_Remove_error_class(cls) == MPI_SUCCESS, "Remove_error_class");
+  err = MPI_Error_class(code, &cls);
+  CHECK(err == MPI_ERR_ARG, "the class of a removed code: %d", err);
   MPI_Errhandler_set(MPI_COMM_WORLD, old);
 }
 
