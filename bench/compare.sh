@@ -13,6 +13,7 @@
 # BASE=other-build-dir also runs that build of Iris ("iris_base") in every
 # round, for a refactor's before/after in one session (summarize.py prints
 # its own table of the two).
+# ONLY="iris_base iris" runs just those (a quick A/B without the peers).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build}
@@ -50,6 +51,7 @@ if command -v mpicc.openmpi >/dev/null; then
   run[openmpi]="mpirun.openmpi --allow-run-as-root --oversubscribe $ompi_args -n 2 $out/pt2pt.openmpi"
 fi
 
+names=${ONLY:-$names}
 for round in $(seq 1 "$rounds"); do
   for name in $names; do
     [ -n "${run[$name]:-}" ] || continue

@@ -103,6 +103,11 @@ const char *datatype_name(int handle) {
   return b != nullptr ? b->name : nullptr;
 }
 
+int datatype_handle(unsigned index) {
+  if (index == 0 || index >= std::size(builtins)) return 0;
+  return builtins[index].handle;
+}
+
 int datatype_size(int handle) {
   const builtin *b = lookup(handle);
   return b != nullptr ? b->size : 0;

@@ -12,5 +12,7 @@ std::size_t datatype_extent(int handle);
 const char *datatype_name(int handle);
 // Bytes of data (without padding) in one element, as MPI_Type_size reports.
 int datatype_size(int handle);
+// The predefined handle whose low byte is `index`, or 0 if there is none.
+int datatype_handle(unsigned index);
 
 }  // namespace iris::device

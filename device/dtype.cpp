@@ -54,17 +54,29 @@ constexpr int derived_kind = 0x30000000;
 
 }  // namespace
 
-const dtype *dtype_lookup(int handle) {
-  return dtype_lookup_mutable(handle);
+namespace detail {
+builtin_slot builtin_types[256];
+}  // namespace detail
+
+namespace {
+
+// Fills detail::builtin_types from the handle table, at load time.
+bool make_builtins() {
+  static dtype storage[256];
+  for (unsigned index = 1; index < 256; ++index) {
+    const int handle = datatype_handle(index);
+    if (handle == 0) continue;
+    storage[index] = predefined(handle);
+    detail::builtin_types[index] = {handle, &storage[index]};
+  }
+  return true;
 }
 
-dtype *dtype_lookup_mutable(int handle) {
-  if (datatype_extent(handle) != 0) {
-    static std::vector<std::unique_ptr<dtype>> builtins(256);
-    auto &slot = builtins[static_cast<std::uint32_t>(handle) & 0xffU];
-    if (!slot) slot = std::make_unique<dtype>(predefined(handle));
-    return slot.get();
-  }
+[[maybe_unused]] const bool builtins_made = make_builtins();
+
+}  // namespace
+
+dtype *dtype_lookup_derived(int handle) {
   const auto bits = static_cast<std::uint32_t>(handle);
   if ((bits & 0xfc000000U) != static_cast<std::uint32_t>(derived_kind)) return nullptr;
   const std::size_t index = bits & 0x03ffffffU;
@@ -143,12 +155,6 @@ dtype dtype_resized(const dtype &old, std::int64_t lb, std::int64_t extent) {
   t.predefined = false;
   t.name.clear();
   return t;
-}
-
-bool dtype_contiguous(const dtype &t, int count) {
-  if (count == 0 || t.packed_size == 0) return true;
-  return t.blocks.size() == 1 && t.blocks[0].offset == 0 &&
-         (count == 1 || static_cast<std::int64_t>(t.packed_size) == t.extent);
 }
 
 namespace {

@@ -40,9 +40,28 @@ struct dtype {
   std::string name;
 };
 
+namespace detail {
+// The predefined types by the low byte of their handle, made at load time:
+// every typed call looks one up, so the lookup is one load and a compare.
+struct builtin_slot {
+  int handle;
+  dtype *type;
+};
+extern builtin_slot builtin_types[256];
+}  // namespace detail
+
+// A derived type by handle, or nullptr.
+dtype *dtype_lookup_derived(int handle);
+
 // The type named by `handle` (predefined or derived), or nullptr.
-const dtype *dtype_lookup(int handle);
-dtype *dtype_lookup_mutable(int handle);
+inline dtype *dtype_lookup_mutable(int handle) {
+  const detail::builtin_slot &s = detail::builtin_types[static_cast<unsigned>(handle) & 0xffU];
+  if (s.handle == handle && s.type != nullptr) return s.type;
+  return dtype_lookup_derived(handle);
+}
+inline const dtype *dtype_lookup(int handle) {
+  return dtype_lookup_mutable(handle);
+}
 
 // Registers a new derived type (not committed); returns its handle.
 int dtype_register(dtype t);
@@ -56,7 +75,11 @@ dtype dtype_from_blocks(const std::vector<std::int64_t> &byte_displs,
 dtype dtype_resized(const dtype &old, std::int64_t lb, std::int64_t extent);
 
 // True when `count` elements are one contiguous run of count * size bytes.
-bool dtype_contiguous(const dtype &t, int count);
+inline bool dtype_contiguous(const dtype &t, int count) {
+  if (count == 0 || t.packed_size == 0) return true;
+  return t.blocks.size() == 1 && t.blocks[0].offset == 0 &&
+         (count == 1 || static_cast<std::int64_t>(t.packed_size) == t.extent);
+}
 
 // Packs the bytes [first, first + n) of the packed form of `count` elements
 // at `buffer` into `out`; unpack does the reverse. Ranges may start and end

@@ -12,18 +12,23 @@ namespace iris::device {
 // One pass of the progress engine. Returns how many events it handled.
 int progress_poll();
 
-// Gives the core away for a moment; called by a rank that has waited long.
-void progress_yield();
+// What a waiting rank does once it has polled `spin_limit` times in vain:
+// it gives its core away (sched_yield), and after IRIS_SLEEP_AFTER such
+// yields, where every transport can wake it, it sleeps on its bell
+// (shm/bell.hpp) until a packet comes. `yields` counts the idle passes
+// since the spinning ended. Returns the events it handled on the way.
+int progress_idle(int yields);
 
-// Polls until done() holds, spinning first and then yielding the core.
+// Polls until done() holds, spinning first, then yielding the core, then
+// sleeping.
 template <typename Done>
 void progress_until(Done done) {
   int idle = 0;
   while (!done()) {
     if (progress_poll() > 0) {
       idle = 0;
-    } else if (++idle > rt->spin_limit) {
-      progress_yield();
+    } else if (++idle > rt->spin_limit && progress_idle(idle - rt->spin_limit) > 0) {
+      idle = 0;
     }
   }
 }

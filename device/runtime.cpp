@@ -69,7 +69,8 @@ void stats_print(const runtime &r) {
       stderr,
       "iris: rank %d stats: sent eager %llu, eager-sync %llu, rendezvous %llu "
       "(credit stalls %llu); received rendezvous by cma %llu, by rma %llu, by pipeline %llu; "
-      "credit packets %llu; unexpected peak %zu messages, %zu bytes\n",
+      "credit packets %llu; unexpected peak %zu messages, %zu bytes; slept %llu times (%llu timed "
+      "out)\n",
       r.rank, static_cast<unsigned long long>(s.eager),
       static_cast<unsigned long long>(s.eager_sync), static_cast<unsigned long long>(s.rendezvous),
       static_cast<unsigned long long>(s.credit_stalls),
@@ -77,7 +78,8 @@ void stats_print(const runtime &r) {
       static_cast<unsigned long long>(s.rendezvous_rma),
       static_cast<unsigned long long>(s.rendezvous_pipeline),
       static_cast<unsigned long long>(s.credit_packets), r.matching.unexpected_counts().depth_peak,
-      r.matching.unexpected_counts().bytes_peak);
+      r.matching.unexpected_counts().bytes_peak, static_cast<unsigned long long>(s.sleeps),
+      static_cast<unsigned long long>(s.sleep_timeouts));
   for (const auto &t : r.transports) {
     const std::string counted = t->statistics();
     if (!counted.empty()) std::fprintf(stderr, "iris: rank %d %s\n", r.rank, counted.c_str());
@@ -118,7 +120,24 @@ int runtime_init(int required_thread_level) {
     local_ranks += r->pmi->node_of(peer) == r->pmi->node_of(r->rank) ? 1 : 0;
   }
   const bool oversubscribed = local_ranks > online_cores();
-  r->spin_limit = r->config.spin_count >= 0 ? r->config.spin_count : oversubscribed ? 20 : 2000;
+  // Sleeping while idle: where every transport wakes this rank, and by
+  // default only on a node with more ranks than cores (where a waiting
+  // rank's yields take turns from those that work).
+  const bool sleep_wanted = r->config.sleep > 0 || (r->config.sleep < 0 && oversubscribed);
+  bool wakes = true;
+  for (const auto &t : r->transports) wakes = wakes && t->wakes_sleepers();
+  if (sleep_wanted && wakes) {
+    for (const auto &t : r->transports) {
+      if (t->own_bell() != nullptr) r->bell = t->own_bell();
+    }
+  }
+  // A waiting rank that will sleep soon may spin longer first: the ranks
+  // that wait long get out of the way by sleeping, and a short wait (a
+  // ping-pong beside them) stays a spin, not a sched_yield.
+  const int oversubscribed_spin = r->bell != nullptr ? 200 : 20;
+  r->spin_limit = r->config.spin_count >= 0 ? r->config.spin_count
+                  : oversubscribed          ? oversubscribed_spin
+                                            : 2000;
   char host[MPI_MAX_PROCESSOR_NAME] = {};
   gethostname(host, sizeof(host) - 1);
   r->processor_name = host;

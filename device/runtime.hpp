@@ -23,6 +23,10 @@
 #include "netmods/netmod.hpp"
 #include "pmi/pmi.hpp"
 
+namespace iris::shm {
+struct bell;
+}
+
 namespace iris::device {
 
 // Counters for IRIS_STATS=1, printed at MPI_Finalize.
@@ -35,6 +39,8 @@ struct statistics {
   std::uint64_t rendezvous_pipeline = 0;  // received as data packets after a CTS
   std::uint64_t credit_stalls = 0;        // eager-sized sends that went by rendezvous
   std::uint64_t credit_packets = 0;
+  std::uint64_t sleeps = 0;          // waits that slept on the bell (progress_idle)
+  std::uint64_t sleep_timeouts = 0;  // of those, the ones that IRIS_SLEEP_TIMEOUT ended
   // The unexpected queue's depth and bytes: matching.unexpected_counts().
 };
 
@@ -45,6 +51,7 @@ struct runtime {
   int size = 1;
   int pid = 0;  // getpid() is a system call: every RTS names it
   int spin_limit = 2000;
+  shm::bell *bell = nullptr;  // where this rank sleeps when idle; nullptr: it never sleeps
   std::vector<vc> vcs;
   std::vector<std::unique_ptr<transport>> transports;  // those in use; own their state
   std::vector<transport *> polled;                     // those with anything to poll

@@ -102,14 +102,10 @@ void typed_copy(const typed_buffer &from, const typed_buffer &to) {
   typed_unpack(packed.data(), bytes, to);
 }
 
-typed_status typed_send_start(const communicator &comm, std::uint32_t context,
-                              const typed_buffer &what, int dest, int tag, send_mode mode,
-                              bool need_request, request *&out, request *use) {
+typed_status typed_send_packed(const communicator &comm, std::uint32_t context,
+                               const typed_buffer &what, int dest, int tag, send_mode mode,
+                               bool need_request, request *&out, request *use) {
   const std::size_t bytes = what.packed_bytes();
-  if (what.contiguous()) {
-    out = send_start(comm, context, what.base, bytes, dest, tag, mode, need_request, use);
-    return typed_status::done;
-  }
   void *scratch = scratch_for(use, bytes);
   if (scratch == nullptr) return typed_status::no_memory;
   typed_pack(what, scratch);
@@ -122,14 +118,10 @@ typed_status typed_send_start(const communicator &comm, std::uint32_t context,
   return typed_status::done;
 }
 
-typed_status typed_recv_start(const communicator &comm, std::uint32_t context,
-                              const typed_buffer &where, int source, int tag, request *&out,
-                              request *use) {
+typed_status typed_recv_packed(const communicator &comm, std::uint32_t context,
+                               const typed_buffer &where, int source, int tag, request *&out,
+                               request *use) {
   const std::size_t bytes = where.packed_bytes();
-  if (where.contiguous()) {
-    out = recv_start(comm, context, where.base, bytes, source, tag, use);
-    return typed_status::done;
-  }
   void *scratch = scratch_for(use, bytes);
   if (scratch == nullptr) return typed_status::no_memory;
   // It may complete at once, but nobody can have freed it yet: the unpack

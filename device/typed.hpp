@@ -17,6 +17,7 @@
 
 #include "device/comm.hpp"
 #include "device/dtype.hpp"
+#include "device/recv.hpp"
 #include "device/request.hpp"
 #include "device/send.hpp"
 
@@ -66,13 +67,32 @@ void typed_copy(const typed_buffer &from, const typed_buffer &to);
 // A send of `what` (see send_start). `out` is nullptr when the message is on
 // its way and the buffer may be reused. A `use` request that already owns a
 // scratch buffer (a restarted persistent request keeps it) packs into it.
-typed_status typed_send_start(const communicator &comm, std::uint32_t context,
-                              const typed_buffer &what, int dest, int tag, send_mode mode,
-                              bool need_request, request *&out, request *use = nullptr);
+// A contiguous buffer goes straight to send_start, inline: it is every
+// small message's path.
+typed_status typed_send_packed(const communicator &comm, std::uint32_t context,
+                               const typed_buffer &what, int dest, int tag, send_mode mode,
+                               bool need_request, request *&out, request *use);
+inline typed_status typed_send_start(const communicator &comm, std::uint32_t context,
+                                     const typed_buffer &what, int dest, int tag, send_mode mode,
+                                     bool need_request, request *&out, request *use = nullptr) {
+  if (!what.contiguous()) {
+    return typed_send_packed(comm, context, what, dest, tag, mode, need_request, out, use);
+  }
+  out =
+      send_start(comm, context, what.base, what.packed_bytes(), dest, tag, mode, need_request, use);
+  return typed_status::done;
+}
 // A receive into `where` (see recv_start); `use` as for typed_send_start.
-typed_status typed_recv_start(const communicator &comm, std::uint32_t context,
-                              const typed_buffer &where, int source, int tag, request *&out,
-                              request *use = nullptr);
+typed_status typed_recv_packed(const communicator &comm, std::uint32_t context,
+                               const typed_buffer &where, int source, int tag, request *&out,
+                               request *use);
+inline typed_status typed_recv_start(const communicator &comm, std::uint32_t context,
+                                     const typed_buffer &where, int source, int tag, request *&out,
+                                     request *use = nullptr) {
+  if (!where.contiguous()) return typed_recv_packed(comm, context, where, source, tag, out, use);
+  out = recv_start(comm, context, where.base, where.packed_bytes(), source, tag, use);
+  return typed_status::done;
+}
 // MPI_Mrecv: a receive of the claimed message `m` into `where`.
 typed_status typed_recv_claimed(const communicator &comm, unexpected_msg *m,
                                 const typed_buffer &where, request *&out);

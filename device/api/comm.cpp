@@ -10,9 +10,11 @@
 #include "device/api/attr.hpp"
 #include "device/api/check.hpp"
 #include "device/api/info.hpp"
+#include "device/api/nbc.hpp"
 #include "device/topology_graph.hpp"
 
 using namespace iris;
+namespace nbc = iris::api::nbc;
 using iris::api::communicator;
 
 namespace {
@@ -118,6 +120,9 @@ int MPI_Comm_size(MPI_Comm comm, int *size) {
 }
 
 int MPI_Barrier(MPI_Comm comm) {
+  // Over an intercommunicator: nbc_inter.cpp, waited for here.
+  if (nbc::is_inter(comm))
+    return nbc::ibarrier("MPI_Barrier", comm, MPI_INFO_NULL, nbc::mode::blocking, nullptr);
   communicator *c = nullptr;
   if (int err = api::check_intracomm("MPI_Barrier", comm, c)) return err;
   device::barrier(*c);
@@ -290,7 +295,7 @@ int MPI_Comm_create_group(MPI_Comm comm, MPI_Group handle, int tag, MPI_Comm *ne
                                        c->world_rank.begin()));
   }
   const int agree_tag =
-      device::tag_create_group_base + tag % (INT_MAX - device::tag_create_group_base);
+      device::tag_create_group_base + tag % (device::tag_nbc_base - device::tag_create_group_base);
   const std::uint32_t context = device::context_agree_among(*c, members, agree_tag);
   *newcomm = device::comm_register(g->world_ranks, context, c->errhandler);
   return MPI_SUCCESS;

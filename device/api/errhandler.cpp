@@ -189,6 +189,8 @@ int MPIX_Stat_get(const char *name, MPI_Count *value) {
       {"rendezvous_pipeline", s.rendezvous_pipeline},
       {"credit_stalls", s.credit_stalls},
       {"credit_packets", s.credit_packets},
+      {"sleeps", s.sleeps},
+      {"sleep_timeouts", s.sleep_timeouts},
       {"unexpected_depth_peak", device::rt->matching.unexpected_counts().depth_peak},
       {"unexpected_bytes_peak", device::rt->matching.unexpected_counts().bytes_peak},
       {"eager_limit", c.eager_limit},

@@ -1,7 +1,7 @@
 // MPI bindings for intercommunicators: Intercomm_create and
 // Intercomm_merge. Point-to-point over an intercommunicator takes the
-// ordinary path (its `world_rank` is the remote group); collectives over
-// one report MPI_ERR_COMM (check_intracomm).
+// ordinary path (its `world_rank` is the remote group); its collectives
+// are in nbc_inter.cpp.
 #include <algorithm>
 
 #include "device/api/check.hpp"

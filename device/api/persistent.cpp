@@ -6,6 +6,7 @@
 // frees the handle) and, for a non-contiguous one, its scratch buffer across
 // restarts: a restart packs into the same buffer instead of allocating.
 #include "device/api/check.hpp"
+#include "device/schedule.hpp"
 
 using namespace iris;
 using iris::api::communicator;
@@ -28,6 +29,10 @@ int init_send(const char *call, device::persistent_op op, const void *buf, int c
 
 // Runs a persistent request's operation again on the same request.
 int start(device::request &r) {
+  if (r.persistent.op == device::persistent_op::coll) {
+    device::schedule_start(r);
+    return MPI_SUCCESS;
+  }
   const device::persistent_args a = r.persistent;
   const communicator &c = *r.comm;
   const device::dtype *type = r.unpack_type;
@@ -61,6 +66,7 @@ int start(device::request &r) {
                                                         true, out, &r),
                                a.bytes);
     case device::persistent_op::ext:
+    case device::persistent_op::coll:
     case device::persistent_op::none:
       break;
   }

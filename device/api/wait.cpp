@@ -67,7 +67,7 @@ int request_finish(MPI_Request *handle, MPI_Status *status) {
   } else {
     device::typed_recv_finish(r);
     api::status_fill(status, r);
-    error = r.kind == device::request_kind::recv ? r.status_error : MPI_SUCCESS;
+    error = r.kind != device::request_kind::send ? r.status_error : MPI_SUCCESS;
   }
   if (r.persistent.op != device::persistent_op::none) {
     r.active = false;
