@@ -532,7 +532,8 @@ int MPI_Isendrecv_replace(void *buf, int count, MPI_Datatype datatype, int dest,
                           int source, int recvtag, MPI_Comm comm, MPI_Request *request);
 /* Partitioned: the whole buffer travels as one message once every partition
  * is ready; on the receiving side all partitions arrive together. Requests
- * match in the order initialised per (communicator, peer, tag). */
+ * match in the order initialised per (communicator, peer, tag). At most 38
+ * partitioned sends to one peer on one communicator may be live at once. */
 int MPI_Psend_init(const void *buf, int partitions, MPI_Count count, MPI_Datatype datatype,
                    int dest, int tag, MPI_Comm comm, MPI_Info info, MPI_Request *request);
 int MPI_Precv_init(void *buf, int partitions, MPI_Count count, MPI_Datatype datatype, int source,

@@ -7,15 +7,20 @@
 // partitions all arrive when that message has. Partitioned requests match
 // in the order they were initialised, per (communicator, peer, tag), never
 // with ordinary messages:
-//   - Psend_init numbers each partitioned send to a peer (per communicator)
-//     and sends the receiver a handshake {user tag, number} on the
-//     communicator's collective context with tag_partitioned_init;
+//   - Psend_init gives each live partitioned send to a peer (per
+//     communicator) one of 38 slots and sends the receiver a handshake
+//     {user tag, slot} on the communicator's collective context with
+//     tag_partitioned_init;
 //   - the receiver reads the handshakes of a peer in order and gives the
 //     n-th one with tag t to its n-th Precv_init from that peer with tag t;
 //   - each start's data then travels on the collective context with tag
-//     tag_partitioned_data + (number mod 2^29), which only that pair of
-//     requests uses.
+//     tag_partitioned_data + slot, which only that pair of requests uses.
+// The tags (60..98) sit between the device's own (50..54) and the blocking
+// collectives' (100..999), below create_group's and the schedules'. So at
+// most 38 partitioned sends to one peer on one communicator may be live at
+// once; one more is MPI_ERR_OTHER, said in one line.
 #include <algorithm>
+#include <bitset>
 #include <cstdint>
 #include <cstring>
 #include <deque>
@@ -32,10 +37,11 @@ using iris::api::communicator;
 namespace {
 
 constexpr int tag_partitioned_init = 60;
-constexpr int tag_partitioned_data = 0x60000000;
+constexpr int tag_partitioned_data = 61;
+constexpr int partitioned_slots = 38;  // data tags 61..98
 
-int data_tag(std::uint32_t number) {
-  return tag_partitioned_data + static_cast<int>(number & 0x1fffffffU);
+int data_tag(std::uint32_t slot) {
+  return tag_partitioned_data + static_cast<int>(slot);
 }
 
 struct handshake {
@@ -48,10 +54,10 @@ struct precv_ext;
 // What one rank knows of the partitioned traffic with one peer on one
 // communicator (keyed by context and peer rank).
 struct channel {
-  std::uint32_t sent = 0;             // partitioned sends initialised to the peer
-  std::deque<handshake> arrivals;     // handshakes not yet given to a receive
-  std::vector<precv_ext *> waiting;   // receives without a handshake, in init order
-  device::request *listen = nullptr;  // the posted receive of the next handshake
+  std::bitset<partitioned_slots> used;  // slots of live partitioned sends to the peer
+  std::deque<handshake> arrivals;       // handshakes not yet given to a receive
+  std::vector<precv_ext *> waiting;     // receives without a handshake, in init order
+  device::request *listen = nullptr;    // the posted receive of the next handshake
   handshake incoming{};
 };
 
@@ -70,7 +76,10 @@ struct psend_ext final : device::request_ext {
   device::request *hello_send = nullptr;
   device::request *send = nullptr;
 
+  std::bitset<partitioned_slots> *slots = nullptr;  // the channel's, to give the slot back
+
   ~psend_ext() override {
+    if (slots != nullptr) slots->reset(number);
     for (device::request *part : {hello_send, send}) {
       if (part == nullptr) continue;
       part->freed = true;
@@ -274,7 +283,19 @@ int psend_init(const char *call, const void *buf, int partitions, MPI_Count coun
   ext->ready.assign(static_cast<std::size_t>(partitions), false);
   if (dest != MPI_PROC_NULL) {
     channel &ch = channel_of(*c, dest);
-    ext->number = ch.sent++;
+    if (ch.used.all()) {
+      delete ext;
+      device::rt->requests.release(r);
+      return device::error_raise(c, call, MPI_ERR_OTHER,
+                                 "%d partitioned sends to rank %d on this communicator are live "
+                                 "already (the most Iris supports); free one first",
+                                 partitioned_slots, dest);
+    }
+    std::uint32_t slot = 0;
+    while (ch.used.test(slot)) ++slot;
+    ch.used.set(slot);
+    ext->slots = &ch.used;
+    ext->number = slot;
     ext->hello = {tag, ext->number};
     ext->hello_send =
         device::send_start(*c, c->collective_context(), &ext->hello, sizeof(handshake), dest,

@@ -324,6 +324,17 @@ static void errors(void) {
   MPI_Wait(&req, MPI_STATUS_IGNORE);
   err = MPI_Isendrecv(x, 1, MPI_INT, size, 0, x, 1, MPI_INT, 0, 0, MPI_COMM_WORLD, &req);
   CHECK(err == MPI_ERR_RANK, "Isendrecv to rank %d: %d", size, err);
+  /* 38 live partitioned sends to one peer on one communicator, then one more. */
+  MPI_Request many[39];
+  for (int i = 0; i < 38; ++i) {
+    MPI_Psend_init(x, 1, 1, MPI_INT, 0, i, MPI_COMM_SELF, MPI_INFO_NULL, &many[i]);
+  }
+  err = MPI_Psend_init(x, 1, 1, MPI_INT, 0, 38, MPI_COMM_SELF, MPI_INFO_NULL, &many[38]);
+  CHECK(err == MPI_ERR_OTHER, "a 39th live partitioned send: %d", err);
+  MPI_Request_free(&many[5]);
+  err = MPI_Psend_init(x, 1, 1, MPI_INT, 0, 38, MPI_COMM_SELF, MPI_INFO_NULL, &many[5]);
+  CHECK(err == MPI_SUCCESS, "a partitioned send after one was freed: %d", err);
+  for (int i = 0; i < 38; ++i) MPI_Request_free(&many[i]);
   err = MPI_Status_set_tag(NULL, 1);
   CHECK(err == MPI_ERR_ARG, "Status_set_tag(NULL): %d", err);
   void *back;
