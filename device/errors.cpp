@@ -46,6 +46,7 @@ std::vector<comm_errhandler_fn *> user_errhandlers;
 struct added_error {
   int error_class;
   std::string text;
+  bool removed = false;  // MPI_Remove_error_class/code (MPI-4.1): the number stays used
 };
 std::vector<added_error> added_errors;
 constexpr int max_added_errors = 1 << 20;
@@ -53,7 +54,8 @@ constexpr int max_added_errors = 1 << 20;
 const added_error *added_error_of(int code) {
   const long index = static_cast<long>(code) - (MPI_ERR_LASTCODE + 1);
   if (index < 0 || index >= static_cast<long>(added_errors.size())) return nullptr;
-  return &added_errors[static_cast<std::size_t>(index)];
+  const added_error &e = added_errors[static_cast<std::size_t>(index)];
+  return e.removed ? nullptr : &e;
 }
 
 }  // namespace
@@ -265,6 +267,30 @@ const char *error_code_text(int code) {
   if (const char *text = error_class_text(code)) return text;
   const added_error *e = added_error_of(code);
   return e != nullptr ? e->text.c_str() : nullptr;
+}
+
+const char *error_remove(int code, bool is_class) {
+  const added_error *e = added_error_of(code);
+  if (e == nullptr) return "not an added error class or code (those are above MPI_ERR_LASTCODE)";
+  if ((e->error_class == code) != is_class) {
+    return is_class ? "an error code, not a class" : "an error class, not a code";
+  }
+  if (is_class) {
+    for (const added_error &other : added_errors) {
+      if (!other.removed && other.error_class == code && &other != e) {
+        return "the class still has error codes (remove them first)";
+      }
+    }
+  }
+  added_errors[static_cast<std::size_t>(code - (MPI_ERR_LASTCODE + 1))].removed = true;
+  return nullptr;
+}
+
+bool error_string_remove(int code) {
+  const added_error *e = added_error_of(code);
+  if (e == nullptr || e->text.empty()) return false;
+  added_errors[static_cast<std::size_t>(code - (MPI_ERR_LASTCODE + 1))].text.clear();
+  return true;
 }
 
 int error_last_used() {

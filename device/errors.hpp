@@ -44,6 +44,10 @@ bool error_string_set(int code, std::string text);
 // ("" when none was set), or nullptr for an unknown number.
 const char *error_code_text(int code);
 // The largest error code or class in use (the MPI_LASTUSEDCODE attribute).
+// MPI-4.1 removal of an added class or code (nullptr, or why not); and of
+// the string of one (false when it has none).
+const char *error_remove(int code, bool is_class);
+bool error_string_remove(int code);
 int error_last_used();
 
 }  // namespace iris::device

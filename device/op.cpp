@@ -310,8 +310,43 @@ kernel kernel_for(int op, int datatype) {
       return location<short>(op);
     case 38:
       return location<long double>(op);
+    // Fortran and C++ types: the kernels of their C equivalents.
+    case 40:  // MPI_LOGICAL
+      return logical<int>(op);
+    case 41:  // MPI_INTEGER
+    case 48:  // MPI_INTEGER4
+      return integer<std::int32_t>(op);
+    case 42:  // MPI_REAL
+    case 50:  // MPI_REAL4
+      return arithmetic<float>(op);
+    case 43:  // MPI_DOUBLE_PRECISION
+    case 51:  // MPI_REAL8
+      return arithmetic<double>(op);
+    case 52:  // MPI_REAL16
+      return arithmetic<long double>(op);
+    case 44:  // MPI_COMPLEX
+    case 53:  // MPI_COMPLEX8
+    case 60:  // MPI_CXX_FLOAT_COMPLEX
+      return complex<std::complex<float>>(op);
+    case 45:  // MPI_DOUBLE_COMPLEX
+    case 54:  // MPI_COMPLEX16
+    case 61:  // MPI_CXX_DOUBLE_COMPLEX
+      return complex<std::complex<double>>(op);
+    case 55:  // MPI_COMPLEX32
+    case 62:  // MPI_CXX_LONG_DOUBLE_COMPLEX
+      return complex<std::complex<long double>>(op);
+    case 46:  // MPI_INTEGER1
+      return integer<std::int8_t>(op);
+    case 47:  // MPI_INTEGER2
+      return integer<std::int16_t>(op);
+    case 49:  // MPI_INTEGER8
+      return integer<std::int64_t>(op);
+    case 56:  // MPI_2INTEGER
+      return location<int>(op);
+    case 59:  // MPI_CXX_BOOL
+      return logical<bool>(op);
     default:
-      return nullptr;  // MPI_CHAR, MPI_WCHAR, MPI_PACKED: no arithmetic
+      return nullptr;  // MPI_CHAR, MPI_WCHAR, MPI_PACKED, MPI_CHARACTER: no arithmetic
   }
 }
 

@@ -26,7 +26,8 @@ void schedule_delete(schedule *s);
 enum class request_kind : std::uint8_t { send, recv, coll };
 
 // What MPI_Start repeats for a persistent request.
-enum class persistent_op : std::uint8_t { none, send, ssend, bsend, recv, coll };
+// `ext`: a request whose operation is defined by a request_ext (partitioned).
+enum class persistent_op : std::uint8_t { none, send, ssend, bsend, recv, coll, ext };
 struct persistent_args {
   persistent_op op = persistent_op::none;
   void *buffer = nullptr;
@@ -44,6 +45,35 @@ enum class send_state : std::uint8_t {
   wait_reply,  // rts sent; waits for cts (pipeline) or fin (receiver read it)
   streaming,   // cts received; data fragments go out from the stream queue
   done,
+};
+
+struct request;
+
+// A request whose operation the device does not run itself (MPI_Isendrecv,
+// generalized and partitioned requests, the buffer flushes): the completion
+// bindings ask it instead of reading `complete` alone. Owned by its request
+// (deleted when the request is released). Called only from bindings, under
+// the caller's thread level, like the rest of the request.
+struct request_ext {
+  virtual ~request_ext() = default;
+  // Advances or checks the operation; sets r.complete once it has finished.
+  virtual void poll(request &r) = 0;
+  // Hands back the outcome of a complete request (`status` is an MPI_Status
+  // or nullptr) and returns its error class.
+  virtual int finish(request &r, void *status) = 0;
+  // MPI_Request_get_status of a complete request: the outcome as finish
+  // gives it, but the request stays as it is.
+  virtual int peek(request &r, void *status) = 0;
+  // MPI_Cancel.
+  virtual void cancel(request &r) = 0;
+  // MPI_Request_free of a live request: true when it may be released now;
+  // false when the extension releases it itself once its operation ends.
+  virtual bool free(request &r) = 0;
+  // MPI_Start of a persistent extension (persistent_op::ext); an MPI error class.
+  virtual int start(request &r) {
+    (void)r;
+    return 16;  // MPI_ERR_INTERN: not persistent
+  }
 };
 
 struct request {
@@ -65,7 +95,8 @@ struct request {
   // (freed with the request); a receive unpacks it into `unpack_to` when the
   // user completes the request.
   void *scratch = nullptr;
-  void *unpack_to = nullptr;
+  void *unpack_to = nullptr;    // may be MPI_BOTTOM (nullptr): absolute addresses
+  bool unpack_pending = false;  // set: unpack into unpack_to when finished
   int unpack_count = 0;
   const dtype *unpack_type = nullptr;  // kept alive even if the user frees the type
   send_state state = send_state::queued;
@@ -85,6 +116,7 @@ struct request {
   int status_tag = 0;
   int status_error = 0;
   std::size_t status_bytes = 0;
+  request_ext *ext = nullptr;  // set: the operation is the extension's (see request_ext)
 };
 
 // A message that arrived before its receive was posted: an eager message with
@@ -131,6 +163,8 @@ class request_pool {
   void release(request *r) {
     std::free(r->scratch);
     r->scratch = nullptr;
+    delete r->ext;
+    r->ext = nullptr;
     if (r->sched != nullptr) {
       schedule_delete(r->sched);
       r->sched = nullptr;
@@ -151,6 +185,7 @@ class request_pool {
     r->comm = keep.comm;
     r->in_use = true;
     r->persistent = keep.persistent;
+    r->ext = keep.ext;
     r->active = true;
   }
   // The live request named by `handle`, or nullptr.

@@ -11,6 +11,7 @@
 #include "device/api/check.hpp"
 #include "device/api/info.hpp"
 #include "device/api/nbc.hpp"
+#include "device/topology_graph.hpp"
 
 using namespace iris;
 namespace nbc = iris::api::nbc;
@@ -45,6 +46,7 @@ int dup_common(const char *call, communicator *c, api::info_entries hints, MPI_C
       c->inter ? inter_dup(c)
                : device::comm_register(c->world_rank, device::context_agree(*c), c->errhandler);
   device::comm_lookup(made)->hints = std::move(hints);
+  device::topology_copy(*c, *device::comm_lookup(made));  // a duplicate keeps the topology
   if (int err = api::attrs_copy(call, c, device::attr_kind::comm, c->handle, made)) {
     device::comm_release(made);
     return err;

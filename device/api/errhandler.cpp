@@ -116,6 +116,38 @@ int MPI_Add_error_string(int errorcode, const char *string) {
   return MPI_SUCCESS;
 }
 
+// MPI-4.1: removing added classes, codes and strings.
+int MPI_Remove_error_class(int errorclass) {
+  const device::api_guard guard;
+  const char *call = "MPI_Remove_error_class";
+  if (int err = api::check_initialized(call)) return err;
+  if (const char *why = device::error_remove(errorclass, true)) {
+    return device::error_raise(nullptr, call, MPI_ERR_ARG, "%d: %s", errorclass, why);
+  }
+  return MPI_SUCCESS;
+}
+
+int MPI_Remove_error_code(int errorcode) {
+  const device::api_guard guard;
+  const char *call = "MPI_Remove_error_code";
+  if (int err = api::check_initialized(call)) return err;
+  if (const char *why = device::error_remove(errorcode, false)) {
+    return device::error_raise(nullptr, call, MPI_ERR_ARG, "%d: %s", errorcode, why);
+  }
+  return MPI_SUCCESS;
+}
+
+int MPI_Remove_error_string(int errorcode) {
+  const device::api_guard guard;
+  const char *call = "MPI_Remove_error_string";
+  if (int err = api::check_initialized(call)) return err;
+  if (!device::error_string_remove(errorcode)) {
+    return device::error_raise(nullptr, call, MPI_ERR_ARG,
+                               "%d is not an added error class or code with a string", errorcode);
+  }
+  return MPI_SUCCESS;
+}
+
 int MPI_Error_class(int errorcode, int *errorclass) {
   const device::api_guard guard;
   if (int err = api::check_not_null("MPI_Error_class", nullptr, errorclass, "errorclass")) {

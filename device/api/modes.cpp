@@ -8,6 +8,8 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
+#include <map>
 #include <vector>
 
 #include "device/api/check.hpp"
@@ -21,34 +23,128 @@ struct piece {
   std::size_t offset;
   std::size_t length;
   device::request *send;
+  std::byte *own = nullptr;  // MPI_BUFFER_AUTOMATIC: the piece's own memory
 };
 
 struct attached_buffer {
   std::byte *base = nullptr;
   std::size_t size = 0;
   bool attached = false;
+  bool automatic = false;     // MPI_BUFFER_AUTOMATIC: each piece is allocated
   std::vector<piece> pieces;  // by offset
 };
 
+// The process's buffer (MPI_Buffer_attach) and the communicators' own
+// (MPI_Comm_attach_buffer, MPI-4.1), keyed by handle. A buffered send uses
+// its communicator's buffer when one is attached, else the process's.
 attached_buffer buffer;
+std::map<int, attached_buffer> comm_buffers;
+
+attached_buffer &buffer_for(const communicator &c) {
+  const auto found = comm_buffers.find(c.handle);
+  return found != comm_buffers.end() && found->second.attached ? found->second : buffer;
+}
 
 // Frees the pieces whose sends have completed.
-void reap() {
-  std::erase_if(buffer.pieces, [](const piece &p) {
+void reap(attached_buffer &b) {
+  std::erase_if(b.pieces, [](const piece &p) {
     if (!p.send->complete) return false;
     device::rt->requests.release(p.send);
+    std::free(p.own);
     return true;
   });
 }
 
 // First fit; returns the offset or SIZE_MAX when no gap is large enough.
-std::size_t place(std::size_t length) {
+std::size_t place(const attached_buffer &b, std::size_t length) {
   std::size_t start = 0;
-  for (const piece &p : buffer.pieces) {
+  for (const piece &p : b.pieces) {
     if (p.offset - start >= length) return start;
     start = p.offset + p.length;
   }
-  return buffer.size - start >= length ? start : SIZE_MAX;
+  return b.size - start >= length ? start : SIZE_MAX;
+}
+
+// Waits until every buffered send from `b` has left (the flushes, detach).
+void drain(attached_buffer &b) {
+  device::progress_until([&b] {
+    reap(b);
+    return b.pieces.empty();
+  });
+}
+
+// MPI_Buffer_iflush / MPI_Comm_iflush_buffer: complete once the buffer's
+// sends have all left.
+struct flush_ext final : device::request_ext {
+  int comm = 0;  // MPI_COMM_NULL: the process's buffer
+  void poll(device::request &r) override {
+    const auto found = comm_buffers.find(comm);
+    attached_buffer &b = found != comm_buffers.end() ? found->second : buffer;
+    reap(b);
+    r.complete = b.pieces.empty();
+  }
+  int finish(device::request &r, void *status) override {
+    (void)r;
+    api::status_empty(static_cast<MPI_Status *>(status));
+    return MPI_SUCCESS;
+  }
+  int peek(device::request &r, void *status) override { return finish(r, status); }
+  void cancel(device::request &r) override { (void)r; }
+  bool free(device::request &r) override {
+    (void)r;
+    return true;
+  }
+};
+
+int iflush(const char *call, const communicator &c, int comm, MPI_Request *request) {
+  if (int err = api::check_not_null(call, &c, request, "request")) return err;
+  device::request *r = device::rt->requests.allocate(device::request_kind::send, &c);
+  auto *ext = new flush_ext;
+  ext->comm = comm;
+  r->ext = ext;
+  *request = device::request_handle(*r);
+  return MPI_SUCCESS;
+}
+
+int attach(const char *call, const communicator *c, attached_buffer &b, void *base,
+           MPI_Count size) {
+  if (b.attached) {
+    return device::error_raise(c, call, MPI_ERR_BUFFER,
+                               "a buffer is already attached; detach it first");
+  }
+  if (base == MPI_BUFFER_AUTOMATIC) {
+    b = attached_buffer{};
+    b.attached = true;
+    b.automatic = true;
+    b.size = SIZE_MAX;
+    return MPI_SUCCESS;
+  }
+  if (size < 0 || (base == nullptr && size > 0)) {
+    return device::error_raise(c, call, MPI_ERR_ARG, "invalid buffer %p of %lld bytes", base,
+                               static_cast<long long>(size));
+  }
+  b.base = static_cast<std::byte *>(base);
+  b.size = static_cast<std::size_t>(size);
+  b.attached = true;
+  return MPI_SUCCESS;
+}
+
+template <typename Size>
+int detach(const char *call, const communicator *c, attached_buffer &b, void *buffer_addr,
+           Size *size) {
+  if (int err = api::check_not_null(call, c, buffer_addr, "buffer_addr")) return err;
+  if (int err = api::check_not_null(call, c, size, "size")) return err;
+  drain(b);  // the standard: detach waits for them
+  void *base = b.automatic ? MPI_BUFFER_AUTOMATIC : b.base;
+  std::memcpy(buffer_addr, &base, sizeof(void *));
+  if (!b.automatic && b.size > static_cast<std::size_t>(std::numeric_limits<Size>::max())) {
+    return device::error_raise(c, call, MPI_ERR_VALUE_TOO_LARGE,
+                               "the buffer's %zu bytes do not fit the int size (use %s_c)", b.size,
+                               call);
+  }
+  *size = b.automatic ? 0 : static_cast<Size>(b.size);
+  b = attached_buffer{};
+  return MPI_SUCCESS;
 }
 
 int bsend(const char *call, const void *buf, int count, MPI_Datatype type, int dest, int tag,
@@ -79,36 +175,47 @@ int bsend_checked(const char *call, const communicator &c, const device::typed_b
     // need no alignment (data moves by memcpy or CMA).
     const std::size_t bytes = tb.packed_bytes();
     const std::size_t need = bytes + MPI_BSEND_OVERHEAD;
-    reap();
-    std::size_t at = buffer.attached ? place(need) : SIZE_MAX;
-    if (at == SIZE_MAX && buffer.attached) {
+    attached_buffer &b = buffer_for(c);
+    reap(b);
+    if (b.automatic) {
+      auto *own = static_cast<std::byte *>(std::malloc(bytes != 0 ? bytes : 1));
+      if (own == nullptr) {
+        return device::error_raise(&c, call, MPI_ERR_BUFFER,
+                                   "MPI_BUFFER_AUTOMATIC: cannot allocate %zu bytes", bytes);
+      }
+      device::typed_pack(tb, own);
+      device::request *send = device::send_start(c, c.context, own, bytes, dest, tag,
+                                                 device::send_mode::standard, true);
+      b.pieces.push_back(piece{0, 0, send, own});
+      return MPI_SUCCESS;
+    }
+    std::size_t at = b.attached ? place(b, need) : SIZE_MAX;
+    if (at == SIZE_MAX && b.attached) {
       device::progress_poll();  // a piece may free up with one more poll
-      reap();
-      at = place(need);
+      reap(b);
+      at = place(b, need);
     }
     if (at == SIZE_MAX) {
       return device::error_raise(
           &c, call, MPI_ERR_BUFFER,
-          buffer.attached ? "the attached buffer (%zu bytes) has no room for %zu more bytes"
-                          : "no buffer attached (%zu bytes) for a message needing %zu bytes",
-          buffer.size, need);
+          b.attached ? "the attached buffer (%zu bytes) has no room for %zu more bytes"
+                     : "no buffer attached (%zu bytes) for a message needing %zu bytes",
+          b.size, need);
     }
-    device::typed_pack(tb, buffer.base + at);
-    device::request *send = device::send_start(c, c.context, buffer.base + at, bytes, dest, tag,
+    device::typed_pack(tb, b.base + at);
+    device::request *send = device::send_start(c, c.context, b.base + at, bytes, dest, tag,
                                                device::send_mode::standard, true);
-    const auto spot = std::find_if(buffer.pieces.begin(), buffer.pieces.end(),
+    const auto spot = std::find_if(b.pieces.begin(), b.pieces.end(),
                                    [at](const piece &p) { return p.offset > at; });
-    buffer.pieces.insert(spot, piece{at, need, send});
+    b.pieces.insert(spot, piece{at, need, send});
   }
   return MPI_SUCCESS;
 }
 
 void buffered_sends_drain() {
   if (device::rt == nullptr) return;
-  device::progress_until([] {
-    reap();
-    return buffer.pieces.empty();
-  });
+  drain(buffer);
+  for (auto &[handle, b] : comm_buffers) drain(b);
 }
 
 }  // namespace iris::api
@@ -131,31 +238,104 @@ int MPI_Buffer_attach(void *base, int size) {
   const device::api_guard guard;
   const char *call = "MPI_Buffer_attach";
   if (int err = api::check_initialized(call)) return err;
-  if (buffer.attached) {
-    return device::error_raise(nullptr, call, MPI_ERR_BUFFER,
-                               "a buffer is already attached; detach it first");
-  }
-  if (size < 0 || (base == nullptr && size > 0)) {
-    return device::error_raise(nullptr, call, MPI_ERR_ARG, "invalid buffer %p of %d bytes", base,
-                               size);
-  }
-  buffer.base = static_cast<std::byte *>(base);
-  buffer.size = static_cast<std::size_t>(size);
-  buffer.attached = true;
-  return MPI_SUCCESS;
+  return attach(call, nullptr, buffer, base, size);
 }
 
 int MPI_Buffer_detach(void *buffer_addr, int *size) {
   const device::api_guard guard;
   const char *call = "MPI_Buffer_detach";
   if (int err = api::check_initialized(call)) return err;
-  if (int err = api::check_not_null(call, nullptr, buffer_addr, "buffer_addr")) return err;
-  if (int err = api::check_not_null(call, nullptr, size, "size")) return err;
-  api::buffered_sends_drain();  // the standard: detach waits for them
-  std::memcpy(buffer_addr, &buffer.base, sizeof(void *));
-  *size = static_cast<int>(buffer.size);
-  buffer = attached_buffer{};
+  return detach(call, nullptr, buffer, buffer_addr, size);
+}
+
+int MPI_Buffer_flush(void) {
+  const device::api_guard guard;
+  if (int err = api::check_initialized("MPI_Buffer_flush")) return err;
+  drain(buffer);
   return MPI_SUCCESS;
+}
+
+int MPI_Buffer_iflush(MPI_Request *request) {
+  const device::api_guard guard;
+  const char *call = "MPI_Buffer_iflush";
+  if (int err = api::check_initialized(call)) return err;
+  return iflush(call, *device::comm_lookup(MPI_COMM_SELF), MPI_COMM_NULL, request);
+}
+
+int MPI_Comm_attach_buffer(MPI_Comm comm, void *base, int size) {
+  const device::api_guard guard;
+  const char *call = "MPI_Comm_attach_buffer";
+  communicator *c = nullptr;
+  if (int err = api::check_comm(call, comm, c)) return err;
+  return attach(call, c, comm_buffers[comm], base, size);
+}
+
+int MPI_Comm_detach_buffer(MPI_Comm comm, void *buffer_addr, int *size) {
+  const device::api_guard guard;
+  const char *call = "MPI_Comm_detach_buffer";
+  communicator *c = nullptr;
+  if (int err = api::check_comm(call, comm, c)) return err;
+  const auto found = comm_buffers.find(comm);
+  if (found == comm_buffers.end() || !found->second.attached) {
+    return device::error_raise(c, call, MPI_ERR_BUFFER, "no buffer is attached to communicator");
+  }
+  const int err = detach(call, c, found->second, buffer_addr, size);
+  if (err == MPI_SUCCESS) comm_buffers.erase(found);
+  return err;
+}
+
+int MPI_Comm_flush_buffer(MPI_Comm comm) {
+  const device::api_guard guard;
+  communicator *c = nullptr;
+  if (int err = api::check_comm("MPI_Comm_flush_buffer", comm, c)) return err;
+  drain(buffer_for(*c));
+  return MPI_SUCCESS;
+}
+
+int MPI_Comm_iflush_buffer(MPI_Comm comm, MPI_Request *request) {
+  const device::api_guard guard;
+  const char *call = "MPI_Comm_iflush_buffer";
+  communicator *c = nullptr;
+  if (int err = api::check_comm(call, comm, c)) return err;
+  const auto found = comm_buffers.find(comm);
+  const bool own = found != comm_buffers.end() && found->second.attached;
+  return iflush(call, *c, own ? comm : MPI_COMM_NULL, request);
+}
+
+int MPI_Buffer_attach_c(void *base, MPI_Count size) {
+  const device::api_guard guard;
+  const char *call = "MPI_Buffer_attach_c";
+  if (int err = api::check_initialized(call)) return err;
+  return attach(call, nullptr, buffer, base, size);
+}
+
+int MPI_Buffer_detach_c(void *buffer_addr, MPI_Count *size) {
+  const device::api_guard guard;
+  const char *call = "MPI_Buffer_detach_c";
+  if (int err = api::check_initialized(call)) return err;
+  return detach(call, nullptr, buffer, buffer_addr, size);
+}
+
+int MPI_Comm_attach_buffer_c(MPI_Comm comm, void *base, MPI_Count size) {
+  const device::api_guard guard;
+  const char *call = "MPI_Comm_attach_buffer_c";
+  communicator *c = nullptr;
+  if (int err = api::check_comm(call, comm, c)) return err;
+  return attach(call, c, comm_buffers[comm], base, size);
+}
+
+int MPI_Comm_detach_buffer_c(MPI_Comm comm, void *buffer_addr, MPI_Count *size) {
+  const device::api_guard guard;
+  const char *call = "MPI_Comm_detach_buffer_c";
+  communicator *c = nullptr;
+  if (int err = api::check_comm(call, comm, c)) return err;
+  const auto found = comm_buffers.find(comm);
+  if (found == comm_buffers.end() || !found->second.attached) {
+    return device::error_raise(c, call, MPI_ERR_BUFFER, "no buffer is attached to communicator");
+  }
+  const int err = detach(call, c, found->second, buffer_addr, size);
+  if (err == MPI_SUCCESS) comm_buffers.erase(found);
+  return err;
 }
 
 int MPI_Sendrecv_replace(void *buf, int count, MPI_Datatype datatype, int dest, int sendtag,

@@ -1,4 +1,6 @@
 // MPI point-to-point bindings: argument checks, then the device.
+#include <climits>
+
 #include "device/api/check.hpp"
 
 using namespace iris;
@@ -259,9 +261,11 @@ int MPI_Get_count(const MPI_Status *status, MPI_Datatype datatype, int *count) {
   const device::dtype *t = nullptr;
   if (int err = status_type("MPI_Get_count", status, datatype, t)) return err;
   const auto bytes = static_cast<std::size_t>(status->iris_bytes);
-  *count = t->packed_size == 0           ? 0
-           : bytes % t->packed_size == 0 ? static_cast<int>(bytes / t->packed_size)
-                                         : MPI_UNDEFINED;
+  // A count past INT_MAX is MPI_UNDEFINED here (MPI_Get_count_c has it).
+  *count = t->packed_size == 0 ? 0
+           : bytes % t->packed_size == 0 && bytes / t->packed_size <= INT_MAX
+               ? static_cast<int>(bytes / t->packed_size)
+               : MPI_UNDEFINED;
   return MPI_SUCCESS;
 }
 
@@ -293,7 +297,7 @@ int MPI_Get_elements(const MPI_Status *status, MPI_Datatype datatype, int *count
   if (int err = api::check_not_null("MPI_Get_elements", nullptr, count, "count")) return err;
   MPI_Count n = 0;
   if (int err = MPI_Get_elements_x(status, datatype, &n)) return err;
-  *count = static_cast<int>(n);
+  *count = n <= INT_MAX ? static_cast<int>(n) : MPI_UNDEFINED;
   return MPI_SUCCESS;
 }
 

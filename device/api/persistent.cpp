@@ -65,6 +65,7 @@ int start(device::request &r) {
                                                             : device::send_mode::standard,
                                                         true, out, &r),
                                a.bytes);
+    case device::persistent_op::ext:
     case device::persistent_op::coll:
     case device::persistent_op::none:
       break;
@@ -84,6 +85,7 @@ int start_checked(const char *call, MPI_Request handle) {
                                "request 0x%x is already active; wait for it first",
                                static_cast<unsigned>(handle));
   }
+  if (r->ext != nullptr) return r->ext->start(*r);
   return start(*r);
 }
 

@@ -7,6 +7,7 @@
 
 #include "device/api/check.hpp"
 #include "device/topology.hpp"
+#include "device/topology_graph.hpp"
 
 using namespace iris;
 using iris::api::communicator;
@@ -191,9 +192,10 @@ int MPI_Topo_test(MPI_Comm comm, int *status) {
   communicator *c = nullptr;
   if (int err = api::check_comm(call, comm, c)) return err;
   if (int err = api::check_not_null(call, c, status, "status")) return err;
-  *status = device::cart_of(*c) != nullptr    ? MPI_CART
-            : device::graph_of(*c) != nullptr ? MPI_DIST_GRAPH
-                                              : MPI_UNDEFINED;
+  *status = device::cart_of(*c) != nullptr            ? MPI_CART
+            : device::graph_of(*c) != nullptr         ? MPI_DIST_GRAPH
+            : device::general_graph_of(*c) != nullptr ? MPI_GRAPH
+                                                      : MPI_UNDEFINED;
   return MPI_SUCCESS;
 }
 

@@ -1,9 +1,11 @@
 // MPI bindings for datatypes: constructors, queries, names, Pack/Unpack.
+#include <climits>
 #include <cstring>
 #include <vector>
 
 #include "device/api/attr.hpp"
 #include "device/api/check.hpp"
+#include "device/api/envelope.hpp"
 #include "device/dtype.hpp"
 
 using namespace iris;
@@ -64,7 +66,8 @@ int MPI_Type_contiguous(int count, MPI_Datatype old, MPI_Datatype *newtype) {
   const char *call = "MPI_Type_contiguous";
   if (int err = count_ok(call, count)) return err;
   const int len[1] = {count};
-  return build_same(call, 1, len, old, {0}, newtype);
+  return api::envelope_made(build_same(call, 1, len, old, {0}, newtype), newtype,
+                            MPI_COMBINER_CONTIGUOUS, {count}, {}, {old});
 }
 
 int MPI_Type_vector(int count, int blocklength, int stride, MPI_Datatype old,
@@ -75,7 +78,8 @@ int MPI_Type_vector(int count, int blocklength, int stride, MPI_Datatype old,
   std::vector<int> lens(static_cast<std::size_t>(count), blocklength);
   std::vector<std::int64_t> displs;
   for (int i = 0; i < count; ++i) displs.push_back(std::int64_t{i} * stride * extent_of(old));
-  return build_same(call, count, lens.data(), old, displs, newtype);
+  return api::envelope_made(build_same(call, count, lens.data(), old, displs, newtype), newtype,
+                            MPI_COMBINER_VECTOR, {count, blocklength, stride}, {}, {old});
 }
 
 int MPI_Type_create_hvector(int count, int blocklength, MPI_Aint stride, MPI_Datatype old,
@@ -86,7 +90,8 @@ int MPI_Type_create_hvector(int count, int blocklength, MPI_Aint stride, MPI_Dat
   std::vector<int> lens(static_cast<std::size_t>(count), blocklength);
   std::vector<std::int64_t> displs;
   for (int i = 0; i < count; ++i) displs.push_back(std::int64_t{i} * stride);
-  return build_same(call, count, lens.data(), old, displs, newtype);
+  return api::envelope_made(build_same(call, count, lens.data(), old, displs, newtype), newtype,
+                            MPI_COMBINER_HVECTOR, {count, blocklength}, {stride}, {old});
 }
 
 int MPI_Type_indexed(int count, const int blocklens[], const int displs[], MPI_Datatype old,
@@ -96,7 +101,11 @@ int MPI_Type_indexed(int count, const int blocklens[], const int displs[], MPI_D
   if (int err = count_ok(call, count)) return err;
   std::vector<std::int64_t> bytes;
   for (int i = 0; i < count; ++i) bytes.push_back(std::int64_t{displs[i]} * extent_of(old));
-  return build_same(call, count, blocklens, old, bytes, newtype);
+  std::vector<int> ints{count};
+  ints.insert(ints.end(), blocklens, blocklens + count);
+  ints.insert(ints.end(), displs, displs + count);
+  return api::envelope_made(build_same(call, count, blocklens, old, bytes, newtype), newtype,
+                            MPI_COMBINER_INDEXED, std::move(ints), {}, {old});
 }
 
 int MPI_Type_create_hindexed(int count, const int blocklens[], const MPI_Aint displs[],
@@ -104,8 +113,12 @@ int MPI_Type_create_hindexed(int count, const int blocklens[], const MPI_Aint di
   const device::api_guard guard;
   const char *call = "MPI_Type_create_hindexed";
   if (int err = count_ok(call, count)) return err;
-  return build_same(call, count, blocklens, old, std::vector<std::int64_t>(displs, displs + count),
-                    newtype);
+  std::vector<int> ints{count};
+  ints.insert(ints.end(), blocklens, blocklens + count);
+  return api::envelope_made(build_same(call, count, blocklens, old,
+                                       std::vector<std::int64_t>(displs, displs + count), newtype),
+                            newtype, MPI_COMBINER_HINDEXED, std::move(ints),
+                            std::vector<MPI_Aint>(displs, displs + count), {old});
 }
 
 int MPI_Type_create_indexed_block(int count, int blocklength, const int displs[], MPI_Datatype old,
@@ -116,7 +129,10 @@ int MPI_Type_create_indexed_block(int count, int blocklength, const int displs[]
   std::vector<int> lens(static_cast<std::size_t>(count), blocklength);
   std::vector<std::int64_t> bytes;
   for (int i = 0; i < count; ++i) bytes.push_back(std::int64_t{displs[i]} * extent_of(old));
-  return build_same(call, count, lens.data(), old, bytes, newtype);
+  std::vector<int> ints{count, blocklength};
+  ints.insert(ints.end(), displs, displs + count);
+  return api::envelope_made(build_same(call, count, lens.data(), old, bytes, newtype), newtype,
+                            MPI_COMBINER_INDEXED_BLOCK, std::move(ints), {}, {old});
 }
 
 int MPI_Type_create_struct(int count, const int blocklens[], const MPI_Aint displs[],
@@ -124,8 +140,13 @@ int MPI_Type_create_struct(int count, const int blocklens[], const MPI_Aint disp
   const device::api_guard guard;
   const char *call = "MPI_Type_create_struct";
   if (int err = count_ok(call, count)) return err;
-  return build(call, count, blocklens, types, std::vector<std::int64_t>(displs, displs + count),
-               true, newtype);
+  std::vector<int> ints{count};
+  ints.insert(ints.end(), blocklens, blocklens + count);
+  return api::envelope_made(build(call, count, blocklens, types,
+                                  std::vector<std::int64_t>(displs, displs + count), true, newtype),
+                            newtype, MPI_COMBINER_STRUCT, std::move(ints),
+                            std::vector<MPI_Aint>(displs, displs + count),
+                            std::vector<MPI_Datatype>(types, types + count));
 }
 
 int MPI_Type_create_resized(MPI_Datatype old, MPI_Aint lb, MPI_Aint extent, MPI_Datatype *newtype) {
@@ -135,6 +156,7 @@ int MPI_Type_create_resized(MPI_Datatype old, MPI_Aint lb, MPI_Aint extent, MPI_
   if (int err = type_of(call, old, t)) return err;
   if (int err = api::check_not_null(call, nullptr, newtype, "newtype")) return err;
   *newtype = device::dtype_register(device::dtype_resized(*t, lb, extent));
+  api::envelope_record(*newtype, MPI_COMBINER_RESIZED, {}, {lb, extent}, {old});
   return MPI_SUCCESS;
 }
 
@@ -153,6 +175,7 @@ int MPI_Type_dup(MPI_Datatype old, MPI_Datatype *newtype) {
     return err;
   }
   *newtype = made;
+  api::envelope_record(made, MPI_COMBINER_DUP, {}, {}, {old});
   return MPI_SUCCESS;
 }
 
@@ -178,6 +201,7 @@ int MPI_Type_free(MPI_Datatype *handle) {
   }
   // The delete callbacks first: when one fails, the type stays.
   if (int err = api::attrs_delete_all(call, nullptr, device::attr_kind::type, *handle)) return err;
+  api::envelope_forget(*handle);
   device::dtype_release(*handle);
   *handle = MPI_DATATYPE_NULL;
   return MPI_SUCCESS;
@@ -197,7 +221,7 @@ int MPI_Type_size(MPI_Datatype handle, int *size) {
   if (int err = api::check_not_null("MPI_Type_size", nullptr, size, "size")) return err;
   MPI_Count n = 0;
   if (int err = MPI_Type_size_x(handle, &n)) return err;
-  *size = static_cast<int>(n);
+  *size = n <= INT_MAX ? static_cast<int>(n) : MPI_UNDEFINED;  // MPI_Type_size_c has it
   return MPI_SUCCESS;
 }
 

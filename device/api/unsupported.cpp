@@ -180,7 +180,176 @@ int MPI_Win_delete_attr(MPI_Win, int) {
   return unsupported("MPI_Win_delete_attr", one_sided, MPI_COMM_NULL);
 }
 
+int MPI_Win_set_name(MPI_Win, const char *) {
+  return unsupported("MPI_Win_set_name", one_sided, MPI_COMM_NULL);
+}
+int MPI_Win_get_name(MPI_Win, char *, int *) {
+  return unsupported("MPI_Win_get_name", one_sided, MPI_COMM_NULL);
+}
+
+// Large-count one-sided and MPI-IO calls, data representations
+int MPI_Accumulate_c(const void *, MPI_Count, MPI_Datatype, int, MPI_Aint, MPI_Count, MPI_Datatype,
+                     MPI_Op, MPI_Win) {
+  return unsupported("MPI_Accumulate_c", one_sided, MPI_COMM_NULL);
+}
+int MPI_Get_accumulate_c(const void *, MPI_Count, MPI_Datatype, void *, MPI_Count, MPI_Datatype,
+                         int, MPI_Aint, MPI_Count, MPI_Datatype, MPI_Op, MPI_Win) {
+  return unsupported("MPI_Get_accumulate_c", one_sided, MPI_COMM_NULL);
+}
+int MPI_Get_c(void *, MPI_Count, MPI_Datatype, int, MPI_Aint, MPI_Count, MPI_Datatype, MPI_Win) {
+  return unsupported("MPI_Get_c", one_sided, MPI_COMM_NULL);
+}
+int MPI_Put_c(const void *, MPI_Count, MPI_Datatype, int, MPI_Aint, MPI_Count, MPI_Datatype,
+              MPI_Win) {
+  return unsupported("MPI_Put_c", one_sided, MPI_COMM_NULL);
+}
+int MPI_Raccumulate_c(const void *, MPI_Count, MPI_Datatype, int, MPI_Aint, MPI_Count, MPI_Datatype,
+                      MPI_Op, MPI_Win, MPI_Request *) {
+  return unsupported("MPI_Raccumulate_c", one_sided, MPI_COMM_NULL);
+}
+int MPI_Rget_accumulate_c(const void *, MPI_Count, MPI_Datatype, void *, MPI_Count, MPI_Datatype,
+                          int, MPI_Aint, MPI_Count, MPI_Datatype, MPI_Op, MPI_Win, MPI_Request *) {
+  return unsupported("MPI_Rget_accumulate_c", one_sided, MPI_COMM_NULL);
+}
+int MPI_Rget_c(void *, MPI_Count, MPI_Datatype, int, MPI_Aint, MPI_Count, MPI_Datatype, MPI_Win,
+               MPI_Request *) {
+  return unsupported("MPI_Rget_c", one_sided, MPI_COMM_NULL);
+}
+int MPI_Rput_c(const void *, MPI_Count, MPI_Datatype, int, MPI_Aint, MPI_Count, MPI_Datatype,
+               MPI_Win, MPI_Request *) {
+  return unsupported("MPI_Rput_c", one_sided, MPI_COMM_NULL);
+}
+int MPI_Win_allocate_c(MPI_Aint, MPI_Aint, MPI_Info, MPI_Comm comm, void *, MPI_Win *) {
+  return unsupported("MPI_Win_allocate_c", one_sided, comm);
+}
+int MPI_Win_allocate_shared_c(MPI_Aint, MPI_Aint, MPI_Info, MPI_Comm comm, void *, MPI_Win *) {
+  return unsupported("MPI_Win_allocate_shared_c", one_sided, comm);
+}
+int MPI_Win_create_c(void *, MPI_Aint, MPI_Aint, MPI_Info, MPI_Comm comm, MPI_Win *) {
+  return unsupported("MPI_Win_create_c", one_sided, comm);
+}
+int MPI_Win_shared_query_c(MPI_Win, int, MPI_Aint *, MPI_Aint *, void *) {
+  return unsupported("MPI_Win_shared_query_c", one_sided, MPI_COMM_NULL);
+}
+int MPI_File_get_type_extent_c(MPI_File, MPI_Datatype, MPI_Count *) {
+  return unsupported("MPI_File_get_type_extent_c", mpi_io, MPI_COMM_NULL);
+}
+int MPI_File_iread_all_c(MPI_File, void *, MPI_Count, MPI_Datatype, MPI_Request *) {
+  return unsupported("MPI_File_iread_all_c", mpi_io, MPI_COMM_NULL);
+}
+int MPI_File_iread_at_all_c(MPI_File, MPI_Offset, void *, MPI_Count, MPI_Datatype, MPI_Request *) {
+  return unsupported("MPI_File_iread_at_all_c", mpi_io, MPI_COMM_NULL);
+}
+int MPI_File_iread_at_c(MPI_File, MPI_Offset, void *, MPI_Count, MPI_Datatype, MPI_Request *) {
+  return unsupported("MPI_File_iread_at_c", mpi_io, MPI_COMM_NULL);
+}
+int MPI_File_iread_c(MPI_File, void *, MPI_Count, MPI_Datatype, MPI_Request *) {
+  return unsupported("MPI_File_iread_c", mpi_io, MPI_COMM_NULL);
+}
+int MPI_File_iread_shared_c(MPI_File, void *, MPI_Count, MPI_Datatype, MPI_Request *) {
+  return unsupported("MPI_File_iread_shared_c", mpi_io, MPI_COMM_NULL);
+}
+int MPI_File_iwrite_all_c(MPI_File, const void *, MPI_Count, MPI_Datatype, MPI_Request *) {
+  return unsupported("MPI_File_iwrite_all_c", mpi_io, MPI_COMM_NULL);
+}
+int MPI_File_iwrite_at_all_c(MPI_File, MPI_Offset, const void *, MPI_Count, MPI_Datatype,
+                             MPI_Request *) {
+  return unsupported("MPI_File_iwrite_at_all_c", mpi_io, MPI_COMM_NULL);
+}
+int MPI_File_iwrite_at_c(MPI_File, MPI_Offset, const void *, MPI_Count, MPI_Datatype,
+                         MPI_Request *) {
+  return unsupported("MPI_File_iwrite_at_c", mpi_io, MPI_COMM_NULL);
+}
+int MPI_File_iwrite_c(MPI_File, const void *, MPI_Count, MPI_Datatype, MPI_Request *) {
+  return unsupported("MPI_File_iwrite_c", mpi_io, MPI_COMM_NULL);
+}
+int MPI_File_iwrite_shared_c(MPI_File, const void *, MPI_Count, MPI_Datatype, MPI_Request *) {
+  return unsupported("MPI_File_iwrite_shared_c", mpi_io, MPI_COMM_NULL);
+}
+int MPI_File_read_all_begin_c(MPI_File, void *, MPI_Count, MPI_Datatype) {
+  return unsupported("MPI_File_read_all_begin_c", mpi_io, MPI_COMM_NULL);
+}
+int MPI_File_read_all_c(MPI_File, void *, MPI_Count, MPI_Datatype, MPI_Status *) {
+  return unsupported("MPI_File_read_all_c", mpi_io, MPI_COMM_NULL);
+}
+int MPI_File_read_at_all_begin_c(MPI_File, MPI_Offset, void *, MPI_Count, MPI_Datatype) {
+  return unsupported("MPI_File_read_at_all_begin_c", mpi_io, MPI_COMM_NULL);
+}
+int MPI_File_read_at_all_c(MPI_File, MPI_Offset, void *, MPI_Count, MPI_Datatype, MPI_Status *) {
+  return unsupported("MPI_File_read_at_all_c", mpi_io, MPI_COMM_NULL);
+}
+int MPI_File_read_at_c(MPI_File, MPI_Offset, void *, MPI_Count, MPI_Datatype, MPI_Status *) {
+  return unsupported("MPI_File_read_at_c", mpi_io, MPI_COMM_NULL);
+}
+int MPI_File_read_c(MPI_File, void *, MPI_Count, MPI_Datatype, MPI_Status *) {
+  return unsupported("MPI_File_read_c", mpi_io, MPI_COMM_NULL);
+}
+int MPI_File_read_ordered_begin_c(MPI_File, void *, MPI_Count, MPI_Datatype) {
+  return unsupported("MPI_File_read_ordered_begin_c", mpi_io, MPI_COMM_NULL);
+}
+int MPI_File_read_ordered_c(MPI_File, void *, MPI_Count, MPI_Datatype, MPI_Status *) {
+  return unsupported("MPI_File_read_ordered_c", mpi_io, MPI_COMM_NULL);
+}
+int MPI_File_read_shared_c(MPI_File, void *, MPI_Count, MPI_Datatype, MPI_Status *) {
+  return unsupported("MPI_File_read_shared_c", mpi_io, MPI_COMM_NULL);
+}
+int MPI_File_write_all_begin_c(MPI_File, const void *, MPI_Count, MPI_Datatype) {
+  return unsupported("MPI_File_write_all_begin_c", mpi_io, MPI_COMM_NULL);
+}
+int MPI_File_write_all_c(MPI_File, const void *, MPI_Count, MPI_Datatype, MPI_Status *) {
+  return unsupported("MPI_File_write_all_c", mpi_io, MPI_COMM_NULL);
+}
+int MPI_File_write_at_all_begin_c(MPI_File, MPI_Offset, const void *, MPI_Count, MPI_Datatype) {
+  return unsupported("MPI_File_write_at_all_begin_c", mpi_io, MPI_COMM_NULL);
+}
+int MPI_File_write_at_all_c(MPI_File, MPI_Offset, const void *, MPI_Count, MPI_Datatype,
+                            MPI_Status *) {
+  return unsupported("MPI_File_write_at_all_c", mpi_io, MPI_COMM_NULL);
+}
+int MPI_File_write_at_c(MPI_File, MPI_Offset, const void *, MPI_Count, MPI_Datatype, MPI_Status *) {
+  return unsupported("MPI_File_write_at_c", mpi_io, MPI_COMM_NULL);
+}
+int MPI_File_write_c(MPI_File, const void *, MPI_Count, MPI_Datatype, MPI_Status *) {
+  return unsupported("MPI_File_write_c", mpi_io, MPI_COMM_NULL);
+}
+int MPI_File_write_ordered_begin_c(MPI_File, const void *, MPI_Count, MPI_Datatype) {
+  return unsupported("MPI_File_write_ordered_begin_c", mpi_io, MPI_COMM_NULL);
+}
+int MPI_File_write_ordered_c(MPI_File, const void *, MPI_Count, MPI_Datatype, MPI_Status *) {
+  return unsupported("MPI_File_write_ordered_c", mpi_io, MPI_COMM_NULL);
+}
+int MPI_File_write_shared_c(MPI_File, const void *, MPI_Count, MPI_Datatype, MPI_Status *) {
+  return unsupported("MPI_File_write_shared_c", mpi_io, MPI_COMM_NULL);
+}
+int MPI_Register_datarep(const char *, MPI_Datarep_conversion_function *,
+                         MPI_Datarep_conversion_function *, MPI_Datarep_extent_function *, void *) {
+  return unsupported("MPI_Register_datarep", mpi_io, MPI_COMM_NULL);
+}
+int MPI_Register_datarep_c(const char *, MPI_Datarep_conversion_function_c *,
+                           MPI_Datarep_conversion_function_c *, MPI_Datarep_extent_function *,
+                           void *) {
+  return unsupported("MPI_Register_datarep_c", mpi_io, MPI_COMM_NULL);
+}
+
 // Sessions
+int MPI_Session_attach_buffer_c(MPI_Session, void *, MPI_Count) {
+  return unsupported("MPI_Session_attach_buffer_c", sessions, MPI_COMM_NULL);
+}
+int MPI_Session_detach_buffer_c(MPI_Session, void *, MPI_Count *) {
+  return unsupported("MPI_Session_detach_buffer_c", sessions, MPI_COMM_NULL);
+}
+int MPI_Session_attach_buffer(MPI_Session, void *, int) {
+  return unsupported("MPI_Session_attach_buffer", sessions, MPI_COMM_NULL);
+}
+int MPI_Session_detach_buffer(MPI_Session, void *, int *) {
+  return unsupported("MPI_Session_detach_buffer", sessions, MPI_COMM_NULL);
+}
+int MPI_Session_flush_buffer(MPI_Session) {
+  return unsupported("MPI_Session_flush_buffer", sessions, MPI_COMM_NULL);
+}
+int MPI_Session_iflush_buffer(MPI_Session, MPI_Request *) {
+  return unsupported("MPI_Session_iflush_buffer", sessions, MPI_COMM_NULL);
+}
 int MPI_Session_init(MPI_Info, MPI_Errhandler, MPI_Session *) {
   return unsupported("MPI_Session_init", sessions, MPI_COMM_NULL);
 }

@@ -42,8 +42,14 @@ bool inactive(MPI_Request handle) {
   return r.persistent.op != device::persistent_op::none && !r.active;
 }
 
+// Whether `r` is complete; an extension is asked first (request_ext::poll).
+bool is_done(device::request &r) {
+  if (!r.complete && r.ext != nullptr) r.ext->poll(r);
+  return r.complete;
+}
+
 bool finished(MPI_Request handle) {
-  return inactive(handle) || live(handle).complete;
+  return inactive(handle) || is_done(live(handle));
 }
 
 // Hands back a completed request's outcome and returns its error class (a
@@ -55,9 +61,14 @@ int request_finish(MPI_Request *handle, MPI_Status *status) {
     return MPI_SUCCESS;
   }
   device::request &r = live(*handle);
-  device::typed_recv_finish(r);
-  api::status_fill(status, r);
-  const int error = r.kind != device::request_kind::send ? r.status_error : MPI_SUCCESS;
+  int error = MPI_SUCCESS;
+  if (r.ext != nullptr) {
+    error = r.ext->finish(r, status);
+  } else {
+    device::typed_recv_finish(r);
+    api::status_fill(status, r);
+    error = r.kind != device::request_kind::send ? r.status_error : MPI_SUCCESS;
+  }
   if (r.persistent.op != device::persistent_op::none) {
     r.active = false;
     return error;
@@ -89,7 +100,7 @@ int first_finished(int count, const MPI_Request requests[]) {
   for (int i = 0; i < count; ++i) {
     if (inactive(requests[i])) continue;
     any_active = true;
-    if (live(requests[i]).complete) return i;
+    if (is_done(live(requests[i]))) return i;
   }
   return any_active ? -1 : MPI_UNDEFINED;
 }
@@ -103,7 +114,7 @@ int finish_some(int count, MPI_Request requests[], int indices[], MPI_Status sta
   for (int i = 0; i < count; ++i) {
     if (inactive(requests[i])) continue;
     any_active = true;
-    if (!live(requests[i]).complete) continue;
+    if (!is_done(live(requests[i]))) continue;
     const int error = request_finish(&requests[i], status_at(statuses, done));
     if (statuses != MPI_STATUSES_IGNORE) statuses[done].MPI_ERROR = error;
     any_error = any_error || error != MPI_SUCCESS;
@@ -126,7 +137,7 @@ int MPI_Wait(MPI_Request *request, MPI_Status *status) {
       return MPI_SUCCESS;
     }
     device::request &r = live(*request);
-    device::progress_until([&r] { return r.complete; });
+    device::progress_until([&r] { return is_done(r); });
     const device::communicator *comm = r.comm;
     return single_result(call, comm, request_finish(request, status));
   });
@@ -144,9 +155,9 @@ int MPI_Test(MPI_Request *request, int *flag, MPI_Status *status) {
       return MPI_SUCCESS;
     }
     device::request &r = live(*request);
-    if (!r.complete) device::progress_poll();
-    *flag = r.complete ? 1 : 0;
-    if (!r.complete) return MPI_SUCCESS;
+    if (!is_done(r)) device::progress_poll();
+    *flag = is_done(r) ? 1 : 0;
+    if (*flag == 0) return MPI_SUCCESS;
     const device::communicator *comm = r.comm;
     return single_result(call, comm, request_finish(request, status));
   });
@@ -271,12 +282,16 @@ int MPI_Request_free(MPI_Request *request) {
   }
   if (int err = check_requests(call, 1, request)) return err;
   device::request &r = live(*request);
+  *request = MPI_REQUEST_NULL;
+  if (r.ext != nullptr) {
+    if (r.ext->free(r)) device::rt->requests.release(&r);
+    return MPI_SUCCESS;
+  }
   r.freed = true;  // the device releases it when it completes
   if (r.complete) {
     device::typed_recv_finish(r);
     device::rt->requests.release(&r);
   }
-  *request = MPI_REQUEST_NULL;
   return MPI_SUCCESS;
 }
 
@@ -289,7 +304,12 @@ int MPI_Cancel(MPI_Request *request) {
                                "MPI_REQUEST_NULL cannot be cancelled");
   }
   if (int err = check_requests(call, 1, request)) return err;
-  device::request_cancel(live(*request));
+  device::request &r = live(*request);
+  if (r.ext != nullptr) {
+    r.ext->cancel(r);
+    return MPI_SUCCESS;
+  }
+  device::request_cancel(r);
   return MPI_SUCCESS;
 }
 
@@ -314,9 +334,75 @@ int MPI_Request_get_status(MPI_Request request, int *flag, MPI_Status *status) {
     return MPI_SUCCESS;
   }
   device::request &r = live(request);
-  if (!r.complete) device::progress_poll();
-  *flag = r.complete ? 1 : 0;
-  if (r.complete) api::status_fill(status, r);
+  if (!is_done(r)) device::progress_poll();
+  *flag = is_done(r) ? 1 : 0;
+  if (*flag == 0) return MPI_SUCCESS;
+  // An extension reports through its finish (a generalized request's query
+  // function); the request stays as it is.
+  if (r.ext != nullptr) return r.ext->peek(r, status);
+  api::status_fill(status, r);
+  return MPI_SUCCESS;
+}
+
+// MPI-4.1: the Request_get_status calls over arrays. Like
+// MPI_Request_get_status, they leave every request as it is.
+int MPI_Request_get_status_all(int count, MPI_Request requests[], int *flag,
+                               MPI_Status statuses[]) {
+  const device::api_guard guard;
+  const char *call = "MPI_Request_get_status_all";
+  if (int err = api::check_not_null(call, nullptr, flag, "flag")) return err;
+  if (int err = check_requests(call, count, requests)) return err;
+  device::progress_poll();
+  *flag = 0;
+  for (int i = 0; i < count; ++i) {
+    if (!finished(requests[i])) return MPI_SUCCESS;
+  }
+  *flag = 1;
+  for (int i = 0; i < count; ++i) {
+    int done = 0;
+    MPI_Request_get_status(requests[i], &done, status_at(statuses, i));
+  }
+  return MPI_SUCCESS;
+}
+
+int MPI_Request_get_status_any(int count, MPI_Request requests[], int *index, int *flag,
+                               MPI_Status *status) {
+  const device::api_guard guard;
+  const char *call = "MPI_Request_get_status_any";
+  if (int err = api::check_not_null(call, nullptr, index, "index")) return err;
+  if (int err = api::check_not_null(call, nullptr, flag, "flag")) return err;
+  if (int err = check_requests(call, count, requests)) return err;
+  device::progress_poll();
+  const int found = first_finished(count, requests);
+  *flag = found != -1 ? 1 : 0;
+  *index = found < 0 ? MPI_UNDEFINED : found;
+  if (found == MPI_UNDEFINED) api::status_empty(status);
+  if (found < 0) return MPI_SUCCESS;
+  int done = 0;
+  return MPI_Request_get_status(requests[found], &done, status);
+}
+
+int MPI_Request_get_status_some(int incount, MPI_Request requests[], int *outcount, int indices[],
+                                MPI_Status statuses[]) {
+  const device::api_guard guard;
+  const char *call = "MPI_Request_get_status_some";
+  if (int err = api::check_not_null(call, nullptr, outcount, "outcount")) return err;
+  if (int err = check_requests(call, incount, requests)) return err;
+  if (incount > 0) {
+    if (int err = api::check_not_null(call, nullptr, indices, "array_of_indices")) return err;
+  }
+  device::progress_poll();
+  int n = 0;
+  bool any_active = false;
+  for (int i = 0; i < incount; ++i) {
+    if (inactive(requests[i])) continue;
+    any_active = true;
+    if (!is_done(live(requests[i]))) continue;
+    int done = 0;
+    MPI_Request_get_status(requests[i], &done, status_at(statuses, n));
+    indices[n++] = i;
+  }
+  *outcount = any_active ? n : MPI_UNDEFINED;
   return MPI_SUCCESS;
 }
 

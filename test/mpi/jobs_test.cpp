@@ -304,6 +304,92 @@ INSTANTIATE_TEST_SUITE_P(Ranks, JobTest,
                                   std::to_string(std::get<0>(info.param));
                          });
 
+// The wider MPI surface (issue 18): each program at 2, 4 and 8 ranks over
+// shm (defaults, and starved: one credit, tiny rings), tcp alone, and two
+// nodes (shm within, tcp between). Fewer configurations than JobTest: these
+// calls sit above the protocols, which JobTest covers in every one.
+const char *const surface_configs[] = {"defaults", "starved", "tcp", "mixed"};
+
+int config_index(const char *name) {
+  for (std::size_t i = 0; i < std::size(configs); ++i) {
+    if (std::string(configs[i].name) == name) return static_cast<int>(i);
+  }
+  return 0;
+}
+
+class SurfaceTest : public ::testing::TestWithParam<std::tuple<int, int>> {
+ protected:
+  int ranks() const { return std::get<0>(GetParam()); }
+  const protocol_config &config() const {
+    return configs[config_index(surface_configs[std::get<1>(GetParam())])];
+  }
+  void SetUp() override {
+    const std::string netmod = config().netmod;
+    if (!netmod.empty() && netmods_built.find("," + netmod + ",") == std::string::npos) {
+      GTEST_SKIP() << "this build has no " << netmod << " netmod (-Dnetmods)";
+    }
+  }
+  void TearDown() override {
+    EXPECT_EQ(shm_leftovers(), std::vector<std::string>{}) << "left in /dev/shm";
+  }
+  void expect_passes(const std::string &program) {
+    const run_result r = job(ranks(), program, {}, config().env, 120, config().nodes);
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    EXPECT_NE(
+        r.output.find(program + ": all checks passed on " + std::to_string(ranks()) + " ranks"),
+        std::string::npos)
+        << r.output;
+  }
+};
+
+// Isendrecv(_replace), partitioned requests, generalized requests, buffer
+// flushes and per-communicator buffers, status setters, MPI_PROC_NULL
+// statuses, cancelled persistent sends.
+TEST_P(SurfaceTest, PointToPointMpi4) {
+  expect_passes("p2p4");
+}
+
+// Every `_c` call with small counts, counts past 2^31-1 that need no memory,
+// and MPI_ERR_COUNT for what Iris cannot describe.
+TEST_P(SurfaceTest, LargeCountBindings) {
+  expect_passes("bigcount");
+}
+
+// Graph topologies, Cart_sub and the map calls, Topo_test, topologies kept
+// by Comm_dup.
+TEST_P(SurfaceTest, Topologies) {
+  expect_passes("topo");
+}
+
+// c2f/f2c, status conversions, Alloc_mem, address arithmetic, Fortran and
+// C++ datatypes in messages and reductions, the removed MPI-1 calls.
+TEST_P(SurfaceTest, HandlesAndFortranTypes) {
+  expect_passes("handles");
+}
+
+// external32 bytes against hand-written ones, envelopes and contents,
+// subarray and darray type maps against reference loops, f90 types.
+TEST_P(SurfaceTest, DatatypeConstructorsAndExternal32) {
+  expect_passes("dtypes");
+}
+
+INSTANTIATE_TEST_SUITE_P(Surface, SurfaceTest,
+                         ::testing::Combine(::testing::Values(2, 4, 8),
+                                            ::testing::Range(0, int(std::size(surface_configs)))),
+                         [](const auto &info) {
+                           return std::string(surface_configs[std::get<1>(info.param)]) + "_np" +
+                                  std::to_string(std::get<0>(info.param));
+                         });
+
+// 2^31 + 4099 MPI_BYTE elements in one MPI_Send_c, then past 2^31 bytes of
+// a 16-byte type, over shm at 2 ranks, every byte checked. About 4.3 GB of
+// memory and 20-50 s on 2 busy cores: not under ASan (test/suite.sh).
+TEST(LargeCount, MessagesPastTwoToThe31OverShm) {
+  const run_result r = job(2, "bigcount", {"huge"}, {}, 600);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("bigcount: all checks passed on 2 ranks"), std::string::npos) << r.output;
+}
+
 // MPI_COMM_TYPE_SHARED over two and three simulated nodes, over shm
 // within each node and tcp between them, and with everything over tcp.
 TEST(SplitType, FollowsTheNodesMpiexecMade) {

@@ -1,0 +1,38 @@
+// How each derived datatype was made (MPI_Type_get_envelope and
+// MPI_Type_get_contents): the combiner and the arguments of its
+// constructor, recorded when it is made and forgotten when it is freed.
+// Inner derived types are held as private copies, so that the user may
+// free them; Type_get_contents hands out new copies of those, as the
+// standard says.
+#pragma once
+
+#include <vector>
+
+#include "include/mpi.h"
+
+namespace iris::api {
+
+struct envelope {
+  int combiner = MPI_COMBINER_NAMED;
+  std::vector<int> ints;
+  std::vector<MPI_Aint> aints;
+  std::vector<MPI_Datatype> types;  // predefined ones as given, derived ones private copies
+};
+
+// Records how `made` was built (inner derived types are copied).
+void envelope_record(MPI_Datatype made, int combiner, std::vector<int> ints,
+                     std::vector<MPI_Aint> aints, const std::vector<MPI_Datatype> &types);
+// For a constructor's return: records when `err` is MPI_SUCCESS, then
+// returns `err`.
+int envelope_made(int err, const MPI_Datatype *made, int combiner, std::vector<int> ints,
+                  std::vector<MPI_Aint> aints, const std::vector<MPI_Datatype> &types);
+// The record of `type`, or nullptr (predefined types, or made before
+// recording).
+const envelope *envelope_of(MPI_Datatype type);
+// MPI_Type_free.
+void envelope_forget(MPI_Datatype type);
+// For a subarray or darray record: the offsets of its elements, in extents
+// of its old type, in typemap order (types_array.cpp). False for others.
+bool array_offsets(const envelope &e, std::vector<MPI_Aint> &out);
+
+}  // namespace iris::api

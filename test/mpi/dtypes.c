@@ -1,0 +1,305 @@
+/* Datatype constructors and representations: external32 bytes checked
+ * against hand-written ones (and back), envelopes and contents of every
+ * combiner (inner types freed first), subarray and darray type maps checked
+ * against reference loops in both orders, a subarray sent between ranks,
+ * the f90 types, and the error classes of bad arguments. */
+#include <complex.h>
+#include <string.h>
+
+#include "check.h"
+
+static int rank, size;
+
+static void external32(void) {
+  struct item {
+    int i;
+    short s;
+    long l;
+    double d;
+    float f;
+    float complex z;
+  } in = {0x01020304, -2, 5, 1.0, -2.5f, 1.0f + 2.0f * I}, out;
+  const int lens[6] = {1, 1, 1, 1, 1, 1};
+  const MPI_Aint displs[6] = {offsetof(struct item, i), offsetof(struct item, s),
+                              offsetof(struct item, l), offsetof(struct item, d),
+                              offsetof(struct item, f), offsetof(struct item, z)};
+  const MPI_Datatype types[6] = {MPI_INT,    MPI_SHORT, MPI_LONG,
+                                 MPI_DOUBLE, MPI_FLOAT, MPI_C_FLOAT_COMPLEX};
+  MPI_Datatype t;
+  MPI_Type_create_struct(6, lens, displs, types, &t);
+  MPI_Type_commit(&t);
+  const unsigned char want[] = {0x01, 0x02, 0x03, 0x04, 0xff, 0xfe, 0x00, 0x00, 0x00, 0x05,
+                                0x3f, 0xf0, 0,    0,    0,    0,    0,    0,    0xc0, 0x20,
+                                0x00, 0x00, 0x3f, 0x80, 0,    0,    0x40, 0x00, 0x00, 0x00};
+  MPI_Aint bytes = 0;
+  MPI_Pack_external_size("external32", 1, t, &bytes);
+  CHECK(bytes == (MPI_Aint)sizeof(want), "external32 size %ld, want %zu", (long)bytes,
+        sizeof(want));
+  unsigned char buf[64];
+  MPI_Aint pos = 0;
+  MPI_Pack_external("external32", &in, 1, t, buf, sizeof(buf), &pos);
+  CHECK(pos == (MPI_Aint)sizeof(want) && memcmp(buf, want, sizeof(want)) == 0,
+        "external32 bytes differ (position %ld)", (long)pos);
+  memset(&out, 0, sizeof(out));
+  pos = 0;
+  MPI_Unpack_external("external32", buf, sizeof(buf), &pos, &out, 1, t);
+  CHECK(out.i == in.i && out.s == in.s && out.l == in.l && out.d == in.d && out.f == in.f &&
+            out.z == in.z,
+        "external32 round trip");
+  MPI_Type_free(&t);
+
+  /* A pair type loses its padding; a strided vector packs what it picks. */
+  struct {
+    double v;
+    int k;
+  } pair = {1.0, 7};
+  MPI_Pack_external_size("external32", 1, MPI_DOUBLE_INT, &bytes);
+  CHECK(bytes == 12, "MPI_DOUBLE_INT external32 size %ld", (long)bytes);
+  pos = 0;
+  MPI_Pack_external("external32", &pair, 1, MPI_DOUBLE_INT, buf, sizeof(buf), &pos);
+  const unsigned char want_pair[12] = {0x3f, 0xf0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 7};
+  CHECK(memcmp(buf, want_pair, 12) == 0, "MPI_DOUBLE_INT bytes");
+  int grid[6] = {1, 2, 3, 4, 5, 6}, back[6] = {0};
+  MPI_Datatype v;
+  MPI_Type_vector(3, 1, 2, MPI_INT, &v);
+  MPI_Type_commit(&v);
+  pos = 0;
+  MPI_Pack_external_c("external32", grid, 1, v, buf, sizeof(buf), (MPI_Count *)&pos);
+  const unsigned char want_v[12] = {0, 0, 0, 1, 0, 0, 0, 3, 0, 0, 0, 5};
+  CHECK(pos == 12 && memcmp(buf, want_v, 12) == 0, "vector external32 bytes");
+  pos = 0;
+  MPI_Unpack_external("external32", buf, 12, &pos, back, 1, v);
+  CHECK(back[0] == 1 && back[1] == 0 && back[4] == 5, "vector external32 unpack");
+  MPI_Type_free(&v);
+
+  MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+  long big = 1L << 40;
+  pos = 0;
+  int err = MPI_Pack_external("external32", &big, 1, MPI_LONG, buf, sizeof(buf), &pos);
+  CHECK(err == MPI_ERR_CONVERSION, "a long past 2^31 in external32: %d", err);
+  err = MPI_Pack_external("native", grid, 1, MPI_INT, buf, sizeof(buf), &pos);
+  CHECK(err == MPI_ERR_UNSUPPORTED_DATAREP, "datarep native: %d", err);
+  pos = 0;
+  err = MPI_Pack_external("external32", grid, 6, MPI_INT, buf, 8, &pos);
+  CHECK(err == MPI_ERR_TRUNCATE, "external32 into 8 bytes: %d", err);
+  MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL);
+}
+
+static void envelopes(void) {
+  int ni, na, nd, comb;
+  MPI_Type_get_envelope(MPI_INT, &ni, &na, &nd, &comb);
+  CHECK(comb == MPI_COMBINER_NAMED && ni == 0 && na == 0 && nd == 0, "MPI_INT envelope");
+  MPI_Datatype v, s, r, d;
+  MPI_Type_vector(3, 2, 5, MPI_DOUBLE, &v);
+  const int lens[2] = {1, 4};
+  const MPI_Aint displs[2] = {0, 200};
+  const MPI_Datatype types[2] = {v, MPI_INT};
+  MPI_Type_create_struct(2, lens, displs, types, &s);
+  MPI_Type_free(&v); /* the struct's record keeps its own copy */
+  MPI_Type_get_envelope(s, &ni, &na, &nd, &comb);
+  CHECK(comb == MPI_COMBINER_STRUCT && ni == 3 && na == 2 && nd == 2, "struct envelope %d %d %d %d",
+        comb, ni, na, nd);
+  int ints[3];
+  MPI_Aint aints[2];
+  MPI_Datatype inner[2];
+  MPI_Type_get_contents(s, 3, 2, 2, ints, aints, inner);
+  CHECK(ints[0] == 2 && ints[1] == 1 && ints[2] == 4 && aints[1] == 200 && inner[1] == MPI_INT,
+        "struct contents");
+  MPI_Type_get_envelope(inner[0], &ni, &na, &nd, &comb);
+  CHECK(comb == MPI_COMBINER_VECTOR && ni == 3 && nd == 1, "inner vector envelope %d", comb);
+  int vi[3];
+  MPI_Datatype vt;
+  MPI_Type_get_contents(inner[0], 3, 0, 1, vi, NULL, &vt);
+  CHECK(vi[0] == 3 && vi[1] == 2 && vi[2] == 5 && vt == MPI_DOUBLE, "vector contents");
+  int sz = 0;
+  MPI_Type_size(inner[0], &sz);
+  CHECK(sz == 48, "inner vector size %d", sz);
+  MPI_Type_free(&inner[0]);
+  MPI_Type_create_resized(s, -4, 400, &r);
+  MPI_Type_get_envelope(r, &ni, &na, &nd, &comb);
+  MPI_Type_get_contents(r, 0, 2, 1, NULL, aints, inner);
+  CHECK(comb == MPI_COMBINER_RESIZED && aints[0] == -4 && aints[1] == 400, "resized contents");
+  MPI_Type_free(&inner[0]);
+  MPI_Type_dup(r, &d);
+  MPI_Type_get_envelope(d, &ni, &na, &nd, &comb);
+  CHECK(comb == MPI_COMBINER_DUP && nd == 1, "dup envelope %d", comb);
+  MPI_Type_free(&d);
+  MPI_Type_free(&r);
+  MPI_Type_free(&s);
+
+  const int sizes[2] = {4, 5}, subs[2] = {2, 3}, starts[2] = {1, 1};
+  MPI_Type_create_subarray(2, sizes, subs, starts, MPI_ORDER_C, MPI_INT, &s);
+  int si[8];
+  MPI_Type_get_envelope(s, &ni, &na, &nd, &comb);
+  MPI_Type_get_contents(s, 8, 0, 1, si, NULL, inner);
+  CHECK(comb == MPI_COMBINER_SUBARRAY && ni == 8 && si[0] == 2 && si[3] == 2 && si[6] == 1 &&
+            si[7] == MPI_ORDER_C && inner[0] == MPI_INT,
+        "subarray contents");
+  MPI_Type_free(&s);
+  MPI_Type_create_f90_real(10, MPI_UNDEFINED, &r);
+  MPI_Type_size(r, &sz);
+  MPI_Type_get_envelope(r, &ni, &na, &nd, &comb);
+  MPI_Type_get_contents(r, 2, 0, 0, si, NULL, NULL);
+  CHECK(sz == 8 && comb == MPI_COMBINER_F90_REAL && si[0] == 10 && si[1] == MPI_UNDEFINED,
+        "f90_real(10): size %d combiner %d", sz, comb);
+  MPI_Datatype r2, n;
+  MPI_Type_create_f90_real(10, MPI_UNDEFINED, &r2);
+  CHECK(r2 == r, "f90_real twice gives one handle");
+  MPI_Type_create_f90_integer(3, &n);
+  MPI_Type_size(n, &sz);
+  CHECK(sz == 2, "f90_integer(3) size %d", sz);
+  MPI_Type_create_f90_complex(6, 30, &n);
+  MPI_Type_size(n, &sz);
+  CHECK(sz == 8, "f90_complex(6, 30) size %d", sz);
+
+  MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+  int err = MPI_Type_get_contents(MPI_INT, 0, 0, 0, NULL, NULL, NULL);
+  CHECK(err == MPI_ERR_ARG, "contents of a named type: %d", err);
+  err = MPI_Type_create_f90_integer(40, &n);
+  CHECK(err == MPI_ERR_ARG, "f90_integer(40): %d", err);
+  MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL);
+}
+
+/* Packs `type` over a global array of ints 0..n-1 and compares with the
+ * indices `want`. */
+static void expect_picks(MPI_Datatype type, int n, const int *want, int count, const char *what) {
+  int global[256], packed[256];
+  for (int i = 0; i < n; ++i) global[i] = i;
+  int psize = 0, pos = 0;
+  MPI_Type_commit(&type);
+  MPI_Pack_size(1, type, MPI_COMM_WORLD, &psize);
+  CHECK(psize == count * (int)sizeof(int), "%s: %d packed bytes, want %d", what, psize,
+        count * (int)sizeof(int));
+  if (psize != count * (int)sizeof(int)) return;
+  MPI_Pack(global, 1, type, packed, sizeof(packed), &pos, MPI_COMM_WORLD);
+  for (int k = 0; k < count; ++k) {
+    CHECK(packed[k] == want[k], "%s: element %d is %d, want %d", what, k, packed[k], want[k]);
+  }
+  MPI_Aint lb, extent;
+  MPI_Type_get_extent(type, &lb, &extent);
+  CHECK(lb == 0 && extent == n * (MPI_Aint)sizeof(int), "%s: lb %ld extent %ld", what, (long)lb,
+        (long)extent);
+}
+
+static void arrays(void) {
+  /* A 2x3 block at (1, 1) of a 4x5 array, in both orders. */
+  const int sizes[2] = {4, 5}, subs[2] = {2, 3}, starts[2] = {1, 1};
+  int want[64], k = 0;
+  MPI_Datatype t;
+  for (int i = 1; i < 3; ++i) {
+    for (int j = 1; j < 4; ++j) want[k++] = i * 5 + j;
+  }
+  MPI_Type_create_subarray(2, sizes, subs, starts, MPI_ORDER_C, MPI_INT, &t);
+  expect_picks(t, 20, want, k, "subarray C");
+  MPI_Type_free(&t);
+  k = 0;
+  for (int j = 1; j < 4; ++j) {   /* dimension 1 is the slowest in Fortran order */
+    for (int i = 1; i < 3; ++i) { /* dimension 0 of size 4 varies fastest */
+      want[k++] = i + j * 4;
+    }
+  }
+  MPI_Type_create_subarray(2, sizes, subs, starts, MPI_ORDER_FORTRAN, MPI_INT, &t);
+  expect_picks(t, 20, want, k, "subarray Fortran");
+  MPI_Type_free(&t);
+
+  /* 6x8 over a 2x2 grid: rows in blocks, columns cyclic(2); every rank of
+   * the grid, whatever this job's size. */
+  const int gsizes[2] = {6, 8}, distribs[2] = {MPI_DISTRIBUTE_BLOCK, MPI_DISTRIBUTE_CYCLIC},
+            dargs[2] = {MPI_DISTRIBUTE_DFLT_DARG, 2}, psizes[2] = {2, 2};
+  for (int r = 0; r < 4; ++r) {
+    const int pr = r / 2, pc = r % 2;
+    k = 0;
+    for (int i = pr * 3; i < pr * 3 + 3; ++i) {
+      for (int j = 0; j < 8; ++j) {
+        if ((j / 2) % 2 == pc) want[k++] = i * 8 + j;
+      }
+    }
+    MPI_Type_create_darray(4, r, 2, gsizes, distribs, dargs, psizes, MPI_ORDER_C, MPI_INT, &t);
+    expect_picks(t, 48, want, k, "darray C");
+    MPI_Type_free(&t);
+    k = 0;
+    for (int j = 0; j < 8; ++j) {
+      if ((j / 2) % 2 != pc) continue;
+      for (int i = pr * 3; i < pr * 3 + 3; ++i) want[k++] = i + j * 6;
+    }
+    MPI_Type_create_darray(4, r, 2, gsizes, distribs, dargs, psizes, MPI_ORDER_FORTRAN, MPI_INT,
+                           &t);
+    expect_picks(t, 48, want, k, "darray Fortran");
+    MPI_Type_free(&t);
+  }
+
+  /* A subarray sent to the next rank, received as plain ints. */
+  int global[20], got[6];
+  for (int i = 0; i < 20; ++i) global[i] = rank * 100 + i;
+  MPI_Type_create_subarray(2, sizes, subs, starts, MPI_ORDER_C, MPI_INT, &t);
+  MPI_Type_commit(&t);
+  const int left = (rank + size - 1) % size;
+  MPI_Sendrecv(global, 1, t, (rank + 1) % size, 5, got, 6, MPI_INT, left, 5, MPI_COMM_WORLD,
+               MPI_STATUS_IGNORE);
+  CHECK(got[0] == left * 100 + 6 && got[5] == left * 100 + 13, "subarray message %d %d", got[0],
+        got[5]);
+  MPI_Type_free(&t);
+
+  MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+  const int bad_starts[2] = {3, 0};
+  int err = MPI_Type_create_subarray(2, sizes, subs, bad_starts, MPI_ORDER_C, MPI_INT, &t);
+  CHECK(err == MPI_ERR_ARG, "subarray past the edge: %d", err);
+  err = MPI_Type_create_subarray(2, sizes, subs, starts, 99, MPI_INT, &t);
+  CHECK(err == MPI_ERR_ARG, "subarray order 99: %d", err);
+  err = MPI_Type_create_darray(3, 0, 2, gsizes, distribs, dargs, psizes, MPI_ORDER_C, MPI_INT, &t);
+  CHECK(err == MPI_ERR_ARG, "darray on a grid of 4 for size 3: %d", err);
+  MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL);
+}
+
+/* MPI_BOTTOM with types of absolute addresses in the newer calls. */
+static void bottom(void) {
+  const int right = (rank + 1) % size, left = (rank + size - 1) % size;
+  int a = rank, ra = -1, ra2 = -1;
+  double b = rank + 0.5, rb = -1, rb2 = -1;
+  MPI_Aint where[2];
+  const int lens[2] = {1, 1};
+  const MPI_Datatype types[2] = {MPI_INT, MPI_DOUBLE};
+  MPI_Datatype out, in, in2;
+  MPI_Get_address(&a, &where[0]);
+  MPI_Get_address(&b, &where[1]);
+  MPI_Type_create_struct(2, lens, where, types, &out);
+  MPI_Get_address(&ra, &where[0]);
+  MPI_Get_address(&rb, &where[1]);
+  MPI_Type_create_struct(2, lens, where, types, &in);
+  MPI_Get_address(&ra2, &where[0]);
+  MPI_Get_address(&rb2, &where[1]);
+  MPI_Type_create_struct(2, lens, where, types, &in2);
+  MPI_Type_commit(&out);
+  MPI_Type_commit(&in);
+  MPI_Type_commit(&in2);
+  MPI_Request req;
+  MPI_Isendrecv(MPI_BOTTOM, 1, out, right, 6, MPI_BOTTOM, 1, in, left, 6, MPI_COMM_WORLD, &req);
+  MPI_Wait(&req, MPI_STATUS_IGNORE);
+  CHECK(ra == left && rb == left + 0.5, "Isendrecv at MPI_BOTTOM: %d %g", ra, rb);
+  MPI_Send_c(MPI_BOTTOM, 1, out, right, 7, MPI_COMM_WORLD);
+  MPI_Recv_c(MPI_BOTTOM, 1, in2, left, 7, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+  CHECK(ra2 == left && rb2 == left + 0.5, "Send_c at MPI_BOTTOM: %d %g", ra2, rb2);
+  unsigned char buf[32];
+  MPI_Aint pos = 0;
+  MPI_Pack_external("external32", MPI_BOTTOM, 1, out, buf, sizeof(buf), &pos);
+  ra = -1;
+  pos = 0;
+  MPI_Unpack_external("external32", buf, sizeof(buf), &pos, MPI_BOTTOM, 1, in);
+  CHECK(pos == 12 && ra == rank && rb == rank + 0.5, "external32 at MPI_BOTTOM: %d", ra);
+  MPI_Type_free(&out);
+  MPI_Type_free(&in);
+  MPI_Type_free(&in2);
+}
+
+int main(int argc, char **argv) {
+  MPI_Init(&argc, &argv);
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  external32();
+  envelopes();
+  arrays();
+  bottom();
+  MPI_Barrier(MPI_COMM_WORLD);
+  if (rank == 0 && check_failures == 0) printf("dtypes: all checks passed on %d ranks\n", size);
+  return finish();
+}

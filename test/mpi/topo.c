@@ -1,0 +1,163 @@
+/* Topologies: a ring graph (Graph_create and every query), Graph_map and
+ * Cart_map, Cart_sub of a 2-D grid into rows and columns with point-to-point
+ * along them, Topo_test of each kind, topologies kept by Comm_dup, and the
+ * error classes of bad arguments. */
+#include <stdlib.h>
+
+#include "check.h"
+
+static int rank, size;
+
+static void graph(void) {
+  /* A ring where node i links to i-1 and i+1 (one link when size is 2). */
+  int index[64], edges[128], e = 0;
+  for (int i = 0; i < size; ++i) {
+    if (size > 1) edges[e++] = (i + size - 1) % size;
+    if (size > 2) edges[e++] = (i + 1) % size;
+    index[i] = e;
+  }
+  MPI_Comm g, dup;
+  MPI_Graph_create(MPI_COMM_WORLD, size, index, edges, 0, &g);
+  int kind = -1;
+  MPI_Topo_test(g, &kind);
+  CHECK(kind == MPI_GRAPH, "Topo_test of a graph: %d", kind);
+  int nnodes = 0, nedges = 0;
+  MPI_Graphdims_get(g, &nnodes, &nedges);
+  CHECK(nnodes == size && nedges == e, "Graphdims_get %d %d", nnodes, nedges);
+  int gi[64], ge[128];
+  MPI_Graph_get(g, size, e, gi, ge);
+  for (int i = 0; i < size; ++i) CHECK(gi[i] == index[i], "index[%d] = %d", i, gi[i]);
+  for (int k = 0; k < e; ++k) CHECK(ge[k] == edges[k], "edges[%d] = %d", k, ge[k]);
+  int n = -1, nb[2] = {-1, -1};
+  MPI_Graph_neighbors_count(g, rank, &n);
+  MPI_Graph_neighbors(g, rank, 2, nb);
+  CHECK(n == (size > 2 ? 2 : size - 1), "neighbors_count %d", n);
+  if (size > 1) CHECK(nb[0] == (rank + size - 1) % size, "neighbor %d", nb[0]);
+  /* Talk to the graph neighbours. */
+  int got[2] = {-1, -1};
+  MPI_Request reqs[4];
+  for (int k = 0; k < n; ++k) {
+    MPI_Irecv(&got[k], 1, MPI_INT, nb[k], 0, g, &reqs[k]);
+    MPI_Isend(&rank, 1, MPI_INT, nb[k], 0, g, &reqs[n + k]);
+  }
+  MPI_Waitall(2 * n, reqs, MPI_STATUSES_IGNORE);
+  for (int k = 0; k < n; ++k) CHECK(got[k] == nb[k], "from neighbour %d got %d", nb[k], got[k]);
+  MPI_Comm_dup(g, &dup);
+  MPI_Topo_test(dup, &kind);
+  MPI_Graphdims_get(dup, &nnodes, &nedges);
+  CHECK(kind == MPI_GRAPH && nnodes == size && nedges == e, "dup of a graph: %d %d %d", kind,
+        nnodes, nedges);
+  MPI_Comm_free(&dup);
+  MPI_Comm_free(&g);
+  int newrank = -5;
+  const int one_index[1] = {0};
+  MPI_Graph_map(MPI_COMM_WORLD, 1, one_index, edges, &newrank);
+  CHECK(newrank == (rank == 0 ? 0 : MPI_UNDEFINED), "Graph_map %d", newrank);
+  /* A graph of fewer nodes than ranks: the rest get MPI_COMM_NULL. */
+  MPI_Graph_create(MPI_COMM_WORLD, 1, one_index, edges, 0, &g);
+  CHECK((rank == 0) == (g != MPI_COMM_NULL), "graph of one node on rank %d", rank);
+  if (g != MPI_COMM_NULL) MPI_Comm_free(&g);
+}
+
+static void cart(void) {
+  int dims[2] = {0, 0}, periods[2] = {1, 0};
+  MPI_Dims_create(size, 2, dims);
+  MPI_Comm grid, row, col, dup;
+  MPI_Cart_create(MPI_COMM_WORLD, 2, dims, periods, 0, &grid);
+  int coords[2];
+  MPI_Cart_coords(grid, rank, 2, coords);
+  const int keep_row[2] = {0, 1}, keep_col[2] = {1, 0};
+  MPI_Cart_sub(grid, keep_row, &row);
+  MPI_Cart_sub(grid, keep_col, &col);
+  int rsize, rrank, csize, crank, ndims = -1, kind = -1;
+  MPI_Comm_size(row, &rsize);
+  MPI_Comm_rank(row, &rrank);
+  MPI_Comm_size(col, &csize);
+  MPI_Comm_rank(col, &crank);
+  CHECK(rsize == dims[1] && rrank == coords[1], "row: size %d rank %d", rsize, rrank);
+  CHECK(csize == dims[0] && crank == coords[0], "column: size %d rank %d", csize, crank);
+  MPI_Cartdim_get(row, &ndims);
+  MPI_Topo_test(row, &kind);
+  CHECK(ndims == 1 && kind == MPI_CART, "row topology: %d dims, kind %d", ndims, kind);
+  int cd[1], cp[1], cc[1];
+  MPI_Cart_get(col, 1, cd, cp, cc);
+  CHECK(cd[0] == dims[0] && cp[0] == 1 && cc[0] == coords[0], "column grid %d %d %d", cd[0], cp[0],
+        cc[0]);
+  /* The sum of grid ranks along each row. */
+  int sum = 0, want = 0;
+  MPI_Allreduce(&rank, &sum, 1, MPI_INT, MPI_SUM, row);
+  for (int j = 0; j < dims[1]; ++j) want += coords[0] * dims[1] + j;
+  CHECK(sum == want, "row sum %d, want %d", sum, want);
+  /* Shift along the periodic column. */
+  int src, dst, got = -1;
+  MPI_Cart_shift(col, 0, 1, &src, &dst);
+  MPI_Sendrecv(&rank, 1, MPI_INT, dst, 1, &got, 1, MPI_INT, src, 1, col, MPI_STATUS_IGNORE);
+  const int above = ((coords[0] + dims[0] - 1) % dims[0]) * dims[1] + coords[1];
+  CHECK(got == above, "shift got %d, want %d", got, above);
+  const int none[2] = {0, 0};
+  MPI_Comm alone;
+  MPI_Cart_sub(grid, none, &alone);
+  int asize = 0;
+  MPI_Comm_size(alone, &asize);
+  MPI_Cartdim_get(alone, &ndims);
+  CHECK(asize == 1 && ndims == 0, "Cart_sub keeping nothing: size %d dims %d", asize, ndims);
+  MPI_Comm_dup(grid, &dup);
+  MPI_Topo_test(dup, &kind);
+  int dd[2], dp[2], dc[2];
+  MPI_Cart_get(dup, 2, dd, dp, dc);
+  CHECK(kind == MPI_CART && dd[0] == dims[0] && dc[1] == coords[1], "dup of a grid: %d", kind);
+  int newrank = -5;
+  const int two[1] = {size < 2 ? 1 : 2};
+  MPI_Cart_map(MPI_COMM_WORLD, 1, two, periods, &newrank);
+  CHECK(newrank == (rank < two[0] ? rank : MPI_UNDEFINED), "Cart_map %d", newrank);
+  MPI_Topo_test(MPI_COMM_WORLD, &kind);
+  CHECK(kind == MPI_UNDEFINED, "world has no topology: %d", kind);
+  MPI_Comm_free(&alone);
+  MPI_Comm_free(&dup);
+  MPI_Comm_free(&row);
+  MPI_Comm_free(&col);
+  MPI_Comm_free(&grid);
+}
+
+static void errors(void) {
+  MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+  int nnodes, nedges, n;
+  int err = MPI_Graphdims_get(MPI_COMM_WORLD, &nnodes, &nedges);
+  CHECK(err == MPI_ERR_TOPOLOGY, "Graphdims_get without a graph: %d", err);
+  const int index[2] = {1, 2}, bad_edges[2] = {1, 7};
+  MPI_Comm g = MPI_COMM_NULL;
+  err = MPI_Graph_create(MPI_COMM_WORLD, 2, index, bad_edges, 0, &g);
+  CHECK(err == MPI_ERR_ARG || size < 2, "Graph_create with edge 7: %d", err);
+  const int falling[2] = {2, 1};
+  err = MPI_Graph_create(MPI_COMM_WORLD, 1, falling, bad_edges, 0, &g);
+  CHECK(err == MPI_ERR_ARG, "Graph_create with a bad edge: %d", err);
+  err = MPI_Graph_create(MPI_COMM_WORLD, size + 1, index, bad_edges, 0, &g);
+  CHECK(err == MPI_ERR_ARG, "Graph_create of size+1 nodes: %d", err);
+  const int keep[1] = {1};
+  MPI_Comm sub;
+  err = MPI_Cart_sub(MPI_COMM_WORLD, keep, &sub);
+  CHECK(err == MPI_ERR_TOPOLOGY, "Cart_sub of world: %d", err);
+  const int edges[2] = {0, 0};
+  MPI_Graph_create(MPI_COMM_WORLD, 1, index, edges, 0, &g);
+  if (g != MPI_COMM_NULL) {
+    err = MPI_Graph_neighbors_count(g, 3, &n);
+    CHECK(err == MPI_ERR_RANK, "Graph_neighbors_count of rank 3: %d", err);
+    MPI_Comm_free(&g);
+  }
+  const int zero[1] = {0};
+  err = MPI_Cart_map(MPI_COMM_WORLD, 1, zero, zero, &n);
+  CHECK(err == MPI_ERR_DIMS, "Cart_map of dims 0: %d", err);
+  MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL);
+}
+
+int main(int argc, char **argv) {
+  MPI_Init(&argc, &argv);
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  graph();
+  cart();
+  errors();
+  MPI_Barrier(MPI_COMM_WORLD);
+  if (rank == 0 && check_failures == 0) printf("topo: all checks passed on %d ranks\n", size);
+  return finish();
+}
