@@ -58,9 +58,11 @@ struct request {
   persistent_args persistent;   // persistent.op != none: made by MPI_*_init
   // A non-contiguous datatype: the message travels packed through `scratch`
   // (freed with the request); a receive unpacks it into `unpack_to` when the
-  // user completes the request.
+  // user completes the request, once, while `unpack_pending` (unpack_to may
+  // be MPI_BOTTOM, address 0, under a type of absolute addresses).
   void *scratch = nullptr;
   void *unpack_to = nullptr;
+  bool unpack_pending = false;
   int unpack_count = 0;
   const dtype *unpack_type = nullptr;  // kept alive even if the user frees the type
   send_state state = send_state::queued;

@@ -29,6 +29,7 @@ void *scratch_for(request *use, std::size_t bytes) {
 void unpack_later(request &r, void *scratch, const typed_buffer &where) {
   r.scratch = scratch;
   r.unpack_to = where.base;
+  r.unpack_pending = true;
   r.unpack_count = where.count;
   r.unpack_type = where.type;
 }
@@ -145,9 +146,9 @@ typed_status typed_recv_claimed(const communicator &comm, unexpected_msg *m,
 }
 
 void typed_recv_finish(request &r) {
-  if (r.unpack_to == nullptr) return;
+  if (!r.unpack_pending) return;
+  r.unpack_pending = false;
   typed_unpack(r.scratch, r.status_bytes, {r.unpack_to, r.unpack_count, r.unpack_type});
-  r.unpack_to = nullptr;
 }
 
 int typed_wait_release(request *r) {
