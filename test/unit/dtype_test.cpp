@@ -8,20 +8,13 @@
 #include <vector>
 
 #include "device/dtype.hpp"
+#include "include/mpi.h"
 
 namespace iris::device {
 namespace {
 
 dtype basic(std::size_t bytes) {
-  dtype t;
-  t.blocks.push_back({0, bytes});
-  t.size = t.packed_size = bytes;
-  t.extent = t.true_extent = static_cast<std::int64_t>(bytes);
-  t.alignment = bytes;
-  t.basic_size = bytes;
-  t.basic_count = 1;
-  t.committed = true;
-  return t;
+  return dtype_basic(bytes, bytes);
 }
 
 // A vector of `count` blocks of `blocklen` ints, `stride` ints apart.
@@ -39,9 +32,14 @@ TEST(Dtype, VectorExtentsAndMergedBlocks) {
   EXPECT_EQ(v.size, 24u);
   EXPECT_EQ(v.lb, 0);
   EXPECT_EQ(v.extent, 48);  // (2 * 5 + 2) ints
-  EXPECT_EQ(v.blocks.size(), 3u);
+  ASSERT_EQ(v.tree->k, dtype_node::kind::vector) << "equal blocks at one stride: a loop";
+  EXPECT_EQ(v.tree->count, 3u);
+  EXPECT_EQ(v.tree->stride, 20);
+  EXPECT_EQ(v.tree->child->k, dtype_node::kind::run);
+  EXPECT_EQ(v.tree->child->packed, 8u) << "a block of 2 ints is one run";
   const dtype contiguous = vector_of_ints(4, 3, 3);  // stride == blocklen: one block
-  EXPECT_EQ(contiguous.blocks.size(), 1u);
+  EXPECT_EQ(contiguous.tree->k, dtype_node::kind::run);
+  EXPECT_EQ(contiguous.tree->packed, 48u);
   EXPECT_TRUE(dtype_contiguous(contiguous, 5));
   EXPECT_FALSE(dtype_contiguous(v, 1));
 }
@@ -100,6 +98,88 @@ TEST(Dtype, PackAndUnpackAnyRangeInPieces) {
     }
     EXPECT_EQ(back[3], -1) << "a gap between blocks was written";
   }
+}
+
+const dtype &predef(int handle) {
+  return *dtype_lookup(handle);
+}
+
+// A complex type aligns like its component: C pads struct { char; float
+// _Complex; } to 12 bytes, and with double _Complex to 24.
+TEST(Dtype, ComplexTypesAlignLikeTheirComponent) {
+  const dtype &c = predef(MPI_CHAR);
+  const dtype f = dtype_from_blocks({0, 4}, {1, 1}, {&c, &predef(MPI_C_FLOAT_COMPLEX)}, true);
+  EXPECT_EQ(f.extent, 12);
+  const dtype d = dtype_from_blocks({0, 8}, {1, 1}, {&c, &predef(MPI_C_DOUBLE_COMPLEX)}, true);
+  EXPECT_EQ(d.extent, 24);
+  const dtype l =
+      dtype_from_blocks({0, 16}, {1, 1}, {&c, &predef(MPI_C_LONG_DOUBLE_COMPLEX)}, true);
+  EXPECT_EQ(l.extent, 48);
+  // The pair types align like their widest member too.
+  const dtype fi = dtype_from_blocks({0, 4}, {1, 1}, {&c, &predef(MPI_FLOAT_INT)}, true);
+  EXPECT_EQ(fi.extent, 12);
+}
+
+// Get_elements counts basic elements: a pair holds two, and a partial
+// element of a nested type counts what arrived whole.
+TEST(Dtype, ElementsCountBasicElementsOfPairsAndPartialNests) {
+  const dtype &di = predef(MPI_DOUBLE_INT);
+  EXPECT_EQ(dtype_elements(di, di.packed_size), 2);
+  EXPECT_EQ(dtype_elements(di, 3 * di.packed_size), 6);
+  EXPECT_EQ(dtype_elements(di, 8), 1) << "the double of a pair";
+  EXPECT_EQ(dtype_elements(di, 5), -1) << "a cut double";
+  EXPECT_EQ(dtype_bytes_of_elements(di, 3), di.packed_size + 8);
+  // struct { int; vector of 3 blocks of 2 doubles; char } and a partial one.
+  const dtype &i = predef(MPI_INT);
+  const dtype &d = predef(MPI_DOUBLE);
+  const dtype &ch = predef(MPI_CHAR);
+  const dtype v = dtype_vector(3, 2, 32, d);
+  const dtype s = dtype_from_blocks({0, 8, 200}, {1, 1, 1}, {&i, &v, &ch}, true);
+  EXPECT_EQ(s.basic_count, 8u);
+  EXPECT_EQ(dtype_elements(s, s.packed_size), 8);
+  EXPECT_EQ(dtype_elements(s, 4 + 3 * 8), 4) << "the int and three doubles";
+  EXPECT_EQ(dtype_elements(s, s.packed_size + 4 + 6 * 8), 15);
+  EXPECT_EQ(dtype_elements(s, 4 + 3 * 8 + 2), -1);
+  EXPECT_EQ(dtype_bytes_of_elements(s, 4), 4u + 3 * 8);
+  EXPECT_EQ(dtype_bytes_of_elements(s, 9), s.packed_size + 4);
+}
+
+// MPI-4.1 5.1.7-5.1.8: the bounds of types over resized ones with negative
+// lower bounds and extents; the true bounds are where the data is.
+TEST(Dtype, TrueBoundsOverNegativeExtents) {
+  const dtype &i = predef(MPI_INT);
+  const dtype back = dtype_resized(i, 0, -8);  // each next int 8 bytes lower
+  const dtype three = dtype_from_blocks({0}, {3}, {&back}, false);
+  EXPECT_EQ(three.true_lb, -16);
+  EXPECT_EQ(three.true_extent, 20);
+  EXPECT_EQ(three.lb, -16);    // the lowest lb marker
+  EXPECT_EQ(three.extent, 8);  // the highest ub marker is at -8
+  // A vector of it, and a struct holding the vector at 100 and an int at 0.
+  const dtype v = dtype_vector(2, 3, -40, back);  // blocks at 0 and -40
+  EXPECT_EQ(v.true_lb, -56);
+  EXPECT_EQ(v.true_extent, 60);
+  const dtype s = dtype_from_blocks({0, 100}, {1, 1}, {&i, &v}, true);
+  EXPECT_EQ(s.true_lb, 0);
+  EXPECT_EQ(s.true_extent, 104);
+  // The markers are sticky: the struct's bounds come from the resized part.
+  EXPECT_EQ(s.lb, 100 - 56);
+  // A negative lower bound: resized(lb -6, extent 22) over two ints.
+  const dtype two = dtype_from_blocks({-4, 10}, {1, 1}, {&i, &i}, false);
+  EXPECT_EQ(two.true_lb, -4);
+  EXPECT_EQ(two.true_extent, 18);
+  const dtype r = dtype_resized(two, -6, 22);
+  const dtype rr = dtype_from_blocks({0}, {2}, {&r}, false);
+  EXPECT_EQ(rr.true_lb, -4);
+  EXPECT_EQ(rr.true_extent, 22 + 18);
+  EXPECT_EQ(rr.lb, -6);
+  EXPECT_EQ(rr.extent, 44);
+  // Moving the data follows the same layout: pack 2 of `three` (extent 8).
+  int memory[16];
+  for (int k = 0; k < 16; ++k) memory[k] = k;
+  int out[6] = {};
+  dtype_pack_range(&memory[8], 2, three, 0, 24, out);
+  const int want[6] = {8, 6, 4, 10, 8, 6};
+  for (int k = 0; k < 6; ++k) EXPECT_EQ(out[k], want[k]) << k;
 }
 
 }  // namespace
