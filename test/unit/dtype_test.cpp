@@ -2,7 +2,9 @@
 // that a later streaming engine can move a message in pieces.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
+#include <limits>
 #include <numeric>
 #include <random>
 #include <vector>
@@ -180,6 +182,182 @@ TEST(Dtype, TrueBoundsOverNegativeExtents) {
   dtype_pack_range(&memory[8], 2, three, 0, 24, out);
   const int want[6] = {8, 6, 4, 10, 8, 6};
   for (int k = 0; k < 6; ++k) EXPECT_EQ(out[k], want[k]) << k;
+}
+
+}  // namespace
+}  // namespace iris::device
+
+namespace iris::device {
+namespace {
+
+// ---- seeded random nested types against a reference packer -----------------
+//
+// Each random type is made twice: by the engine's builders, and as a plain
+// list of (offset, length) of its data, in typemap order, by the simple
+// expansion of the MPI definitions below. Packing is the concatenation of
+// the list's bytes, element after element, `extent` apart.
+
+struct piece {
+  std::int64_t at;
+  std::size_t length;
+};
+
+struct made {
+  dtype type;
+  std::vector<piece> map;  // one element's data, typemap order
+};
+
+void shifted(std::vector<piece> &out, const std::vector<piece> &in, std::int64_t by) {
+  for (const piece &p : in) out.push_back({p.at + by, p.length});
+}
+
+// Keeps maps small: a type of at most this many pieces is made.
+constexpr std::size_t max_pieces = 3000;
+
+made random_type(std::mt19937 &rng, int depth) {
+  auto pick = [&rng](int lo, int hi) { return lo + static_cast<int>(rng() % (hi - lo + 1)); };
+  made m;
+  const int kind = depth == 0 ? 0 : pick(0, 6);
+  if (kind == 0) {
+    const std::size_t bytes = std::size_t{1} << pick(0, 3);
+    m.type = dtype_basic(bytes, bytes);
+    m.map.push_back({0, bytes});
+    return m;
+  }
+  made child = random_type(rng, depth - 1);
+  const std::int64_t ext = child.type.extent;
+  switch (kind) {
+    case 1: {  // contiguous
+      const int n = pick(1, 4);
+      m.type = dtype_from_blocks({0}, {n}, {&child.type}, false);
+      for (int i = 0; i < n; ++i) shifted(m.map, child.map, i * ext);
+      break;
+    }
+    case 2: {  // vector / hvector, any stride sign
+      const int count = pick(1, 5);
+      const int bl = pick(1, 3);
+      const std::int64_t stride = (pick(0, 1) != 0 ? ext * pick(-4, 6) : pick(-40, 60));
+      m.type = dtype_vector(static_cast<std::size_t>(count), static_cast<std::size_t>(bl), stride,
+                            child.type);
+      for (int i = 0; i < count; ++i) {
+        for (int j = 0; j < bl; ++j) shifted(m.map, child.map, i * stride + j * ext);
+      }
+      break;
+    }
+    case 3:
+    case 4: {  // indexed (one child) or struct (a second child)
+      made other = random_type(rng, depth - 1);
+      const int n = pick(1, 4);
+      std::vector<std::int64_t> displs;
+      std::vector<int> lens;
+      std::vector<const dtype *> olds;
+      for (int b = 0; b < n; ++b) {
+        const made &use = kind == 4 && b % 2 == 1 ? other : child;
+        displs.push_back(pick(-50, 80));
+        lens.push_back(pick(0, 3));
+        olds.push_back(&use.type);
+        for (int j = 0; j < lens.back(); ++j) {
+          shifted(m.map, use.map, displs.back() + j * use.type.extent);
+        }
+      }
+      m.type = dtype_from_blocks(displs, lens, olds, kind == 4);
+      break;
+    }
+    default: {  // resized: negative lower bounds and extents too
+      m.type = dtype_resized(child.type, pick(-24, 16), pick(-24, 40));
+      m.map = child.map;
+      break;
+    }
+  }
+  if (m.map.size() > max_pieces) return child;
+  return m;
+}
+
+bool overlaps(std::vector<piece> all) {
+  std::sort(all.begin(), all.end(), [](const piece &a, const piece &b) { return a.at < b.at; });
+  for (std::size_t i = 1; i < all.size(); ++i) {
+    if (all[i - 1].at + static_cast<std::int64_t>(all[i - 1].length) > all[i].at) return true;
+  }
+  return false;
+}
+
+TEST(Dtype, RandomNestedTypesMatchAReferencePackerAtAnyPieceBoundary) {
+  int unpack_checked = 0;
+  for (unsigned seed = 1; seed <= 300; ++seed) {
+    SCOPED_TRACE("seed " + std::to_string(seed));
+    std::mt19937 rng(seed);
+    const made m = random_type(rng, 1 + static_cast<int>(seed % 4));
+    const dtype &t = m.type;
+    const int count = 1 + static_cast<int>(rng() % 4);
+    // Every element's pieces, in packed order.
+    std::vector<piece> all;
+    for (int e = 0; e < count; ++e) shifted(all, m.map, e * t.extent);
+    std::size_t packed = 0;
+    std::int64_t lo = 0;
+    std::int64_t hi = 0;
+    std::int64_t true_lo = std::numeric_limits<std::int64_t>::max();
+    std::int64_t true_hi = std::numeric_limits<std::int64_t>::min();
+    for (const piece &p : all) {
+      packed += p.length;
+      lo = std::min(lo, p.at);
+      hi = std::max(hi, p.at + static_cast<std::int64_t>(p.length));
+    }
+    for (const piece &p : m.map) {
+      true_lo = std::min(true_lo, p.at);
+      true_hi = std::max(true_hi, p.at + static_cast<std::int64_t>(p.length));
+    }
+    ASSERT_EQ(packed, count * t.packed_size);
+    if (!m.map.empty()) {
+      EXPECT_EQ(t.true_lb, true_lo);
+      EXPECT_EQ(t.true_extent, true_hi - true_lo);
+    }
+    EXPECT_EQ(dtype_elements(t, packed),
+              static_cast<std::int64_t>(count * m.map.size()) - static_cast<std::int64_t>(0))
+        << "basic elements (every piece of the reference is one)";
+    // Memory from lo to hi, with margins that must stay untouched.
+    const std::int64_t margin = 16;
+    const auto span = static_cast<std::size_t>(hi - lo + 2 * margin);
+    std::vector<std::byte> source(span);
+    for (std::byte &b : source) b = static_cast<std::byte>(rng());
+    std::byte *origin = source.data() + (margin - lo);
+    std::vector<std::byte> want;
+    for (const piece &p : all) {
+      want.insert(want.end(), origin + p.at, origin + p.at + p.length);
+    }
+    // Pack at random piece boundaries, with the cursor.
+    std::vector<std::byte> got(packed + 1, std::byte{0x5a});
+    dtype_cursor out(origin, count, t);
+    while (out.done() < packed) {
+      const std::size_t n = 1 + rng() % (1 + packed / 3);
+      const std::size_t at = out.done();
+      ASSERT_EQ(out.pack(got.data() + at, n), std::min(n, packed - at));
+    }
+    EXPECT_EQ(got[packed], std::byte{0x5a}) << "packed past the end";
+    ASSERT_EQ(std::memcmp(got.data(), want.data(), packed), 0);
+    // Unpack in other pieces into a filled buffer: the data lands, every
+    // gap keeps its byte (only for types whose pieces do not overlap).
+    if (overlaps(all)) continue;
+    ++unpack_checked;
+    std::vector<std::byte> back(span, std::byte{0xee});
+    std::byte *back_origin = back.data() + (margin - lo);
+    dtype_cursor in(back_origin, count, t);
+    while (in.done() < packed) {
+      const std::size_t n = 1 + rng() % (1 + packed / 2);
+      in.unpack(want.data() + in.done(), n);
+    }
+    std::vector<bool> covered(span, false);
+    for (const piece &p : all) {
+      for (std::size_t k = 0; k < p.length; ++k) {
+        covered[static_cast<std::size_t>(margin - lo + p.at) + k] = true;
+      }
+    }
+    for (std::size_t k = 0; k < span; ++k) {
+      ASSERT_EQ(back[k], covered[k] ? source[k] : std::byte{0xee})
+          << "byte " << static_cast<std::int64_t>(k) - (margin - lo)
+          << (covered[k] ? " of the data" : " of a gap");
+    }
+  }
+  EXPECT_GT(unpack_checked, 100) << "too few types without overlaps to check unpacking";
 }
 
 }  // namespace
