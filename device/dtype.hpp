@@ -3,7 +3,7 @@
 // instances of a child, `stride` bytes apart) or a list (children at their
 // own displacements, for indexed and struct types). Constructors build the
 // tree from their old types' trees in time and memory proportional to
-// their arguments (never to the data: a vector of a billion ints is three
+// their arguments (never to the data: a vector of a billion ints is two
 // nodes), merging contiguous runs as they go; the bounds, sizes and element
 // counts are computed once, there. Pack and unpack walk the tree with memcpy
 // of whole runs and a specialized loop for a vector of equal runs, and can
