@@ -144,6 +144,20 @@ const char *rendezvous_on_data(vc &from, const packet_header &h, const std::byte
   return nullptr;
 }
 
+namespace {
+
+// Packs the next fragment of a streamed typed send (its length is what the
+// header says: the rest, up to a fragment), straight into the transport's
+// record where it has one, else into the send's scratch fragment.
+void pack_fragment(const void *context, std::byte *out) {
+  const request &s = *static_cast<const request *>(context);
+  const std::size_t chunk =
+      std::min(s.expected - s.progress, rt->vcs[static_cast<std::size_t>(s.peer)].fragment);
+  dtype_pack_range(s.unpack_to, s.unpack_count, *s.unpack_type, s.progress, chunk, out);
+}
+
+}  // namespace
+
 int rendezvous_push(vc &to) {
   int packets = 0;
   const std::size_t fragment = to.fragment;
@@ -154,14 +168,12 @@ int rendezvous_push(vc &to) {
     h.length = chunk;
     h.receiver_request = s->peer_request;
     h.offset = s->progress;
-    const std::byte *data = s->buffer + s->progress;
-    if (s->typed_stream) {
-      // Packed now, one fragment at a time (again after a retry).
-      dtype_pack_range(s->unpack_to, s->unpack_count, *s->unpack_type, s->progress, chunk,
-                       s->scratch);
-      data = static_cast<const std::byte *>(s->scratch);
+    // A typed send packs its fragment now (again after a retry).
+    if (s->typed_stream ? !packet_write_filled(to, h, chunk, {pack_fragment, s},
+                                               static_cast<std::byte *>(s->scratch))
+                        : !packet_write(to, h, s->buffer + s->progress, chunk)) {
+      break;
     }
-    if (!packet_write(to, h, data, chunk)) break;
     ++packets;
     s->progress += chunk;
     if (s->progress == s->expected) {
