@@ -462,14 +462,23 @@ void move_node(const node &n, address origin, std::size_t skip, std::size_t len,
       move_vector<Pack>(*n.child, n.stride, origin, skip, len, buf);
       return;
     case kind::list: {
-      // The entry holding byte `skip`: the last one starting at or before it.
-      auto e = std::upper_bound(n.entries.begin(), n.entries.end(), skip,
-                                [](std::size_t v, const node::entry &x) { return v < x.before; });
-      --e;
+      // The entry holding byte `skip`: the last one starting at or before it
+      // (the first, when a whole instance moves: no search).
+      auto e = n.entries.begin();
+      if (skip != 0) {
+        e = std::upper_bound(n.entries.begin(), n.entries.end(), skip,
+                             [](std::size_t v, const node::entry &x) { return v < x.before; });
+        --e;
+      }
       std::size_t s = skip - e->before;
       for (; len != 0; ++e) {
-        const std::size_t take = std::min(e->child->packed - s, len);
-        if (take != 0) move_node<Pack>(*e->child, offset(origin, e->displ), s, take, buf);
+        const node &c = *e->child;
+        const std::size_t take = std::min(c.packed - s, len);
+        if (c.k == kind::run) {
+          copy<Pack>(offset(origin, e->displ) + s, buf, take);
+        } else if (take != 0) {
+          move_node<Pack>(c, offset(origin, e->displ), s, take, buf);
+        }
         buf += take;
         len -= take;
         s = 0;
