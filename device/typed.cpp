@@ -88,9 +88,22 @@ void typed_copy(const typed_buffer &from, const typed_buffer &to) {
     typed_unpack(from.base, bytes, to);
     return;
   }
-  std::vector<std::byte> packed(from.packed_bytes());
-  typed_pack(from, packed.data());
-  typed_unpack(packed.data(), bytes, to);
+  if (typed_overlap(from, to)) {
+    // In place under two layouts: the whole packed form first.
+    std::vector<std::byte> packed(from.packed_bytes());
+    typed_pack(from, packed.data());
+    typed_unpack(packed.data(), bytes, to);
+    return;
+  }
+  // Piece by piece through a bounded buffer, never the whole message.
+  constexpr std::size_t piece = 64 * 1024;
+  std::vector<std::byte> staging(std::min(bytes, piece));
+  dtype_cursor out(from.base, from.count, *from.type);
+  dtype_cursor in(to.base, to.count, *to.type);
+  while (in.done() < bytes) {
+    const std::size_t n = out.pack(staging.data(), std::min(piece, bytes - in.done()));
+    in.unpack(staging.data(), n);
+  }
 }
 
 namespace {

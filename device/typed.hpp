@@ -66,7 +66,8 @@ void typed_unpack(const void *in, std::size_t bytes, const typed_buffer &to);
 // Copies the data of `from` into `to` (same type signature, any layouts; the
 // shorter decides). The bytes between blocks of `to` are left alone; the two
 // may be the same buffer. Not on the small-message path: a non-contiguous
-// side goes through a temporary.
+// side goes through a bounded temporary (the whole packed form only when
+// the two overlap).
 void typed_copy(const typed_buffer &from, const typed_buffer &to);
 
 // A send of `what` (see send_start). `out` is nullptr when the message is on
