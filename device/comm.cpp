@@ -5,6 +5,7 @@
 #include "device/recv.hpp"
 #include "device/runtime.hpp"
 #include "device/send.hpp"
+#include "device/threading.hpp"
 
 namespace iris::device {
 
@@ -20,9 +21,8 @@ namespace {
 // heard twice through different paths do no harm; after ceil(log2 n)
 // rounds every member holds the maximum of all.
 template <typename RankOf>
-std::uint32_t agree(const communicator &parent, int n, int me, RankOf rank_of, int tag) {
-  std::uint32_t agreed = rt->next_context;
-  ++rt->agreeing;  // peers may send on the agreed context before this rank is done
+std::uint32_t agree_max(const communicator &parent, int n, int me, RankOf rank_of, int tag,
+                        std::uint32_t agreed) {
   for (int distance = 1; distance < n; distance *= 2) {
     const int to = rank_of((me + distance) % n);
     const int from = rank_of((me - distance + n) % n);
@@ -34,7 +34,57 @@ std::uint32_t agree(const communicator &parent, int n, int me, RankOf rank_of, i
     request_wait_release(recv);
     agreed = std::max(agreed, heard);
   }
-  rt->next_context = agreed + 2;  // point-to-point and collective contexts
+  return agreed;
+}
+
+// Under MPI_THREAD_MULTIPLE, agreements on different parents may run at once
+// in one process (each waits with the call lock given up), and two of them
+// may settle on the same value. A proposal is therefore only tentative until
+// a second round finds that no member saw it clash: with a context already
+// handed out, or with another agreement's tentative value that was there
+// first (so of two clashing agreements at least one goes on). Those that
+// clashed anywhere try again above the value. Each agreement proposes the
+// next free id plus its own spread (context_spread), so that clashes are
+// rare instead of the rule.
+bool context_clashes(std::uint32_t agreed) {
+  const auto near = [agreed](std::uint32_t c) { return c + 1 >= agreed && c <= agreed + 1; };
+  return std::any_of(rt->contexts_tentative.begin(), rt->contexts_tentative.end(), near) ||
+         std::any_of(rt->contexts_agreed.begin(), rt->contexts_agreed.end(), near);
+}
+
+// An even offset below 128 from (parent context, attempt): a multiplicative
+// hash, so that two parents meet on one offset once in 64 tries.
+std::uint32_t context_spread(std::uint32_t parent_context, std::uint32_t attempt) {
+  const std::uint32_t mixed = (parent_context * 64u + attempt) * 2654435761u;
+  return 2 * (mixed >> 26);
+}
+
+template <typename RankOf>
+std::uint32_t agree(const communicator &parent, int n, int me, RankOf rank_of, int tag) {
+  ++rt->agreeing;  // peers may send on the agreed context before this rank is done
+  std::uint32_t floor = 0;
+  std::uint32_t agreed = 0;
+  for (std::uint32_t attempt = 0;; ++attempt) {
+    std::uint32_t proposal = std::max(rt->next_context, floor);
+    // Under MULTIPLE, agreements running at once in several processes would
+    // otherwise all propose the same next free id and clash at every try:
+    // each proposes above it by a spread that its parent and the attempt
+    // pick, the same on every member.
+    if (threads_enabled) proposal += context_spread(parent.context, attempt);
+    agreed = agree_max(parent, n, me, rank_of, tag, proposal);
+    if (!threads_enabled) break;
+    const bool clash = context_clashes(agreed);
+    rt->contexts_tentative.push_back(agreed);
+    const bool any_clash = agree_max(parent, n, me, rank_of, tag, clash ? 1 : 0) != 0;
+    rt->contexts_tentative.erase(
+        std::find(rt->contexts_tentative.begin(), rt->contexts_tentative.end(), agreed));
+    if (!any_clash) {
+      rt->contexts_agreed.push_back(agreed);
+      break;
+    }
+    floor = agreed + 2;
+  }
+  rt->next_context = std::max(rt->next_context, agreed + 2);  // point-to-point and collective
   --rt->agreeing;
   return agreed;
 }

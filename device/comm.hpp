@@ -41,6 +41,10 @@ struct communicator {
 
   int local_size() const { return inter ? static_cast<int>(local_world_rank.size()) : size; }
 
+  // Nonblocking and persistent collectives started on this communicator so
+  // far: their messages' tags (device/schedule.hpp).
+  std::uint32_t nbc_sequence = 0;
+
   std::uint32_t collective_context() const { return context + 1; }
 };
 
@@ -58,9 +62,12 @@ inline constexpr int tag_split_table = 52;
 inline constexpr int tag_inter_bcast = 53;
 inline constexpr int tag_inter_leaders = 54;
 // MPI_Comm_create_group's agreement: this base plus the user's tag (folded
-// into the int range), so that concurrent calls with different tags on the
-// same parent keep apart.
+// into the range below tag_nbc_base), so that concurrent calls with different
+// tags on the same parent keep apart.
 inline constexpr int tag_create_group_base = 1000;
+// Nonblocking and persistent collectives: from here to INT_MAX
+// (device/schedule.hpp).
+inline constexpr int tag_nbc_base = 0x40000000;
 
 // Collective over `parent`: a context id unused by every member, agreed by
 // all (the maximum of their next free ids). Each member moves past it.

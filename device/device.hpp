@@ -11,4 +11,5 @@
 #include "device/request.hpp"
 #include "device/runtime.hpp"
 #include "device/send.hpp"
+#include "device/threading.hpp"
 #include "device/typed.hpp"

@@ -10,6 +10,7 @@
 
 #include "device/comm.hpp"
 #include "device/runtime.hpp"
+#include "device/threading.hpp"
 #include "include/mpi.h"
 
 namespace iris::device {
@@ -59,6 +60,7 @@ const added_error *added_error_of(int code) {
 
 int error_raise(const communicator *comm, const char *call, int error_class, const char *format,
                 ...) {
+  const api_guard guard;  // also for the unsupported functions' table, which holds none
   if (comm == nullptr && rt != nullptr) comm = comm_lookup(MPI_COMM_WORLD);
   const int handler = comm != nullptr ? comm->errhandler : MPI_ERRORS_ARE_FATAL;
   if (handler == MPI_ERRORS_RETURN) return error_class;

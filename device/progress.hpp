@@ -2,20 +2,27 @@
 // (at most IRIS_POLL_BATCH packets per peer, so that no peer starves the
 // others), then pushes queued sends. Inbound traffic is always accepted, so
 // a sender waiting for room can never block a receiver (no fetch deadlock).
-// Progress happens only inside library calls.
+// Progress happens only inside library calls. Under MPI_THREAD_MULTIPLE a
+// waiting thread lets other threads in between polls (threading.hpp).
 #pragma once
 
 #include "device/runtime.hpp"
+#include "device/threading.hpp"
 
 namespace iris::device {
 
 // One pass of the progress engine. Returns how many events it handled.
 int progress_poll();
 
-// Gives the core away for a moment; called by a rank that has waited long.
-void progress_yield();
+// What a waiting rank does once it has polled `spin_limit` times in vain:
+// it gives its core away (sched_yield), and after IRIS_SLEEP_AFTER such
+// yields, where every transport can wake it, it sleeps on its bell
+// (shm/bell.hpp) until a packet comes. `yields` counts the idle passes
+// since the spinning ended. Returns the events it handled on the way.
+int progress_idle(int yields);
 
-// Polls until done() holds, spinning first and then yielding the core.
+// Polls until done() holds, spinning first, then yielding the core, then
+// sleeping.
 template <typename Done>
 void progress_until(Done done) {
   int idle = 0;
@@ -23,8 +30,17 @@ void progress_until(Done done) {
     if (progress_poll() > 0) {
       idle = 0;
     } else if (++idle > rt->spin_limit) {
-      progress_yield();
+      // Under MPI_THREAD_MULTIPLE a waiting thread never sleeps on its bell:
+      // another thread of this process may need the call lock to send what
+      // would wake it. It yields with the lock given up instead.
+      if (threads_enabled) {
+        call_lock_pause(true);
+      } else if (progress_idle(idle - rt->spin_limit) > 0) {
+        idle = 0;
+      }
+      continue;
     }
+    if (threads_enabled) call_lock_pause(false);
   }
 }
 

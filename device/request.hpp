@@ -17,11 +17,16 @@ namespace iris::device {
 
 struct communicator;
 struct dtype;
+class schedule;
 
-enum class request_kind : std::uint8_t { send, recv };
+// Frees a collective's schedule (schedule.cpp).
+void schedule_delete(schedule *s);
+
+// coll: a nonblocking or persistent collective, run by its schedule.
+enum class request_kind : std::uint8_t { send, recv, coll };
 
 // What MPI_Start repeats for a persistent request.
-enum class persistent_op : std::uint8_t { none, send, ssend, bsend, recv };
+enum class persistent_op : std::uint8_t { none, send, ssend, bsend, recv, coll };
 struct persistent_args {
   persistent_op op = persistent_op::none;
   void *buffer = nullptr;
@@ -81,6 +86,7 @@ struct request {
   netmod::remote_region region{};
   int peer = -1;  // world rank of the other side once known
   const communicator *comm = nullptr;
+  schedule *sched = nullptr;  // coll: the steps it runs (owned)
   // The outcome, valid once complete.
   int status_source = 0;
   int status_tag = 0;
@@ -132,6 +138,10 @@ class request_pool {
   void release(request *r) {
     std::free(r->scratch);
     r->scratch = nullptr;
+    if (r->sched != nullptr) {
+      schedule_delete(r->sched);
+      r->sched = nullptr;
+    }
     r->in_use = false;
     pool_.release(r);
   }

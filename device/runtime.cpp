@@ -14,6 +14,7 @@
 #include "device/credit.hpp"
 #include "device/errors.hpp"
 #include "device/progress.hpp"
+#include "device/threading.hpp"
 #include "include/mpi.h"
 
 namespace iris::device {
@@ -69,7 +70,8 @@ void stats_print(const runtime &r) {
       stderr,
       "iris: rank %d stats: sent eager %llu, eager-sync %llu, rendezvous %llu "
       "(credit stalls %llu); received rendezvous by cma %llu, by rma %llu, by pipeline %llu; "
-      "credit packets %llu; unexpected peak %zu messages, %zu bytes\n",
+      "credit packets %llu; unexpected peak %zu messages, %zu bytes; slept %llu times (%llu timed "
+      "out)\n",
       r.rank, static_cast<unsigned long long>(s.eager),
       static_cast<unsigned long long>(s.eager_sync), static_cast<unsigned long long>(s.rendezvous),
       static_cast<unsigned long long>(s.credit_stalls),
@@ -77,7 +79,8 @@ void stats_print(const runtime &r) {
       static_cast<unsigned long long>(s.rendezvous_rma),
       static_cast<unsigned long long>(s.rendezvous_pipeline),
       static_cast<unsigned long long>(s.credit_packets), r.matching.unexpected_counts().depth_peak,
-      r.matching.unexpected_counts().bytes_peak);
+      r.matching.unexpected_counts().bytes_peak, static_cast<unsigned long long>(s.sleeps),
+      static_cast<unsigned long long>(s.sleep_timeouts));
   for (const auto &t : r.transports) {
     const std::string counted = t->statistics();
     if (!counted.empty()) std::fprintf(stderr, "iris: rank %d %s\n", r.rank, counted.c_str());
@@ -98,7 +101,9 @@ int runtime_init(int required_thread_level) {
   r->rank = r->pmi->rank();
   r->size = r->pmi->size();
   r->pid = static_cast<int>(getpid());
-  r->thread_level = std::min(required_thread_level, MPI_THREAD_SERIALIZED);
+  r->thread_level = required_thread_level;
+  // Chosen once, before the program can start threads that call MPI.
+  threads_enabled = required_thread_level == MPI_THREAD_MULTIPLE;
   r->vcs.resize(static_cast<std::size_t>(r->size));
   r->sending.reserve(static_cast<std::size_t>(r->size));
   for (int i = 0; i < r->size; ++i) r->vcs[static_cast<std::size_t>(i)].world_rank = i;
@@ -118,7 +123,24 @@ int runtime_init(int required_thread_level) {
     local_ranks += r->pmi->node_of(peer) == r->pmi->node_of(r->rank) ? 1 : 0;
   }
   const bool oversubscribed = local_ranks > online_cores();
-  r->spin_limit = r->config.spin_count >= 0 ? r->config.spin_count : oversubscribed ? 20 : 2000;
+  // Sleeping while idle: where every transport wakes this rank, and by
+  // default only on a node with more ranks than cores (where a waiting
+  // rank's yields take turns from those that work).
+  const bool sleep_wanted = r->config.sleep > 0 || (r->config.sleep < 0 && oversubscribed);
+  bool wakes = true;
+  for (const auto &t : r->transports) wakes = wakes && t->wakes_sleepers();
+  if (sleep_wanted && wakes) {
+    for (const auto &t : r->transports) {
+      if (t->own_bell() != nullptr) r->bell = t->own_bell();
+    }
+  }
+  // A waiting rank that will sleep soon may spin longer first: the ranks
+  // that wait long get out of the way by sleeping, and a short wait (a
+  // ping-pong beside them) stays a spin, not a sched_yield.
+  const int oversubscribed_spin = r->bell != nullptr ? 200 : 20;
+  r->spin_limit = r->config.spin_count >= 0 ? r->config.spin_count
+                  : oversubscribed          ? oversubscribed_spin
+                                            : 2000;
   char host[MPI_MAX_PROCESSOR_NAME] = {};
   gethostname(host, sizeof(host) - 1);
   r->processor_name = host;

@@ -1,6 +1,7 @@
 // The state of one MPI process between MPI_Init and MPI_Finalize, and the
-// two calls that make and end it. Only the thread that initialised MPI (or,
-// under MPI_THREAD_SERIALIZED, one thread at a time) may touch it.
+// two calls that make and end it. One thread at a time touches it: the thread
+// that initialised MPI, or under MPI_THREAD_SERIALIZED the caller, or under
+// MPI_THREAD_MULTIPLE the thread holding the call lock (threading.hpp).
 //
 // The device's operations are declared by the file of each phase:
 // send.hpp, recv.hpp, eager.hpp, credit.hpp, rendezvous.hpp, sync.hpp,
@@ -23,6 +24,10 @@
 #include "netmods/netmod.hpp"
 #include "pmi/pmi.hpp"
 
+namespace iris::shm {
+struct bell;
+}
+
 namespace iris::device {
 
 // Counters for IRIS_STATS=1, printed at MPI_Finalize.
@@ -35,6 +40,8 @@ struct statistics {
   std::uint64_t rendezvous_pipeline = 0;  // received as data packets after a CTS
   std::uint64_t credit_stalls = 0;        // eager-sized sends that went by rendezvous
   std::uint64_t credit_packets = 0;
+  std::uint64_t sleeps = 0;          // waits that slept on the bell (progress_idle)
+  std::uint64_t sleep_timeouts = 0;  // of those, the ones that IRIS_SLEEP_TIMEOUT ended
   // The unexpected queue's depth and bytes: matching.unexpected_counts().
 };
 
@@ -45,6 +52,7 @@ struct runtime {
   int size = 1;
   int pid = 0;  // getpid() is a system call: every RTS names it
   int spin_limit = 2000;
+  shm::bell *bell = nullptr;  // where this rank sleeps when idle; nullptr: it never sleeps
   std::vector<vc> vcs;
   std::vector<std::unique_ptr<transport>> transports;  // those in use; own their state
   std::vector<transport *> polled;                     // those with anything to poll
@@ -60,6 +68,10 @@ struct runtime {
   std::vector<std::unique_ptr<communicator>> freed_comms;  // kept for pending operations
   std::vector<std::unique_ptr<group>> groups;              // indexed by handle & 0x0fffffff
   std::uint32_t next_context = first_free_context;
+  // MPI_THREAD_MULTIPLE only (comm.cpp): the values of agreements under way
+  // in other threads, and every context agreed so far.
+  std::vector<std::uint32_t> contexts_tentative;
+  std::vector<std::uint32_t> contexts_agreed;
   int thread_level = 0;
   std::string processor_name;
 };

@@ -27,6 +27,10 @@
 
 #include "device/packet.hpp"
 
+namespace iris::shm {
+struct bell;
+}
+
 namespace iris::device {
 
 struct vc;
@@ -95,6 +99,14 @@ class transport {
   // delivered at once and buffered, so that eager credits and rendezvous do
   // not apply (a send to oneself never waits).
   virtual bool flow_controlled() const { return true; }
+
+  // Sleeping waiters (shm/bell.hpp, progress_idle). A rank may sleep only
+  // if every transport it polls wakes it when a packet comes: the shm
+  // transports ring the receiver's bell after each send, oneself never
+  // needs waking, and a netmod cannot (its packets come on sockets).
+  virtual bool wakes_sleepers() const { return false; }
+  // This rank's bell, if this transport has one.
+  virtual shm::bell *own_bell() const { return nullptr; }
 
   // One line for IRIS_DEBUG (empty: nothing to say).
   virtual std::string describe() const { return {}; }

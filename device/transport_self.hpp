@@ -16,6 +16,7 @@ class self_transport final : public transport {
     return 0;
   }
   bool flow_controlled() const override { return false; }
+  bool wakes_sleepers() const override { return true; }  // nothing comes while one sleeps
 };
 
 }  // namespace iris::device

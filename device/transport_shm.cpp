@@ -25,6 +25,7 @@ shm_transport::shm_transport(runtime &r, std::vector<int> local_ranks, int local
       "/" + pmi::shm_name_prefix(r.pmi->job_id()) + "node" + std::to_string(r.pmi->node_of(r.rank));
   if (local_index_ == 0) segment_ = shm::segment::create(name_, shape);
   r.pmi->put("iris.cma", shm::cma::card());
+  bells_ = shm::bells_register();  // before the fence: before any peer may sleep
 }
 
 void shm_transport::connect(runtime &r) {
@@ -48,15 +49,17 @@ void shm_transport::connect(runtime &r) {
     v.fragment = r.config.shm_fragment_size;
     v.credits = v.window = r.config.eager_window;
     v.eager_limit = r.config.eager_limit;
-    peers_.push_back(
-        peer{world, segment_->sender(local_index_, i), segment_->receiver(i, local_index_), cma});
+    peers_.push_back(peer{world, &segment_->bell_of(i), segment_->sender(local_index_, i),
+                          segment_->receiver(i, local_index_), cma});
   }
+  own_bell_ = &segment_->bell_of(local_index_);
 }
 
 xfer shm_transport::send(vc &to, const packet_header &h, std::span<const iovec> payload) {
   std::size_t bytes = 0;
   for (const iovec &part : payload) bytes += part.iov_len;
-  shm::ring_sender &tx = peers_[static_cast<std::size_t>(to.slot)].tx;
+  peer &p = peers_[static_cast<std::size_t>(to.slot)];
+  shm::ring_sender &tx = p.tx;
   std::byte *slot = tx.reserve(sizeof(h) + bytes);
   if (slot == nullptr) return xfer::retry;
   std::memcpy(slot, &h, sizeof(h));
@@ -66,6 +69,7 @@ xfer shm_transport::send(vc &to, const packet_header &h, std::span<const iovec> 
     slot += part.iov_len;
   }
   tx.commit();
+  shm::bell_wake(*p.bell);
   return xfer::done;
 }
 
@@ -180,6 +184,7 @@ shm_queue_transport::shm_queue_transport(runtime &r, std::vector<int> local_rank
       "/" + pmi::shm_name_prefix(r.pmi->job_id()) + "node" + std::to_string(r.pmi->node_of(r.rank));
   if (local_index_ == 0) segment_ = shm::node_segment::create(name_, shape_);
   r.pmi->put("iris.cma", shm::cma::card());
+  bells_ = shm::bells_register();  // before the fence: before any peer may sleep
 }
 
 void shm_queue_transport::connect(runtime &r) {
@@ -218,9 +223,11 @@ void shm_queue_transport::connect(runtime &r) {
     p.world_rank = world;
     p.local = i;
     p.queue = segment_->queue_to(i);
+    p.bell = &segment_->bell_of(i);
     p.cma = cma;
     peers_.push_back(std::move(p));
   }
+  own_bell_ = &segment_->bell_of(local_index_);
 }
 
 // A pair is busy once it sent busy_packets_ packets through the queue, or
@@ -252,6 +259,7 @@ xfer shm_queue_transport::send(vc &to, const packet_header &h, std::span<const i
       slot += part.iov_len;
     }
     p.tx.commit();
+    shm::bell_wake(*p.bell);
     return xfer::done;
   }
   if (p.via == route::queue &&
@@ -285,6 +293,7 @@ xfer shm_queue_transport::send_queued(peer &p, const packet_header &h,
   }
   ++p.queued;
   ++queued_packets_;
+  shm::bell_wake(*p.bell);
   return xfer::done;
 }
 

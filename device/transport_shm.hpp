@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "device/transport.hpp"
+#include "shm/bell.hpp"
 #include "shm/node.hpp"
 #include "shm/queue.hpp"
 #include "shm/ring.hpp"
@@ -44,10 +45,13 @@ class shm_transport final : public transport {
   xfer read(vc &from, const rts_payload &where, std::byte *to, std::size_t bytes,
             std::uint64_t cookie) override;
   std::string describe() const override;
+  bool wakes_sleepers() const override { return bells_; }
+  shm::bell *own_bell() const override { return own_bell_; }
 
  private:
   struct peer {
     int world_rank = 0;
+    shm::bell *bell = nullptr;  // rung after every send
     shm::ring_sender tx;
     shm::ring_receiver rx;
     bool cma = false;  // this peer's memory can be read
@@ -59,6 +63,8 @@ class shm_transport final : public transport {
   int local_index_ = 0;
   std::string name_;
   std::optional<shm::segment> segment_;
+  shm::bell *own_bell_ = nullptr;
+  bool bells_ = false;       // registered for the sleepers' fence (shm/bell.hpp)
   std::vector<peer> peers_;  // indexed by vc.slot
 };
 
@@ -81,6 +87,8 @@ class shm_queue_transport final : public transport {
             std::uint64_t cookie) override;
   std::string describe() const override;
   std::string statistics() const override;
+  bool wakes_sleepers() const override { return bells_; }
+  shm::bell *own_bell() const override { return own_bell_; }
 
  private:
   // How this rank sends to one peer.
@@ -92,7 +100,8 @@ class shm_queue_transport final : public transport {
   };
   struct peer {
     int world_rank = 0;
-    int local = 0;  // index on the node
+    int local = 0;              // index on the node
+    shm::bell *bell = nullptr;  // rung after every send
     shm::queue_sender queue;
     route via = route::queue;
     std::uint64_t queued = 0;       // packets sent through the queue
@@ -115,6 +124,8 @@ class shm_queue_transport final : public transport {
   std::string placement_;  // what place_queue said
   shm::node_shape shape_;
   std::optional<shm::node_segment> segment_;
+  shm::bell *own_bell_ = nullptr;
+  bool bells_ = false;  // registered for the sleepers' fence (shm/bell.hpp)
   shm::queue_receiver inbox_;
   std::vector<peer> peers_;         // indexed by vc.slot
   std::vector<int> slot_of_local_;  // local index -> vc.slot (-1: this rank)

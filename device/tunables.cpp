@@ -73,8 +73,17 @@ constexpr tunable table[] = {
      "1: when the netmod can read a peer's memory (ofi with FI_RMA), a rendezvous receiver reads "
      "the sender's buffer itself; 0: the data always comes as packets after a CTS"},
     {"IRIS_SPIN_COUNT", -1, -1, 1 << 30, nullptr,
-     "idle progress polls before a waiting rank yields its core; -1 chooses 2000, or 20 when "
-     "a node has more ranks than cores"},
+     "idle progress polls before a waiting rank yields its core; -1 chooses 2000, or when "
+     "a node has more ranks than cores 200 if the rank may sleep (IRIS_SLEEP), else 20"},
+    {"IRIS_SLEEP", -1, -1, 1, nullptr,
+     "1: a waiting rank that found nothing for IRIS_SLEEP_AFTER yields sleeps until a local "
+     "peer sends to it (only when every peer is on this node); 0: it never sleeps; -1 sleeps "
+     "when a node has more ranks than cores"},
+    {"IRIS_SLEEP_AFTER", 64, 0, 1 << 30, nullptr,
+     "idle yields (after IRIS_SPIN_COUNT idle polls) before a waiting rank sleeps"},
+    {"IRIS_SLEEP_TIMEOUT", 100, 1, 3600 * 1000, nullptr,
+     "milliseconds a sleeping rank sleeps at most before it polls again (a safety net: "
+     "senders wake it)"},
     {"IRIS_POLL_BATCH", 16, 1, 1 << 20, nullptr,
      "most packets taken from one peer in one progress call, so that no peer starves the others"},
     {"IRIS_DEBUG", 0, 0, 1, nullptr,
@@ -179,6 +188,9 @@ settings settings_load() {
   s.pipeline_large = static_cast<std::size_t>(value_of("IRIS_PIPELINE_LARGE"));
   s.spin_count = static_cast<int>(value_of("IRIS_SPIN_COUNT"));
   s.poll_batch = static_cast<int>(value_of("IRIS_POLL_BATCH"));
+  s.sleep = static_cast<int>(value_of("IRIS_SLEEP"));
+  s.sleep_after = static_cast<int>(value_of("IRIS_SLEEP_AFTER"));
+  s.sleep_timeout_ms = static_cast<int>(value_of("IRIS_SLEEP_TIMEOUT"));
   s.net_fragment_size = static_cast<std::size_t>(value_of("IRIS_NET_FRAGMENT_SIZE"));
   s.net_eager_limit = static_cast<std::size_t>(value_of("IRIS_NET_EAGER_LIMIT"));
   s.net_eager_window = static_cast<int>(value_of("IRIS_NET_EAGER_WINDOW") / 64);

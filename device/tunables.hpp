@@ -52,7 +52,10 @@ struct settings {
   std::string netmod;    // one of the built netmods
   bool use_shm;          // false: every peer through the netmod
   bool net_rma = true;
-  int spin_count;  // -1: chosen at start-up
+  int spin_count;   // -1: chosen at start-up
+  int sleep;        // -1: when oversubscribed; 0 never; 1 whenever every transport can wake
+  int sleep_after;  // idle yields before sleeping
+  int sleep_timeout_ms;
   int poll_batch;
   bool debug;
   bool stats;

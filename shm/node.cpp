@@ -21,7 +21,7 @@ namespace iris::shm {
 namespace {
 
 constexpr std::uint64_t node_magic = 0x49726973'53484d32ULL;  // "IrisSHM2"
-constexpr std::uint32_t node_layout_version = 1;
+constexpr std::uint32_t node_layout_version = 2;              // 2: the bells after the queues
 constexpr std::size_t page = 4096;
 
 // The first two cache lines of a node segment.
@@ -106,8 +106,12 @@ void check_node_shape(const node_shape &shape) {
 }
 
 std::size_t node_shape::base_bytes() const {
-  return round_to_page(sizeof(node_header) +
-                       static_cast<std::size_t>(local_size) * queue_footprint(queue_cells));
+  return round_to_page(bell_offset(local_size));
+}
+
+std::size_t node_shape::bell_offset(int index) const {
+  return sizeof(node_header) + static_cast<std::size_t>(local_size) * queue_footprint(queue_cells) +
+         static_cast<std::size_t>(index) * sizeof(bell);
 }
 
 std::size_t node_shape::queue_offset(int index) const {
@@ -174,6 +178,7 @@ node_segment node_segment::create(const std::string &name, const node_shape &sha
   header->pool_bytes = shape.pool_bytes;
   for (int i = 0; i < shape.local_size; ++i) {
     queue_init(base + shape.queue_offset(i), shape.queue_cells);
+    new (base + shape.bell_offset(i)) bell{};
   }
   // Pairs with the acquire load in attach(): everything above is visible.
   header->magic.store(node_magic, std::memory_order_release);
@@ -269,6 +274,10 @@ std::string node_segment::place_queue(int index) {
   }
   hwloc_bitmap_free(where);
   return said;
+}
+
+bell &node_segment::bell_of(int index) const {
+  return *reinterpret_cast<bell *>(base_ + shape_.bell_offset(index));
 }
 
 queue_sender node_segment::queue_to(int receiver) const {

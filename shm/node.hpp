@@ -23,6 +23,7 @@
 #include <optional>
 #include <string>
 
+#include "shm/bell.hpp"
 #include "shm/queue.hpp"
 #include "shm/ring.hpp"
 #include "shm/segment.hpp"
@@ -38,6 +39,7 @@ struct node_shape {
   // Header and queues: what start-up reserves.
   std::size_t base_bytes() const;
   std::size_t queue_offset(int index) const;
+  std::size_t bell_offset(int index) const;  // after the queues, in the base part
   // One ring's slot in the pool (whole pages, so each is reserved alone).
   std::size_t slot_bytes() const;
   std::uint64_t pool_slots() const;
@@ -65,6 +67,9 @@ class node_segment {
   // Binds the pages of queue `index` to the NUMA node this process runs on,
   // when the machine has more than one (hwloc). Says what it did, or why not.
   std::string place_queue(int index);
+
+  // Local rank `index`'s doorbell (shm/bell.hpp).
+  bell &bell_of(int index) const;
 
   queue_sender queue_to(int receiver) const;
   queue_receiver queue_of(int receiver) const;

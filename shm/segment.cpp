@@ -16,7 +16,7 @@ namespace iris::shm {
 namespace {
 
 constexpr std::uint64_t segment_magic = 0x49726973'53484d31ULL;  // "IrisSHM1"
-constexpr std::uint32_t layout_version = 1;
+constexpr std::uint32_t layout_version = 2;                      // 2: the bells after the rings
 
 // The first cache line of a segment.
 struct alignas(cache_line) segment_header {
@@ -73,7 +73,13 @@ void check_ring_capacity(std::size_t capacity) {
 
 std::size_t segment_shape::total_bytes() const {
   const auto n = static_cast<std::size_t>(local_size);
-  return sizeof(segment_header) + n * n * ring_footprint(ring_capacity);
+  return sizeof(segment_header) + n * n * ring_footprint(ring_capacity) + n * sizeof(bell);
+}
+
+std::size_t segment_shape::bell_offset(int index) const {
+  const auto n = static_cast<std::size_t>(local_size);
+  return sizeof(segment_header) + n * n * ring_footprint(ring_capacity) +
+         static_cast<std::size_t>(index) * sizeof(bell);
 }
 
 std::size_t segment_shape::ring_offset(int sender, int receiver) const {
@@ -120,6 +126,7 @@ segment segment::create(const std::string &name, const segment_shape &shape) {
       control->capacity = shape.ring_capacity;
     }
   }
+  for (int i = 0; i < shape.local_size; ++i) new (base + shape.bell_offset(i)) bell{};
   // Pairs with the acquire load in attach(): everything above is visible.
   header->magic.store(segment_magic, std::memory_order_release);
   return segment(name, shape, base);
@@ -182,6 +189,10 @@ void segment::mark_attached() {
 
 ring_control *segment::control(int from, int to) const {
   return reinterpret_cast<ring_control *>(base_ + shape_.ring_offset(from, to));
+}
+
+bell &segment::bell_of(int index) const {
+  return *reinterpret_cast<bell *>(base_ + shape_.bell_offset(index));
 }
 
 ring_sender segment::sender(int from, int to) const {

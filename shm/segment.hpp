@@ -16,6 +16,7 @@
 #include <string>
 #include <utility>
 
+#include "shm/bell.hpp"
 #include "shm/ring.hpp"
 
 namespace iris::shm {
@@ -32,6 +33,7 @@ struct segment_shape {
 
   std::size_t total_bytes() const;
   std::size_t ring_offset(int sender, int receiver) const;
+  std::size_t bell_offset(int index) const;
 };
 
 class segment {
@@ -52,6 +54,8 @@ class segment {
 
   ring_sender sender(int from, int to) const;
   ring_receiver receiver(int from, int to) const;
+  // Local rank `index`'s doorbell (shm/bell.hpp).
+  bell &bell_of(int index) const;
 
   const segment_shape &shape() const { return shape_; }
   const std::string &name() const { return name_; }

@@ -194,64 +194,79 @@ int iris_attr_null_delete_fn(int, int, void *, void *) {
 
 int MPI_Comm_create_keyval(MPI_Comm_copy_attr_function *copy, MPI_Comm_delete_attr_function *del,
                            int *keyval, void *extra_state) {
+  const device::api_guard guard;
   return keyval_create("MPI_Comm_create_keyval", attr_kind::comm, copy, del, keyval, extra_state);
 }
 
 int MPI_Comm_free_keyval(int *keyval) {
+  const device::api_guard guard;
   return keyval_free("MPI_Comm_free_keyval", attr_kind::comm, keyval);
 }
 
 int MPI_Comm_set_attr(MPI_Comm comm, int keyval, void *attribute_val) {
+  const device::api_guard guard;
   return set_attr("MPI_Comm_set_attr", attr_kind::comm, comm, keyval, attribute_val);
 }
 
 int MPI_Comm_get_attr(MPI_Comm comm, int keyval, void *attribute_val, int *flag) {
+  const device::api_guard guard;
   return get_attr("MPI_Comm_get_attr", attr_kind::comm, comm, keyval, attribute_val, flag);
 }
 
 int MPI_Comm_delete_attr(MPI_Comm comm, int keyval) {
+  const device::api_guard guard;
   return delete_attr("MPI_Comm_delete_attr", attr_kind::comm, comm, keyval);
 }
 
 int MPI_Type_create_keyval(MPI_Type_copy_attr_function *copy, MPI_Type_delete_attr_function *del,
                            int *keyval, void *extra_state) {
+  const device::api_guard guard;
   return keyval_create("MPI_Type_create_keyval", attr_kind::type, copy, del, keyval, extra_state);
 }
 
 int MPI_Type_free_keyval(int *keyval) {
+  const device::api_guard guard;
   return keyval_free("MPI_Type_free_keyval", attr_kind::type, keyval);
 }
 
 int MPI_Type_set_attr(MPI_Datatype type, int keyval, void *attribute_val) {
+  const device::api_guard guard;
   return set_attr("MPI_Type_set_attr", attr_kind::type, type, keyval, attribute_val);
 }
 
 int MPI_Type_get_attr(MPI_Datatype type, int keyval, void *attribute_val, int *flag) {
+  const device::api_guard guard;
   return get_attr("MPI_Type_get_attr", attr_kind::type, type, keyval, attribute_val, flag);
 }
 
 int MPI_Type_delete_attr(MPI_Datatype type, int keyval) {
+  const device::api_guard guard;
   return delete_attr("MPI_Type_delete_attr", attr_kind::type, type, keyval);
 }
 
 int MPI_Keyval_create(MPI_Copy_function *copy, MPI_Delete_function *del, int *keyval,
                       void *extra_state) {
+  const device::api_guard guard;
   return keyval_create("MPI_Keyval_create", attr_kind::comm, copy, del, keyval, extra_state);
 }
 
 int MPI_Keyval_free(int *keyval) {
+  const device::api_guard guard;
   return keyval_free("MPI_Keyval_free", attr_kind::comm, keyval);
 }
 
 int MPI_Attr_put(MPI_Comm comm, int keyval, void *attribute_val) {
+  const device::api_guard guard;
   return set_attr("MPI_Attr_put", attr_kind::comm, comm, keyval, attribute_val);
 }
 
 int MPI_Attr_get(MPI_Comm comm, int keyval, void *attribute_val, int *flag) {
+  const device::api_guard guard;
   return get_attr("MPI_Attr_get", attr_kind::comm, comm, keyval, attribute_val, flag);
 }
 
 int MPI_Attr_delete(MPI_Comm comm, int keyval) {
+  const device::api_guard guard;
   return delete_attr("MPI_Attr_delete", attr_kind::comm, comm, keyval);
 }
 

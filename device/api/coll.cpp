@@ -6,8 +6,10 @@
 #include <vector>
 
 #include "device/api/coll.hpp"
+#include "device/api/nbc.hpp"
 
 using namespace iris;
+namespace nbc = iris::api::nbc;
 using iris::api::communicator;
 namespace coll = iris::api::coll;
 
@@ -265,6 +267,11 @@ int reduce_scatter_checks(const char *call, const communicator &c, const void *s
 extern "C" {
 
 int MPI_Bcast(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm) {
+  const device::api_guard guard;
+  // Over an intercommunicator: nbc_inter.cpp, waited for here.
+  if (nbc::is_inter(comm))
+    return nbc::ibcast("MPI_Bcast", buffer, count, datatype, root, comm, MPI_INFO_NULL,
+                       nbc::mode::blocking, nullptr);
   const char *call = "MPI_Bcast";
   communicator *c = nullptr;
   typed_buffer data;
@@ -296,6 +303,11 @@ int MPI_Bcast(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm
 
 int MPI_Reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
                int root, MPI_Comm comm) {
+  const device::api_guard guard;
+  // Over an intercommunicator: nbc_inter.cpp, waited for here.
+  if (nbc::is_inter(comm))
+    return nbc::ireduce("MPI_Reduce", sendbuf, recvbuf, count, datatype, op, root, comm,
+                        MPI_INFO_NULL, nbc::mode::blocking, nullptr);
   const char *call = "MPI_Reduce";
   communicator *c = nullptr;
   typed_buffer data;
@@ -319,6 +331,11 @@ int MPI_Reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datat
 
 int MPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
                   MPI_Comm comm) {
+  const device::api_guard guard;
+  // Over an intercommunicator: nbc_inter.cpp, waited for here.
+  if (nbc::is_inter(comm))
+    return nbc::iallreduce("MPI_Allreduce", sendbuf, recvbuf, count, datatype, op, comm,
+                           MPI_INFO_NULL, nbc::mode::blocking, nullptr);
   const char *call = "MPI_Allreduce";
   communicator *c = nullptr;
   typed_buffer recv;
@@ -335,6 +352,12 @@ int MPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype da
 
 int MPI_Reduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount,
                              MPI_Datatype datatype, MPI_Op op, MPI_Comm comm) {
+  const device::api_guard guard;
+  // Over an intercommunicator: nbc_inter.cpp, waited for here.
+  if (nbc::is_inter(comm))
+    return nbc::ireduce_scatter_block("MPI_Reduce_scatter_block", sendbuf, recvbuf, recvcount,
+                                      datatype, op, comm, MPI_INFO_NULL, nbc::mode::blocking,
+                                      nullptr);
   const char *call = "MPI_Reduce_scatter_block";
   communicator *c = nullptr;
   typed_buffer recv;
@@ -370,6 +393,11 @@ int MPI_Reduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount,
 // blocks of their several sizes.
 int MPI_Reduce_scatter(const void *sendbuf, void *recvbuf, const int recvcounts[],
                        MPI_Datatype datatype, MPI_Op op, MPI_Comm comm) {
+  const device::api_guard guard;
+  // Over an intercommunicator: nbc_inter.cpp, waited for here.
+  if (nbc::is_inter(comm))
+    return nbc::ireduce_scatter("MPI_Reduce_scatter", sendbuf, recvbuf, recvcounts, datatype, op,
+                                comm, MPI_INFO_NULL, nbc::mode::blocking, nullptr);
   const char *call = "MPI_Reduce_scatter";
   communicator *c = nullptr;
   std::size_t total = 0;
@@ -392,6 +420,7 @@ int MPI_Reduce_scatter(const void *sendbuf, void *recvbuf, const int recvcounts[
 
 int MPI_Scan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
              MPI_Comm comm) {
+  const device::api_guard guard;
   return scan_binding("MPI_Scan", coll::tag_scan, true, sendbuf, recvbuf, count, datatype, op,
                       comm);
 }
@@ -399,12 +428,14 @@ int MPI_Scan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatyp
 // Rank 0's receive buffer is left as it was: the standard leaves it undefined.
 int MPI_Exscan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
                MPI_Comm comm) {
+  const device::api_guard guard;
   return scan_binding("MPI_Exscan", coll::tag_exscan, false, sendbuf, recvbuf, count, datatype, op,
                       comm);
 }
 
 int MPI_Reduce_local(const void *inbuf, void *inoutbuf, int count, MPI_Datatype datatype,
                      MPI_Op op) {
+  const device::api_guard guard;
   const char *call = "MPI_Reduce_local";
   if (int err = api::check_initialized(call)) return err;
   const communicator *world = device::comm_lookup(MPI_COMM_WORLD);

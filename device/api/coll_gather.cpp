@@ -6,8 +6,10 @@
 #include <vector>
 
 #include "device/api/coll.hpp"
+#include "device/api/nbc.hpp"
 
 using namespace iris;
+namespace nbc = iris::api::nbc;
 using iris::api::communicator;
 namespace coll = iris::api::coll;
 
@@ -196,6 +198,12 @@ extern "C" {
 
 int MPI_Gather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
                int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm) {
+  const device::api_guard guard;
+  // Over an intercommunicator: nbc_inter.cpp, waited for here.
+  if (nbc::is_inter(comm))
+    return nbc::igatherv("MPI_Gather", false, sendbuf, sendcount, sendtype, recvbuf, recvcount,
+                         nullptr, nullptr, recvtype, root, comm, MPI_INFO_NULL, nbc::mode::blocking,
+                         nullptr);
   const char *call = "MPI_Gather";
   communicator *c = nullptr;
   typed_buffer send;
@@ -228,6 +236,12 @@ int MPI_Gather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *
 
 int MPI_Scatter(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
                 int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm) {
+  const device::api_guard guard;
+  // Over an intercommunicator: nbc_inter.cpp, waited for here.
+  if (nbc::is_inter(comm))
+    return nbc::iscatterv("MPI_Scatter", false, sendbuf, sendcount, nullptr, nullptr, sendtype,
+                          recvbuf, recvcount, recvtype, root, comm, MPI_INFO_NULL,
+                          nbc::mode::blocking, nullptr);
   const char *call = "MPI_Scatter";
   communicator *c = nullptr;
   typed_buffer send;
@@ -268,6 +282,11 @@ int MPI_Scatter(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void 
 int MPI_Gatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
                 const int recvcounts[], const int displs[], MPI_Datatype recvtype, int root,
                 MPI_Comm comm) {
+  const device::api_guard guard;
+  // Over an intercommunicator: nbc_inter.cpp, waited for here.
+  if (nbc::is_inter(comm))
+    return nbc::igatherv("MPI_Gatherv", true, sendbuf, sendcount, sendtype, recvbuf, 0, recvcounts,
+                         displs, recvtype, root, comm, MPI_INFO_NULL, nbc::mode::blocking, nullptr);
   const char *call = "MPI_Gatherv";
   communicator *c = nullptr;
   typed_buffer send;
@@ -301,6 +320,12 @@ int MPI_Gatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void 
 int MPI_Scatterv(const void *sendbuf, const int sendcounts[], const int displs[],
                  MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype,
                  int root, MPI_Comm comm) {
+  const device::api_guard guard;
+  // Over an intercommunicator: nbc_inter.cpp, waited for here.
+  if (nbc::is_inter(comm))
+    return nbc::iscatterv("MPI_Scatterv", true, sendbuf, 0, sendcounts, displs, sendtype, recvbuf,
+                          recvcount, recvtype, root, comm, MPI_INFO_NULL, nbc::mode::blocking,
+                          nullptr);
   const char *call = "MPI_Scatterv";
   communicator *c = nullptr;
   typed_buffer recv;
@@ -338,6 +363,12 @@ int MPI_Scatterv(const void *sendbuf, const int sendcounts[], const int displs[]
 
 int MPI_Allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
                   int recvcount, MPI_Datatype recvtype, MPI_Comm comm) {
+  const device::api_guard guard;
+  // Over an intercommunicator: nbc_inter.cpp, waited for here.
+  if (nbc::is_inter(comm))
+    return nbc::iallgatherv("MPI_Allgather", false, sendbuf, sendcount, sendtype, recvbuf,
+                            recvcount, nullptr, nullptr, recvtype, comm, MPI_INFO_NULL,
+                            nbc::mode::blocking, nullptr);
   const char *call = "MPI_Allgather";
   communicator *c = nullptr;
   typed_buffer send;
@@ -366,6 +397,12 @@ int MPI_Allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, voi
 int MPI_Allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
                    const int recvcounts[], const int displs[], MPI_Datatype recvtype,
                    MPI_Comm comm) {
+  const device::api_guard guard;
+  // Over an intercommunicator: nbc_inter.cpp, waited for here.
+  if (nbc::is_inter(comm))
+    return nbc::iallgatherv("MPI_Allgatherv", true, sendbuf, sendcount, sendtype, recvbuf, 0,
+                            recvcounts, displs, recvtype, comm, MPI_INFO_NULL, nbc::mode::blocking,
+                            nullptr);
   const char *call = "MPI_Allgatherv";
   communicator *c = nullptr;
   typed_buffer recv;
@@ -400,6 +437,11 @@ int MPI_Allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, vo
 
 int MPI_Alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
                  int recvcount, MPI_Datatype recvtype, MPI_Comm comm) {
+  const device::api_guard guard;
+  // Over an intercommunicator: nbc_inter.cpp, waited for here.
+  if (nbc::is_inter(comm))
+    return nbc::ialltoall("MPI_Alltoall", sendbuf, sendcount, sendtype, recvbuf, recvcount,
+                          recvtype, comm, MPI_INFO_NULL, nbc::mode::blocking, nullptr);
   const char *call = "MPI_Alltoall";
   communicator *c = nullptr;
   typed_buffer send;
@@ -433,6 +475,12 @@ int MPI_Alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void
 int MPI_Alltoallv(const void *sendbuf, const int sendcounts[], const int sdispls[],
                   MPI_Datatype sendtype, void *recvbuf, const int recvcounts[], const int rdispls[],
                   MPI_Datatype recvtype, MPI_Comm comm) {
+  const device::api_guard guard;
+  // Over an intercommunicator: nbc_inter.cpp, waited for here.
+  if (nbc::is_inter(comm))
+    return nbc::ialltoallv("MPI_Alltoallv", sendbuf, sendcounts, sdispls, sendtype, recvbuf,
+                           recvcounts, rdispls, recvtype, comm, MPI_INFO_NULL, nbc::mode::blocking,
+                           nullptr);
   const char *call = "MPI_Alltoallv";
   communicator *c = nullptr;
   typed_buffer recv;

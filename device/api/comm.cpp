@@ -10,8 +10,10 @@
 #include "device/api/attr.hpp"
 #include "device/api/check.hpp"
 #include "device/api/info.hpp"
+#include "device/api/nbc.hpp"
 
 using namespace iris;
+namespace nbc = iris::api::nbc;
 using iris::api::communicator;
 
 namespace {
@@ -100,6 +102,7 @@ const std::string *hint(const api::info_entries &entries, const char *key) {
 extern "C" {
 
 int MPI_Comm_rank(MPI_Comm comm, int *rank) {
+  const device::api_guard guard;
   communicator *c = nullptr;
   if (int err = api::check_comm("MPI_Comm_rank", comm, c)) return err;
   if (int err = api::check_not_null("MPI_Comm_rank", c, rank, "rank")) return err;
@@ -108,6 +111,7 @@ int MPI_Comm_rank(MPI_Comm comm, int *rank) {
 }
 
 int MPI_Comm_size(MPI_Comm comm, int *size) {
+  const device::api_guard guard;
   communicator *c = nullptr;
   if (int err = api::check_comm("MPI_Comm_size", comm, c)) return err;
   if (int err = api::check_not_null("MPI_Comm_size", c, size, "size")) return err;
@@ -116,6 +120,10 @@ int MPI_Comm_size(MPI_Comm comm, int *size) {
 }
 
 int MPI_Barrier(MPI_Comm comm) {
+  const device::api_guard guard;
+  // Over an intercommunicator: nbc_inter.cpp, waited for here.
+  if (nbc::is_inter(comm))
+    return nbc::ibarrier("MPI_Barrier", comm, MPI_INFO_NULL, nbc::mode::blocking, nullptr);
   communicator *c = nullptr;
   if (int err = api::check_intracomm("MPI_Barrier", comm, c)) return err;
   device::barrier(*c);
@@ -123,6 +131,7 @@ int MPI_Barrier(MPI_Comm comm) {
 }
 
 int MPI_Comm_dup(MPI_Comm comm, MPI_Comm *newcomm) {
+  const device::api_guard guard;
   const char *call = "MPI_Comm_dup";
   communicator *c = nullptr;
   if (int err = api::check_comm(call, comm, c)) return err;
@@ -131,6 +140,7 @@ int MPI_Comm_dup(MPI_Comm comm, MPI_Comm *newcomm) {
 }
 
 int MPI_Comm_dup_with_info(MPI_Comm comm, MPI_Info info, MPI_Comm *newcomm) {
+  const device::api_guard guard;
   const char *call = "MPI_Comm_dup_with_info";
   communicator *c = nullptr;
   if (int err = api::check_comm(call, comm, c)) return err;
@@ -143,6 +153,7 @@ int MPI_Comm_dup_with_info(MPI_Comm comm, MPI_Info info, MPI_Comm *newcomm) {
 // The duplicate is made before returning (a collective that every member
 // must enter); the request is complete from the start.
 int MPI_Comm_idup_with_info(MPI_Comm comm, MPI_Info info, MPI_Comm *newcomm, MPI_Request *request) {
+  const device::api_guard guard;
   const char *call = "MPI_Comm_idup_with_info";
   communicator *c = nullptr;
   if (int err = api::check_comm(call, comm, c)) return err;
@@ -158,6 +169,7 @@ int MPI_Comm_idup_with_info(MPI_Comm comm, MPI_Info info, MPI_Comm *newcomm, MPI
 }
 
 int MPI_Comm_idup(MPI_Comm comm, MPI_Comm *newcomm, MPI_Request *request) {
+  const device::api_guard guard;
   const char *call = "MPI_Comm_idup";
   communicator *c = nullptr;
   if (int err = api::check_comm(call, comm, c)) return err;
@@ -171,6 +183,7 @@ int MPI_Comm_idup(MPI_Comm comm, MPI_Comm *newcomm, MPI_Request *request) {
 }
 
 int MPI_Comm_set_info(MPI_Comm comm, MPI_Info info) {
+  const device::api_guard guard;
   const char *call = "MPI_Comm_set_info";
   communicator *c = nullptr;
   if (int err = api::check_comm(call, comm, c)) return err;
@@ -193,6 +206,7 @@ int MPI_Comm_set_info(MPI_Comm comm, MPI_Info info) {
 }
 
 int MPI_Comm_get_info(MPI_Comm comm, MPI_Info *info_used) {
+  const device::api_guard guard;
   const char *call = "MPI_Comm_get_info";
   communicator *c = nullptr;
   if (int err = api::check_comm(call, comm, c)) return err;
@@ -202,6 +216,7 @@ int MPI_Comm_get_info(MPI_Comm comm, MPI_Info *info_used) {
 }
 
 int MPI_Comm_split(MPI_Comm comm, int color, int key, MPI_Comm *newcomm) {
+  const device::api_guard guard;
   const char *call = "MPI_Comm_split";
   communicator *c = nullptr;
   if (int err = api::check_intracomm(call, comm, c)) return err;
@@ -218,6 +233,7 @@ int MPI_Comm_split(MPI_Comm comm, int color, int key, MPI_Comm *newcomm) {
 // Any other resource gives MPI_COMM_NULL, as MPI-4.1 says. Unguided, the
 // node is the answer when it is a strict subset of comm, else MPI_COMM_NULL.
 int MPI_Comm_split_type(MPI_Comm comm, int split_type, int key, MPI_Info info, MPI_Comm *newcomm) {
+  const device::api_guard guard;
   const char *call = "MPI_Comm_split_type";
   communicator *c = nullptr;
   if (int err = api::check_intracomm(call, comm, c)) return err;
@@ -255,6 +271,7 @@ int MPI_Comm_split_type(MPI_Comm comm, int split_type, int key, MPI_Info info, M
 }
 
 int MPI_Comm_create(MPI_Comm comm, MPI_Group handle, MPI_Comm *newcomm) {
+  const device::api_guard guard;
   const char *call = "MPI_Comm_create";
   communicator *c = nullptr;
   if (int err = api::check_intracomm(call, comm, c)) return err;
@@ -271,6 +288,7 @@ int MPI_Comm_create(MPI_Comm comm, MPI_Group handle, MPI_Comm *newcomm) {
 // Collective over the group's members only: they agree on a context among
 // themselves, on comm's collective context with a tag made from `tag`.
 int MPI_Comm_create_group(MPI_Comm comm, MPI_Group handle, int tag, MPI_Comm *newcomm) {
+  const device::api_guard guard;
   const char *call = "MPI_Comm_create_group";
   communicator *c = nullptr;
   if (int err = api::check_intracomm(call, comm, c)) return err;
@@ -288,13 +306,14 @@ int MPI_Comm_create_group(MPI_Comm comm, MPI_Group handle, int tag, MPI_Comm *ne
                                        c->world_rank.begin()));
   }
   const int agree_tag =
-      device::tag_create_group_base + tag % (INT_MAX - device::tag_create_group_base);
+      device::tag_create_group_base + tag % (device::tag_nbc_base - device::tag_create_group_base);
   const std::uint32_t context = device::context_agree_among(*c, members, agree_tag);
   *newcomm = device::comm_register(g->world_ranks, context, c->errhandler);
   return MPI_SUCCESS;
 }
 
 int MPI_Comm_free(MPI_Comm *comm) {
+  const device::api_guard guard;
   const char *call = "MPI_Comm_free";
   if (int err = api::check_not_null(call, nullptr, comm, "comm")) return err;
   communicator *c = nullptr;
@@ -310,6 +329,7 @@ int MPI_Comm_free(MPI_Comm *comm) {
 }
 
 int MPI_Comm_compare(MPI_Comm comm1, MPI_Comm comm2, int *result) {
+  const device::api_guard guard;
   const char *call = "MPI_Comm_compare";
   communicator *a = nullptr;
   communicator *b = nullptr;
@@ -335,6 +355,7 @@ int MPI_Comm_compare(MPI_Comm comm1, MPI_Comm comm2, int *result) {
 }
 
 int MPI_Comm_set_name(MPI_Comm comm, const char *name) {
+  const device::api_guard guard;
   communicator *c = nullptr;
   if (int err = api::check_comm("MPI_Comm_set_name", comm, c)) return err;
   if (int err = api::check_not_null("MPI_Comm_set_name", c, name, "comm_name")) return err;
@@ -343,6 +364,7 @@ int MPI_Comm_set_name(MPI_Comm comm, const char *name) {
 }
 
 int MPI_Comm_get_name(MPI_Comm comm, char *name, int *resultlen) {
+  const device::api_guard guard;
   const char *call = "MPI_Comm_get_name";
   communicator *c = nullptr;
   if (int err = api::check_comm(call, comm, c)) return err;
@@ -354,6 +376,7 @@ int MPI_Comm_get_name(MPI_Comm comm, char *name, int *resultlen) {
 }
 
 int MPI_Comm_test_inter(MPI_Comm comm, int *flag) {
+  const device::api_guard guard;
   const char *call = "MPI_Comm_test_inter";
   communicator *c = nullptr;
   if (int err = api::check_comm(call, comm, c)) return err;
@@ -363,6 +386,7 @@ int MPI_Comm_test_inter(MPI_Comm comm, int *flag) {
 }
 
 int MPI_Comm_remote_size(MPI_Comm comm, int *size) {
+  const device::api_guard guard;
   const char *call = "MPI_Comm_remote_size";
   communicator *c = nullptr;
   if (int err = api::check_comm(call, comm, c)) return err;
@@ -373,6 +397,7 @@ int MPI_Comm_remote_size(MPI_Comm comm, int *size) {
 }
 
 int MPI_Comm_remote_group(MPI_Comm comm, MPI_Group *group) {
+  const device::api_guard guard;
   const char *call = "MPI_Comm_remote_group";
   communicator *c = nullptr;
   if (int err = api::check_comm(call, comm, c)) return err;

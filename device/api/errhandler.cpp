@@ -11,6 +11,7 @@ using iris::api::communicator;
 extern "C" {
 
 int MPI_Comm_set_errhandler(MPI_Comm comm, MPI_Errhandler errhandler) {
+  const device::api_guard guard;
   const char *call = "MPI_Comm_set_errhandler";
   communicator *c = nullptr;
   if (int err = api::check_comm(call, comm, c)) return err;
@@ -23,6 +24,7 @@ int MPI_Comm_set_errhandler(MPI_Comm comm, MPI_Errhandler errhandler) {
 }
 
 int MPI_Comm_get_errhandler(MPI_Comm comm, MPI_Errhandler *errhandler) {
+  const device::api_guard guard;
   const char *call = "MPI_Comm_get_errhandler";
   communicator *c = nullptr;
   if (int err = api::check_comm(call, comm, c)) return err;
@@ -33,6 +35,7 @@ int MPI_Comm_get_errhandler(MPI_Comm comm, MPI_Errhandler *errhandler) {
 
 int MPI_Comm_create_errhandler(MPI_Comm_errhandler_function *comm_errhandler_fn,
                                MPI_Errhandler *errhandler) {
+  const device::api_guard guard;
   const char *call = "MPI_Comm_create_errhandler";
   if (int err = api::check_initialized(call)) return err;
   if (int err =
@@ -48,6 +51,7 @@ int MPI_Comm_create_errhandler(MPI_Comm_errhandler_function *comm_errhandler_fn,
 // The handler object stays alive (see errors.hpp): only the caller's handle
 // is cleared, as communicators that use the handler keep it.
 int MPI_Errhandler_free(MPI_Errhandler *errhandler) {
+  const device::api_guard guard;
   const char *call = "MPI_Errhandler_free";
   if (int err = api::check_initialized(call)) return err;
   if (int err = api::check_not_null(call, nullptr, errhandler, "errhandler")) return err;
@@ -60,6 +64,7 @@ int MPI_Errhandler_free(MPI_Errhandler *errhandler) {
 }
 
 int MPI_Comm_call_errhandler(MPI_Comm comm, int errorcode) {
+  const device::api_guard guard;
   const char *call = "MPI_Comm_call_errhandler";
   communicator *c = nullptr;
   if (int err = api::check_comm(call, comm, c)) return err;
@@ -70,6 +75,7 @@ int MPI_Comm_call_errhandler(MPI_Comm comm, int errorcode) {
 }
 
 int MPI_Add_error_class(int *errorclass) {
+  const device::api_guard guard;
   const char *call = "MPI_Add_error_class";
   if (int err = api::check_initialized(call)) return err;
   if (int err = api::check_not_null(call, nullptr, errorclass, "errorclass")) return err;
@@ -80,6 +86,7 @@ int MPI_Add_error_class(int *errorclass) {
 }
 
 int MPI_Add_error_code(int errorclass, int *errorcode) {
+  const device::api_guard guard;
   const char *call = "MPI_Add_error_code";
   if (int err = api::check_initialized(call)) return err;
   if (int err = api::check_not_null(call, nullptr, errorcode, "errorcode")) return err;
@@ -93,6 +100,7 @@ int MPI_Add_error_code(int errorclass, int *errorcode) {
 }
 
 int MPI_Add_error_string(int errorcode, const char *string) {
+  const device::api_guard guard;
   const char *call = "MPI_Add_error_string";
   if (int err = api::check_initialized(call)) return err;
   if (int err = api::check_not_null(call, nullptr, string, "string")) return err;
@@ -109,6 +117,7 @@ int MPI_Add_error_string(int errorcode, const char *string) {
 }
 
 int MPI_Error_class(int errorcode, int *errorclass) {
+  const device::api_guard guard;
   if (int err = api::check_not_null("MPI_Error_class", nullptr, errorclass, "errorclass")) {
     return err;
   }
@@ -122,6 +131,7 @@ int MPI_Error_class(int errorcode, int *errorclass) {
 }
 
 int MPI_Error_string(int errorcode, char *string, int *resultlen) {
+  const device::api_guard guard;
   const char *call = "MPI_Error_string";
   if (int err = api::check_not_null(call, nullptr, string, "string")) return err;
   if (int err = api::check_not_null(call, nullptr, resultlen, "resultlen")) return err;
@@ -137,6 +147,7 @@ int MPI_Error_string(int errorcode, char *string, int *resultlen) {
 }
 
 int MPIX_Stat_get(const char *name, MPI_Count *value) {
+  const device::api_guard guard;
   const char *call = "MPIX_Stat_get";
   if (int err = api::check_initialized(call)) return err;
   if (int err = api::check_not_null(call, nullptr, name, "name")) return err;
@@ -160,6 +171,8 @@ int MPIX_Stat_get(const char *name, MPI_Count *value) {
       {"rendezvous_pipeline", s.rendezvous_pipeline},
       {"credit_stalls", s.credit_stalls},
       {"credit_packets", s.credit_packets},
+      {"sleeps", s.sleeps},
+      {"sleep_timeouts", s.sleep_timeouts},
       {"unexpected_depth_peak", device::rt->matching.unexpected_counts().depth_peak},
       {"unexpected_bytes_peak", device::rt->matching.unexpected_counts().bytes_peak},
       {"eager_limit", c.eager_limit},

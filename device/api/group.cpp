@@ -107,6 +107,7 @@ int group_combine(const char *call, MPI_Group a, MPI_Group b, MPI_Group *newgrou
 extern "C" {
 
 int MPI_Comm_group(MPI_Comm comm, MPI_Group *newgroup) {
+  const device::api_guard guard;
   api::communicator *c = nullptr;
   if (int err = api::check_comm("MPI_Comm_group", comm, c)) return err;
   if (int err = api::check_not_null("MPI_Comm_group", c, newgroup, "group")) return err;
@@ -115,6 +116,7 @@ int MPI_Comm_group(MPI_Comm comm, MPI_Group *newgroup) {
 }
 
 int MPI_Group_size(MPI_Group handle, int *size) {
+  const device::api_guard guard;
   group *g = nullptr;
   if (int err = group_of("MPI_Group_size", handle, g)) return err;
   if (int err = api::check_not_null("MPI_Group_size", nullptr, size, "size")) return err;
@@ -123,6 +125,7 @@ int MPI_Group_size(MPI_Group handle, int *size) {
 }
 
 int MPI_Group_rank(MPI_Group handle, int *rank) {
+  const device::api_guard guard;
   group *g = nullptr;
   if (int err = group_of("MPI_Group_rank", handle, g)) return err;
   if (int err = api::check_not_null("MPI_Group_rank", nullptr, rank, "rank")) return err;
@@ -132,6 +135,7 @@ int MPI_Group_rank(MPI_Group handle, int *rank) {
 }
 
 int MPI_Group_incl(MPI_Group handle, int n, const int ranks[], MPI_Group *newgroup) {
+  const device::api_guard guard;
   const char *call = "MPI_Group_incl";
   group *g = nullptr;
   if (int err = group_of(call, handle, g)) return err;
@@ -142,6 +146,7 @@ int MPI_Group_incl(MPI_Group handle, int n, const int ranks[], MPI_Group *newgro
 }
 
 int MPI_Group_excl(MPI_Group handle, int n, const int ranks[], MPI_Group *newgroup) {
+  const device::api_guard guard;
   const char *call = "MPI_Group_excl";
   group *g = nullptr;
   if (int err = group_of(call, handle, g)) return err;
@@ -156,6 +161,7 @@ int MPI_Group_excl(MPI_Group handle, int n, const int ranks[], MPI_Group *newgro
 }
 
 int MPI_Group_range_incl(MPI_Group handle, int n, int ranges[][3], MPI_Group *newgroup) {
+  const device::api_guard guard;
   const char *call = "MPI_Group_range_incl";
   group *g = nullptr;
   if (int err = group_of(call, handle, g)) return err;
@@ -167,6 +173,7 @@ int MPI_Group_range_incl(MPI_Group handle, int n, int ranges[][3], MPI_Group *ne
 }
 
 int MPI_Group_range_excl(MPI_Group handle, int n, int ranges[][3], MPI_Group *newgroup) {
+  const device::api_guard guard;
   const char *call = "MPI_Group_range_excl";
   group *g = nullptr;
   if (int err = group_of(call, handle, g)) return err;
@@ -185,6 +192,7 @@ int MPI_Group_range_excl(MPI_Group handle, int n, int ranges[][3], MPI_Group *ne
 
 int MPI_Group_translate_ranks(MPI_Group group1, int n, const int ranks1[], MPI_Group group2,
                               int ranks2[]) {
+  const device::api_guard guard;
   const char *call = "MPI_Group_translate_ranks";
   group *a = nullptr;
   group *b = nullptr;
@@ -209,6 +217,7 @@ int MPI_Group_translate_ranks(MPI_Group group1, int n, const int ranks1[], MPI_G
 }
 
 int MPI_Group_compare(MPI_Group group1, MPI_Group group2, int *result) {
+  const device::api_guard guard;
   const char *call = "MPI_Group_compare";
   group *a = nullptr;
   group *b = nullptr;
@@ -224,18 +233,22 @@ int MPI_Group_compare(MPI_Group group1, MPI_Group group2, int *result) {
 }
 
 int MPI_Group_union(MPI_Group a, MPI_Group b, MPI_Group *newgroup) {
+  const device::api_guard guard;
   return group_combine("MPI_Group_union", a, b, newgroup, combine::union_of);
 }
 
 int MPI_Group_intersection(MPI_Group a, MPI_Group b, MPI_Group *newgroup) {
+  const device::api_guard guard;
   return group_combine("MPI_Group_intersection", a, b, newgroup, combine::intersection_of);
 }
 
 int MPI_Group_difference(MPI_Group a, MPI_Group b, MPI_Group *newgroup) {
+  const device::api_guard guard;
   return group_combine("MPI_Group_difference", a, b, newgroup, combine::difference_of);
 }
 
 int MPI_Group_free(MPI_Group *handle) {
+  const device::api_guard guard;
   const char *call = "MPI_Group_free";
   if (int err = api::check_not_null(call, nullptr, handle, "group")) return err;
   group *g = nullptr;

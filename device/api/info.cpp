@@ -95,6 +95,7 @@ MPI_Info info_make(info_entries entries) {
 extern "C" {
 
 int MPI_Info_create(MPI_Info *info) {
+  const device::api_guard guard;
   if (int err = api::check_not_null("MPI_Info_create", nullptr, info, "info")) return err;
   infos().emplace_back(info_entries{});
   *info = info_handle(infos().size() - 1);
@@ -102,6 +103,7 @@ int MPI_Info_create(MPI_Info *info) {
 }
 
 int MPI_Info_set(MPI_Info info, const char *key, const char *value) {
+  const device::api_guard guard;
   const char *call = "MPI_Info_set";
   info_entries *entries = nullptr;
   if (int err = check_info(call, info, entries)) return err;
@@ -123,6 +125,7 @@ int MPI_Info_set(MPI_Info info, const char *key, const char *value) {
 }
 
 int MPI_Info_get(MPI_Info info, const char *key, int valuelen, char *value, int *flag) {
+  const device::api_guard guard;
   const char *call = "MPI_Info_get";
   info_entries *entries = nullptr;
   if (int err = check_info(call, info, entries)) return err;
@@ -140,6 +143,7 @@ int MPI_Info_get(MPI_Info info, const char *key, int valuelen, char *value, int 
 }
 
 int MPI_Info_get_string(MPI_Info info, const char *key, int *buflen, char *value, int *flag) {
+  const device::api_guard guard;
   const char *call = "MPI_Info_get_string";
   info_entries *entries = nullptr;
   if (int err = check_info(call, info, entries)) return err;
@@ -162,6 +166,7 @@ int MPI_Info_get_string(MPI_Info info, const char *key, int *buflen, char *value
 }
 
 int MPI_Info_get_valuelen(MPI_Info info, const char *key, int *valuelen, int *flag) {
+  const device::api_guard guard;
   const char *call = "MPI_Info_get_valuelen";
   info_entries *entries = nullptr;
   if (int err = check_info(call, info, entries)) return err;
@@ -175,6 +180,7 @@ int MPI_Info_get_valuelen(MPI_Info info, const char *key, int *valuelen, int *fl
 }
 
 int MPI_Info_delete(MPI_Info info, const char *key) {
+  const device::api_guard guard;
   const char *call = "MPI_Info_delete";
   info_entries *entries = nullptr;
   if (int err = check_info(call, info, entries)) return err;
@@ -188,6 +194,7 @@ int MPI_Info_delete(MPI_Info info, const char *key) {
 }
 
 int MPI_Info_get_nkeys(MPI_Info info, int *nkeys) {
+  const device::api_guard guard;
   const char *call = "MPI_Info_get_nkeys";
   info_entries *entries = nullptr;
   if (int err = check_info(call, info, entries)) return err;
@@ -197,6 +204,7 @@ int MPI_Info_get_nkeys(MPI_Info info, int *nkeys) {
 }
 
 int MPI_Info_get_nthkey(MPI_Info info, int n, char *key) {
+  const device::api_guard guard;
   const char *call = "MPI_Info_get_nthkey";
   info_entries *entries = nullptr;
   if (int err = check_info(call, info, entries)) return err;
@@ -210,6 +218,7 @@ int MPI_Info_get_nthkey(MPI_Info info, int n, char *key) {
 }
 
 int MPI_Info_dup(MPI_Info info, MPI_Info *newinfo) {
+  const device::api_guard guard;
   const char *call = "MPI_Info_dup";
   info_entries *entries = nullptr;
   if (int err = check_info(call, info, entries)) return err;
@@ -221,6 +230,7 @@ int MPI_Info_dup(MPI_Info info, MPI_Info *newinfo) {
 }
 
 int MPI_Info_free(MPI_Info *info) {
+  const device::api_guard guard;
   const char *call = "MPI_Info_free";
   if (int err = api::check_not_null(call, nullptr, info, "info")) return err;
   info_entries *entries = nullptr;

@@ -43,10 +43,12 @@ void copy_out(const std::string &text, char *out, int *length, std::size_t limit
 extern "C" {
 
 int MPI_Init(int *, char ***) {
+  const device::api_guard guard;
   return init_common("MPI_Init", MPI_THREAD_SINGLE, nullptr);
 }
 
 int MPI_Init_thread(int *, char ***, int required, int *provided) {
+  const device::api_guard guard;
   if (provided == nullptr) {
     return device::error_raise(nullptr, "MPI_Init_thread", MPI_ERR_ARG, "provided is NULL");
   }
@@ -54,6 +56,7 @@ int MPI_Init_thread(int *, char ***, int required, int *provided) {
 }
 
 int MPI_Finalize(void) {
+  const device::api_guard guard;
   if (int err = api::check_initialized("MPI_Finalize")) return err;
   // First, as if MPI_COMM_SELF were freed: its attributes' delete callbacks,
   // the last set first, while MPI still works, as MPI-4.1 says. A failing
@@ -68,18 +71,21 @@ int MPI_Finalize(void) {
 }
 
 int MPI_Initialized(int *flag) {
+  const device::api_guard guard;
   if (int err = api::check_not_null("MPI_Initialized", nullptr, flag, "flag")) return err;
   *flag = device::rt != nullptr || finalized ? 1 : 0;
   return MPI_SUCCESS;
 }
 
 int MPI_Finalized(int *flag) {
+  const device::api_guard guard;
   if (int err = api::check_not_null("MPI_Finalized", nullptr, flag, "flag")) return err;
   *flag = finalized ? 1 : 0;
   return MPI_SUCCESS;
 }
 
 int MPI_Abort(MPI_Comm comm, int errorcode) {
+  const device::api_guard guard;
   char line[160];
   std::snprintf(line, sizeof(line), "iris: rank %d: MPI_Abort called with error code %d\n",
                 device::rt != nullptr ? device::rt->rank : 0, errorcode);
@@ -91,6 +97,7 @@ int MPI_Abort(MPI_Comm comm, int errorcode) {
 }
 
 int MPI_Query_thread(int *provided) {
+  const device::api_guard guard;
   if (int err = api::check_initialized("MPI_Query_thread")) return err;
   if (int err = api::check_not_null("MPI_Query_thread", nullptr, provided, "provided")) return err;
   *provided = device::rt->thread_level;
@@ -98,6 +105,7 @@ int MPI_Query_thread(int *provided) {
 }
 
 int MPI_Is_thread_main(int *flag) {
+  const device::api_guard guard;
   if (int err = api::check_initialized("MPI_Is_thread_main")) return err;
   if (int err = api::check_not_null("MPI_Is_thread_main", nullptr, flag, "flag")) return err;
   *flag = pthread_equal(main_thread, pthread_self()) ? 1 : 0;
@@ -105,6 +113,7 @@ int MPI_Is_thread_main(int *flag) {
 }
 
 int MPI_Get_version(int *version, int *subversion) {
+  const device::api_guard guard;
   if (int err = api::check_not_null("MPI_Get_version", nullptr, version, "version")) return err;
   if (int err = api::check_not_null("MPI_Get_version", nullptr, subversion, "subversion")) {
     return err;
@@ -115,6 +124,7 @@ int MPI_Get_version(int *version, int *subversion) {
 }
 
 int MPI_Get_library_version(char *version, int *resultlen) {
+  const device::api_guard guard;
   const char *call = "MPI_Get_library_version";
   if (int err = api::check_not_null(call, nullptr, version, "version")) return err;
   if (int err = api::check_not_null(call, nullptr, resultlen, "resultlen")) return err;
@@ -124,6 +134,7 @@ int MPI_Get_library_version(char *version, int *resultlen) {
 }
 
 int MPI_Get_processor_name(char *name, int *resultlen) {
+  const device::api_guard guard;
   const char *call = "MPI_Get_processor_name";
   if (int err = api::check_initialized(call)) return err;
   if (int err = api::check_not_null(call, nullptr, name, "name")) return err;

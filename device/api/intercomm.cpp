@@ -1,7 +1,7 @@
 // MPI bindings for intercommunicators: Intercomm_create and
 // Intercomm_merge. Point-to-point over an intercommunicator takes the
-// ordinary path (its `world_rank` is the remote group); collectives over
-// one report MPI_ERR_COMM (check_intracomm).
+// ordinary path (its `world_rank` is the remote group); its collectives
+// are in nbc_inter.cpp.
 #include <algorithm>
 
 #include "device/api/check.hpp"
@@ -17,6 +17,7 @@ extern "C" {
 // and two above the larger context is fresh for both groups.
 int MPI_Intercomm_create(MPI_Comm local_comm, int local_leader, MPI_Comm peer_comm,
                          int remote_leader, int tag, MPI_Comm *newintercomm) {
+  const device::api_guard guard;
   const char *call = "MPI_Intercomm_create";
   communicator *local = nullptr;
   if (int err = api::check_intracomm(call, local_comm, local)) return err;
@@ -65,6 +66,7 @@ int MPI_Intercomm_create(MPI_Comm local_comm, int local_leader, MPI_Comm peer_co
 // first member has the lower world rank); the context is agreed as in
 // MPI_Comm_dup of an intercommunicator, without the +2 (no local context).
 int MPI_Intercomm_merge(MPI_Comm intercomm, int high, MPI_Comm *newintracomm) {
+  const device::api_guard guard;
   const char *call = "MPI_Intercomm_merge";
   communicator *c = nullptr;
   if (int err = api::check_comm(call, intercomm, c)) return err;

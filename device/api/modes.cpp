@@ -116,16 +116,19 @@ void buffered_sends_drain() {
 extern "C" {
 
 int MPI_Bsend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm) {
+  const device::api_guard guard;
   return bsend("MPI_Bsend", buf, count, datatype, dest, tag, comm, nullptr);
 }
 
 int MPI_Ibsend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm,
                MPI_Request *request) {
+  const device::api_guard guard;
   if (int err = api::check_not_null("MPI_Ibsend", nullptr, request, "request")) return err;
   return bsend("MPI_Ibsend", buf, count, datatype, dest, tag, comm, request);
 }
 
 int MPI_Buffer_attach(void *base, int size) {
+  const device::api_guard guard;
   const char *call = "MPI_Buffer_attach";
   if (int err = api::check_initialized(call)) return err;
   if (buffer.attached) {
@@ -143,6 +146,7 @@ int MPI_Buffer_attach(void *base, int size) {
 }
 
 int MPI_Buffer_detach(void *buffer_addr, int *size) {
+  const device::api_guard guard;
   const char *call = "MPI_Buffer_detach";
   if (int err = api::check_initialized(call)) return err;
   if (int err = api::check_not_null(call, nullptr, buffer_addr, "buffer_addr")) return err;
@@ -156,6 +160,7 @@ int MPI_Buffer_detach(void *buffer_addr, int *size) {
 
 int MPI_Sendrecv_replace(void *buf, int count, MPI_Datatype datatype, int dest, int sendtag,
                          int source, int recvtag, MPI_Comm comm, MPI_Status *status) {
+  const device::api_guard guard;
   const char *call = "MPI_Sendrecv_replace";
   communicator *c = nullptr;
   device::typed_buffer tb;

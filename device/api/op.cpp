@@ -7,6 +7,7 @@ using namespace iris;
 extern "C" {
 
 int MPI_Op_create(MPI_User_function *user_fn, int commute, MPI_Op *op) {
+  const device::api_guard guard;
   const char *call = "MPI_Op_create";
   if (int err = api::check_initialized(call)) return err;
   if (int err = api::check_not_null(call, nullptr, reinterpret_cast<void *>(user_fn), "user_fn")) {
@@ -18,6 +19,7 @@ int MPI_Op_create(MPI_User_function *user_fn, int commute, MPI_Op *op) {
 }
 
 int MPI_Op_free(MPI_Op *op) {
+  const device::api_guard guard;
   const char *call = "MPI_Op_free";
   if (int err = api::check_initialized(call)) return err;
   if (int err = api::check_not_null(call, nullptr, op, "op")) return err;
@@ -34,6 +36,7 @@ int MPI_Op_free(MPI_Op *op) {
 }
 
 int MPI_Op_commutative(MPI_Op op, int *commute) {
+  const device::api_guard guard;
   const char *call = "MPI_Op_commutative";
   if (int err = api::check_initialized(call)) return err;
   if (int err = api::check_not_null(call, nullptr, commute, "commute")) return err;

@@ -45,24 +45,30 @@ int probe_checks(const char *call, int source, int tag, MPI_Comm comm, communica
 extern "C" {
 
 int MPI_Send(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm) {
-  return api::send_binding("MPI_Send", buf, count, datatype, dest, tag, comm,
-                           device::send_mode::standard, nullptr);
+  return device::api_call([&] {
+    return api::send_binding("MPI_Send", buf, count, datatype, dest, tag, comm,
+                             device::send_mode::standard, nullptr);
+  });
 }
 
 int MPI_Isend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm,
               MPI_Request *request) {
-  if (int err = api::check_not_null("MPI_Isend", nullptr, request, "request")) return err;
-  return api::send_binding("MPI_Isend", buf, count, datatype, dest, tag, comm,
-                           device::send_mode::standard, request);
+  return device::api_call([&] {
+    if (int err = api::check_not_null("MPI_Isend", nullptr, request, "request")) return err;
+    return api::send_binding("MPI_Isend", buf, count, datatype, dest, tag, comm,
+                             device::send_mode::standard, request);
+  });
 }
 
 int MPI_Ssend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm) {
+  const device::api_guard guard;
   return api::send_binding("MPI_Ssend", buf, count, datatype, dest, tag, comm,
                            device::send_mode::synchronous, nullptr);
 }
 
 int MPI_Issend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm,
                MPI_Request *request) {
+  const device::api_guard guard;
   if (int err = api::check_not_null("MPI_Issend", nullptr, request, "request")) return err;
   return api::send_binding("MPI_Issend", buf, count, datatype, dest, tag, comm,
                            device::send_mode::synchronous, request);
@@ -71,12 +77,14 @@ int MPI_Issend(const void *buf, int count, MPI_Datatype datatype, int dest, int 
 // A ready send is correct only when the receive is already posted; a
 // standard send is then exactly as fast, so it is one.
 int MPI_Rsend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm) {
+  const device::api_guard guard;
   return api::send_binding("MPI_Rsend", buf, count, datatype, dest, tag, comm,
                            device::send_mode::standard, nullptr);
 }
 
 int MPI_Irsend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm,
                MPI_Request *request) {
+  const device::api_guard guard;
   if (int err = api::check_not_null("MPI_Irsend", nullptr, request, "request")) return err;
   return api::send_binding("MPI_Irsend", buf, count, datatype, dest, tag, comm,
                            device::send_mode::standard, request);
@@ -84,25 +92,31 @@ int MPI_Irsend(const void *buf, int count, MPI_Datatype datatype, int dest, int 
 
 int MPI_Recv(void *buf, int count, MPI_Datatype datatype, int source, int tag, MPI_Comm comm,
              MPI_Status *status) {
-  device::request *r = nullptr;
-  if (int err = api::recv_post("MPI_Recv", buf, count, datatype, source, tag, comm, r)) return err;
-  return recv_complete("MPI_Recv", r, status);
+  return device::api_call([&] {
+    device::request *r = nullptr;
+    if (int err = api::recv_post("MPI_Recv", buf, count, datatype, source, tag, comm, r))
+      return err;
+    return recv_complete("MPI_Recv", r, status);
+  });
 }
 
 int MPI_Irecv(void *buf, int count, MPI_Datatype datatype, int source, int tag, MPI_Comm comm,
               MPI_Request *request) {
-  if (int err = api::check_not_null("MPI_Irecv", nullptr, request, "request")) return err;
-  device::request *r = nullptr;
-  if (int err = api::recv_post("MPI_Irecv", buf, count, datatype, source, tag, comm, r)) {
-    return err;
-  }
-  *request = device::request_handle(*r);
-  return MPI_SUCCESS;
+  return device::api_call([&] {
+    if (int err = api::check_not_null("MPI_Irecv", nullptr, request, "request")) return err;
+    device::request *r = nullptr;
+    if (int err = api::recv_post("MPI_Irecv", buf, count, datatype, source, tag, comm, r)) {
+      return err;
+    }
+    *request = device::request_handle(*r);
+    return MPI_SUCCESS;
+  });
 }
 
 int MPI_Sendrecv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, int dest, int sendtag,
                  void *recvbuf, int recvcount, MPI_Datatype recvtype, int source, int recvtag,
                  MPI_Comm comm, MPI_Status *status) {
+  const device::api_guard guard;
   const char *call = "MPI_Sendrecv";
   device::request *r = nullptr;
   if (int err = api::recv_post(call, recvbuf, recvcount, recvtype, source, recvtag, comm, r)) {
@@ -119,6 +133,7 @@ int MPI_Sendrecv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, int 
 }
 
 int MPI_Iprobe(int source, int tag, MPI_Comm comm, int *flag, MPI_Status *status) {
+  const device::api_guard guard;
   const char *call = "MPI_Iprobe";
   communicator *c = nullptr;
   if (int err = probe_checks(call, source, tag, comm, c)) return err;
@@ -136,6 +151,7 @@ int MPI_Iprobe(int source, int tag, MPI_Comm comm, int *flag, MPI_Status *status
 }
 
 int MPI_Probe(int source, int tag, MPI_Comm comm, MPI_Status *status) {
+  const device::api_guard guard;
   const char *call = "MPI_Probe";
   communicator *c = nullptr;
   if (int err = probe_checks(call, source, tag, comm, c)) return err;
@@ -154,6 +170,7 @@ int MPI_Probe(int source, int tag, MPI_Comm comm, MPI_Status *status) {
 
 int MPI_Improbe(int source, int tag, MPI_Comm comm, int *flag, MPI_Message *message,
                 MPI_Status *status) {
+  const device::api_guard guard;
   const char *call = "MPI_Improbe";
   communicator *c = nullptr;
   if (int err = probe_checks(call, source, tag, comm, c)) return err;
@@ -176,6 +193,7 @@ int MPI_Improbe(int source, int tag, MPI_Comm comm, int *flag, MPI_Message *mess
 }
 
 int MPI_Mprobe(int source, int tag, MPI_Comm comm, MPI_Message *message, MPI_Status *status) {
+  const device::api_guard guard;
   const char *call = "MPI_Mprobe";
   communicator *c = nullptr;
   if (int err = probe_checks(call, source, tag, comm, c)) return err;
@@ -195,6 +213,7 @@ int MPI_Mprobe(int source, int tag, MPI_Comm comm, MPI_Message *message, MPI_Sta
 
 int MPI_Imrecv(void *buf, int count, MPI_Datatype datatype, MPI_Message *message,
                MPI_Request *request) {
+  const device::api_guard guard;
   const char *call = "MPI_Imrecv";
   if (int err = api::check_initialized(call)) return err;
   if (int err = api::check_not_null(call, nullptr, message, "message")) return err;
@@ -228,12 +247,14 @@ int MPI_Imrecv(void *buf, int count, MPI_Datatype datatype, MPI_Message *message
 
 int MPI_Mrecv(void *buf, int count, MPI_Datatype datatype, MPI_Message *message,
               MPI_Status *status) {
+  const device::api_guard guard;
   MPI_Request request = MPI_REQUEST_NULL;
   if (int err = MPI_Imrecv(buf, count, datatype, message, &request)) return err;
   return MPI_Wait(&request, status);
 }
 
 int MPI_Get_count(const MPI_Status *status, MPI_Datatype datatype, int *count) {
+  const device::api_guard guard;
   if (int err = api::check_not_null("MPI_Get_count", nullptr, count, "count")) return err;
   const device::dtype *t = nullptr;
   if (int err = status_type("MPI_Get_count", status, datatype, t)) return err;
@@ -247,6 +268,7 @@ int MPI_Get_count(const MPI_Status *status, MPI_Datatype datatype, int *count) {
 // Basic elements received (pairs count two), or MPI_UNDEFINED when the
 // bytes end inside a basic element.
 int MPI_Get_elements_x(const MPI_Status *status, MPI_Datatype datatype, MPI_Count *count) {
+  const device::api_guard guard;
   if (int err = api::check_not_null("MPI_Get_elements_x", nullptr, count, "count")) return err;
   const device::dtype *t = nullptr;
   if (int err = status_type("MPI_Get_elements_x", status, datatype, t)) return err;
@@ -256,6 +278,7 @@ int MPI_Get_elements_x(const MPI_Status *status, MPI_Datatype datatype, MPI_Coun
 }
 
 int MPI_Get_elements(const MPI_Status *status, MPI_Datatype datatype, int *count) {
+  const device::api_guard guard;
   if (int err = api::check_not_null("MPI_Get_elements", nullptr, count, "count")) return err;
   MPI_Count n = 0;
   if (int err = MPI_Get_elements_x(status, datatype, &n)) return err;
@@ -264,6 +287,7 @@ int MPI_Get_elements(const MPI_Status *status, MPI_Datatype datatype, int *count
 }
 
 int MPI_Status_set_elements_x(MPI_Status *status, MPI_Datatype datatype, MPI_Count count) {
+  const device::api_guard guard;
   const char *call = "MPI_Status_set_elements_x";
   const device::dtype *t = nullptr;
   if (int err = status_type(call, status, datatype, t)) return err;
@@ -277,10 +301,12 @@ int MPI_Status_set_elements_x(MPI_Status *status, MPI_Datatype datatype, MPI_Cou
 }
 
 int MPI_Status_set_elements(MPI_Status *status, MPI_Datatype datatype, int count) {
+  const device::api_guard guard;
   return MPI_Status_set_elements_x(status, datatype, count);
 }
 
 int MPI_Status_set_cancelled(MPI_Status *status, int flag) {
+  const device::api_guard guard;
   if (int err = api::check_not_null("MPI_Status_set_cancelled", nullptr, status, "status")) {
     return err;
   }

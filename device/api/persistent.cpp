@@ -6,6 +6,7 @@
 // frees the handle) and, for a non-contiguous one, its scratch buffer across
 // restarts: a restart packs into the same buffer instead of allocating.
 #include "device/api/check.hpp"
+#include "device/schedule.hpp"
 
 using namespace iris;
 using iris::api::communicator;
@@ -28,6 +29,10 @@ int init_send(const char *call, device::persistent_op op, const void *buf, int c
 
 // Runs a persistent request's operation again on the same request.
 int start(device::request &r) {
+  if (r.persistent.op == device::persistent_op::coll) {
+    device::schedule_start(r);
+    return MPI_SUCCESS;
+  }
   const device::persistent_args a = r.persistent;
   const communicator &c = *r.comm;
   const device::dtype *type = r.unpack_type;
@@ -60,6 +65,7 @@ int start(device::request &r) {
                                                             : device::send_mode::standard,
                                                         true, out, &r),
                                a.bytes);
+    case device::persistent_op::coll:
     case device::persistent_op::none:
       break;
   }
@@ -87,12 +93,14 @@ extern "C" {
 
 int MPI_Send_init(const void *buf, int count, MPI_Datatype datatype, int dest, int tag,
                   MPI_Comm comm, MPI_Request *request) {
+  const device::api_guard guard;
   return init_send("MPI_Send_init", device::persistent_op::send, buf, count, datatype, dest, tag,
                    comm, request);
 }
 
 int MPI_Ssend_init(const void *buf, int count, MPI_Datatype datatype, int dest, int tag,
                    MPI_Comm comm, MPI_Request *request) {
+  const device::api_guard guard;
   return init_send("MPI_Ssend_init", device::persistent_op::ssend, buf, count, datatype, dest, tag,
                    comm, request);
 }
@@ -100,18 +108,21 @@ int MPI_Ssend_init(const void *buf, int count, MPI_Datatype datatype, int dest, 
 // A ready send is a standard send (see MPI_Rsend).
 int MPI_Rsend_init(const void *buf, int count, MPI_Datatype datatype, int dest, int tag,
                    MPI_Comm comm, MPI_Request *request) {
+  const device::api_guard guard;
   return init_send("MPI_Rsend_init", device::persistent_op::send, buf, count, datatype, dest, tag,
                    comm, request);
 }
 
 int MPI_Bsend_init(const void *buf, int count, MPI_Datatype datatype, int dest, int tag,
                    MPI_Comm comm, MPI_Request *request) {
+  const device::api_guard guard;
   return init_send("MPI_Bsend_init", device::persistent_op::bsend, buf, count, datatype, dest, tag,
                    comm, request);
 }
 
 int MPI_Recv_init(void *buf, int count, MPI_Datatype datatype, int source, int tag, MPI_Comm comm,
                   MPI_Request *request) {
+  const device::api_guard guard;
   const char *call = "MPI_Recv_init";
   communicator *c = nullptr;
   device::typed_buffer tb;
@@ -130,12 +141,14 @@ int MPI_Recv_init(void *buf, int count, MPI_Datatype datatype, int source, int t
 }
 
 int MPI_Start(MPI_Request *request) {
+  const device::api_guard guard;
   if (int err = api::check_initialized("MPI_Start")) return err;
   if (int err = api::check_not_null("MPI_Start", nullptr, request, "request")) return err;
   return start_checked("MPI_Start", *request);
 }
 
 int MPI_Startall(int count, MPI_Request requests[]) {
+  const device::api_guard guard;
   const char *call = "MPI_Startall";
   if (int err = api::check_initialized(call)) return err;
   if (count < 0 || (count > 0 && requests == nullptr)) {

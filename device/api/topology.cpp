@@ -36,6 +36,7 @@ int check_ndims(const char *call, const communicator *comm, int ndims) {
 extern "C" {
 
 int MPI_Dims_create(int nnodes, int ndims, int dims[]) {
+  const device::api_guard guard;
   const char *call = "MPI_Dims_create";
   if (int err = check_ndims(call, nullptr, ndims)) return err;
   if (nnodes < 1) {
@@ -55,6 +56,7 @@ int MPI_Dims_create(int nnodes, int ndims, int dims[]) {
 
 int MPI_Cart_create(MPI_Comm comm_old, int ndims, const int dims[], const int periods[],
                     int reorder, MPI_Comm *comm_cart) {
+  const device::api_guard guard;
   const char *call = "MPI_Cart_create";
   (void)reorder;  // ranks keep their order, which MPI allows
   communicator *c = nullptr;
@@ -90,6 +92,7 @@ int MPI_Cart_create(MPI_Comm comm_old, int ndims, const int dims[], const int pe
 }
 
 int MPI_Cartdim_get(MPI_Comm comm, int *ndims) {
+  const device::api_guard guard;
   const char *call = "MPI_Cartdim_get";
   communicator *c = nullptr;
   const device::cart_topology *grid = nullptr;
@@ -100,6 +103,7 @@ int MPI_Cartdim_get(MPI_Comm comm, int *ndims) {
 }
 
 int MPI_Cart_get(MPI_Comm comm, int maxdims, int dims[], int periods[], int coords[]) {
+  const device::api_guard guard;
   const char *call = "MPI_Cart_get";
   communicator *c = nullptr;
   const device::cart_topology *grid = nullptr;
@@ -122,6 +126,7 @@ int MPI_Cart_get(MPI_Comm comm, int maxdims, int dims[], int periods[], int coor
 }
 
 int MPI_Cart_coords(MPI_Comm comm, int rank, int maxdims, int coords[]) {
+  const device::api_guard guard;
   const char *call = "MPI_Cart_coords";
   communicator *c = nullptr;
   const device::cart_topology *grid = nullptr;
@@ -142,6 +147,7 @@ int MPI_Cart_coords(MPI_Comm comm, int rank, int maxdims, int coords[]) {
 }
 
 int MPI_Cart_rank(MPI_Comm comm, const int coords[], int *rank) {
+  const device::api_guard guard;
   const char *call = "MPI_Cart_rank";
   communicator *c = nullptr;
   const device::cart_topology *grid = nullptr;
@@ -160,6 +166,7 @@ int MPI_Cart_rank(MPI_Comm comm, const int coords[], int *rank) {
 }
 
 int MPI_Cart_shift(MPI_Comm comm, int direction, int disp, int *rank_source, int *rank_dest) {
+  const device::api_guard guard;
   const char *call = "MPI_Cart_shift";
   communicator *c = nullptr;
   const device::cart_topology *grid = nullptr;
@@ -179,6 +186,7 @@ int MPI_Cart_shift(MPI_Comm comm, int direction, int disp, int *rank_source, int
 }
 
 int MPI_Topo_test(MPI_Comm comm, int *status) {
+  const device::api_guard guard;
   const char *call = "MPI_Topo_test";
   communicator *c = nullptr;
   if (int err = api::check_comm(call, comm, c)) return err;
@@ -261,6 +269,7 @@ int MPI_Dist_graph_create_adjacent(MPI_Comm comm_old, int indegree, const int so
                                    const int sourceweights[], int outdegree,
                                    const int destinations[], const int destweights[], MPI_Info info,
                                    int reorder, MPI_Comm *comm_dist_graph) {
+  const device::api_guard guard;
   const char *call = "MPI_Dist_graph_create_adjacent";
   (void)info;
   (void)reorder;  // ranks keep their order, which MPI allows
@@ -287,6 +296,7 @@ int MPI_Dist_graph_create_adjacent(MPI_Comm comm_old, int indegree, const int so
 int MPI_Dist_graph_create(MPI_Comm comm_old, int n, const int sources[], const int degrees[],
                           const int destinations[], const int weights[], MPI_Info info, int reorder,
                           MPI_Comm *comm_dist_graph) {
+  const device::api_guard guard;
   const char *call = "MPI_Dist_graph_create";
   (void)info;
   (void)reorder;
@@ -357,6 +367,7 @@ int MPI_Dist_graph_create(MPI_Comm comm_old, int n, const int sources[], const i
 }
 
 int MPI_Dist_graph_neighbors_count(MPI_Comm comm, int *indegree, int *outdegree, int *weighted) {
+  const device::api_guard guard;
   const char *call = "MPI_Dist_graph_neighbors_count";
   communicator *c = nullptr;
   const device::graph_topology *g = nullptr;
@@ -372,6 +383,7 @@ int MPI_Dist_graph_neighbors_count(MPI_Comm comm, int *indegree, int *outdegree,
 
 int MPI_Dist_graph_neighbors(MPI_Comm comm, int maxindegree, int sources[], int sourceweights[],
                              int maxoutdegree, int destinations[], int destweights[]) {
+  const device::api_guard guard;
   const char *call = "MPI_Dist_graph_neighbors";
   communicator *c = nullptr;
   const device::graph_topology *g = nullptr;

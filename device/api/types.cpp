@@ -76,6 +76,7 @@ int vector_of(const char *call, int count, int blocklength, std::int64_t stride_
 extern "C" {
 
 int MPI_Type_contiguous(int count, MPI_Datatype old, MPI_Datatype *newtype) {
+  const device::api_guard guard;
   const char *call = "MPI_Type_contiguous";
   if (int err = count_ok(call, count)) return err;
   const int len[1] = {count};
@@ -84,17 +85,20 @@ int MPI_Type_contiguous(int count, MPI_Datatype old, MPI_Datatype *newtype) {
 
 int MPI_Type_vector(int count, int blocklength, int stride, MPI_Datatype old,
                     MPI_Datatype *newtype) {
+  const device::api_guard guard;
   return vector_of("MPI_Type_vector", count, blocklength, std::int64_t{stride} * extent_of(old),
                    old, newtype);
 }
 
 int MPI_Type_create_hvector(int count, int blocklength, MPI_Aint stride, MPI_Datatype old,
                             MPI_Datatype *newtype) {
+  const device::api_guard guard;
   return vector_of("MPI_Type_create_hvector", count, blocklength, stride, old, newtype);
 }
 
 int MPI_Type_indexed(int count, const int blocklens[], const int displs[], MPI_Datatype old,
                      MPI_Datatype *newtype) {
+  const device::api_guard guard;
   const char *call = "MPI_Type_indexed";
   if (int err = count_ok(call, count)) return err;
   std::vector<std::int64_t> bytes;
@@ -104,6 +108,7 @@ int MPI_Type_indexed(int count, const int blocklens[], const int displs[], MPI_D
 
 int MPI_Type_create_hindexed(int count, const int blocklens[], const MPI_Aint displs[],
                              MPI_Datatype old, MPI_Datatype *newtype) {
+  const device::api_guard guard;
   const char *call = "MPI_Type_create_hindexed";
   if (int err = count_ok(call, count)) return err;
   return build_same(call, count, blocklens, old, std::vector<std::int64_t>(displs, displs + count),
@@ -112,6 +117,7 @@ int MPI_Type_create_hindexed(int count, const int blocklens[], const MPI_Aint di
 
 int MPI_Type_create_indexed_block(int count, int blocklength, const int displs[], MPI_Datatype old,
                                   MPI_Datatype *newtype) {
+  const device::api_guard guard;
   const char *call = "MPI_Type_create_indexed_block";
   if (int err = count_ok(call, count)) return err;
   std::vector<int> lens(static_cast<std::size_t>(count), blocklength);
@@ -122,6 +128,7 @@ int MPI_Type_create_indexed_block(int count, int blocklength, const int displs[]
 
 int MPI_Type_create_struct(int count, const int blocklens[], const MPI_Aint displs[],
                            const MPI_Datatype types[], MPI_Datatype *newtype) {
+  const device::api_guard guard;
   const char *call = "MPI_Type_create_struct";
   if (int err = count_ok(call, count)) return err;
   return build(call, count, blocklens, types, std::vector<std::int64_t>(displs, displs + count),
@@ -129,6 +136,7 @@ int MPI_Type_create_struct(int count, const int blocklens[], const MPI_Aint disp
 }
 
 int MPI_Type_create_resized(MPI_Datatype old, MPI_Aint lb, MPI_Aint extent, MPI_Datatype *newtype) {
+  const device::api_guard guard;
   const char *call = "MPI_Type_create_resized";
   const dtype *t = nullptr;
   if (int err = type_of(call, old, t)) return err;
@@ -138,6 +146,7 @@ int MPI_Type_create_resized(MPI_Datatype old, MPI_Aint lb, MPI_Aint extent, MPI_
 }
 
 int MPI_Type_dup(MPI_Datatype old, MPI_Datatype *newtype) {
+  const device::api_guard guard;
   const char *call = "MPI_Type_dup";
   const dtype *t = nullptr;
   if (int err = type_of(call, old, t)) return err;
@@ -155,6 +164,7 @@ int MPI_Type_dup(MPI_Datatype old, MPI_Datatype *newtype) {
 }
 
 int MPI_Type_commit(MPI_Datatype *handle) {
+  const device::api_guard guard;
   const char *call = "MPI_Type_commit";
   if (int err = api::check_not_null(call, nullptr, handle, "datatype")) return err;
   const dtype *t = nullptr;
@@ -164,6 +174,7 @@ int MPI_Type_commit(MPI_Datatype *handle) {
 }
 
 int MPI_Type_free(MPI_Datatype *handle) {
+  const device::api_guard guard;
   const char *call = "MPI_Type_free";
   if (int err = api::check_not_null(call, nullptr, handle, "datatype")) return err;
   const dtype *t = nullptr;
@@ -180,6 +191,7 @@ int MPI_Type_free(MPI_Datatype *handle) {
 }
 
 int MPI_Type_size_x(MPI_Datatype handle, MPI_Count *size) {
+  const device::api_guard guard;
   const dtype *t = nullptr;
   if (int err = type_of("MPI_Type_size", handle, t)) return err;
   if (int err = api::check_not_null("MPI_Type_size", nullptr, size, "size")) return err;
@@ -188,6 +200,7 @@ int MPI_Type_size_x(MPI_Datatype handle, MPI_Count *size) {
 }
 
 int MPI_Type_size(MPI_Datatype handle, int *size) {
+  const device::api_guard guard;
   if (int err = api::check_not_null("MPI_Type_size", nullptr, size, "size")) return err;
   MPI_Count n = 0;
   if (int err = MPI_Type_size_x(handle, &n)) return err;
@@ -196,6 +209,7 @@ int MPI_Type_size(MPI_Datatype handle, int *size) {
 }
 
 int MPI_Type_get_extent(MPI_Datatype handle, MPI_Aint *lb, MPI_Aint *extent) {
+  const device::api_guard guard;
   const char *call = "MPI_Type_get_extent";
   const dtype *t = nullptr;
   if (int err = type_of(call, handle, t)) return err;
@@ -208,6 +222,7 @@ int MPI_Type_get_extent(MPI_Datatype handle, MPI_Aint *lb, MPI_Aint *extent) {
 }
 
 int MPI_Type_get_true_extent(MPI_Datatype handle, MPI_Aint *lb, MPI_Aint *extent) {
+  const device::api_guard guard;
   const char *call = "MPI_Type_get_true_extent";
   const dtype *t = nullptr;
   if (int err = type_of(call, handle, t)) return err;
@@ -220,6 +235,7 @@ int MPI_Type_get_true_extent(MPI_Datatype handle, MPI_Aint *lb, MPI_Aint *extent
 }
 
 int MPI_Type_get_name(MPI_Datatype handle, char *name, int *resultlen) {
+  const device::api_guard guard;
   const char *call = "MPI_Type_get_name";
   const dtype *t = nullptr;
   if (int err = type_of(call, handle, t)) return err;
@@ -232,6 +248,7 @@ int MPI_Type_get_name(MPI_Datatype handle, char *name, int *resultlen) {
 }
 
 int MPI_Type_set_name(MPI_Datatype handle, const char *name) {
+  const device::api_guard guard;
   const char *call = "MPI_Type_set_name";
   const dtype *t = nullptr;
   if (int err = type_of(call, handle, t)) return err;
@@ -241,12 +258,14 @@ int MPI_Type_set_name(MPI_Datatype handle, const char *name) {
 }
 
 int MPI_Get_address(const void *location, MPI_Aint *address) {
+  const device::api_guard guard;
   if (int err = api::check_not_null("MPI_Get_address", nullptr, address, "address")) return err;
   *address = static_cast<MPI_Aint>(reinterpret_cast<std::uintptr_t>(location));
   return MPI_SUCCESS;
 }
 
 int MPI_Pack_size(int incount, MPI_Datatype handle, MPI_Comm comm, int *size) {
+  const device::api_guard guard;
   const char *call = "MPI_Pack_size";
   api::communicator *c = nullptr;
   if (int err = api::check_comm(call, comm, c)) return err;
@@ -260,6 +279,7 @@ int MPI_Pack_size(int incount, MPI_Datatype handle, MPI_Comm comm, int *size) {
 
 int MPI_Pack(const void *inbuf, int incount, MPI_Datatype handle, void *outbuf, int outsize,
              int *position, MPI_Comm comm) {
+  const device::api_guard guard;
   const char *call = "MPI_Pack";
   api::communicator *c = nullptr;
   if (int err = api::check_comm(call, comm, c)) return err;
@@ -283,6 +303,7 @@ int MPI_Pack(const void *inbuf, int incount, MPI_Datatype handle, void *outbuf, 
 
 int MPI_Unpack(const void *inbuf, int insize, int *position, void *outbuf, int outcount,
                MPI_Datatype handle, MPI_Comm comm) {
+  const device::api_guard guard;
   const char *call = "MPI_Unpack";
   api::communicator *c = nullptr;
   if (int err = api::check_comm(call, comm, c)) return err;

@@ -1,6 +1,5 @@
 // The MPI-4 C functions of the families Iris does not implement yet:
-// one-sided communication, sessions, dynamic processes, MPI-IO and
-// nonblocking collectives. Each one links, and reports
+// one-sided communication, sessions, dynamic processes and MPI-IO. Each one links, and reports
 // MPI_ERR_UNSUPPORTED_OPERATION through the error handler of its
 // communicator argument (MPI_COMM_WORLD's when it has none) with a line that
 // names the call and the family. Output arguments are left untouched.
@@ -10,7 +9,7 @@ using namespace iris;
 
 namespace {
 
-enum family { one_sided, sessions, dynamic_processes, mpi_io, nonblocking_collectives };
+enum family { one_sided, sessions, dynamic_processes, mpi_io };
 
 const char *family_name(family f) {
   switch (f) {
@@ -22,8 +21,6 @@ const char *family_name(family f) {
       return "dynamic processes";
     case mpi_io:
       return "MPI-IO";
-    case nonblocking_collectives:
-      return "nonblocking collectives";
   }
   return "?";
 }
@@ -428,71 +425,6 @@ int MPI_File_get_errhandler(MPI_File, MPI_Errhandler *) {
 }
 int MPI_File_call_errhandler(MPI_File, int) {
   return unsupported("MPI_File_call_errhandler", mpi_io, MPI_COMM_NULL);
-}
-
-// Nonblocking collectives
-int MPI_Ibarrier(MPI_Comm comm, MPI_Request *) {
-  return unsupported("MPI_Ibarrier", nonblocking_collectives, comm);
-}
-int MPI_Ibcast(void *, int, MPI_Datatype, int, MPI_Comm comm, MPI_Request *) {
-  return unsupported("MPI_Ibcast", nonblocking_collectives, comm);
-}
-int MPI_Igather(const void *, int, MPI_Datatype, void *, int, MPI_Datatype, int, MPI_Comm comm,
-                MPI_Request *) {
-  return unsupported("MPI_Igather", nonblocking_collectives, comm);
-}
-int MPI_Igatherv(const void *, int, MPI_Datatype, void *, const int *, const int *, MPI_Datatype,
-                 int, MPI_Comm comm, MPI_Request *) {
-  return unsupported("MPI_Igatherv", nonblocking_collectives, comm);
-}
-int MPI_Iscatter(const void *, int, MPI_Datatype, void *, int, MPI_Datatype, int, MPI_Comm comm,
-                 MPI_Request *) {
-  return unsupported("MPI_Iscatter", nonblocking_collectives, comm);
-}
-int MPI_Iscatterv(const void *, const int *, const int *, MPI_Datatype, void *, int, MPI_Datatype,
-                  int, MPI_Comm comm, MPI_Request *) {
-  return unsupported("MPI_Iscatterv", nonblocking_collectives, comm);
-}
-int MPI_Iallgather(const void *, int, MPI_Datatype, void *, int, MPI_Datatype, MPI_Comm comm,
-                   MPI_Request *) {
-  return unsupported("MPI_Iallgather", nonblocking_collectives, comm);
-}
-int MPI_Iallgatherv(const void *, int, MPI_Datatype, void *, const int *, const int *, MPI_Datatype,
-                    MPI_Comm comm, MPI_Request *) {
-  return unsupported("MPI_Iallgatherv", nonblocking_collectives, comm);
-}
-int MPI_Ialltoall(const void *, int, MPI_Datatype, void *, int, MPI_Datatype, MPI_Comm comm,
-                  MPI_Request *) {
-  return unsupported("MPI_Ialltoall", nonblocking_collectives, comm);
-}
-int MPI_Ialltoallv(const void *, const int *, const int *, MPI_Datatype, void *, const int *,
-                   const int *, MPI_Datatype, MPI_Comm comm, MPI_Request *) {
-  return unsupported("MPI_Ialltoallv", nonblocking_collectives, comm);
-}
-int MPI_Ialltoallw(const void *, const int *, const int *, const MPI_Datatype *, void *,
-                   const int *, const int *, const MPI_Datatype *, MPI_Comm comm, MPI_Request *) {
-  return unsupported("MPI_Ialltoallw", nonblocking_collectives, comm);
-}
-int MPI_Ireduce(const void *, void *, int, MPI_Datatype, MPI_Op, int, MPI_Comm comm,
-                MPI_Request *) {
-  return unsupported("MPI_Ireduce", nonblocking_collectives, comm);
-}
-int MPI_Iallreduce(const void *, void *, int, MPI_Datatype, MPI_Op, MPI_Comm comm, MPI_Request *) {
-  return unsupported("MPI_Iallreduce", nonblocking_collectives, comm);
-}
-int MPI_Ireduce_scatter(const void *, void *, const int *, MPI_Datatype, MPI_Op, MPI_Comm comm,
-                        MPI_Request *) {
-  return unsupported("MPI_Ireduce_scatter", nonblocking_collectives, comm);
-}
-int MPI_Ireduce_scatter_block(const void *, void *, int, MPI_Datatype, MPI_Op, MPI_Comm comm,
-                              MPI_Request *) {
-  return unsupported("MPI_Ireduce_scatter_block", nonblocking_collectives, comm);
-}
-int MPI_Iscan(const void *, void *, int, MPI_Datatype, MPI_Op, MPI_Comm comm, MPI_Request *) {
-  return unsupported("MPI_Iscan", nonblocking_collectives, comm);
-}
-int MPI_Iexscan(const void *, void *, int, MPI_Datatype, MPI_Op, MPI_Comm comm, MPI_Request *) {
-  return unsupported("MPI_Iexscan", nonblocking_collectives, comm);
 }
 
 // Not an error: a process that was not spawned has no parent.

@@ -57,7 +57,7 @@ int request_finish(MPI_Request *handle, MPI_Status *status) {
   device::request &r = live(*handle);
   device::typed_recv_finish(r);
   api::status_fill(status, r);
-  const int error = r.kind == device::request_kind::recv ? r.status_error : MPI_SUCCESS;
+  const int error = r.kind != device::request_kind::send ? r.status_error : MPI_SUCCESS;
   if (r.persistent.op != device::persistent_op::none) {
     r.active = false;
     return error;
@@ -117,59 +117,66 @@ int finish_some(int count, MPI_Request requests[], int indices[], MPI_Status sta
 extern "C" {
 
 int MPI_Wait(MPI_Request *request, MPI_Status *status) {
-  const char *call = "MPI_Wait";
-  if (int err = api::check_not_null(call, nullptr, request, "request")) return err;
-  if (int err = check_requests(call, 1, request)) return err;
-  if (*request == MPI_REQUEST_NULL) {
-    api::status_empty(status);
-    return MPI_SUCCESS;
-  }
-  device::request &r = live(*request);
-  device::progress_until([&r] { return r.complete; });
-  const device::communicator *comm = r.comm;
-  return single_result(call, comm, request_finish(request, status));
+  return device::api_call([&] {
+    const char *call = "MPI_Wait";
+    if (int err = api::check_not_null(call, nullptr, request, "request")) return err;
+    if (int err = check_requests(call, 1, request)) return err;
+    if (*request == MPI_REQUEST_NULL) {
+      api::status_empty(status);
+      return MPI_SUCCESS;
+    }
+    device::request &r = live(*request);
+    device::progress_until([&r] { return r.complete; });
+    const device::communicator *comm = r.comm;
+    return single_result(call, comm, request_finish(request, status));
+  });
 }
 
 int MPI_Test(MPI_Request *request, int *flag, MPI_Status *status) {
-  const char *call = "MPI_Test";
-  if (int err = api::check_not_null(call, nullptr, request, "request")) return err;
-  if (int err = api::check_not_null(call, nullptr, flag, "flag")) return err;
-  if (int err = check_requests(call, 1, request)) return err;
-  if (*request == MPI_REQUEST_NULL) {
-    *flag = 1;
-    api::status_empty(status);
-    return MPI_SUCCESS;
-  }
-  device::request &r = live(*request);
-  if (!r.complete) device::progress_poll();
-  *flag = r.complete ? 1 : 0;
-  if (!r.complete) return MPI_SUCCESS;
-  const device::communicator *comm = r.comm;
-  return single_result(call, comm, request_finish(request, status));
+  return device::api_call([&] {
+    const char *call = "MPI_Test";
+    if (int err = api::check_not_null(call, nullptr, request, "request")) return err;
+    if (int err = api::check_not_null(call, nullptr, flag, "flag")) return err;
+    if (int err = check_requests(call, 1, request)) return err;
+    if (*request == MPI_REQUEST_NULL) {
+      *flag = 1;
+      api::status_empty(status);
+      return MPI_SUCCESS;
+    }
+    device::request &r = live(*request);
+    if (!r.complete) device::progress_poll();
+    *flag = r.complete ? 1 : 0;
+    if (!r.complete) return MPI_SUCCESS;
+    const device::communicator *comm = r.comm;
+    return single_result(call, comm, request_finish(request, status));
+  });
 }
 
 int MPI_Waitall(int count, MPI_Request requests[], MPI_Status statuses[]) {
-  const char *call = "MPI_Waitall";
-  if (int err = check_requests(call, count, requests)) return err;
-  int first_open = 0;  // everything before it is complete
-  device::progress_until([&] {
-    while (first_open < count && finished(requests[first_open])) ++first_open;
-    return first_open == count;
-  });
-  bool any_error = false;
-  for (int i = 0; i < count; ++i) {
-    MPI_Status *status = status_at(statuses, i);
-    if (requests[i] == MPI_REQUEST_NULL) {
-      api::status_empty(status);
-      continue;
+  return device::api_call([&] {
+    const char *call = "MPI_Waitall";
+    if (int err = check_requests(call, count, requests)) return err;
+    int first_open = 0;  // everything before it is complete
+    device::progress_until([&] {
+      while (first_open < count && finished(requests[first_open])) ++first_open;
+      return first_open == count;
+    });
+    bool any_error = false;
+    for (int i = 0; i < count; ++i) {
+      MPI_Status *status = status_at(statuses, i);
+      if (requests[i] == MPI_REQUEST_NULL) {
+        api::status_empty(status);
+        continue;
+      }
+      const int error = request_finish(&requests[i], status);
+      any_error = any_error || error != MPI_SUCCESS;
     }
-    const int error = request_finish(&requests[i], status);
-    any_error = any_error || error != MPI_SUCCESS;
-  }
-  return in_status_result(call, any_error);
+    return in_status_result(call, any_error);
+  });
 }
 
 int MPI_Testall(int count, MPI_Request requests[], int *flag, MPI_Status statuses[]) {
+  const device::api_guard guard;
   const char *call = "MPI_Testall";
   if (int err = api::check_not_null(call, nullptr, flag, "flag")) return err;
   if (int err = check_requests(call, count, requests)) return err;
@@ -191,6 +198,7 @@ int MPI_Testall(int count, MPI_Request requests[], int *flag, MPI_Status statuse
 }
 
 int MPI_Waitany(int count, MPI_Request requests[], int *index, MPI_Status *status) {
+  const device::api_guard guard;
   const char *call = "MPI_Waitany";
   if (int err = api::check_not_null(call, nullptr, index, "index")) return err;
   if (int err = check_requests(call, count, requests)) return err;
@@ -206,6 +214,7 @@ int MPI_Waitany(int count, MPI_Request requests[], int *index, MPI_Status *statu
 }
 
 int MPI_Testany(int count, MPI_Request requests[], int *index, int *flag, MPI_Status *status) {
+  const device::api_guard guard;
   const char *call = "MPI_Testany";
   if (int err = api::check_not_null(call, nullptr, index, "index")) return err;
   if (int err = api::check_not_null(call, nullptr, flag, "flag")) return err;
@@ -225,6 +234,7 @@ int MPI_Testany(int count, MPI_Request requests[], int *index, int *flag, MPI_St
 
 int MPI_Waitsome(int incount, MPI_Request requests[], int *outcount, int indices[],
                  MPI_Status statuses[]) {
+  const device::api_guard guard;
   const char *call = "MPI_Waitsome";
   if (int err = api::check_not_null(call, nullptr, outcount, "outcount")) return err;
   if (int err = check_requests(call, incount, requests)) return err;
@@ -239,6 +249,7 @@ int MPI_Waitsome(int incount, MPI_Request requests[], int *outcount, int indices
 
 int MPI_Testsome(int incount, MPI_Request requests[], int *outcount, int indices[],
                  MPI_Status statuses[]) {
+  const device::api_guard guard;
   const char *call = "MPI_Testsome";
   if (int err = api::check_not_null(call, nullptr, outcount, "outcount")) return err;
   if (int err = check_requests(call, incount, requests)) return err;
@@ -252,6 +263,7 @@ int MPI_Testsome(int incount, MPI_Request requests[], int *outcount, int indices
 }
 
 int MPI_Request_free(MPI_Request *request) {
+  const device::api_guard guard;
   const char *call = "MPI_Request_free";
   if (int err = api::check_not_null(call, nullptr, request, "request")) return err;
   if (*request == MPI_REQUEST_NULL) {
@@ -269,6 +281,7 @@ int MPI_Request_free(MPI_Request *request) {
 }
 
 int MPI_Cancel(MPI_Request *request) {
+  const device::api_guard guard;
   const char *call = "MPI_Cancel";
   if (int err = api::check_not_null(call, nullptr, request, "request")) return err;
   if (*request == MPI_REQUEST_NULL) {
@@ -281,6 +294,7 @@ int MPI_Cancel(MPI_Request *request) {
 }
 
 int MPI_Test_cancelled(const MPI_Status *status, int *flag) {
+  const device::api_guard guard;
   const char *call = "MPI_Test_cancelled";
   if (int err = api::check_not_null(call, nullptr, status, "status")) return err;
   if (int err = api::check_not_null(call, nullptr, flag, "flag")) return err;
@@ -290,6 +304,7 @@ int MPI_Test_cancelled(const MPI_Status *status, int *flag) {
 
 // Like MPI_Test, but the request stays as it is (not freed, not inactive).
 int MPI_Request_get_status(MPI_Request request, int *flag, MPI_Status *status) {
+  const device::api_guard guard;
   const char *call = "MPI_Request_get_status";
   if (int err = api::check_not_null(call, nullptr, flag, "flag")) return err;
   if (int err = check_requests(call, 1, &request)) return err;

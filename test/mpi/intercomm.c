@@ -1,7 +1,8 @@
 /* An intercommunicator built from two halves of MPI_COMM_WORLD (even and
  * odd world ranks): sizes, groups and test_inter; point-to-point across it
  * with wildcards; a dup with its own traffic; a merge in both orders; and
- * MPI_ERR_COMM for collectives over it. Needs 2 ranks or more (at 1 it
+ * the collectives over it (MPI_ROOT / MPI_PROC_NULL roots), blocking and
+ * nonblocking, each result checked; Scan over it is MPI_ERR_COMM. Needs 2 ranks or more (at 1 it
  * only checks the intracommunicator answers). */
 #include <stdlib.h>
 
@@ -50,6 +51,98 @@ static void check_merged(MPI_Comm merged, int odd_first, const char *what) {
   int sum = 0;
   MPI_Allreduce(&rank, &sum, 1, MPI_INT, MPI_SUM, merged);
   CHECK(sum == size * (size - 1) / 2, "%s: allreduce gave %d", what, sum);
+}
+
+/* The collectives over an intercommunicator of evens (world ranks 0, 2, ..)
+ * and odds: local rank = world rank / 2; remote rank i is world rank 2i + 1
+ * (seen from the evens) or 2i (from the odds). */
+static void inter_collectives(MPI_Comm inter) {
+  const int even = rank % 2 == 0;
+  const int me = rank / 2;
+  int rsize = 0;
+  MPI_Comm_remote_size(inter, &rsize);
+  int *blocks = malloc(sizeof(int) * (size_t)(rsize + 1));
+  int *out = malloc(sizeof(int) * (size_t)(rsize + 1));
+  CHECK(MPI_Barrier(inter) == MPI_SUCCESS, "inter barrier");
+  /* Bcast from the evens' rank 0. */
+  int x = even && me == 0 ? 77 : -1;
+  const int from_evens = even ? (me == 0 ? MPI_ROOT : MPI_PROC_NULL) : 0;
+  const int from_odds = even ? 0 : (me == 0 ? MPI_ROOT : MPI_PROC_NULL);
+  CHECK(MPI_Bcast(&x, 1, MPI_INT, from_evens, inter) == MPI_SUCCESS, "inter bcast");
+  CHECK(x == (even && me != 0 ? -1 : 77), "inter bcast gave %d", x);
+  /* Allreduce: each group gets the sum of the other's world ranks. */
+  int want = 0;
+  for (int i = 0; i < rsize; ++i) want += even ? 2 * i + 1 : 2 * i;
+  int sum = -1;
+  MPI_Allreduce(&rank, &sum, 1, MPI_INT, MPI_SUM, inter);
+  CHECK(sum == want, "inter allreduce gave %d, want %d", sum, want);
+  sum = -1;
+  MPI_Request r;
+  MPI_Iallreduce(&rank, &sum, 1, MPI_INT, MPI_SUM, inter, &r);
+  MPI_Wait(&r, MPI_STATUS_IGNORE);
+  CHECK(sum == want, "inter iallreduce gave %d, want %d", sum, want);
+  /* Reduce to the odds' rank 0 of the evens' world ranks + 1. */
+  const int mine = rank + 1;
+  sum = -1;
+  MPI_Reduce(&mine, &sum, 1, MPI_INT, MPI_SUM, from_odds, inter);
+  if (!even && me == 0) CHECK(sum == want + rsize, "inter reduce gave %d", sum);
+  /* Gather the odds' world ranks at the evens' rank 0. */
+  for (int i = 0; i < rsize; ++i) blocks[i] = -1;
+  MPI_Gather(&rank, 1, MPI_INT, blocks, 1, MPI_INT, from_evens, inter);
+  for (int i = 0; even && me == 0 && i < rsize; ++i) {
+    CHECK(blocks[i] == 2 * i + 1, "inter gather [%d] = %d", i, blocks[i]);
+  }
+  /* Scatter 1000 + i from the odds' rank 0 to the evens. */
+  for (int i = 0; i < rsize; ++i) blocks[i] = 1000 + i;
+  x = -1;
+  MPI_Scatter(blocks, 1, MPI_INT, &x, 1, MPI_INT, from_odds, inter);
+  if (even) CHECK(x == 1000 + me, "inter scatter gave %d", x);
+  /* Allgather and Alltoall. */
+  MPI_Allgather(&rank, 1, MPI_INT, out, 1, MPI_INT, inter);
+  for (int i = 0; i < rsize; ++i) {
+    CHECK(out[i] == (even ? 2 * i + 1 : 2 * i), "inter allgather [%d] = %d", i, out[i]);
+  }
+  for (int i = 0; i < rsize; ++i) blocks[i] = rank * 100 + i;
+  MPI_Alltoall(blocks, 1, MPI_INT, out, 1, MPI_INT, inter);
+  for (int i = 0; i < rsize; ++i) {
+    const int peer = even ? 2 * i + 1 : 2 * i;
+    CHECK(out[i] == peer * 100 + me, "inter alltoall [%d] = %d", i, out[i]);
+  }
+  /* Reduce_scatter_block and Reduce_scatter: each group reduces
+   * (local size x count) elements, w + j from world rank w, and the other
+   * group gets them in blocks; the counts make both totals local x remote. */
+  int lsize = 0;
+  MPI_Comm_size(inter, &lsize);
+  const int count = rsize;
+  int *send = malloc(sizeof(int) * (size_t)(lsize * count));
+  int *got = malloc(sizeof(int) * (size_t)count);
+  int *counts = malloc(sizeof(int) * (size_t)lsize);
+  int others = 0; /* the sum of the other group's world ranks */
+  for (int i = 0; i < rsize; ++i) others += even ? 2 * i + 1 : 2 * i;
+  for (int j = 0; j < lsize * count; ++j) send[j] = rank + j;
+  for (int k = 0; k < lsize; ++k) counts[k] = count;
+  for (int v = 0; v < 2; ++v) {
+    for (int j = 0; j < count; ++j) got[j] = -1;
+    if (v) {
+      MPI_Reduce_scatter(send, got, counts, MPI_INT, MPI_SUM, inter);
+    } else {
+      MPI_Reduce_scatter_block(send, got, count, MPI_INT, MPI_SUM, inter);
+    }
+    for (int j = 0; j < count; ++j) {
+      const int at = me * count + j;
+      CHECK(got[j] == others + rsize * at, "inter reduce_scatter%s [%d] = %d", v ? "" : "_block", j,
+            got[j]);
+    }
+  }
+  free(send);
+  free(got);
+  free(counts);
+  /* Scan is not defined over an intercommunicator. */
+  MPI_Comm_set_errhandler(inter, MPI_ERRORS_RETURN);
+  const int err = MPI_Scan(&rank, &sum, 1, MPI_INT, MPI_SUM, inter);
+  CHECK(err == MPI_ERR_COMM, "Scan over the intercommunicator returned %d", err);
+  free(blocks);
+  free(out);
 }
 
 int main(int argc, char **argv) {
@@ -106,12 +199,7 @@ int main(int argc, char **argv) {
     exchange(dup, 5, "dup");
     exchange(inter, 5, "intercomm again");
 
-    /* Collectives over it are not supported yet. */
-    const int err = MPI_Barrier(inter);
-    CHECK(err == MPI_ERR_COMM, "Barrier over the intercommunicator returned %d", err);
-    int x = 0;
-    const int berr = MPI_Bcast(&x, 1, MPI_INT, 0, inter);
-    CHECK(berr == MPI_ERR_COMM, "Bcast over the intercommunicator returned %d", berr);
+    inter_collectives(inter);
     MPI_Comm none = MPI_COMM_NULL;
     const int serr = MPI_Comm_split(inter, 0, 0, &none);
     CHECK(serr == MPI_ERR_COMM && none == MPI_COMM_NULL, "split of it returned %d", serr);

@@ -30,6 +30,7 @@
 #include "device/recv.hpp"
 #include "device/rendezvous.hpp"
 #include "device/runtime.hpp"
+#include "device/schedule.hpp"
 #include "device/send.hpp"
 #include "device/transport_self.hpp"
 #include "shm/ring.hpp"
@@ -498,6 +499,70 @@ TEST_P(Protocols, UnexpectedEagerDataStopsAllocatingOnceThePoolIsWarm) {
   EXPECT_GT(warm, 0U) << "the first round parks data longer than the inline bytes";
   for (int i = 0; i < 5; ++i) round();
   EXPECT_EQ(rt->matching.buffers().heap_allocations(), warm);
+}
+
+// A collective's schedule over the loopback: its sends to "rank 1" come back
+// to its own receives (as from rank 0, like every looped message here). Round 2 combines what round
+// 1 received, so it must not start before round 1 is done; a persistent schedule runs again with
+// new data; a second schedule's messages (the next sequence number) never complete the first one's
+// receive.
+TEST_P(Protocols, ScheduleRunsItsRoundsInOrderAndAgainOnRestart) {
+  const int n = static_cast<int>(peer().eager_limit / sizeof(int)) + 100;  // rendezvous
+  const dtype &ints = *dtype_lookup(MPI_INT);
+  std::vector<int> a(static_cast<std::size_t>(n));
+  std::vector<int> got(a.size());
+  std::vector<int> sum(a.size());
+  std::vector<int> echo(a.size());
+  auto s = std::make_unique<schedule>(comm_);
+  const typed_buffer img = s->scratch(n, ints);
+  s->copy({a.data(), n, &ints}, img);
+  s->send(img, peer_rank);
+  s->recv({got.data(), n, &ints}, 0);
+  s->fence();
+  s->reduce({got.data(), n, &ints}, {sum.data(), n, &ints}, MPI_SUM, MPI_INT);
+  s->send({sum.data(), n, &ints}, peer_rank, 1);
+  s->recv({echo.data(), n, &ints}, 0, 1);
+  request *r = rt->requests.allocate(request_kind::coll, &comm_);
+  schedule_attach(*r, std::move(s), true);
+  EXPECT_TRUE(r->complete) << "a persistent schedule waits for its start";
+  for (int round = 0; round < 3; ++round) {
+    SCOPED_TRACE("round " + std::to_string(round));
+    for (int i = 0; i < n; ++i) {
+      a[static_cast<std::size_t>(i)] = i * 3 + round;
+      sum[static_cast<std::size_t>(i)] = 1000;
+    }
+    schedule_start(*r);
+    progress_until([r] { return r->complete; });
+    EXPECT_EQ(r->status_error, MPI_SUCCESS);
+    EXPECT_EQ(got, a);
+    for (int i = 0; i < n; ++i) ASSERT_EQ(sum[static_cast<std::size_t>(i)], i * 3 + round + 1000);
+    EXPECT_EQ(echo, sum);
+  }
+  EXPECT_EQ(schedules_active, 0U);
+  rt->requests.release(r);
+
+  int first = -1;
+  int second = 7;
+  // What the first schedule's messages carry: its sequence number, sub-tag 0.
+  const int waits_tag = tag_nbc_base + static_cast<int>(comm_.nbc_sequence << 8);
+  auto waits = std::make_unique<schedule>(comm_);
+  waits->recv({&first, 1, &ints}, 0);
+  auto sends = std::make_unique<schedule>(comm_);
+  sends->send({&second, 1, &ints}, peer_rank);
+  request *w = rt->requests.allocate(request_kind::coll, &comm_);
+  request *x = rt->requests.allocate(request_kind::coll, &comm_);
+  schedule_attach(*w, std::move(waits), false);
+  schedule_attach(*x, std::move(sends), false);
+  progress_until([x] { return x->complete; });
+  for (int polls = 0; polls < 100; ++polls) progress_poll();
+  EXPECT_FALSE(w->complete) << "another schedule's message matched";
+  EXPECT_EQ(first, -1);
+  rt->requests.release(x);
+  wait(send_start(comm_, comm_.collective_context(), &second, sizeof(second), peer_rank, waits_tag,
+                  send_mode::standard, true));
+  progress_until([w] { return w->complete; });
+  EXPECT_EQ(first, 7);
+  rt->requests.release(w);
 }
 
 INSTANTIATE_TEST_SUITE_P(Loopback, Protocols,

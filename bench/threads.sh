@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# MPI_THREAD_MULTIPLE side by side: builds bench/threads_rate.c with Iris's,
+# MPICH's and Open MPI's mpicc and runs them in turn, ROUNDS times, 2 ranks
+# on shared memory: Iris at SINGLE and at MULTIPLE (one thread's latency),
+# then each MPI at MULTIPLE with 1, 2 and 4 threads per rank. Prints each
+# run's lines prefixed by the run's name; a missing MPI is skipped.
+#   bench/threads.sh [build-dir] [rounds] [trials]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+build=${1:-build}
+rounds=${2:-3}
+trials=${3:-5}
+out=${OUT:-/tmp/iris-threads}
+mkdir -p "$out"
+ninja -C "$build" bench/threads_rate pmi/mpiexec >/dev/null
+declare -A run
+names="iris_single iris"
+run[iris_single]="$build/pmi/mpiexec -n 2 $build/bench/threads_rate single"
+run[iris]="$build/pmi/mpiexec -n 2 $build/bench/threads_rate multiple"
+if command -v mpicc.mpich >/dev/null; then
+  mpicc.mpich -O2 -Wno-stringop-overflow -o "$out/threads_rate.mpich" bench/threads_rate.c -lpthread
+  run[mpich]="mpiexec.mpich -n 2 $out/threads_rate.mpich multiple"
+  names="$names mpich"
+fi
+if command -v mpicc.openmpi >/dev/null; then
+  mpicc.openmpi -O2 -Wno-stringop-overflow -o "$out/threads_rate.openmpi" bench/threads_rate.c -lpthread
+  run[openmpi]="mpirun.openmpi --allow-run-as-root --oversubscribe -n 2 $out/threads_rate.openmpi multiple"
+  names="$names openmpi"
+fi
+for round in $(seq 1 "$rounds"); do
+  for name in $names; do
+    # shellcheck disable=SC2086  # the command line is meant to split
+    ${run[$name]} "$trials" 2>&1 | sed "s/^/$name round $round: /" || echo "$name round $round failed"
+  done
+done

@@ -1,0 +1,173 @@
+// The schedule engine: rounds of steps advanced by the progress engine. See
+// schedule.hpp.
+#include "device/schedule.hpp"
+
+#include <algorithm>
+
+#include "device/op.hpp"
+#include "device/progress.hpp"
+#include "device/runtime.hpp"
+
+namespace iris::device {
+
+namespace {
+
+// The started schedules' requests, in start order. Touched only by the
+// thread inside the library (Iris serializes callers).
+std::vector<request *> &started() {
+  static std::vector<request *> list;
+  return list;
+}
+
+// schedule_progress runs inside progress_poll, where a send never polls
+// again (credit_short_poll); this makes that a rule here too, so that no
+// schedule advances from inside its own advance.
+bool advancing = false;
+
+}  // namespace
+
+std::size_t schedules_active = 0;
+
+schedule::schedule(communicator &comm)
+    : comm_(&comm),
+      tag_(tag_nbc_base + static_cast<int>((comm.nbc_sequence++ & nbc_sequence_mask) << 8)) {
+  if (comm.inter) local_ = std::make_unique<communicator>(inter_local_group(comm));
+}
+
+void schedule::send(const typed_buffer &what, int to, int sub) {
+  steps_.push_back({step_kind::send, what, {}, to, sub, 0, 0, on_local_});
+}
+
+void schedule::recv(const typed_buffer &where, int from, int sub) {
+  steps_.push_back({step_kind::recv, where, {}, from, sub, 0, 0, on_local_});
+}
+
+void schedule::reduce(const typed_buffer &in, const typed_buffer &inout, int op, int datatype) {
+  steps_.push_back({step_kind::reduce, in, inout, 0, 0, op, datatype});
+}
+
+void schedule::copy(const typed_buffer &from, const typed_buffer &to) {
+  steps_.push_back({step_kind::copy, from, to});
+}
+
+void schedule::fence() {
+  if (!steps_.empty() && steps_.back().kind != step_kind::fence) {
+    steps_.push_back({step_kind::fence, {}, {}});
+  }
+}
+
+typed_buffer schedule::scratch(int count, const dtype &type) {
+  images_.push_back(std::make_unique<typed_image>(count, type));
+  return images_.back()->view();
+}
+
+void schedule::restart() {
+  next_ = 0;
+  error_ = MPI_SUCCESS;
+}
+
+void schedule::run(const step &s) {
+  request *r = nullptr;
+  typed_status status = typed_status::done;
+  const communicator &to = s.local ? *local_ : *comm_;
+  switch (s.kind) {
+    case step_kind::send:
+      status = typed_send_start(to, to.collective_context(), s.a, s.peer, tag_ + s.sub,
+                                send_mode::standard, true, r);
+      break;
+    case step_kind::recv:
+      status = typed_recv_start(to, to.collective_context(), s.a, s.peer, tag_ + s.sub, r);
+      break;
+    case step_kind::reduce:
+      op_apply(s.op, s.a.base, s.b.base, static_cast<std::size_t>(s.a.count), s.datatype);
+      break;
+    case step_kind::copy:
+      typed_copy(s.a, s.b);
+      break;
+    case step_kind::fence:
+      break;
+  }
+  if (status != typed_status::done && error_ == MPI_SUCCESS) error_ = MPI_ERR_NO_MEM;
+  if (r != nullptr) pending_.push_back(r);
+}
+
+bool schedule::advance() {
+  for (;;) {
+    for (request *r : pending_) {
+      if (!r->complete) return false;
+    }
+    for (request *r : pending_) {
+      typed_recv_finish(*r);
+      if (r->kind == request_kind::recv && r->status_error != MPI_SUCCESS &&
+          error_ == MPI_SUCCESS) {
+        error_ = r->status_error;
+      }
+      rt->requests.release(r);
+    }
+    pending_.clear();
+    if (next_ == steps_.size()) return true;
+    while (next_ < steps_.size()) {
+      const step &s = steps_[next_++];
+      if (s.kind == step_kind::fence) break;
+      run(s);
+    }
+  }
+}
+
+void schedule_delete(schedule *s) {
+  delete s;
+}
+
+void schedule_attach(request &r, std::unique_ptr<schedule> s, bool persistent) {
+  r.sched = s.release();
+  r.status_source = MPI_ANY_SOURCE;
+  r.status_tag = MPI_ANY_TAG;
+  if (persistent) {
+    r.persistent.op = persistent_op::coll;
+    r.persistent.comm = r.comm->handle;
+    r.complete = true;  // inactive until started
+    return;
+  }
+  schedule_start(r);
+}
+
+void schedule_start(request &r) {
+  r.complete = false;
+  r.active = true;
+  r.status_error = MPI_SUCCESS;
+  r.sched->restart();
+  if (r.sched->advance()) {  // nothing to wait for (one rank, or no messages)
+    r.status_error = r.sched->error();
+    r.complete = true;
+    return;
+  }
+  started().push_back(&r);
+  schedules_active = started().size();
+}
+
+int schedule_progress() {
+  if (advancing) return 0;
+  advancing = true;
+  int done = 0;
+  std::vector<request *> &list = started();
+  // Completing a request may release it (MPI_Request_free), so the finished
+  // ones leave the list first.
+  std::vector<request *> finished;
+  list.erase(std::remove_if(list.begin(), list.end(),
+                            [&finished](request *r) {
+                              if (!r->sched->advance()) return false;
+                              finished.push_back(r);
+                              return true;
+                            }),
+             list.end());
+  schedules_active = list.size();
+  for (request *r : finished) {
+    r->status_error = r->sched->error();
+    request_complete(*r);
+    ++done;
+  }
+  advancing = false;
+  return done;
+}
+
+}  // namespace iris::device

@@ -1,0 +1,67 @@
+// MPI_THREAD_MULTIPLE: the lock every MPI call takes when, and only when,
+// the program asked for MULTIPLE at MPI_Init_thread.
+//
+// The choice is made once, at init: `threads_enabled` is written by
+// MPI_Init_thread before the program can have started another thread that
+// calls MPI (pthread_create orders it), and never again. Below MULTIPLE a
+// call pays one well-predicted branch on a plain bool and nothing else.
+//
+// Under MULTIPLE each binding holds `call_lock` for its whole body
+// (`api_guard`, recursive: a binding may call another; threading.cpp). A thread that waits
+// (progress_until) gives the lock up between polls whenever another thread
+// asks for it, and always while it yields its core, so any thread may drive
+// progress, several threads wait on different requests at once, and one
+// thread's poll completes another thread's request. Nothing in device/ is
+// touched without the lock, so MPI's ordering holds per thread as in a
+// single-threaded program.
+#pragma once
+
+namespace iris::device {
+
+// Set at MPI_Init_thread(MPI_THREAD_MULTIPLE); read by every binding.
+// Hidden: one load, not two through the GOT, in every binding of libiris.
+[[gnu::visibility("hidden")]] extern bool threads_enabled;
+
+// Takes the call lock (a recursion level when this thread holds it).
+void call_lock_enter();
+void call_lock_leave();
+// Called by a waiting thread between polls: when another thread waits for
+// the lock, or `idle` (the caller would yield anyway), gives the lock up
+// across a sched_yield and takes it back at the same recursion depth.
+// Returns true when it yielded the core.
+bool call_lock_pause(bool idle);
+
+// Holds the call lock for one binding's body under MULTIPLE; nothing below.
+// The destructor's test keeps a binding from ending in a tail call: the
+// small-message bindings use api_call instead.
+class api_guard {
+ public:
+  api_guard() : held_(threads_enabled) {
+    if (held_) call_lock_enter();
+  }
+  ~api_guard() {
+    if (held_) call_lock_leave();
+  }
+  api_guard(const api_guard &) = delete;
+  api_guard &operator=(const api_guard &) = delete;
+
+ private:
+  bool held_;
+};
+
+// Runs a binding's body, under the call lock when MULTIPLE asked for it.
+// Below MULTIPLE the compiler sees a plain call of the body (a tail call when
+// the body ends in one), so MPI_Send, MPI_Recv and the Wait and Test calls
+// cost what they did before threads.
+template <typename Body>
+inline int api_call(Body body) {
+  if (!threads_enabled) [[likely]] {
+    return body();
+  }
+  call_lock_enter();
+  const int result = body();
+  call_lock_leave();
+  return result;
+}
+
+}  // namespace iris::device

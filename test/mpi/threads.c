@@ -1,0 +1,345 @@
+/* MPI_THREAD_MULTIPLE: four threads per rank calling MPI at once.
+ *   A. each thread on its own communicator and tag, a ring exchange of every
+ *      protocol's sizes, checking every byte and the order;
+ *   B. all threads on one communicator, receiving with MPI_ANY_SOURCE and
+ *      MPI_ANY_TAG: each message arrives exactly once, in order per sender
+ *      thread as each receiving thread sees them;
+ *   C. the same through MPI_Mprobe / MPI_Improbe and MPI_Mrecv;
+ *   D. one array of receive requests completed by Waitany, Test, Waitsome and
+ *      Waitall from different threads, each on its own slice;
+ *   E. Comm_dup, Comm_split, Allreduce and Iallreduce from every thread at
+ *      once, each on its own parent communicator;
+ *   F. one thread blocked in MPI_Recv while the others send and receive.
+ * Usage: threads [messages per thread] */
+#define _POSIX_C_SOURCE 200809L
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+
+enum { T = 4, MAXTAG = T };
+
+static int rank, size, messages = 60;
+static int eager_limit;
+static MPI_Comm own[T]; /* one per thread */
+static MPI_Comm shared;
+static int failures; /* from threads: atomics */
+
+#define TCHECK(cond, ...)                                                                  \
+  do {                                                                                     \
+    if (!(cond)) {                                                                         \
+      fprintf(stderr, "rank %d: threads.c:%d: check failed: %s: ", rank, __LINE__, #cond); \
+      fprintf(stderr, __VA_ARGS__);                                                        \
+      fputc('\n', stderr);                                                                 \
+      __atomic_fetch_add(&failures, 1, __ATOMIC_RELAXED);                                  \
+    }                                                                                      \
+  } while (0)
+
+static unsigned char byte_of(int from, int t, int seq, int j) {
+  return (unsigned char)(from * 131 + t * 17 + seq * 7 + j);
+}
+
+static int size_of(int seq, int t) {
+  const int edge = eager_limit > 0 ? eager_limit : 1;
+  const int sizes[] = {0, 1, 8, 200, edge - 1, edge, edge + 1, 70000};
+  return sizes[(seq * 3 + t) % 8];
+}
+
+static void fill(unsigned char *buf, int n, int from, int t, int seq) {
+  for (int j = 0; j < n; ++j) buf[j] = byte_of(from, t, seq, j);
+}
+
+static int bad_byte(const unsigned char *buf, int n, int from, int t, int seq) {
+  for (int j = 0; j < n; ++j) {
+    if (buf[j] != byte_of(from, t, seq, j)) return j;
+  }
+  return -1;
+}
+
+static void run_threads(void *(*body)(void *)) {
+  pthread_t threads[T];
+  long ids[T];
+  for (int t = 0; t < T; ++t) {
+    ids[t] = t;
+    pthread_create(&threads[t], NULL, body, &ids[t]);
+  }
+  for (int t = 0; t < T; ++t) pthread_join(threads[t], NULL);
+  MPI_Barrier(MPI_COMM_WORLD);
+}
+
+/* A. A ring on the thread's own communicator and tag, windows of 4. */
+static void *own_ring(void *arg) {
+  const int t = (int)*(long *)arg;
+  const int to = (rank + 1) % size, from = (rank + size - 1) % size;
+  enum { W = 4 };
+  unsigned char *out[W], *in[W];
+  for (int w = 0; w < W; ++w) {
+    out[w] = malloc(70000);
+    in[w] = malloc(70000);
+  }
+  for (int base = 0; base < messages; base += W) {
+    MPI_Request reqs[2 * W];
+    int n = 0;
+    for (int w = 0; w < W && base + w < messages; ++w, ++n) {
+      const int seq = base + w;
+      MPI_Irecv(in[w], 70000, MPI_BYTE, from, t, own[t], &reqs[2 * w]);
+      fill(out[w], size_of(seq, t), rank, t, seq);
+      MPI_Isend(out[w], size_of(seq, t), MPI_BYTE, to, t, own[t], &reqs[2 * w + 1]);
+    }
+    MPI_Status statuses[2 * W];
+    TCHECK(MPI_Waitall(2 * n, reqs, statuses) == MPI_SUCCESS, "thread %d", t);
+    for (int w = 0; w < n; ++w) {
+      const int seq = base + w;
+      int count = -1;
+      MPI_Get_count(&statuses[2 * w], MPI_BYTE, &count);
+      TCHECK(count == size_of(seq, t), "thread %d message %d: %d bytes", t, seq, count);
+      TCHECK(statuses[2 * w].MPI_SOURCE == from && statuses[2 * w].MPI_TAG == t, "thread %d", t);
+      const int at = bad_byte(in[w], count, from, t, seq);
+      TCHECK(at < 0, "thread %d message %d: byte %d differs", t, seq, at);
+    }
+  }
+  for (int w = 0; w < W; ++w) {
+    free(out[w]);
+    free(in[w]);
+  }
+  return NULL;
+}
+
+/* B and C: every thread sends `messages` to every other rank with its own
+ * tag, and receives as many with wildcards. seen[] counts each (source, tag,
+ * seq) once; each receiving thread sees one sender thread's messages in
+ * order. */
+static int *seen;
+static int probing;
+
+static void *wildcards(void *arg) {
+  const int t = (int)*(long *)arg;
+  const int peers = size - 1;
+  MPI_Request *sends = malloc(sizeof(MPI_Request) * (size_t)(messages * peers));
+  int(*out)[16] = malloc(sizeof(int[16]) * (size_t)(messages * peers));
+  int n = 0;
+  for (int seq = 0; seq < messages; ++seq) {
+    for (int p = 0; p < size; ++p) {
+      if (p == rank) continue;
+      out[n][0] = rank, out[n][1] = t, out[n][2] = seq;
+      for (int k = 3; k < 16; ++k) out[n][k] = rank * 1000 + seq * 10 + k;
+      MPI_Isend(out[n], seq % 5 == 0 ? 16 : 3, MPI_INT, p, t, shared, &sends[n]);
+      ++n;
+    }
+  }
+  int *last = malloc(sizeof(int) * (size_t)(size * MAXTAG));
+  for (int k = 0; k < size * MAXTAG; ++k) last[k] = -1;
+  for (int k = 0; k < n; ++k) {
+    int in[16] = {0};
+    MPI_Status st;
+    if (probing) {
+      MPI_Message msg = MPI_MESSAGE_NULL;
+      if (t % 2 == 0) {
+        MPI_Mprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, shared, &msg, &st);
+      } else {
+        int flag = 0;
+        while (!flag) MPI_Improbe(MPI_ANY_SOURCE, MPI_ANY_TAG, shared, &flag, &msg, &st);
+      }
+      int probed = -1;
+      MPI_Get_count(&st, MPI_INT, &probed);
+      MPI_Mrecv(in, 16, MPI_INT, &msg, &st);
+      int got = -1;
+      MPI_Get_count(&st, MPI_INT, &got);
+      TCHECK(probed == got && msg == MPI_MESSAGE_NULL, "thread %d: probed %d, got %d", t, probed,
+             got);
+    } else {
+      MPI_Recv(in, 16, MPI_INT, MPI_ANY_SOURCE, MPI_ANY_TAG, shared, &st);
+    }
+    const int src = st.MPI_SOURCE, tag = st.MPI_TAG;
+    TCHECK(src >= 0 && src < size && src != rank && tag >= 0 && tag < MAXTAG, "src %d tag %d", src,
+           tag);
+    if (!(src >= 0 && src < size && tag >= 0 && tag < MAXTAG)) continue;
+    TCHECK(in[0] == src && in[1] == tag, "thread %d: header %d %d from %d tag %d", t, in[0], in[1],
+           src, tag);
+    const int seq = in[2];
+    TCHECK(seq > last[src * MAXTAG + tag], "thread %d: from %d tag %d: %d after %d", t, src, tag,
+           seq, last[src * MAXTAG + tag]);
+    last[src * MAXTAG + tag] = seq;
+    if (seq >= 0 && seq < messages) {
+      if (seq % 5 == 0) {
+        for (int j = 3; j < 16; ++j) {
+          TCHECK(in[j] == src * 1000 + seq * 10 + j, "thread %d: int %d of %d", t, j, seq);
+        }
+      }
+      __atomic_fetch_add(&seen[(src * MAXTAG + tag) * messages + seq], 1, __ATOMIC_RELAXED);
+    }
+  }
+  MPI_Waitall(n, sends, MPI_STATUSES_IGNORE);
+  free(last);
+  free(out);
+  free(sends);
+  return NULL;
+}
+
+static void wildcards_run(int probe) {
+  probing = probe;
+  seen = calloc((size_t)(size * MAXTAG * messages), sizeof(int));
+  run_threads(wildcards);
+  for (int src = 0; src < size; ++src) {
+    for (int tag = 0; tag < MAXTAG; ++tag) {
+      for (int seq = 0; seq < messages; ++seq) {
+        const int want = src == rank ? 0 : 1;
+        const int got = seen[(src * MAXTAG + tag) * messages + seq];
+        CHECK(got == want, "%s: from %d tag %d message %d received %d times",
+              probe ? "mprobe" : "recv", src, tag, seq, got);
+      }
+    }
+  }
+  free(seen);
+}
+
+/* D. One array of receives; thread t completes slice t its own way. */
+enum { K = 6 };
+static MPI_Request slice_reqs[T * K];
+static unsigned char slice_in[T * K][256];
+
+static void *slices(void *arg) {
+  const int t = (int)*(long *)arg;
+  const int to = (rank + 1) % size, from = (rank + size - 1) % size;
+  unsigned char out[K][256];
+  MPI_Request sends[K];
+  for (int k = 0; k < K; ++k) {
+    fill(out[k], 256, rank, t, k);
+    MPI_Isend(out[k], 256, MPI_BYTE, to, t * K + k, shared, &sends[k]);
+  }
+  MPI_Request *mine = &slice_reqs[t * K];
+  int done = 0;
+  if (t == 0) {
+    for (; done < K; ++done) {
+      int index = -1;
+      MPI_Waitany(K, mine, &index, MPI_STATUS_IGNORE);
+      TCHECK(index >= 0 && index < K && mine[index] == MPI_REQUEST_NULL, "waitany %d", index);
+    }
+  } else if (t == 1) {
+    while (done < K) {
+      for (int k = 0; k < K; ++k) {
+        int flag = 0;
+        if (mine[k] == MPI_REQUEST_NULL) continue;
+        MPI_Test(&mine[k], &flag, MPI_STATUS_IGNORE);
+        done += flag;
+      }
+    }
+  } else if (t == 2) {
+    while (done < K) {
+      int outcount = 0, indices[K];
+      MPI_Waitsome(K, mine, &outcount, indices, MPI_STATUSES_IGNORE);
+      TCHECK(outcount >= 1, "waitsome %d", outcount);
+      done += outcount;
+    }
+  } else {
+    MPI_Waitall(K, mine, MPI_STATUSES_IGNORE);
+    done = K;
+  }
+  for (int k = 0; k < K; ++k) {
+    TCHECK(mine[k] == MPI_REQUEST_NULL, "thread %d request %d", t, k);
+    const int at = bad_byte(slice_in[t * K + k], 256, from, t, k);
+    TCHECK(at < 0, "thread %d slice %d: byte %d differs", t, k, at);
+  }
+  MPI_Waitall(K, sends, MPI_STATUSES_IGNORE);
+  return NULL;
+}
+
+/* E. Constructors from every thread, each on its own parent. */
+static void *constructors(void *arg) {
+  const int t = (int)*(long *)arg;
+  for (int round = 0; round < 3; ++round) {
+    MPI_Comm dup, split;
+    TCHECK(MPI_Comm_dup(own[t], &dup) == MPI_SUCCESS, "thread %d dup", t);
+    TCHECK(MPI_Comm_split(dup, rank % 2, size - rank, &split) == MPI_SUCCESS, "split");
+    int n = -1, me = -1;
+    MPI_Comm_size(split, &n);
+    MPI_Comm_rank(split, &me);
+    const int same = (size - rank % 2 + 1) / 2; /* ranks of this parity */
+    TCHECK(n == same, "thread %d: split of %d ranks, want %d", t, n, same);
+    TCHECK(me == (size - 1 - rank) / 2, "thread %d: rank %d in the split", t, me);
+    int sum = -1;
+    MPI_Allreduce(&rank, &sum, 1, MPI_INT, MPI_SUM, split);
+    int want = 0;
+    for (int r = rank % 2; r < size; r += 2) want += r;
+    TCHECK(sum == want, "thread %d: allreduce %d, want %d", t, sum, want);
+    int word = t * 10 + round, heard = -1;
+    MPI_Sendrecv(&word, 1, MPI_INT, (rank + 1) % size, 5, &heard, 1, MPI_INT,
+                 (rank + size - 1) % size, 5, dup, MPI_STATUS_IGNORE);
+    TCHECK(heard == word, "thread %d: heard %d on its dup", t, heard);
+    int total = -1;
+    MPI_Request coll;
+    MPI_Iallreduce(&word, &total, 1, MPI_INT, MPI_SUM, dup, &coll);
+    MPI_Wait(&coll, MPI_STATUS_IGNORE);
+    TCHECK(total == size * word, "thread %d: iallreduce %d, want %d", t, total, size * word);
+    MPI_Comm_free(&split);
+    MPI_Comm_free(&dup);
+  }
+  return NULL;
+}
+
+/* F. Thread 0 blocks in MPI_Recv for a message the others send last. */
+static pthread_barrier_t others_done;
+
+static void *blocked(void *arg) {
+  const int t = (int)*(long *)arg;
+  const int to = (rank + 1) % size, from = (rank + size - 1) % size;
+  if (t == 0) {
+    int word = -1;
+    MPI_Status st;
+    MPI_Recv(&word, 1, MPI_INT, from, 99, own[0], &st);
+    TCHECK(word == from * 7 && st.MPI_SOURCE == from, "blocked receive got %d", word);
+    return NULL;
+  }
+  for (int seq = 0; seq < messages; ++seq) {
+    unsigned char out[64], in[64];
+    fill(out, 64, rank, t, seq);
+    MPI_Sendrecv(out, 64, MPI_BYTE, to, t, in, 64, MPI_BYTE, from, t, own[t], MPI_STATUS_IGNORE);
+    const int at = bad_byte(in, 64, from, t, seq);
+    TCHECK(at < 0, "thread %d message %d: byte %d differs", t, seq, at);
+  }
+  pthread_barrier_wait(&others_done);
+  if (t == 1) {
+    const int word = rank * 7;
+    MPI_Send(&word, 1, MPI_INT, to, 99, own[0]);
+  }
+  return NULL;
+}
+
+int main(int argc, char **argv) {
+  int provided = -1;
+  MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  if (argc > 1) messages = atoi(argv[1]);
+  CHECK(provided == MPI_THREAD_MULTIPLE, "provided %d", provided);
+  int queried = -1;
+  MPI_Query_thread(&queried);
+  CHECK(queried == MPI_THREAD_MULTIPLE, "Query_thread says %d", queried);
+  eager_limit = (int)iris_limit("eager_limit");
+  if (eager_limit > 60000) eager_limit = 60000;
+  for (int t = 0; t < T; ++t) MPI_Comm_dup(MPI_COMM_WORLD, &own[t]);
+  MPI_Comm_dup(MPI_COMM_WORLD, &shared);
+
+  run_threads(own_ring);
+  if (size > 1) {
+    wildcards_run(0);
+    wildcards_run(1);
+  }
+  for (int i = 0; i < T * K; ++i) {
+    MPI_Irecv(slice_in[i], 256, MPI_BYTE, (rank + size - 1) % size, i, shared, &slice_reqs[i]);
+  }
+  run_threads(slices);
+  run_threads(constructors);
+  pthread_barrier_init(&others_done, NULL, T - 1);
+  run_threads(blocked);
+  pthread_barrier_destroy(&others_done);
+
+  check_failures += __atomic_load_n(&failures, __ATOMIC_RELAXED);
+  for (int t = 0; t < T; ++t) MPI_Comm_free(&own[t]);
+  MPI_Comm_free(&shared);
+  int total = 0;
+  MPI_Allreduce(&check_failures, &total, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+  if (rank == 0 && total == 0) printf("threads: all checks passed on %d ranks\n", size);
+  return finish();
+}
