@@ -1,40 +1,78 @@
-// Derived datatypes: each is flattened, once, into the byte blocks one
-// element covers, so packing and unpacking walk a plain list. Predefined
-// types are handled here too (as one block), so callers see one interface.
+// Datatypes, compiled. Every type (predefined or derived) is a small tree of
+// loops over contiguous runs (dtype_node): a run of bytes, a vector (count
+// instances of a child, `stride` bytes apart) or a list (children at their
+// own displacements, for indexed and struct types). Constructors build the
+// tree from their old types' trees in time and memory proportional to
+// their arguments (never to the data: a vector of a billion ints is two
+// nodes), merging contiguous runs as they go; the bounds, sizes and element
+// counts are computed once, there. Pack and unpack walk the tree with memcpy
+// of whole runs and a specialized loop for a vector of equal runs, and can
+// start and stop at any byte of the packed stream (dtype_cursor), so a
+// message moves in pieces with staging bounded by the piece.
 //
 // Lifecycle: a constructor (contiguous, vector, indexed, struct, resized,
 // dup) makes a type from others; MPI_Type_commit makes it usable for
-// communication; MPI_Type_free releases the handle (types built from it keep
-// their own flattened copy).
+// communication; MPI_Type_free releases the handle (types built from it
+// share its tree, which lives as long as any of them).
 // device/typed.hpp builds on this: it turns (buffer, count, type) into the
 // bytes a message carries and back.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
 namespace iris::device {
 
-struct dtype_block {
-  std::int64_t offset;  // from the element's start (may be negative)
-  std::size_t length;   // bytes
+struct dtype_node;
+using dtype_tree = std::shared_ptr<const dtype_node>;
+
+// One instance of a node lies at an origin address; offsets are from there.
+struct dtype_node {
+  enum class kind : std::uint8_t {
+    run,     // `packed` bytes at offset 0
+    vector,  // `count` instances of `child`, instance i at i * stride
+    list,    // entries[i].child at entries[i].displ, in order
+  };
+  struct entry {
+    std::int64_t displ = 0;
+    dtype_tree child;
+    std::size_t before = 0;  // packed bytes of the entries ahead of this one
+  };
+  kind k = kind::run;
+  std::size_t packed = 0;    // bytes one instance takes in the packed stream
+  std::size_t elements = 0;  // basic elements in one instance
+  // run: the basic element it repeats: `unit` bytes holding `first` and
+  // then `second` bytes of data (second != 0 only for the pair types, whose
+  // padding travels with them).
+  std::size_t unit = 0;
+  std::size_t first = 0;
+  std::size_t second = 0;
+  // vector
+  std::size_t count = 0;
+  std::int64_t stride = 0;
+  dtype_tree child;
+  // list
+  std::vector<entry> entries;
 };
 
 struct dtype {
-  std::vector<dtype_block> blocks;  // one element's data, in typemap order, adjacent ones merged
-  std::size_t size = 0;             // bytes of data in one element (MPI_Type_size)
-  std::size_t packed_size = 0;      // bytes one element takes in a message: the data,
-                                    // and the padding of the pair types (MINLOC/MAXLOC),
-                                    // which travel whole as they always have
-  std::int64_t lb = 0;              // lower bound
-  std::int64_t extent = 0;          // ub - lb
-  std::int64_t true_lb = 0;         // of the data itself
+  dtype_tree tree;              // one element's data, compiled
+  std::size_t size = 0;         // bytes of data in one element (MPI_Type_size)
+  std::size_t packed_size = 0;  // bytes one element takes in a message: the data,
+                                // and the padding of the pair types (MINLOC/MAXLOC),
+                                // which travel whole as they always have
+  std::int64_t lb = 0;          // lower bound
+  std::int64_t extent = 0;      // ub - lb (negative after a resize may be)
+  std::int64_t true_lb = 0;     // of the data itself (MPI-4.1 5.1.8)
   std::int64_t true_extent = 0;
   std::size_t alignment = 1;    // largest basic alignment inside
   std::size_t basic_size = 0;   // size of its basic elements if all equal, else 0
   std::size_t basic_count = 0;  // basic elements in one element
+  bool lb_marked = false;       // the bounds were set by a resize (MPI-4.1 5.1.7:
+  bool ub_marked = false;       // such bounds are kept by the types built over it)
   bool committed = false;
   bool predefined = false;
   std::string name;
@@ -67,17 +105,23 @@ inline const dtype *dtype_lookup(int handle) {
 int dtype_register(dtype t);
 void dtype_release(int handle);
 
-// Builders: the typemap of `count` copies of `old` at the given byte
+// A basic type of `bytes` bytes (what the predefined types are made of).
+dtype dtype_basic(std::size_t bytes, std::size_t alignment);
+// Builders: the typemap of copies of `old` at the given byte
 // displacements, `blocklen` elements each (struct: one type per block).
 dtype dtype_from_blocks(const std::vector<std::int64_t> &byte_displs,
                         const std::vector<int> &blocklens, const std::vector<const dtype *> &olds,
                         bool is_struct);
+// `count` blocks of `blocklen` elements of `old`, block i at i * stride
+// bytes (MPI_Type_vector and _hvector): constant space whatever the count.
+dtype dtype_vector(std::size_t count, std::size_t blocklen, std::int64_t stride, const dtype &old);
 dtype dtype_resized(const dtype &old, std::int64_t lb, std::int64_t extent);
 
-// True when `count` elements are one contiguous run of count * size bytes.
+// True when `count` elements are one contiguous run of count * size bytes
+// starting at the buffer's address (inline: every small message asks).
 inline bool dtype_contiguous(const dtype &t, int count) {
   if (count == 0 || t.packed_size == 0) return true;
-  return t.blocks.size() == 1 && t.blocks[0].offset == 0 &&
+  return t.tree->k == dtype_node::kind::run &&
          (count == 1 || static_cast<std::int64_t>(t.packed_size) == t.extent);
 }
 
@@ -88,5 +132,31 @@ void dtype_pack_range(const void *buffer, int count, const dtype &t, std::size_t
                       std::size_t n, void *out);
 void dtype_unpack_range(const void *in, std::size_t first, std::size_t n, void *buffer, int count,
                         const dtype &t);
+
+// Where the packed stream of `count` elements of `t` at `buffer` is: each
+// call moves the next `n` bytes, so a message moves in fragments of any
+// size without ever being packed whole.
+class dtype_cursor {
+ public:
+  dtype_cursor(const void *buffer, int count, const dtype &t)
+      : buffer_(buffer), count_(count), type_(&t) {}
+  std::size_t total() const { return static_cast<std::size_t>(count_) * type_->packed_size; }
+  std::size_t done() const { return done_; }
+  // The next min(n, total() - done()) bytes; returns how many moved.
+  std::size_t pack(void *out, std::size_t n);
+  std::size_t unpack(const void *in, std::size_t n);
+
+ private:
+  const void *buffer_;
+  int count_;
+  const dtype *type_;
+  std::size_t done_ = 0;
+};
+
+// Basic elements in the first `bytes` of the packed form of `t`, or -1 when
+// those bytes end inside a basic element (MPI_Get_elements).
+std::int64_t dtype_elements(const dtype &t, std::size_t bytes);
+// Packed bytes of the first `elements` basic elements (MPI_Status_set_elements).
+std::size_t dtype_bytes_of_elements(const dtype &t, std::size_t elements);
 
 }  // namespace iris::device

@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "device/credit.hpp"
+#include "device/dtype.hpp"
 #include "device/recv.hpp"
 #include "device/request.hpp"
 #include "device/sync.hpp"
@@ -15,7 +16,11 @@ const char *eager_on_message(vc &from, const packet_header &h, const std::byte *
 
 void eager_matched(request &r, vc &from, packet_type type, std::size_t length,
                    std::uint64_t sender_request, const std::byte *data) {
-  if (r.status_bytes != 0) std::memcpy(r.buffer, data, r.status_bytes);
+  if (r.typed_stream) {
+    dtype_unpack_range(data, 0, r.status_bytes, r.unpack_to, r.unpack_count, *r.unpack_type);
+  } else if (r.status_bytes != 0) {
+    std::memcpy(r.buffer, data, r.status_bytes);
+  }
   request_complete(r);
   credit_return(from, length);
   if (type == packet_type::eager_sync) sync_ack_send(from, sender_request);

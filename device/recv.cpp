@@ -87,9 +87,9 @@ int message_handle(const unexpected_msg &m) {
   return message_handle_kind | static_cast<int>(m.index + 1);
 }
 
-request *recv_claimed(const communicator &comm, unexpected_msg *m, void *data,
-                      std::size_t capacity) {
-  request *r = rt->requests.allocate(request_kind::recv, &comm);
+request *recv_claimed(const communicator &comm, unexpected_msg *m, void *data, std::size_t capacity,
+                      request *use) {
+  request *r = use != nullptr ? use : rt->requests.allocate(request_kind::recv, &comm);
   r->key = m->key;
   r->buffer = static_cast<std::byte *>(data);
   r->bytes = capacity;

@@ -23,9 +23,10 @@ unexpected_msg *message_claim(std::uint32_t context, int source, int tag);
 // The claimed message named by an MPI_Message handle, or nullptr.
 unexpected_msg *message_from_handle(int handle);
 int message_handle(const unexpected_msg &m);
-// MPI_Mrecv: a receive of a claimed message; frees the message.
-request *recv_claimed(const communicator &comm, unexpected_msg *m, void *data,
-                      std::size_t capacity);
+// MPI_Mrecv: a receive of a claimed message; frees the message. `use`, when
+// given, is the request to receive with (already set up by the caller).
+request *recv_claimed(const communicator &comm, unexpected_msg *m, void *data, std::size_t capacity,
+                      request *use = nullptr);
 // The oldest unexpected message matching the pattern, or nullptr.
 const unexpected_msg *probe_find(std::uint32_t context, int source, int tag);
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "device/dtype.hpp"
 #include "device/recv.hpp"
 #include "device/runtime.hpp"
 #include "device/send.hpp"
@@ -34,7 +35,9 @@ void ask_for_data(request &r, vc &from) {
 
 rts_payload rendezvous_rts_payload(vc &to, request &r) {
   rts_payload where{};
-  to.via->expose(to, r, where);
+  // A streamed typed send has no packed buffer to read: it names nothing,
+  // and the receiver asks for data packets.
+  if (!r.typed_stream) to.via->expose(to, r, where);
   return where;
 }
 
@@ -47,8 +50,13 @@ void rendezvous_matched(request &r, vc &from, std::uint64_t sender_request,
   const std::size_t want = r.status_bytes;  // what fits the receive buffer
   r.peer = from.world_rank;
   r.peer_request = sender_request;
-  const xfer read =
-      want == 0 ? xfer::done : from.via->read(from, where, r.buffer, want, request_id(r));
+  // A single-copy read needs a contiguous receive buffer and a sender that
+  // named one; otherwise the data comes as packets.
+  const bool named = where.pid != 0 || where.address != 0 || where.rma != 0;
+  const xfer read = want == 0 ? xfer::done
+                    : r.typed_stream || !named
+                        ? xfer::retry
+                        : from.via->read(from, where, r.buffer, want, request_id(r));
   switch (read) {
     case xfer::done:
       request_complete(r);
@@ -116,14 +124,18 @@ request *data_receiver(const vc &from, const packet_header &h) {
 std::byte *rendezvous_data_place(const vc &from, const packet_header &h, std::size_t payload) {
   if (h.type != packet_type::data || h.length != payload) return nullptr;
   request *r = data_receiver(from, h);
-  return r != nullptr ? r->buffer + h.offset : nullptr;
+  return r != nullptr && !r->typed_stream ? r->buffer + h.offset : nullptr;
 }
 
 const char *rendezvous_on_data(vc &from, const packet_header &h, const std::byte *payload) {
   request *r = data_receiver(from, h);
   if (r == nullptr) return "data for no receive, or out of sequence";
-  // A transport may have read the payload into its place already.
-  if (payload != r->buffer + h.offset) std::memcpy(r->buffer + h.offset, payload, h.length);
+  if (r->typed_stream) {
+    dtype_unpack_range(payload, h.offset, h.length, r->unpack_to, r->unpack_count, *r->unpack_type);
+  } else if (payload != r->buffer + h.offset) {
+    // A transport may have read the payload into its place already.
+    std::memcpy(r->buffer + h.offset, payload, h.length);
+  }
   r->progress += h.length;
   if (r->progress == r->expected) {
     --rt->pipeline_receives;
@@ -131,6 +143,20 @@ const char *rendezvous_on_data(vc &from, const packet_header &h, const std::byte
   }
   return nullptr;
 }
+
+namespace {
+
+// Packs the next fragment of a streamed typed send (its length is what the
+// header says: the rest, up to a fragment), straight into the transport's
+// record where it has one, else into the send's scratch fragment.
+void pack_fragment(const void *context, std::byte *out) {
+  const request &s = *static_cast<const request *>(context);
+  const std::size_t chunk =
+      std::min(s.expected - s.progress, rt->vcs[static_cast<std::size_t>(s.peer)].fragment);
+  dtype_pack_range(s.unpack_to, s.unpack_count, *s.unpack_type, s.progress, chunk, out);
+}
+
+}  // namespace
 
 int rendezvous_push(vc &to) {
   int packets = 0;
@@ -142,7 +168,12 @@ int rendezvous_push(vc &to) {
     h.length = chunk;
     h.receiver_request = s->peer_request;
     h.offset = s->progress;
-    if (!packet_write(to, h, s->buffer + s->progress, chunk)) break;
+    // A typed send packs its fragment now (again after a retry).
+    if (s->typed_stream ? !packet_write_filled(to, h, chunk, {pack_fragment, s},
+                                               static_cast<std::byte *>(s->scratch))
+                        : !packet_write(to, h, s->buffer + s->progress, chunk)) {
+      break;
+    }
     ++packets;
     s->progress += chunk;
     if (s->progress == s->expected) {

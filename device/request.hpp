@@ -91,12 +91,18 @@ struct request {
   bool cancel_pending = false;  // send: waiting for the receiver's cancel_reply
   bool active = false;          // persistent: started and not yet waited for
   persistent_args persistent;   // persistent.op != none: made by MPI_*_init
-  // A non-contiguous datatype: the message travels packed through `scratch`
-  // (freed with the request); a receive unpacks it into `unpack_to` when the
-  // user completes the request.
+  // A non-contiguous datatype. A send of at most the eager limit travels
+  // packed whole through `scratch` (freed with the request). Receives and
+  // longer sends stream (`typed_stream`): `buffer` is unused, and each piece
+  // is packed from, or unpacked into, the user's buffer (unpack_to,
+  // unpack_count, unpack_type) at its offset in the message, `scratch`
+  // holding one fragment (send) or nothing (receive). unpack_to may be
+  // MPI_BOTTOM (address 0) under a type of absolute addresses; a packed
+  // receive (`unpack_pending`) is unpacked once when finished.
   void *scratch = nullptr;
-  void *unpack_to = nullptr;    // may be MPI_BOTTOM (nullptr): absolute addresses
-  bool unpack_pending = false;  // set: unpack into unpack_to when finished
+  void *unpack_to = nullptr;
+  bool unpack_pending = false;
+  bool typed_stream = false;
   int unpack_count = 0;
   const dtype *unpack_type = nullptr;  // kept alive even if the user frees the type
   send_state state = send_state::queued;

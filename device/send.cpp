@@ -66,6 +66,15 @@ bool packet_write(vc &to, packet_header h, const void *payload, std::size_t byte
   return true;
 }
 
+bool packet_write_filled(vc &to, packet_header h, std::size_t bytes, const payload_filler &f,
+                         std::byte *staging) {
+  const int give = credit_piggyback(to);
+  h.credits = static_cast<std::uint16_t>(give);
+  if (to.via->send_filled(to, h, bytes, f, staging) != xfer::done) return false;
+  to.owed -= give;
+  return true;
+}
+
 void sending_list_add(vc &to) {
   if (to.on_sending_list) return;
   to.on_sending_list = true;

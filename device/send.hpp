@@ -8,6 +8,7 @@
 #include "device/comm.hpp"
 #include "device/packet.hpp"
 #include "device/request.hpp"
+#include "device/transport.hpp"
 #include "device/vc.hpp"
 
 namespace iris::device {
@@ -46,5 +47,9 @@ void sending_list_add(vc &to);
 // Writes one packet to `to` through its transport, with any credits owed to
 // it. Returns false when the transport has no room now.
 bool packet_write(vc &to, packet_header h, const void *payload, std::size_t bytes);
+// The same, with a payload of `bytes` that `f` writes (transport.hpp); the
+// transport may have it write into `staging`.
+bool packet_write_filled(vc &to, packet_header h, std::size_t bytes, const payload_filler &f,
+                         std::byte *staging);
 
 }  // namespace iris::device

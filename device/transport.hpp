@@ -43,6 +43,14 @@ enum class [[nodiscard]] xfer{
     retry,        // not now: no room, or no single-copy path (the caller takes the generic one)
 };
 
+// A payload the sender writes in place: fill(context, out) writes the
+// packet's payload bytes at `out` (a typed fragment packed straight into a
+// ring record).
+struct payload_filler {
+  void (*fill)(const void *context, std::byte *out);
+  const void *context;
+};
+
 class transport {
  public:
   virtual ~transport() = default;
@@ -54,6 +62,16 @@ class transport {
   // retry: no room now (call again after poll). The self transport delivers
   // at once, before returning.
   virtual xfer send(vc &to, const packet_header &h, std::span<const iovec> payload) = 0;
+
+  // Optional: send() of a packet of `bytes` of payload that `f` writes. The
+  // default has `f` write into `staging` (at least `bytes`) and sends that;
+  // a transport with records in memory has it write into the record.
+  virtual xfer send_filled(vc &to, const packet_header &h, std::size_t bytes,
+                           const payload_filler &f, std::byte *staging) {
+    f.fill(f.context, staging);
+    const iovec part{staging, bytes};
+    return send(to, h, {&part, bytes != 0 ? 1U : 0U});
+  }
 
   // One bounded pass over what arrived: at most `budget` packets from each
   // peer, each handed to packet_deliver. Returns how many it handled.

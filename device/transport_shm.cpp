@@ -73,6 +73,20 @@ xfer shm_transport::send(vc &to, const packet_header &h, std::span<const iovec> 
   return xfer::done;
 }
 
+// The payload is written straight into the ring record: a typed fragment
+// is packed once, not packed and then copied.
+xfer shm_transport::send_filled(vc &to, const packet_header &h, std::size_t bytes,
+                                const payload_filler &f, std::byte *staging) {
+  (void)staging;
+  shm::ring_sender &tx = peers_[static_cast<std::size_t>(to.slot)].tx;
+  std::byte *slot = tx.reserve(sizeof(h) + bytes);
+  if (slot == nullptr) return xfer::retry;
+  std::memcpy(slot, &h, sizeof(h));
+  f.fill(f.context, slot + sizeof(h));
+  tx.commit();
+  return xfer::done;
+}
+
 inline int shm_transport::drain(peer &p, int budget) {
   int handled = 0;
   for (; handled < budget; ++handled) {

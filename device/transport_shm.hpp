@@ -38,6 +38,8 @@ class shm_transport final : public transport {
 
   std::string_view name() const override { return "shm"; }
   xfer send(vc &to, const packet_header &h, std::span<const iovec> payload) override;
+  xfer send_filled(vc &to, const packet_header &h, std::size_t bytes, const payload_filler &f,
+                   std::byte *staging) override;
   int poll(int budget) override;
   void expose(vc &to, request &r, rts_payload &where) override;
   xfer read(vc &from, const rts_payload &where, std::byte *to, std::size_t bytes,

@@ -25,15 +25,6 @@ void *scratch_for(request *use, std::size_t bytes) {
   return std::malloc(bytes != 0 ? bytes : 1);
 }
 
-// A typed receive that travels packed unpacks into the user's buffer later.
-void unpack_later(request &r, void *scratch, const typed_buffer &where) {
-  r.scratch = scratch;
-  r.unpack_to = where.base;
-  r.unpack_pending = true;
-  r.unpack_count = where.count;
-  r.unpack_type = where.type;
-}
-
 // [lo, hi): the bytes `count` elements of `t` touch, from element 0's start.
 void span_of(int count, const dtype &t, std::int64_t &lo, std::int64_t &hi) {
   lo = hi = 0;
@@ -97,15 +88,58 @@ void typed_copy(const typed_buffer &from, const typed_buffer &to) {
     typed_unpack(from.base, bytes, to);
     return;
   }
-  std::vector<std::byte> packed(from.packed_bytes());
-  typed_pack(from, packed.data());
-  typed_unpack(packed.data(), bytes, to);
+  if (typed_overlap(from, to)) {
+    // In place under two layouts: the whole packed form first.
+    std::vector<std::byte> packed(from.packed_bytes());
+    typed_pack(from, packed.data());
+    typed_unpack(packed.data(), bytes, to);
+    return;
+  }
+  // Piece by piece through a bounded buffer, never the whole message.
+  constexpr std::size_t piece = 64 * 1024;
+  std::vector<std::byte> staging(std::min(bytes, piece));
+  dtype_cursor out(from.base, from.count, *from.type);
+  dtype_cursor in(to.base, to.count, *to.type);
+  while (in.done() < bytes) {
+    const std::size_t n = out.pack(staging.data(), std::min(piece, bytes - in.done()));
+    in.unpack(staging.data(), n);
+  }
 }
+
+namespace {
+
+// A message longer than the eager limit of the peer it goes to streams: it
+// is never packed whole.
+bool streams_to(const communicator &comm, int dest, std::size_t bytes) {
+  const vc &to = rt->vcs[static_cast<std::size_t>(comm.world_rank[static_cast<std::size_t>(dest)])];
+  return to.flow_controlled && bytes > to.eager_limit;
+}
+
+void stream_from(request &r, const typed_buffer &b) {
+  r.typed_stream = true;
+  r.unpack_to = b.base;
+  r.unpack_count = b.count;
+  r.unpack_type = b.type;
+}
+
+}  // namespace
 
 typed_status typed_send_packed(const communicator &comm, std::uint32_t context,
                                const typed_buffer &what, int dest, int tag, send_mode mode,
                                bool need_request, request *&out, request *use) {
   const std::size_t bytes = what.packed_bytes();
+  if (streams_to(comm, dest, bytes)) {
+    // Rendezvous, packed one fragment at a time into a fragment of scratch.
+    const vc &to =
+        rt->vcs[static_cast<std::size_t>(comm.world_rank[static_cast<std::size_t>(dest)])];
+    void *scratch = scratch_for(use, to.fragment);
+    if (scratch == nullptr) return typed_status::no_memory;
+    request *r = use != nullptr ? use : rt->requests.allocate(request_kind::send, &comm);
+    r->scratch = scratch;
+    stream_from(*r, what);
+    out = send_start(comm, context, nullptr, bytes, dest, tag, mode, true, r);
+    return typed_status::done;
+  }
   void *scratch = scratch_for(use, bytes);
   if (scratch == nullptr) return typed_status::no_memory;
   typed_pack(what, scratch);
@@ -122,12 +156,11 @@ typed_status typed_recv_packed(const communicator &comm, std::uint32_t context,
                                const typed_buffer &where, int source, int tag, request *&out,
                                request *use) {
   const std::size_t bytes = where.packed_bytes();
-  void *scratch = scratch_for(use, bytes);
-  if (scratch == nullptr) return typed_status::no_memory;
-  // It may complete at once, but nobody can have freed it yet: the unpack
-  // waits for typed_recv_finish (or request_complete, once freed).
-  out = recv_start(comm, context, scratch, bytes, source, tag, use);
-  unpack_later(*out, scratch, where);
+  // Unpacked where the data arrives: from the eager packet, or fragment by
+  // fragment; never through a buffer of the whole message.
+  request *r = use != nullptr ? use : rt->requests.allocate(request_kind::recv, &comm);
+  stream_from(*r, where);
+  out = recv_start(comm, context, nullptr, bytes, source, tag, r);
   return typed_status::done;
 }
 
@@ -138,17 +171,16 @@ typed_status typed_recv_claimed(const communicator &comm, unexpected_msg *m,
     out = recv_claimed(comm, m, where.base, bytes);
     return typed_status::done;
   }
-  void *scratch = scratch_for(nullptr, bytes);
-  if (scratch == nullptr) return typed_status::no_memory;
-  out = recv_claimed(comm, m, scratch, bytes);
-  unpack_later(*out, scratch, where);
+  request *r = rt->requests.allocate(request_kind::recv, &comm);
+  stream_from(*r, where);
+  out = recv_claimed(comm, m, nullptr, bytes, r);
   return typed_status::done;
 }
 
 void typed_recv_finish(request &r) {
-  if (!r.unpack_pending) return;  // unpack_to may be MPI_BOTTOM: a flag, not the pointer
-  typed_unpack(r.scratch, r.status_bytes, {r.unpack_to, r.unpack_count, r.unpack_type});
+  if (!r.unpack_pending) return;
   r.unpack_pending = false;
+  typed_unpack(r.scratch, r.status_bytes, {r.unpack_to, r.unpack_count, r.unpack_type});
 }
 
 int typed_wait_release(request *r) {

@@ -1,14 +1,19 @@
 // Messages of any committed datatype. The device moves bytes; this file is
 // where a (buffer, count, datatype) becomes those bytes and back: a buffer
-// whose elements are one contiguous run travels as it is, any other is packed
-// into a scratch buffer the request owns (send), or arrives into one and is
-// unpacked when the request is completed (receive). The bindings check the
-// arguments and call these; they never pack themselves.
+// whose elements are one contiguous run travels as it is (no packing at
+// all); any other streams (request.hpp, `typed_stream`): a receive unpacks
+// each piece where it arrives (the eager packet, or each rendezvous data
+// fragment), and a send longer than the peer's eager limit packs one
+// fragment at a time as the pipeline sends it, into a scratch fragment the
+// request owns. A shorter send is packed whole (at most the eager limit,
+// or a message to oneself, which is buffered anyway). So no message is ever
+// packed whole above the eager limit, whatever its size. The bindings check
+// the arguments and call these; they never pack themselves.
 //
 // Lifecycle of a typed receive: typed_recv_start (or typed_recv_claimed)
-// posts it; the progress engine completes it; typed_recv_finish unpacks what
-// arrived (the Wait and Test calls, or request_complete for a freed request);
-// releasing the request frees the scratch buffer.
+// posts it; the progress engine completes it, the data already in place;
+// typed_recv_finish is where a packed receive would be unpacked (none is
+// today); releasing the request frees any scratch buffer.
 #pragma once
 
 #include <cstddef>
@@ -61,7 +66,8 @@ void typed_unpack(const void *in, std::size_t bytes, const typed_buffer &to);
 // Copies the data of `from` into `to` (same type signature, any layouts; the
 // shorter decides). The bytes between blocks of `to` are left alone; the two
 // may be the same buffer. Not on the small-message path: a non-contiguous
-// side goes through a temporary.
+// side goes through a bounded temporary (the whole packed form only when
+// the two overlap).
 void typed_copy(const typed_buffer &from, const typed_buffer &to);
 
 // A send of `what` (see send_start). `out` is nullptr when the message is on

@@ -29,8 +29,8 @@ int big_count::set(const char *call, MPI_Comm comm, MPI_Count count, MPI_Datatyp
     return device::error_raise(c, call, MPI_ERR_TYPE, "invalid datatype handle 0x%x",
                                static_cast<unsigned>(type));
   }
-  const bool dense = t->blocks.size() == 1 && t->lb == 0 &&
-                     t->extent == static_cast<std::int64_t>(t->size) && t->blocks[0].offset == 0;
+  const bool dense = t->tree->k == device::dtype_node::kind::run && t->lb == 0 &&
+                     t->extent == static_cast<std::int64_t>(t->size);
   if (!dense) {
     return device::error_raise(
         c, call, MPI_ERR_COUNT,

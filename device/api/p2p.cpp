@@ -269,26 +269,15 @@ int MPI_Get_count(const MPI_Status *status, MPI_Datatype datatype, int *count) {
   return MPI_SUCCESS;
 }
 
-// Basic elements received: whole elements times their basic count, plus, for
-// a partial element of a type made of one basic type, what it holds.
+// Basic elements received (pairs count two), or MPI_UNDEFINED when the
+// bytes end inside a basic element.
 int MPI_Get_elements_x(const MPI_Status *status, MPI_Datatype datatype, MPI_Count *count) {
   const device::api_guard guard;
   if (int err = api::check_not_null("MPI_Get_elements_x", nullptr, count, "count")) return err;
   const device::dtype *t = nullptr;
   if (int err = status_type("MPI_Get_elements_x", status, datatype, t)) return err;
-  const auto bytes = static_cast<std::size_t>(status->iris_bytes);
-  if (t->packed_size == 0) {
-    *count = 0;
-    return MPI_SUCCESS;
-  }
-  const std::size_t whole = bytes / t->packed_size;
-  const std::size_t rest = bytes % t->packed_size;
-  const std::size_t basic = t->basic_count != 0 ? t->packed_size / t->basic_count : 0;
-  if (rest != 0 && (t->basic_size == 0 || basic == 0 || rest % basic != 0)) {
-    *count = MPI_UNDEFINED;
-    return MPI_SUCCESS;
-  }
-  *count = static_cast<MPI_Count>(whole * t->basic_count + (basic != 0 ? rest / basic : 0));
+  const std::int64_t n = device::dtype_elements(*t, static_cast<std::size_t>(status->iris_bytes));
+  *count = n < 0 ? MPI_UNDEFINED : static_cast<MPI_Count>(n);
   return MPI_SUCCESS;
 }
 
@@ -310,8 +299,8 @@ int MPI_Status_set_elements_x(MPI_Status *status, MPI_Datatype datatype, MPI_Cou
     return device::error_raise(nullptr, call, MPI_ERR_COUNT, "negative count %lld",
                                static_cast<long long>(count));
   }
-  const std::size_t per_basic = t->basic_count != 0 ? t->packed_size / t->basic_count : 0;
-  status->iris_bytes = count * static_cast<MPI_Count>(per_basic);
+  status->iris_bytes =
+      static_cast<MPI_Count>(device::dtype_bytes_of_elements(*t, static_cast<std::size_t>(count)));
   return MPI_SUCCESS;
 }
 

@@ -57,6 +57,22 @@ std::int64_t extent_of(MPI_Datatype handle) {
   return t != nullptr ? t->extent : 0;
 }
 
+// A vector is compiled in constant space, whatever its count (see
+// device::dtype_vector).
+int vector_of(const char *call, int count, int blocklength, std::int64_t stride_bytes,
+              MPI_Datatype old, MPI_Datatype *newtype) {
+  if (int err = count_ok(call, count)) return err;
+  if (int err = api::check_not_null(call, nullptr, newtype, "newtype")) return err;
+  if (blocklength < 0) {
+    return device::error_raise(nullptr, call, MPI_ERR_ARG, "negative block length %d", blocklength);
+  }
+  const dtype *t = nullptr;
+  if (int err = type_of(call, old, t)) return err;
+  *newtype = device::dtype_register(device::dtype_vector(
+      static_cast<std::size_t>(count), static_cast<std::size_t>(blocklength), stride_bytes, *t));
+  return MPI_SUCCESS;
+}
+
 }  // namespace
 
 extern "C" {
@@ -73,25 +89,18 @@ int MPI_Type_contiguous(int count, MPI_Datatype old, MPI_Datatype *newtype) {
 int MPI_Type_vector(int count, int blocklength, int stride, MPI_Datatype old,
                     MPI_Datatype *newtype) {
   const device::api_guard guard;
-  const char *call = "MPI_Type_vector";
-  if (int err = count_ok(call, count)) return err;
-  std::vector<int> lens(static_cast<std::size_t>(count), blocklength);
-  std::vector<std::int64_t> displs;
-  for (int i = 0; i < count; ++i) displs.push_back(std::int64_t{i} * stride * extent_of(old));
-  return api::envelope_made(build_same(call, count, lens.data(), old, displs, newtype), newtype,
-                            MPI_COMBINER_VECTOR, {count, blocklength, stride}, {}, {old});
+  const int err = vector_of("MPI_Type_vector", count, blocklength,
+                            std::int64_t{stride} * extent_of(old), old, newtype);
+  return api::envelope_made(err, newtype, MPI_COMBINER_VECTOR, {count, blocklength, stride}, {},
+                            {old});
 }
 
 int MPI_Type_create_hvector(int count, int blocklength, MPI_Aint stride, MPI_Datatype old,
                             MPI_Datatype *newtype) {
   const device::api_guard guard;
-  const char *call = "MPI_Type_create_hvector";
-  if (int err = count_ok(call, count)) return err;
-  std::vector<int> lens(static_cast<std::size_t>(count), blocklength);
-  std::vector<std::int64_t> displs;
-  for (int i = 0; i < count; ++i) displs.push_back(std::int64_t{i} * stride);
-  return api::envelope_made(build_same(call, count, lens.data(), old, displs, newtype), newtype,
-                            MPI_COMBINER_HVECTOR, {count, blocklength}, {stride}, {old});
+  const int err = vector_of("MPI_Type_create_hvector", count, blocklength, stride, old, newtype);
+  return api::envelope_made(err, newtype, MPI_COMBINER_HVECTOR, {count, blocklength}, {stride},
+                            {old});
 }
 
 int MPI_Type_indexed(int count, const int blocklens[], const int displs[], MPI_Datatype old,

@@ -225,6 +225,15 @@ TEST_P(JobTest, DerivedDatatypesInEveryCall) {
       << r.output;
 }
 
+// MPI_BOTTOM with absolute displacements (separate variables) in every call.
+TEST_P(JobTest, AbsoluteAddressesAtBottom) {
+  const run_result r = job(ranks(), "bottom", {}, env(), 120, nodes());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("bottom: all checks passed on " + std::to_string(ranks()) + " ranks"),
+            std::string::npos)
+      << r.output;
+}
+
 TEST_P(JobTest, ArgumentErrorsReturnTheirClasses) {
   SKIP_UNLESS_ABOVE_TRANSPORTS();
   const run_result r = job(ranks(), "errors", {}, env(), 120, nodes());

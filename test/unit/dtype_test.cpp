@@ -2,26 +2,21 @@
 // that a later streaming engine can move a message in pieces.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
+#include <limits>
 #include <numeric>
 #include <random>
 #include <vector>
 
 #include "device/dtype.hpp"
+#include "include/mpi.h"
 
 namespace iris::device {
 namespace {
 
 dtype basic(std::size_t bytes) {
-  dtype t;
-  t.blocks.push_back({0, bytes});
-  t.size = t.packed_size = bytes;
-  t.extent = t.true_extent = static_cast<std::int64_t>(bytes);
-  t.alignment = bytes;
-  t.basic_size = bytes;
-  t.basic_count = 1;
-  t.committed = true;
-  return t;
+  return dtype_basic(bytes, bytes);
 }
 
 // A vector of `count` blocks of `blocklen` ints, `stride` ints apart.
@@ -39,9 +34,14 @@ TEST(Dtype, VectorExtentsAndMergedBlocks) {
   EXPECT_EQ(v.size, 24u);
   EXPECT_EQ(v.lb, 0);
   EXPECT_EQ(v.extent, 48);  // (2 * 5 + 2) ints
-  EXPECT_EQ(v.blocks.size(), 3u);
+  ASSERT_EQ(v.tree->k, dtype_node::kind::vector) << "equal blocks at one stride: a loop";
+  EXPECT_EQ(v.tree->count, 3u);
+  EXPECT_EQ(v.tree->stride, 20);
+  EXPECT_EQ(v.tree->child->k, dtype_node::kind::run);
+  EXPECT_EQ(v.tree->child->packed, 8u) << "a block of 2 ints is one run";
   const dtype contiguous = vector_of_ints(4, 3, 3);  // stride == blocklen: one block
-  EXPECT_EQ(contiguous.blocks.size(), 1u);
+  EXPECT_EQ(contiguous.tree->k, dtype_node::kind::run);
+  EXPECT_EQ(contiguous.tree->packed, 48u);
   EXPECT_TRUE(dtype_contiguous(contiguous, 5));
   EXPECT_FALSE(dtype_contiguous(v, 1));
 }
@@ -100,6 +100,264 @@ TEST(Dtype, PackAndUnpackAnyRangeInPieces) {
     }
     EXPECT_EQ(back[3], -1) << "a gap between blocks was written";
   }
+}
+
+const dtype &predef(int handle) {
+  return *dtype_lookup(handle);
+}
+
+// A complex type aligns like its component: C pads struct { char; float
+// _Complex; } to 12 bytes, and with double _Complex to 24.
+TEST(Dtype, ComplexTypesAlignLikeTheirComponent) {
+  const dtype &c = predef(MPI_CHAR);
+  const dtype f = dtype_from_blocks({0, 4}, {1, 1}, {&c, &predef(MPI_C_FLOAT_COMPLEX)}, true);
+  EXPECT_EQ(f.extent, 12);
+  const dtype d = dtype_from_blocks({0, 8}, {1, 1}, {&c, &predef(MPI_C_DOUBLE_COMPLEX)}, true);
+  EXPECT_EQ(d.extent, 24);
+  const dtype l =
+      dtype_from_blocks({0, 16}, {1, 1}, {&c, &predef(MPI_C_LONG_DOUBLE_COMPLEX)}, true);
+  EXPECT_EQ(l.extent, 48);
+  // The pair types align like their widest member too.
+  const dtype fi = dtype_from_blocks({0, 4}, {1, 1}, {&c, &predef(MPI_FLOAT_INT)}, true);
+  EXPECT_EQ(fi.extent, 12);
+}
+
+// Get_elements counts basic elements: a pair holds two, and a partial
+// element of a nested type counts what arrived whole.
+TEST(Dtype, ElementsCountBasicElementsOfPairsAndPartialNests) {
+  const dtype &di = predef(MPI_DOUBLE_INT);
+  EXPECT_EQ(dtype_elements(di, di.packed_size), 2);
+  EXPECT_EQ(dtype_elements(di, 3 * di.packed_size), 6);
+  EXPECT_EQ(dtype_elements(di, 8), 1) << "the double of a pair";
+  EXPECT_EQ(dtype_elements(di, 5), -1) << "a cut double";
+  EXPECT_EQ(dtype_bytes_of_elements(di, 3), di.packed_size + 8);
+  // struct { int; vector of 3 blocks of 2 doubles; char } and a partial one.
+  const dtype &i = predef(MPI_INT);
+  const dtype &d = predef(MPI_DOUBLE);
+  const dtype &ch = predef(MPI_CHAR);
+  const dtype v = dtype_vector(3, 2, 32, d);
+  const dtype s = dtype_from_blocks({0, 8, 200}, {1, 1, 1}, {&i, &v, &ch}, true);
+  EXPECT_EQ(s.basic_count, 8u);
+  EXPECT_EQ(dtype_elements(s, s.packed_size), 8);
+  EXPECT_EQ(dtype_elements(s, 4 + 3 * 8), 4) << "the int and three doubles";
+  EXPECT_EQ(dtype_elements(s, s.packed_size + 4 + 6 * 8), 15);
+  EXPECT_EQ(dtype_elements(s, 4 + 3 * 8 + 2), -1);
+  EXPECT_EQ(dtype_bytes_of_elements(s, 4), 4u + 3 * 8);
+  EXPECT_EQ(dtype_bytes_of_elements(s, 9), s.packed_size + 4);
+}
+
+// MPI-4.1 5.1.7-5.1.8: the bounds of types over resized ones with negative
+// lower bounds and extents; the true bounds are where the data is.
+TEST(Dtype, TrueBoundsOverNegativeExtents) {
+  const dtype &i = predef(MPI_INT);
+  const dtype back = dtype_resized(i, 0, -8);  // each next int 8 bytes lower
+  const dtype three = dtype_from_blocks({0}, {3}, {&back}, false);
+  EXPECT_EQ(three.true_lb, -16);
+  EXPECT_EQ(three.true_extent, 20);
+  EXPECT_EQ(three.lb, -16);    // the lowest lb marker
+  EXPECT_EQ(three.extent, 8);  // the highest ub marker is at -8
+  // A vector of it, and a struct holding the vector at 100 and an int at 0.
+  const dtype v = dtype_vector(2, 3, -40, back);  // blocks at 0 and -40
+  EXPECT_EQ(v.true_lb, -56);
+  EXPECT_EQ(v.true_extent, 60);
+  const dtype s = dtype_from_blocks({0, 100}, {1, 1}, {&i, &v}, true);
+  EXPECT_EQ(s.true_lb, 0);
+  EXPECT_EQ(s.true_extent, 104);
+  // The markers are sticky: the struct's bounds come from the resized part.
+  EXPECT_EQ(s.lb, 100 - 56);
+  // A negative lower bound: resized(lb -6, extent 22) over two ints.
+  const dtype two = dtype_from_blocks({-4, 10}, {1, 1}, {&i, &i}, false);
+  EXPECT_EQ(two.true_lb, -4);
+  EXPECT_EQ(two.true_extent, 18);
+  const dtype r = dtype_resized(two, -6, 22);
+  const dtype rr = dtype_from_blocks({0}, {2}, {&r}, false);
+  EXPECT_EQ(rr.true_lb, -4);
+  EXPECT_EQ(rr.true_extent, 22 + 18);
+  EXPECT_EQ(rr.lb, -6);
+  EXPECT_EQ(rr.extent, 44);
+  // Moving the data follows the same layout: pack 2 of `three` (extent 8).
+  int memory[16];
+  for (int k = 0; k < 16; ++k) memory[k] = k;
+  int out[6] = {};
+  dtype_pack_range(&memory[8], 2, three, 0, 24, out);
+  const int want[6] = {8, 6, 4, 10, 8, 6};
+  for (int k = 0; k < 6; ++k) EXPECT_EQ(out[k], want[k]) << k;
+}
+
+}  // namespace
+}  // namespace iris::device
+
+namespace iris::device {
+namespace {
+
+// ---- seeded random nested types against a reference packer -----------------
+//
+// Each random type is made twice: by the engine's builders, and as a plain
+// list of (offset, length) of its data, in typemap order, by the simple
+// expansion of the MPI definitions below. Packing is the concatenation of
+// the list's bytes, element after element, `extent` apart.
+
+struct piece {
+  std::int64_t at;
+  std::size_t length;
+};
+
+struct made {
+  dtype type;
+  std::vector<piece> map;  // one element's data, typemap order
+};
+
+void shifted(std::vector<piece> &out, const std::vector<piece> &in, std::int64_t by) {
+  for (const piece &p : in) out.push_back({p.at + by, p.length});
+}
+
+// Keeps maps small: a type of at most this many pieces is made.
+constexpr std::size_t max_pieces = 3000;
+
+made random_type(std::mt19937 &rng, int depth) {
+  auto pick = [&rng](int lo, int hi) { return lo + static_cast<int>(rng() % (hi - lo + 1)); };
+  made m;
+  const int kind = depth == 0 ? 0 : pick(0, 6);
+  if (kind == 0) {
+    const std::size_t bytes = std::size_t{1} << pick(0, 3);
+    m.type = dtype_basic(bytes, bytes);
+    m.map.push_back({0, bytes});
+    return m;
+  }
+  made child = random_type(rng, depth - 1);
+  const std::int64_t ext = child.type.extent;
+  switch (kind) {
+    case 1: {  // contiguous
+      const int n = pick(1, 4);
+      m.type = dtype_from_blocks({0}, {n}, {&child.type}, false);
+      for (int i = 0; i < n; ++i) shifted(m.map, child.map, i * ext);
+      break;
+    }
+    case 2: {  // vector / hvector, any stride sign
+      const int count = pick(1, 5);
+      const int bl = pick(1, 3);
+      const std::int64_t stride = (pick(0, 1) != 0 ? ext * pick(-4, 6) : pick(-40, 60));
+      m.type = dtype_vector(static_cast<std::size_t>(count), static_cast<std::size_t>(bl), stride,
+                            child.type);
+      for (int i = 0; i < count; ++i) {
+        for (int j = 0; j < bl; ++j) shifted(m.map, child.map, i * stride + j * ext);
+      }
+      break;
+    }
+    case 3:
+    case 4: {  // indexed (one child) or struct (a second child)
+      made other = random_type(rng, depth - 1);
+      const int n = pick(1, 4);
+      std::vector<std::int64_t> displs;
+      std::vector<int> lens;
+      std::vector<const dtype *> olds;
+      for (int b = 0; b < n; ++b) {
+        const made &use = kind == 4 && b % 2 == 1 ? other : child;
+        displs.push_back(pick(-50, 80));
+        lens.push_back(pick(0, 3));
+        olds.push_back(&use.type);
+        for (int j = 0; j < lens.back(); ++j) {
+          shifted(m.map, use.map, displs.back() + j * use.type.extent);
+        }
+      }
+      m.type = dtype_from_blocks(displs, lens, olds, kind == 4);
+      break;
+    }
+    default: {  // resized: negative lower bounds and extents too
+      m.type = dtype_resized(child.type, pick(-24, 16), pick(-24, 40));
+      m.map = child.map;
+      break;
+    }
+  }
+  if (m.map.size() > max_pieces) return child;
+  return m;
+}
+
+bool overlaps(std::vector<piece> all) {
+  std::sort(all.begin(), all.end(), [](const piece &a, const piece &b) { return a.at < b.at; });
+  for (std::size_t i = 1; i < all.size(); ++i) {
+    if (all[i - 1].at + static_cast<std::int64_t>(all[i - 1].length) > all[i].at) return true;
+  }
+  return false;
+}
+
+TEST(Dtype, RandomNestedTypesMatchAReferencePackerAtAnyPieceBoundary) {
+  int unpack_checked = 0;
+  for (unsigned seed = 1; seed <= 300; ++seed) {
+    SCOPED_TRACE("seed " + std::to_string(seed));
+    std::mt19937 rng(seed);
+    const made m = random_type(rng, 1 + static_cast<int>(seed % 4));
+    const dtype &t = m.type;
+    const int count = 1 + static_cast<int>(rng() % 4);
+    // Every element's pieces, in packed order.
+    std::vector<piece> all;
+    for (int e = 0; e < count; ++e) shifted(all, m.map, e * t.extent);
+    std::size_t packed = 0;
+    std::int64_t lo = 0;
+    std::int64_t hi = 0;
+    std::int64_t true_lo = std::numeric_limits<std::int64_t>::max();
+    std::int64_t true_hi = std::numeric_limits<std::int64_t>::min();
+    for (const piece &p : all) {
+      packed += p.length;
+      lo = std::min(lo, p.at);
+      hi = std::max(hi, p.at + static_cast<std::int64_t>(p.length));
+    }
+    for (const piece &p : m.map) {
+      true_lo = std::min(true_lo, p.at);
+      true_hi = std::max(true_hi, p.at + static_cast<std::int64_t>(p.length));
+    }
+    ASSERT_EQ(packed, count * t.packed_size);
+    if (!m.map.empty()) {
+      EXPECT_EQ(t.true_lb, true_lo);
+      EXPECT_EQ(t.true_extent, true_hi - true_lo);
+    }
+    EXPECT_EQ(dtype_elements(t, packed),
+              static_cast<std::int64_t>(count * m.map.size()) - static_cast<std::int64_t>(0))
+        << "basic elements (every piece of the reference is one)";
+    // Memory from lo to hi, with margins that must stay untouched.
+    const std::int64_t margin = 16;
+    const auto span = static_cast<std::size_t>(hi - lo + 2 * margin);
+    std::vector<std::byte> source(span);
+    for (std::byte &b : source) b = static_cast<std::byte>(rng());
+    std::byte *origin = source.data() + (margin - lo);
+    std::vector<std::byte> want;
+    for (const piece &p : all) {
+      want.insert(want.end(), origin + p.at, origin + p.at + p.length);
+    }
+    // Pack at random piece boundaries, with the cursor.
+    std::vector<std::byte> got(packed + 1, std::byte{0x5a});
+    dtype_cursor out(origin, count, t);
+    while (out.done() < packed) {
+      const std::size_t n = 1 + rng() % (1 + packed / 3);
+      const std::size_t at = out.done();
+      ASSERT_EQ(out.pack(got.data() + at, n), std::min(n, packed - at));
+    }
+    EXPECT_EQ(got[packed], std::byte{0x5a}) << "packed past the end";
+    ASSERT_TRUE(std::equal(want.begin(), want.end(), got.begin()));
+    // Unpack in other pieces into a filled buffer: the data lands, every
+    // gap keeps its byte (only for types whose pieces do not overlap).
+    if (overlaps(all)) continue;
+    ++unpack_checked;
+    std::vector<std::byte> back(span, std::byte{0xee});
+    std::byte *back_origin = back.data() + (margin - lo);
+    dtype_cursor in(back_origin, count, t);
+    while (in.done() < packed) {
+      const std::size_t n = 1 + rng() % (1 + packed / 2);
+      in.unpack(want.data() + in.done(), n);
+    }
+    std::vector<bool> covered(span, false);
+    for (const piece &p : all) {
+      for (std::size_t k = 0; k < p.length; ++k) {
+        covered[static_cast<std::size_t>(margin - lo + p.at) + k] = true;
+      }
+    }
+    for (std::size_t k = 0; k < span; ++k) {
+      ASSERT_EQ(back[k], covered[k] ? source[k] : std::byte{0xee})
+          << "byte " << static_cast<std::int64_t>(k) - (margin - lo)
+          << (covered[k] ? " of the data" : " of a gap");
+    }
+  }
+  EXPECT_GT(unpack_checked, 100) << "too few types without overlaps to check unpacking";
 }
 
 }  // namespace

@@ -109,5 +109,25 @@ TEST(Typed, OverlapLooksAtTheSpans) {
   EXPECT_FALSE(typed_overlap({mem.data(), 0, &v}, {mem.data(), 4, &int32()}));
 }
 
+// A copy between two non-contiguous layouts larger than the copy's 64 KiB
+// pieces: every data int lands, in order, and no gap is written.
+TEST(Typed, CopyBetweenLargeLayoutsGoesPieceByPiece) {
+  const dtype &i = int32();
+  const dtype a = dtype_vector(50000, 3, 5 * 4, i);  // 150000 ints, blocks of 3
+  const dtype b = dtype_vector(75000, 2, 3 * 4, i);  // 150000 ints, blocks of 2
+  std::vector<int> from(250000, gap);
+  std::vector<int> to(225000, gap);
+  int k = 0;
+  for (int blk = 0; blk < 50000; ++blk) {
+    for (int j = 0; j < 3; ++j) from[static_cast<std::size_t>(blk * 5 + j)] = k++;
+  }
+  typed_copy({from.data(), 1, &a}, {to.data(), 1, &b});
+  k = 0;
+  for (int blk = 0; blk < 75000; ++blk) {
+    for (int j = 0; j < 2; ++j) ASSERT_EQ(to[static_cast<std::size_t>(blk * 3 + j)], k++);
+    ASSERT_EQ(to[static_cast<std::size_t>(blk * 3 + 2)], gap) << "block " << blk;
+  }
+}
+
 }  // namespace
 }  // namespace iris::device
