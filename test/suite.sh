@@ -2,7 +2,8 @@
 # The whole test suite, as CI runs it (.ci/run):
 #   1. formatting (clang-format, the repo's .clang-format), that every
 #      binding takes the call lock of MPI_THREAD_MULTIPLE (bindings_locked.py),
-#      and the spin models of the shared-memory doorbells and receive queue
+#      and the spin models of the shared-memory doorbells, receive queue and
+#      queue-to-ring switch
 #      (test/model/, about 25 s)
 #   2. the normal build with warnings as errors, all suites
 #   3. AddressSanitizer + UndefinedBehaviorSanitizer build, all suites (the

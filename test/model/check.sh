@@ -23,7 +23,7 @@ search() {
   ./pan -m1000000 2>&1 | sed -n 's/.*errors: \([0-9]*\).*/\1/p'
 }
 
-for case in "bell.pml -DLIGHT_FENCE" "queue.pml -DCLAIM_BY_FIRST"; do
+for case in "bell.pml -DLIGHT_FENCE" "queue.pml -DCLAIM_BY_FIRST" "switch.pml -DATTACH_EARLY"; do
   read -r model broken <<<"$case"
   errors=$(search "$model")
   if [ "$errors" != 0 ]; then
