@@ -72,15 +72,8 @@ constexpr tunable table[] = {
      "the sender's buffer itself; 0: the data always comes as packets after a CTS"},
 };
 
-const tunable &find(std::string_view name) {
-  for (const tunable &t : table) {
-    if (name == t.name) return t;
-  }
-  throw std::logic_error("undeclared tunable " + std::string(name));
-}
-
 std::int64_t value_of(std::string_view name) {
-  return tunable_value(find(name));
+  return tunable_value(tunable_named(table, name));
 }
 
 }  // namespace
@@ -101,7 +94,7 @@ transport_settings transport_settings_load() {
   s.shm.engine = static_cast<rndv_engine>(value_of("IRIS_RNDV_ENGINE"));
   s.shm.cma_threshold = static_cast<std::size_t>(value_of("IRIS_CMA_THRESHOLD"));
   s.shm.pipeline_large = static_cast<std::size_t>(value_of("IRIS_PIPELINE_LARGE"));
-  s.net.netmod = tunable_choice(find("IRIS_NETMOD"));
+  s.net.netmod = tunable_choice(tunable_named(table, "IRIS_NETMOD"));
   s.net.fragment_size = static_cast<std::size_t>(value_of("IRIS_NET_FRAGMENT_SIZE"));
   s.net.eager_limit = static_cast<std::size_t>(value_of("IRIS_NET_EAGER_LIMIT"));
   s.net.eager_window = static_cast<int>(value_of("IRIS_NET_EAGER_WINDOW") / 64);

@@ -72,15 +72,8 @@ std::int64_t read_value(const tunable &t) {
   return value;
 }
 
-const tunable &find(std::string_view name) {
-  for (const tunable &t : table) {
-    if (name == t.name) return t;
-  }
-  throw std::logic_error("undeclared tunable " + std::string(name));
-}
-
 std::int64_t value_of(std::string_view name) {
-  return read_value(find(name));
+  return read_value(tunable_named(table, name));
 }
 
 // The name of choice `index` of `t`.
@@ -110,6 +103,13 @@ std::span<const tunable> tunables() {
 
 std::int64_t tunable_value(const tunable &t) {
   return read_value(t);
+}
+
+const tunable &tunable_named(std::span<const tunable> in, std::string_view name) {
+  for (const tunable &t : in) {
+    if (name == t.name) return t;
+  }
+  throw std::logic_error("undeclared tunable " + std::string(name));
 }
 
 std::string tunable_choice(const tunable &t) {

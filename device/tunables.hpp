@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <span>
 #include <string>
+#include <string_view>
 
 namespace iris::device {
 
@@ -30,6 +31,9 @@ std::span<const tunable> tunables();
 // is unset or empty. Throws std::runtime_error naming the variable and the
 // accepted values when it is malformed or out of range.
 std::int64_t tunable_value(const tunable &t);
+// The tunable called `name` in `in`; throws std::logic_error when there is
+// none (a name misspelt in the code).
+const tunable &tunable_named(std::span<const tunable> in, std::string_view name);
 // The name chosen for a tunable whose value is one of its choices.
 std::string tunable_choice(const tunable &t);
 // The text of a tunable whose value is any text ("" when unset).
