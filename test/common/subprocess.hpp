@@ -11,6 +11,7 @@
 
 #include <chrono>
 #include <cstdlib>
+#include <fstream>
 #include <string>
 #include <utility>
 #include <vector>
@@ -95,10 +96,29 @@ inline std::vector<std::string> shm_entries(const std::string &prefix = "iris-")
   return names;
 }
 
-// What a finished job left in /dev/shm: the entries of jobs whose mpiexec
-// is no longer running. A segment is named iris-iris_<mpiexec pid>-...; a
-// job still running on this machine (another test run, another checkout)
-// holds its segment legitimately and is not counted.
+// Whether a living process maps /dev/shm/`name` (its job is still running).
+inline bool shm_mapped(const std::string &name) {
+  const std::string path = "/dev/shm/" + name;
+  bool mapped = false;
+  if (DIR *proc = opendir("/proc")) {
+    while (const dirent *e = readdir(proc)) {
+      if (mapped || e->d_name[0] < '1' || e->d_name[0] > '9') continue;
+      std::ifstream maps(std::string("/proc/") + e->d_name + "/maps");
+      for (std::string line; !mapped && std::getline(maps, line);) {
+        mapped = line.find(path) != std::string::npos;
+      }
+    }
+    closedir(proc);
+  }
+  return mapped;
+}
+
+// What a finished job left in /dev/shm: the entries of jobs no longer
+// running. A segment of a job started by Iris's mpiexec is named
+// iris-iris_<mpiexec pid>-...; other launchers (mpirun, Hydra, Slurm) give
+// other job names. A job still running on this machine (another test run,
+// another checkout) holds its segment legitimately and is not counted: its
+// mpiexec is alive, or one of its ranks maps the segment.
 inline std::vector<std::string> shm_leftovers() {
   std::vector<std::string> left;
   for (const std::string &name : shm_entries()) {
@@ -107,6 +127,7 @@ inline std::vector<std::string> shm_leftovers() {
       const long pid = std::strtol(name.c_str() + tag.size(), nullptr, 10);
       if (pid > 0 && ::kill(static_cast<pid_t>(pid), 0) == 0) continue;
     }
+    if (shm_mapped(name)) continue;
     left.push_back(name);
   }
   return left;
