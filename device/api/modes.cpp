@@ -147,6 +147,20 @@ int detach(const char *call, const communicator *c, attached_buffer &b, void *bu
   return MPI_SUCCESS;
 }
 
+// MPI_Comm_detach_buffer(_c): detaches the buffer attached to `comm`.
+template <typename Size>
+int comm_detach(const char *call, MPI_Comm comm, void *buffer_addr, Size *size) {
+  communicator *c = nullptr;
+  if (int err = api::check_comm(call, comm, c)) return err;
+  const auto found = comm_buffers.find(comm);
+  if (found == comm_buffers.end() || !found->second.attached) {
+    return device::error_raise(c, call, MPI_ERR_BUFFER, "no buffer is attached to communicator");
+  }
+  const int err = detach(call, c, found->second, buffer_addr, size);
+  if (err == MPI_SUCCESS) comm_buffers.erase(found);
+  return err;
+}
+
 int bsend(const char *call, const void *buf, int count, MPI_Datatype type, int dest, int tag,
           MPI_Comm handle, MPI_Request *request) {
   communicator *c = nullptr;
@@ -272,16 +286,7 @@ int MPI_Comm_attach_buffer(MPI_Comm comm, void *base, int size) {
 
 int MPI_Comm_detach_buffer(MPI_Comm comm, void *buffer_addr, int *size) {
   const device::api_guard guard;
-  const char *call = "MPI_Comm_detach_buffer";
-  communicator *c = nullptr;
-  if (int err = api::check_comm(call, comm, c)) return err;
-  const auto found = comm_buffers.find(comm);
-  if (found == comm_buffers.end() || !found->second.attached) {
-    return device::error_raise(c, call, MPI_ERR_BUFFER, "no buffer is attached to communicator");
-  }
-  const int err = detach(call, c, found->second, buffer_addr, size);
-  if (err == MPI_SUCCESS) comm_buffers.erase(found);
-  return err;
+  return comm_detach("MPI_Comm_detach_buffer", comm, buffer_addr, size);
 }
 
 int MPI_Comm_flush_buffer(MPI_Comm comm) {
@@ -326,16 +331,7 @@ int MPI_Comm_attach_buffer_c(MPI_Comm comm, void *base, MPI_Count size) {
 
 int MPI_Comm_detach_buffer_c(MPI_Comm comm, void *buffer_addr, MPI_Count *size) {
   const device::api_guard guard;
-  const char *call = "MPI_Comm_detach_buffer_c";
-  communicator *c = nullptr;
-  if (int err = api::check_comm(call, comm, c)) return err;
-  const auto found = comm_buffers.find(comm);
-  if (found == comm_buffers.end() || !found->second.attached) {
-    return device::error_raise(c, call, MPI_ERR_BUFFER, "no buffer is attached to communicator");
-  }
-  const int err = detach(call, c, found->second, buffer_addr, size);
-  if (err == MPI_SUCCESS) comm_buffers.erase(found);
-  return err;
+  return comm_detach("MPI_Comm_detach_buffer_c", comm, buffer_addr, size);
 }
 
 int MPI_Sendrecv_replace(void *buf, int count, MPI_Datatype datatype, int dest, int sendtag,
