@@ -18,12 +18,24 @@ bool credit_short_poll(vc &to, int cost) {
   return to.credits >= cost;
 }
 
+void credit_receive_shared(vc &from, const packet_header &h) {
+  if (h.credits == 0) return;
+  const vc_guard guard(from);
+  const int credits = from.credits + h.credits;
+  from.credits = credits < from.window ? credits : from.window;
+}
+
 void credit_return(vc &from, std::size_t length) {
   if (!from.flow_controlled) return;
-  from.owed += credit_cost(length);
+  bool tell = false;
+  {
+    const vc_guard guard(from);  // an unlocked sender takes what is owed with its packet
+    from.owed += credit_cost(length);
+    tell = from.owed * 4 >= from.window;
+  }
   // A quarter of the window owed and nothing going back: say so at once, so
   // that a streaming sender never runs dry.
-  if (from.owed * 4 >= from.window) {
+  if (tell) {
     packet_header h{};
     h.type = packet_type::credit;
     ++rt->stats.credit_packets;

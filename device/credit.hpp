@@ -41,11 +41,17 @@ inline void credit_spend(vc &to, std::size_t bytes) {
 }
 // Sender: a queued eager message was withdrawn before it left (MPI_Cancel).
 inline void credit_refund(vc &to, std::size_t bytes) {
+  const vc_guard guard(to);
   if (to.flow_controlled) to.credits += credit_cost(bytes);
 }
 
 // Sender: the credits `h` carries back from `from` (every packet may).
+void credit_receive_shared(vc &from, const packet_header &h);
 inline void credit_receive(vc &from, const packet_header &h) {
+  if (from.shared) [[unlikely]] {
+    credit_receive_shared(from, h);  // under the VC lock: unlocked senders spend them
+    return;
+  }
   // A peer can only return credits it was given.
   const int credits = from.credits + h.credits;
   from.credits = credits < from.window ? credits : from.window;

@@ -16,6 +16,8 @@
 // single-threaded program.
 #pragma once
 
+#include <atomic>
+
 namespace iris::device {
 
 // Set at MPI_Init_thread(MPI_THREAD_MULTIPLE); read by every binding.
@@ -63,5 +65,51 @@ inline int api_call(Body body) {
   call_lock_leave();
   return result;
 }
+
+// Runs MPI_Send's or MPI_Isend's body as api_call does, but under MULTIPLE
+// first tries `unlocked`, which takes no call lock (it sends an eager message
+// at once under its VC's lock, send.hpp's send_unlocked) and returns false
+// when the message cannot go out that way. When the body ran, `refill` (under
+// the call lock) refills this thread's request cache for the next attempt.
+template <typename Unlocked, typename Body, typename Refill>
+inline int api_send_call(Unlocked unlocked, Body body, Refill refill) {
+  if (!threads_enabled) [[likely]] {
+    return body();
+  }
+  if (unlocked()) return 0;  // MPI_SUCCESS
+  call_lock_enter();
+  const int result = body();
+  refill();
+  call_lock_leave();
+  return result;
+}
+
+// The lock of one VC's sending side under MULTIPLE (vc.hpp): a word taken
+// with one exchange, spun on with plain loads, the core given away after a
+// while. Held for one packet's write or one credit update, never across a
+// wait, so a waiter spins briefly. Below MULTIPLE nobody takes it.
+class spin_lock {
+ public:
+  spin_lock() = default;
+  // A copy (std::vector growth at setup) is a new lock, free.
+  spin_lock(const spin_lock &) {}
+  spin_lock &operator=(const spin_lock &) { return *this; }
+  ~spin_lock() = default;
+
+  void lock() {
+    if (!held_.exchange(true, std::memory_order_acquire)) return;
+    lock_slow();
+  }
+  bool try_lock() {
+    return !held_.load(std::memory_order_relaxed) &&
+           !held_.exchange(true, std::memory_order_acquire);
+  }
+  void unlock() { held_.store(false, std::memory_order_release); }  // pairs with lock's exchange
+  bool held() const { return held_.load(std::memory_order_relaxed); }
+
+ private:
+  void lock_slow();
+  std::atomic<bool> held_{false};
+};
 
 }  // namespace iris::device

@@ -100,6 +100,14 @@ class transport {
   // not apply (a send to oneself never waits).
   virtual bool flow_controlled() const { return true; }
 
+  // MPI_THREAD_MULTIPLE: whether send and send_filled to one peer may run
+  // while another thread sends to a different peer or polls, each send to
+  // one peer holding that VC's send_lock (vc.hpp). True where each peer's
+  // send state is its own: the pair rings of shm_transport. The others
+  // (self delivers at once into the matcher; the netmods and the large-node
+  // queues keep state across peers) stay under the call lock.
+  virtual bool concurrent_sends() const { return false; }
+
   // Sleeping waiters (shm/bell.hpp, progress_idle). A rank may sleep only
   // if every transport it polls wakes it when a packet comes: the shm
   // transports ring the receiver's bell after each send, oneself never

@@ -47,6 +47,7 @@ class shm_transport final : public transport {
   std::string describe() const override;
   bool wakes_sleepers() const override { return bells_; }
   shm::bell *own_bell() const override { return own_bell_; }
+  bool concurrent_sends() const override { return true; }  // a ring per pair, nothing shared
 
  private:
   struct peer {
