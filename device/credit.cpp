@@ -27,15 +27,10 @@ void credit_receive_shared(vc &from, const packet_header &h) {
 
 void credit_return(vc &from, std::size_t length) {
   if (!from.flow_controlled) return;
-  bool tell = false;
-  {
-    const vc_guard guard(from);  // an unlocked sender takes what is owed with its packet
-    from.owed += credit_cost(length);
-    tell = from.owed * 4 >= from.window;
-  }
+  from.owed += credit_cost(length);
   // A quarter of the window owed and nothing going back: say so at once, so
   // that a streaming sender never runs dry.
-  if (tell) {
+  if (from.owed * 4 >= from.window) {
     packet_header h{};
     h.type = packet_type::credit;
     ++rt->stats.credit_packets;

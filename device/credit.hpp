@@ -46,16 +46,15 @@ inline void credit_refund(vc &to, std::size_t bytes) {
 }
 
 // Sender: the credits `h` carries back from `from` (every packet may).
-void credit_receive_shared(vc &from, const packet_header &h);
 inline void credit_receive(vc &from, const packet_header &h) {
-  if (from.shared) [[unlikely]] {
-    credit_receive_shared(from, h);  // under the VC lock: unlocked senders spend them
-    return;
-  }
   // A peer can only return credits it was given.
   const int credits = from.credits + h.credits;
   from.credits = credits < from.window ? credits : from.window;
 }
+// The same for a shared VC (vc.hpp), under its lock: unlocked senders spend
+// them (packet_deliver_shared).
+void credit_receive_shared(vc &from, const packet_header &h);
+
 // Receiver: the units owed to `to` that the packet being written carries.
 inline int credit_piggyback(const vc &to) {
   return to.owed < 0xffff ? to.owed : 0xffff;

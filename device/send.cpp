@@ -58,10 +58,7 @@ void message_sent(request &r) {
 
 }  // namespace
 
-namespace {
-
-// packet_write's work; the caller holds `to.send_lock` when `to` is shared.
-inline bool packet_write_held(vc &to, packet_header h, const void *payload, std::size_t bytes) {
+bool packet_write(vc &to, packet_header h, const void *payload, std::size_t bytes) {
   const int give = credit_piggyback(to);
   h.credits = static_cast<std::uint16_t>(give);
   const iovec part{const_cast<void *>(payload), bytes};
@@ -70,21 +67,8 @@ inline bool packet_write_held(vc &to, packet_header h, const void *payload, std:
   return true;
 }
 
-}  // namespace
-
-bool packet_write(vc &to, packet_header h, const void *payload, std::size_t bytes) {
-  if (to.shared) [[unlikely]] {
-    to.send_lock.lock();
-    const bool written = packet_write_held(to, h, payload, bytes);
-    to.send_lock.unlock();
-    return written;
-  }
-  return packet_write_held(to, h, payload, bytes);
-}
-
 bool packet_write_filled(vc &to, packet_header h, std::size_t bytes, const payload_filler &f,
                          std::byte *staging) {
-  const vc_guard guard(to);
   const int give = credit_piggyback(to);
   h.credits = static_cast<std::uint16_t>(give);
   if (to.via->send_filled(to, h, bytes, f, staging) != xfer::done) return false;
@@ -199,13 +183,15 @@ bool send_unlocked(vc &to, const communicator &comm, std::uint32_t context, cons
     r->protocol = packet_type::eager;
     r->state = send_state::done;
   }
+  // No credits ride on it: what this rank owes `to` is the call lock's.
   const packet_header h =
       message_header(packet_type::eager, key, bytes, r != nullptr ? request_id(*r) : 0);
+  const iovec part{const_cast<void *>(data), bytes};
   to.send_lock.lock();
   // Requests queued by the call lock's holder go first: they may be this
   // thread's own earlier sends.
-  const bool sent =
-      to.queued_sends.get() == 0 && to.credits >= cost && packet_write_held(to, h, data, bytes);
+  const bool sent = to.queued_sends.get() == 0 && to.credits >= cost &&
+                    to.via->send_held(to, h, {&part, bytes != 0 ? 1U : 0U}) == xfer::done;
   if (sent) {
     to.credits -= cost;
     ++to.unlocked_eager;

@@ -66,22 +66,19 @@ inline int api_call(Body body) {
   return result;
 }
 
-// Runs MPI_Send's or MPI_Isend's body as api_call does, but under MULTIPLE
-// first tries `unlocked`, which takes no call lock (it sends an eager message
-// at once under its VC's lock, send.hpp's send_unlocked) and returns false
-// when the message cannot go out that way. When the body ran, `refill` (under
-// the call lock) refills this thread's request cache for the next attempt.
-template <typename Unlocked, typename Body, typename Refill>
-inline int api_send_call(Unlocked unlocked, Body body, Refill refill) {
+// MPI_Send's and MPI_Isend's api_call: below MULTIPLE runs `body` as
+// api_call does; under MULTIPLE runs `multiple` instead, a call of an
+// out-of-line function that first tries the send without the call lock (an
+// eager message that goes out at once under its VC's lock: send.hpp,
+// send_unlocked) and otherwise takes the call lock (api_guard) and runs the
+// binding's body. Out of line, so that below MULTIPLE the binding keeps no
+// registers for it.
+template <typename Body, typename Multiple>
+inline int api_send_call(Body body, Multiple multiple) {
   if (!threads_enabled) [[likely]] {
     return body();
   }
-  if (unlocked()) return 0;  // MPI_SUCCESS
-  call_lock_enter();
-  const int result = body();
-  refill();
-  call_lock_leave();
-  return result;
+  return multiple();
 }
 
 // The lock of one VC's sending side under MULTIPLE (vc.hpp): a word taken

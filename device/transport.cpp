@@ -7,6 +7,7 @@
 #include <algorithm>
 
 #include "device/runtime.hpp"
+#include "device/threading.hpp"
 #include "device/transport_net.hpp"
 #include "device/transport_self.hpp"
 #include "device/transport_shm.hpp"
@@ -50,7 +51,14 @@ void transports_open(runtime &r) {
   // queues and pooled pair rings (shm/README.md).
   const int local_size = static_cast<int>(local_ranks.size());
   if (r.config.use_shm && local_size > 1 && local_size <= r.config.shm_dense_ranks) {
-    r.transports.push_back(std::make_unique<shm_transport>(r, std::move(local_ranks), local_index));
+    // Under MULTIPLE the rings let threads send to different peers at once.
+    if (threads_enabled) {
+      r.transports.push_back(
+          std::make_unique<shm_shared_transport>(r, std::move(local_ranks), local_index));
+    } else {
+      r.transports.push_back(
+          std::make_unique<shm_transport>(r, std::move(local_ranks), local_index));
+    }
   } else if (r.config.use_shm && local_size > 1) {
     r.transports.push_back(
         std::make_unique<shm_queue_transport>(r, std::move(local_ranks), local_index));

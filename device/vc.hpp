@@ -51,11 +51,13 @@ struct vc {
   // init under MULTIPLE when the transport lets sends to different peers run
   // at once (transport::concurrent_sends): then MPI_Send and MPI_Isend of an
   // eager message that goes out at once run without the call lock, under
-  // `send_lock` (send_unlocked), and every other writer of `credits`, `owed`
-  // and the transport's send to this peer takes `send_lock` too, inside the
-  // call lock (the order: call lock -> one VC lock; only the call lock's
-  // holder ever holds two VC locks, and an unlocked sender holds one and
-  // waits for nothing else).
+  // `send_lock` (send_unlocked). `send_lock` guards `credits` and the
+  // transport's send to this peer: the transport's send takes it, and so
+  // does every other use of `credits` (credit_take, credit_receive_shared,
+  // credit_refund). The rest (`owed`, the queues, the backlog) stays the
+  // call lock's: an unlocked send piggybacks no credits and queues nothing.
+  // The order: call lock -> one VC lock, never two at once, and nothing is
+  // waited for while a VC lock is held.
   bool shared = false;
   spin_lock send_lock;
   shared_count queued_sends;         // requests in send_queue: an unlocked send must not pass them

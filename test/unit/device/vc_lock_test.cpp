@@ -78,7 +78,13 @@ class pair_queues final : public transport {
   std::string_view name() const override { return "pair_queues"; }
   bool concurrent_sends() const override { return true; }
 
+  // As shm_shared_transport: send takes the VC's lock, send_held has it.
   xfer send(vc &to, const packet_header &h, std::span<const iovec> payload) override {
+    const vc_guard guard(to);
+    return send_held(to, h, payload);
+  }
+
+  xfer send_held(vc &to, const packet_header &h, std::span<const iovec> payload) override {
     EXPECT_TRUE(!to.shared || to.send_lock.held()) << "a send to a shared VC without its lock";
     if (meet) {
       inside.fetch_add(1);
@@ -218,7 +224,7 @@ TEST_F(UnlockedSends, WhatCannotGoAtOnceIsLeftForTheCallLock) {
 
 // Seeded stress: three threads stream to two peers without the call lock
 // while this thread, holding it, plays the receivers: takes what arrived,
-// gives the credits back (credit_receive), and now and then owes some
+// gives the credits back (credit_receive_shared), and now and then owes some
 // (credit_return, which may write a credit packet) or writes a control
 // packet itself (packet_write). Every message arrives once, each sender's
 // messages to one peer in the order sent, and the credits add up.
@@ -263,7 +269,7 @@ TEST_F(UnlockedSends, SeededStressAgainstACallLockHolder) {
         ++received;
         packet_header back{};
         back.credits = static_cast<std::uint16_t>(credit_cost(p.payload.size()));
-        credit_receive(peer(to), back);
+        credit_receive_shared(peer(to), back);
         if (random() % 16 == 0) credit_return(peer(to), random() % 64);
         if (random() % 32 == 0) {
           packet_header h{};
