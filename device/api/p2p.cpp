@@ -50,18 +50,16 @@ int probe_checks(const char *call, int source, int tag, MPI_Comm comm, communica
 bool send_unlocked(const void *buf, int count, MPI_Datatype type, int dest, int tag, MPI_Comm comm,
                    MPI_Request *request) {
   device::runtime *r = device::rt;
-  if (r == nullptr || count < 0 || tag < 0) {
-    return false;
-  }
+  if (r == nullptr || count < 0 || tag < 0) return false;
   const communicator *c = device::comm_lookup_published(*r, comm);
   if (c == nullptr || dest < 0 || dest >= c->size) return false;
+  device::vc &to = r->vcs[static_cast<std::size_t>(c->world_rank[static_cast<std::size_t>(dest)])];
+  if (!to.shared) return false;
   const device::detail::builtin_slot &slot =
       device::detail::builtin_types[static_cast<unsigned>(type) & 0xffU];
   if (slot.handle != type || slot.type == nullptr) return false;
   const device::typed_buffer tb{const_cast<void *>(buf), count, slot.type};
   if (!tb.contiguous() || (buf == nullptr && count > 0)) return false;
-  device::vc &to = r->vcs[static_cast<std::size_t>(c->world_rank[static_cast<std::size_t>(dest)])];
-  if (!to.shared) return false;
   device::request *req = nullptr;
   if (request != nullptr) {
     req = device::request_cache_take();
