@@ -4,7 +4,6 @@
 
 #include "device/schedule.hpp"
 #include "device/send.hpp"
-#include "shm/bell.hpp"
 
 namespace iris::device {
 namespace {
@@ -39,21 +38,20 @@ int progress_poll() {
 
 namespace {
 
-// The sleeper's half of shm/bell.hpp's pair: marked asleep, the heavy fence,
-// a last poll, then the futex until a sender rings or the timeout passes.
-int progress_sleep(shm::bell &b) {
-  b.asleep.store(1, std::memory_order_relaxed);
-  if (!shm::heavy_fence()) {
-    b.asleep.store(0, std::memory_order_relaxed);
-    rt->bell = nullptr;  // the kernel refused: yield from now on
+// The sleeper's half of the doorbell pair (the transport holding the bell
+// does the steps): marked asleep and seen by every sender, a last poll, then
+// the wait until a sender rings or the timeout passes.
+int progress_sleep(transport &t) {
+  if (!t.sleep_begin()) {
+    rt->sleeper = nullptr;  // the kernel refused: yield from now on
     return 0;
   }
   const int events = progress_poll();
   if (events == 0 && rt->sending.empty()) {
     ++rt->stats.sleeps;
-    if (!shm::bell_wait(b, rt->config.sleep_timeout_ms)) ++rt->stats.sleep_timeouts;
+    if (!t.sleep_wait(rt->config.sleep_timeout_ms)) ++rt->stats.sleep_timeouts;
   }
-  b.asleep.store(0, std::memory_order_relaxed);
+  t.sleep_end();
   return events;
 }
 
@@ -62,8 +60,8 @@ int progress_sleep(shm::bell &b) {
 int progress_idle(int yields) {
   // Nothing queued to push: a rank waiting for room in a peer's ring is
   // woken by nobody, so it keeps yielding.
-  if (rt->bell != nullptr && yields > rt->config.sleep_after && rt->sending.empty()) {
-    return progress_sleep(*rt->bell);
+  if (rt->sleeper != nullptr && yields > rt->config.sleep_after && rt->sending.empty()) {
+    return progress_sleep(*rt->sleeper);
   }
   sched_yield();
   return 0;

@@ -16,8 +16,8 @@ int progress_poll();
 
 // What a waiting rank does once it has polled `spin_limit` times in vain:
 // it gives its core away (sched_yield), and after IRIS_SLEEP_AFTER such
-// yields, where every transport can wake it, it sleeps on its bell
-// (shm/bell.hpp) until a packet comes. `yields` counts the idle passes
+// yields, where every transport can wake it, it sleeps on the bell its
+// transport holds (transport.hpp) until a packet comes. `yields` counts the idle passes
 // since the spinning ended. Returns the events it handled on the way.
 int progress_idle(int yields);
 

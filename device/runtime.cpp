@@ -63,13 +63,12 @@ void comms_setup(runtime &r) {
 
 void describe(const runtime &r) {
   std::fprintf(stderr,
-               "iris: rank %d of %d: pmi %s, job %.*s, node %d, shm ring %zu B, fragment %zu B, "
-               "eager limit %zu B, window %d B, spin %d\n",
+               "iris: rank %d of %d: pmi %s, job %.*s, node %d, eager limit %zu B, window %d B, "
+               "spin %d\n",
                r.rank, r.size, std::string(r.pmi->backend()).c_str(),
                static_cast<int>(r.pmi->job_id().size()), r.pmi->job_id().data(),
-               r.pmi->node_of(r.rank), r.config.shm_ring_size, r.config.shm_fragment_size,
-               r.config.eager_limit, r.config.eager_window * static_cast<int>(credit_unit),
-               r.spin_limit);
+               r.pmi->node_of(r.rank), r.config.eager_limit,
+               r.config.eager_window * static_cast<int>(credit_unit), r.spin_limit);
   for (const auto &t : r.transports) {
     const std::string line = t->describe();
     if (!line.empty()) std::fprintf(stderr, "iris: rank %d: %s\n", r.rank, line.c_str());
@@ -108,7 +107,8 @@ int runtime_init(int required_thread_level) {
   auto r = std::make_unique<runtime>();
   try {
     r->config = settings_load();
-    transports_settle(r->config);
+    r->transport_config = transport_settings_load();
+    transports_settle(r->config, r->transport_config);
     r->pmi = pmi::client_open();
   } catch (const std::exception &e) {
     fatal("MPI_Init", "%s", e.what());
@@ -148,13 +148,13 @@ int runtime_init(int required_thread_level) {
   for (const auto &t : r->transports) wakes = wakes && t->wakes_sleepers();
   if (sleep_wanted && wakes) {
     for (const auto &t : r->transports) {
-      if (t->own_bell() != nullptr) r->bell = t->own_bell();
+      if (t->holds_bell()) r->sleeper = t.get();
     }
   }
   // A waiting rank that will sleep soon may spin longer first: the ranks
   // that wait long get out of the way by sleeping, and a short wait (a
   // ping-pong beside them) stays a spin, not a sched_yield.
-  const int oversubscribed_spin = r->bell != nullptr ? 200 : 20;
+  const int oversubscribed_spin = r->sleeper != nullptr ? 200 : 20;
   r->spin_limit = r->config.spin_count >= 0 ? r->config.spin_count
                   : oversubscribed          ? oversubscribed_spin
                                             : 2000;

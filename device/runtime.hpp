@@ -25,10 +25,6 @@
 #include "netmods/netmod.hpp"
 #include "pmi/pmi.hpp"
 
-namespace iris::shm {
-struct bell;
-}
-
 namespace iris::device {
 
 // Counters for IRIS_STATS=1, printed at MPI_Finalize.
@@ -56,11 +52,12 @@ struct runtime {
   std::uint64_t serial = runtime_serial_next();  // tells a thread's request cache it is stale
   std::unique_ptr<pmi::client> pmi;
   settings config{};
+  transport_settings transport_config{};
   int rank = 0;
   int size = 1;
   int pid = 0;  // getpid() is a system call: every RTS names it
   int spin_limit = 2000;
-  shm::bell *bell = nullptr;  // where this rank sleeps when idle; nullptr: it never sleeps
+  transport *sleeper = nullptr;  // holds the bell this rank sleeps on when idle; nullptr: never
   std::vector<vc> vcs;
   std::vector<std::unique_ptr<transport>> transports;  // those in use; own their state
   std::vector<transport *> polled;                     // those with anything to poll
@@ -93,9 +90,6 @@ extern runtime *rt;
 // MPI_Init's work. Returns MPI_SUCCESS or prints why and ends the job.
 int runtime_init(int required_thread_level);
 int runtime_finalize();
-
-// What the netmod is told at init, from the tunables.
-netmod::config netmod_config(const settings &s);
 
 // The communicator named by `handle`, or nullptr.
 communicator *comm_lookup(int handle);

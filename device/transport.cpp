@@ -14,15 +14,15 @@
 
 namespace iris::device {
 
-void transports_settle(settings &s) {
-  shm::check_ring_capacity(s.shm_ring_size);
-  shm::check_node_shape({0, s.shm_queue_cells, s.shm_ring_size, s.shm_pool_size});
+void transports_settle(settings &device, transport_settings &s) {
+  shm::check_ring_capacity(s.shm.ring_size);
+  shm::check_node_shape({0, s.shm.queue_cells, s.shm.ring_size, s.shm.pool_size});
   // A record must fit a ring. (On large nodes it must fit a receive queue
   // too: shm_queue_transport caps the limits of its peers.)
   const std::size_t record_payload =
-      shm::max_record_payload(s.shm_ring_size) - sizeof(packet_header);
-  s.shm_fragment_size = std::min(s.shm_fragment_size, record_payload);
-  s.eager_limit = std::min(s.eager_limit, record_payload);
+      shm::max_record_payload(s.shm.ring_size) - sizeof(packet_header);
+  s.shm.fragment_size = std::min(s.shm.fragment_size, record_payload);
+  device.eager_limit = std::min(device.eager_limit, record_payload);
 }
 
 void transports_open(runtime &r) {
@@ -43,14 +43,16 @@ void transports_open(runtime &r) {
       if (peer == r.rank) local_index = static_cast<int>(local_ranks.size());
       local_ranks.push_back(peer);
     }
-    remote = remote || (peer != r.rank && (!r.config.use_shm || r.pmi->node_of(peer) != node));
+    remote = remote ||
+             (peer != r.rank && (!r.transport_config.shm.enabled || r.pmi->node_of(peer) != node));
   }
   // The netmod puts its card first; then the node segment is created.
   if (remote) r.transports.push_back(std::make_unique<net_transport>(r));
   // Few ranks: a ring per ordered pair, reserved at start-up; more: receive
   // queues and pooled pair rings (shm/README.md).
   const int local_size = static_cast<int>(local_ranks.size());
-  if (r.config.use_shm && local_size > 1 && local_size <= r.config.shm_dense_ranks) {
+  const auto &node_memory = r.transport_config.shm;
+  if (node_memory.enabled && local_size > 1 && local_size <= node_memory.dense_ranks) {
     // Under MULTIPLE the rings let threads send to different peers at once.
     if (threads_enabled) {
       r.transports.push_back(
@@ -59,7 +61,7 @@ void transports_open(runtime &r) {
       r.transports.push_back(
           std::make_unique<shm_transport>(r, std::move(local_ranks), local_index));
     }
-  } else if (r.config.use_shm && local_size > 1) {
+  } else if (node_memory.enabled && local_size > 1) {
     r.transports.push_back(
         std::make_unique<shm_queue_transport>(r, std::move(local_ranks), local_index));
   }

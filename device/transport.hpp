@@ -25,11 +25,9 @@
 #include <string>
 #include <string_view>
 
-#include "device/packet.hpp"
+#include "device/tunables.hpp"
 
-namespace iris::shm {
-struct bell;
-}
+#include "device/packet.hpp"
 
 namespace iris::device {
 
@@ -113,13 +111,24 @@ class transport {
     return send(to, h, payload);
   }
 
-  // Sleeping waiters (shm/bell.hpp, progress_idle). A rank may sleep only
-  // if every transport it polls wakes it when a packet comes: the shm
-  // transports ring the receiver's bell after each send, oneself never
+  // Sleeping waiters (progress_idle). A rank may sleep only if every
+  // transport it polls wakes it when a packet comes: the shm transports
+  // ring the receiver's bell after each send (shm/bell.hpp), oneself never
   // needs waking, and a netmod cannot (its packets come on sockets).
   virtual bool wakes_sleepers() const { return false; }
-  // This rank's bell, if this transport has one.
-  virtual shm::bell *own_bell() const { return nullptr; }
+  // Whether this transport holds this rank's bell, where it sleeps.
+  virtual bool holds_bell() const { return false; }
+  // The sleeper's steps, on the transport that holds the bell:
+  // sleep_begin marks this rank asleep and makes every sender see it
+  // before the last poll (false: the kernel refused; never sleep again);
+  // sleep_wait waits until a sender rings or `timeout_ms` passes (false:
+  // the time ran out); sleep_end marks it awake.
+  virtual bool sleep_begin() { return false; }
+  virtual bool sleep_wait(int timeout_ms) {
+    (void)timeout_ms;
+    return true;
+  }
+  virtual void sleep_end() {}
 
   // One line for IRIS_DEBUG (empty: nothing to say).
   virtual std::string describe() const { return {}; }
@@ -130,12 +139,56 @@ class transport {
 };
 
 struct runtime;
-struct settings;
+
+// How rendezvous data moves between ranks of one node (IRIS_RNDV_ENGINE).
+enum class rndv_engine : std::uint8_t { automatic = 0, cma = 1, pipeline = 2 };
+
+// The transports' own settings, read from their tunables
+// (transport_settings.cpp) at MPI_Init beside the device's.
+struct transport_settings {
+  struct {
+    bool enabled;                // false: every peer through the netmod (IRIS_SHM=0)
+    std::size_t ring_size;       // each pair ring
+    std::size_t fragment_size;   // rendezvous pieces through a ring or queue
+    int dense_ranks;             // at most this many local ranks: a ring per pair
+    std::size_t queue_cells;     // cells of each rank's receive queue
+    std::size_t pool_size;       // most bytes of pooled pair rings per node
+    std::uint64_t busy_packets;  // queued packets to one peer before a pair ring
+    rndv_engine engine;
+    std::size_t cma_threshold;
+    std::size_t pipeline_large;
+  } shm;
+  struct {
+    std::string netmod;  // one of the built netmods
+    std::size_t fragment_size;
+    std::size_t eager_limit;
+    int eager_window;  // credit units
+    bool rma;
+  } net;
+};
+
+// The transports' tunables (each netmod's come after, from netmods/).
+std::span<const tunable> transport_tunables();
+
+// Reads them. Throws std::runtime_error naming the variable and the
+// accepted values when one is malformed or out of range.
+transport_settings transport_settings_load();
 
 // Checks the transports' settings and caps what must fit their records (an
 // eager message and a rendezvous fragment fit one shm record). Throws
 // std::runtime_error naming the setting.
-void transports_settle(settings &s);
+void transports_settle(settings &device, transport_settings &s);
+
+// A value of the transports' settings that MPIX_Stat_get reports by name
+// (shm_fragment_size, net_eager_limit, net_fragment_size); false for any
+// other name.
+bool transport_setting_value(const transport_settings &s, std::string_view name,
+                             std::uint64_t &value);
+
+// What iris_info prints of the transports a job started now would use: the
+// netmod and whether ranks of a node share memory. Throws
+// std::runtime_error (a setting) or netmod::error (the netmod cannot start).
+std::string transports_preview();
 
 // Setup, as runtime_init calls it around the PMI fence (transport.cpp):
 // transports_open makes the transports this rank needs and lets them put

@@ -9,29 +9,30 @@
 
 namespace iris::device {
 
-netmod::config netmod_config(const settings &s) {
+netmod::config netmod_config(const transport_settings &s) {
   netmod::config c;
   c.max_record = sizeof(packet_header) +
-                 std::max({s.net_eager_limit, s.net_fragment_size, sizeof(rts_payload)});
+                 std::max({s.net.eager_limit, s.net.fragment_size, sizeof(rts_payload)});
   c.record_head = sizeof(packet_header);
   return c;
 }
 
 net_transport::net_transport(runtime &r)
-    : net_(netmod::netmod_create(r.config.netmod)), rma_(r.config.net_rma) {
-  net_->init(*r.pmi, netmod_config(r.config));
+    : net_(netmod::netmod_create(r.transport_config.net.netmod)), rma_(r.transport_config.net.rma) {
+  net_->init(*r.pmi, netmod_config(r.transport_config));
 }
 
 void net_transport::connect(runtime &r) {
   const int node = r.pmi->node_of(r.rank);
   for (int peer = 0; peer < r.size; ++peer) {
-    if (peer == r.rank || (r.config.use_shm && r.pmi->node_of(peer) == node)) continue;
+    if (peer == r.rank || (r.transport_config.shm.enabled && r.pmi->node_of(peer) == node))
+      continue;
     vc &v = r.vcs[static_cast<std::size_t>(peer)];
     v.via = this;
     v.slot = peer;
-    v.credits = v.window = r.config.net_eager_window;
-    v.eager_limit = r.config.net_eager_limit;
-    v.fragment = r.config.net_fragment_size;
+    v.credits = v.window = r.transport_config.net.eager_window;
+    v.eager_limit = r.transport_config.net.eager_limit;
+    v.fragment = r.transport_config.net.fragment_size;
   }
 }
 

@@ -13,6 +13,9 @@
 
 namespace iris::device {
 
+// What the netmod is told at init, from the transports' settings.
+netmod::config netmod_config(const transport_settings &s);
+
 class net_transport final : public transport, private netmod::record_sink {
  public:
   // Builds the netmod named by IRIS_NETMOD and opens it: it puts its card

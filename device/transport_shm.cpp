@@ -20,7 +20,8 @@ constexpr std::uint8_t record_ring = 2;    // the sender's ring to this rank: it
 
 shm_transport::shm_transport(runtime &r, std::vector<int> local_ranks, int local_index)
     : local_ranks_(std::move(local_ranks)), local_index_(local_index) {
-  const shm::segment_shape shape{static_cast<int>(local_ranks_.size()), r.config.shm_ring_size};
+  const shm::segment_shape shape{static_cast<int>(local_ranks_.size()),
+                                 r.transport_config.shm.ring_size};
   name_ =
       "/" + pmi::shm_name_prefix(r.pmi->job_id()) + "node" + std::to_string(r.pmi->node_of(r.rank));
   if (local_index_ == 0) segment_ = shm::segment::create(name_, shape);
@@ -30,7 +31,7 @@ shm_transport::shm_transport(runtime &r, std::vector<int> local_ranks, int local
 
 void shm_transport::connect(runtime &r) {
   const int local_size = static_cast<int>(local_ranks_.size());
-  const shm::segment_shape shape{local_size, r.config.shm_ring_size};
+  const shm::segment_shape shape{local_size, r.transport_config.shm.ring_size};
   if (local_index_ != 0) segment_ = shm::segment::attach(name_, shape);
   segment_->mark_attached();
   bool cma = false;
@@ -46,13 +47,13 @@ void shm_transport::connect(runtime &r) {
     vc &v = r.vcs[static_cast<std::size_t>(world)];
     v.via = this;
     v.slot = static_cast<int>(peers_.size());
-    v.fragment = r.config.shm_fragment_size;
+    v.fragment = r.transport_config.shm.fragment_size;
     v.credits = v.window = r.config.eager_window;
     v.eager_limit = r.config.eager_limit;
     peers_.push_back(peer{world, &segment_->bell_of(i), segment_->sender(local_index_, i),
                           segment_->receiver(i, local_index_), cma});
   }
-  own_bell_ = &segment_->bell_of(local_index_);
+  bell_.attach(segment_->bell_of(local_index_));
 }
 
 xfer shm_transport::send(vc &to, const packet_header &h, std::span<const iovec> payload) {
@@ -144,14 +145,15 @@ bool shm_transport::cma_wanted(std::size_t bytes) const {
 namespace {
 
 bool cma_chosen(std::size_t bytes) {
-  switch (rt->config.engine) {
+  switch (rt->transport_config.shm.engine) {
     case rndv_engine::cma:
       return true;
     case rndv_engine::pipeline:
       return false;
     case rndv_engine::automatic:
-      if (bytes < rt->config.cma_threshold || rt->pipeline_receives == 0) return false;
-      return bytes < rt->config.pipeline_large || rt->rendezvous_sends > 0;
+      if (bytes < rt->transport_config.shm.cma_threshold || rt->pipeline_receives == 0)
+        return false;
+      return bytes < rt->transport_config.shm.pipeline_large || rt->rendezvous_sends > 0;
   }
   return false;
 }
@@ -175,7 +177,9 @@ std::string shm_transport::describe() const {
   bool cma = false;
   for (const peer &p : peers_) cma = cma || p.cma;
   return "shm: node segment " + name_ + ", " + std::to_string(local_ranks_.size()) +
-         " local ranks (index " + std::to_string(local_index_) + "), cma " +
+         " local ranks (index " + std::to_string(local_index_) + "), rings of " +
+         std::to_string(rt->transport_config.shm.ring_size) + " B, fragment " +
+         std::to_string(rt->transport_config.shm.fragment_size) + " B, cma " +
          (cma ? "permitted" : "refused");
 }
 
@@ -187,9 +191,10 @@ namespace iris::device {
 
 shm_queue_transport::shm_queue_transport(runtime &r, std::vector<int> local_ranks, int local_index)
     : local_ranks_(std::move(local_ranks)), local_index_(local_index) {
-  shape_ = shm::node_shape{static_cast<int>(local_ranks_.size()), r.config.shm_queue_cells,
-                           r.config.shm_ring_size, r.config.shm_pool_size};
-  busy_packets_ = r.config.shm_busy_packets;
+  shape_ =
+      shm::node_shape{static_cast<int>(local_ranks_.size()), r.transport_config.shm.queue_cells,
+                      r.transport_config.shm.ring_size, r.transport_config.shm.pool_size};
+  busy_packets_ = r.transport_config.shm.busy_packets;
   name_ =
       "/" + pmi::shm_name_prefix(r.pmi->job_id()) + "node" + std::to_string(r.pmi->node_of(r.rank));
   if (local_index_ == 0) segment_ = shm::node_segment::create(name_, shape_);
@@ -214,7 +219,7 @@ void shm_queue_transport::connect(runtime &r) {
   // must fit one (half the queue).
   const std::size_t queue_payload =
       shm::queue_max_record(shape_.queue_cells) - sizeof(packet_header);
-  const std::size_t fragment = std::min(r.config.shm_fragment_size, queue_payload);
+  const std::size_t fragment = std::min(r.transport_config.shm.fragment_size, queue_payload);
   const std::size_t eager_limit = std::min(r.config.eager_limit, queue_payload);
   slot_of_local_.assign(static_cast<std::size_t>(local_size), -1);
   peers_.reserve(static_cast<std::size_t>(local_size - 1));
@@ -237,7 +242,7 @@ void shm_queue_transport::connect(runtime &r) {
     p.cma = cma;
     peers_.push_back(std::move(p));
   }
-  own_bell_ = &segment_->bell_of(local_index_);
+  bell_.attach(segment_->bell_of(local_index_));
 }
 
 // A pair is busy once it sent busy_packets_ packets through the queue, or

@@ -28,6 +28,26 @@
 
 namespace iris::device {
 
+// This rank's doorbell (shm/bell.hpp) and the sleeper's half of its pair:
+// marked asleep, the heavy fence (then the caller polls once more), the
+// futex until a sender rings or the timeout passes, marked awake.
+class sleeper_bell {
+ public:
+  void attach(shm::bell &b) { bell_ = &b; }
+  bool held() const { return bell_ != nullptr; }
+  bool begin() {
+    bell_->asleep.store(1, std::memory_order_relaxed);
+    if (shm::heavy_fence()) return true;
+    bell_->asleep.store(0, std::memory_order_relaxed);
+    return false;
+  }
+  bool wait(int timeout_ms) { return shm::bell_wait(*bell_, timeout_ms); }
+  void end() { bell_->asleep.store(0, std::memory_order_relaxed); }
+
+ private:
+  shm::bell *bell_ = nullptr;
+};
+
 class shm_transport : public transport {
  public:
   // Before the PMI fence: the node's first local rank creates the segment,
@@ -47,7 +67,10 @@ class shm_transport : public transport {
             std::uint64_t cookie) override;
   std::string describe() const override;
   bool wakes_sleepers() const override { return bells_; }
-  shm::bell *own_bell() const override { return own_bell_; }
+  bool holds_bell() const override { return bell_.held(); }
+  bool sleep_begin() override { return bell_.begin(); }
+  bool sleep_wait(int timeout_ms) override { return bell_.wait(timeout_ms); }
+  void sleep_end() override { bell_.end(); }
 
  private:
   struct peer {
@@ -65,7 +88,7 @@ class shm_transport : public transport {
   int local_index_ = 0;
   std::string name_;
   std::optional<shm::segment> segment_;
-  shm::bell *own_bell_ = nullptr;
+  sleeper_bell bell_;        // this rank's, on the segment
   bool bells_ = false;       // registered for the sleepers' fence (shm/bell.hpp)
   std::vector<peer> peers_;  // indexed by vc.slot
 
@@ -123,7 +146,10 @@ class shm_queue_transport final : public transport {
   std::string describe() const override;
   std::string statistics() const override;
   bool wakes_sleepers() const override { return bells_; }
-  shm::bell *own_bell() const override { return own_bell_; }
+  bool holds_bell() const override { return bell_.held(); }
+  bool sleep_begin() override { return bell_.begin(); }
+  bool sleep_wait(int timeout_ms) override { return bell_.wait(timeout_ms); }
+  void sleep_end() override { bell_.end(); }
 
  private:
   // How this rank sends to one peer.
@@ -159,7 +185,7 @@ class shm_queue_transport final : public transport {
   std::string placement_;  // what place_queue said
   shm::node_shape shape_;
   std::optional<shm::node_segment> segment_;
-  shm::bell *own_bell_ = nullptr;
+  sleeper_bell bell_;   // this rank's, in the node segment
   bool bells_ = false;  // registered for the sleepers' fence (shm/bell.hpp)
   shm::queue_receiver inbox_;
   std::vector<peer> peers_;         // indexed by vc.slot

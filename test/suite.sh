@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # The whole test suite, as CI runs it (.ci/run):
-#   1. formatting (clang-format, the repo's .clang-format), and that every
-#      binding takes the call lock of MPI_THREAD_MULTIPLE (bindings_locked.py)
+#   1. formatting (clang-format, the repo's .clang-format), that every
+#      binding takes the call lock of MPI_THREAD_MULTIPLE (bindings_locked.py),
+#      and the spin models of the shared-memory doorbells, receive queue and
+#      queue-to-ring switch
+#      (test/model/, about 25 s)
 #   2. the normal build with warnings as errors, all suites
 #   3. AddressSanitizer + UndefinedBehaviorSanitizer build, all suites (the
 #      job tests at 1, 2 and 4 ranks, without the pipeline, all_rendezvous,
@@ -29,6 +32,8 @@ echo "== formatting"
 git ls-files '*.c' '*.h' '*.cpp' '*.hpp' | xargs clang-format --dry-run --Werror
 echo "== every binding takes the call lock (MPI_THREAD_MULTIPLE)"
 test/bindings_locked.py
+echo "== model checking (spin)"
+test/model/check.sh
 
 setup() {
   local dir=$1

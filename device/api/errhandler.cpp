@@ -208,9 +208,6 @@ int MPIX_Stat_get(const char *name, MPI_Count *value) {
       {"unexpected_depth_peak", device::rt->matching.unexpected_counts().depth_peak},
       {"unexpected_bytes_peak", device::rt->matching.unexpected_counts().bytes_peak},
       {"eager_limit", c.eager_limit},
-      {"shm_fragment_size", c.shm_fragment_size},
-      {"net_eager_limit", c.net_eager_limit},
-      {"net_fragment_size", c.net_fragment_size},
       {"inline_bytes", device::unexpected_msg::inline_capacity},
       {"eager_window", static_cast<std::uint64_t>(c.eager_window) * device::credit_unit},
       {"unexpected_bytes_bound", bound * device::credit_unit},
@@ -220,6 +217,11 @@ int MPIX_Stat_get(const char *name, MPI_Count *value) {
       *value = static_cast<MPI_Count>(entry.value);
       return MPI_SUCCESS;
     }
+  }
+  std::uint64_t setting = 0;
+  if (device::transport_setting_value(device::rt->transport_config, name, setting)) {
+    *value = static_cast<MPI_Count>(setting);
+    return MPI_SUCCESS;
   }
   return device::error_raise(nullptr, call, MPI_ERR_ARG, "unknown statistic \"%s\"", name);
 }

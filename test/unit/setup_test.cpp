@@ -1,9 +1,11 @@
 // Start-up pieces that fail with a clear message: tunables and segments.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <string>
 
+#include "device/transport.hpp"
 #include "device/tunables.hpp"
 #include "shm/segment.hpp"
 
@@ -12,11 +14,11 @@ namespace {
 
 TEST(Tunables, DefaultsAndSuffixes) {
   unsetenv("IRIS_SHM_RING_SIZE");
-  EXPECT_EQ(device::settings_load().shm_ring_size, 256u * 1024);
+  EXPECT_EQ(device::transport_settings_load().shm.ring_size, 256u * 1024);
   setenv("IRIS_SHM_RING_SIZE", "64k", 1);
-  EXPECT_EQ(device::settings_load().shm_ring_size, 64u * 1024);
+  EXPECT_EQ(device::transport_settings_load().shm.ring_size, 64u * 1024);
   setenv("IRIS_SHM_RING_SIZE", "1M", 1);
-  EXPECT_EQ(device::settings_load().shm_ring_size, 1024u * 1024);
+  EXPECT_EQ(device::transport_settings_load().shm.ring_size, 1024u * 1024);
   unsetenv("IRIS_SHM_RING_SIZE");
 }
 
@@ -40,6 +42,21 @@ TEST(Tunables, EveryTunableIsDescribed) {
     EXPECT_NE(text.find(t.name), std::string::npos) << t.name;
     EXPECT_GT(std::string(t.help).size(), 10u) << t.name;
   }
+}
+
+TEST(Tunables, TheTransportsDeclareTheirOwnInTheOneTable) {
+  const auto all = device::tunables();
+  for (const auto &t : device::transport_tunables()) {
+    const auto found = std::find_if(all.begin(), all.end(), [&](const device::tunable &u) {
+      return std::string(u.name) == t.name;
+    });
+    EXPECT_NE(found, all.end()) << t.name;
+  }
+  // Not the device's own any more: its settings no longer read them.
+  setenv("IRIS_SHM_RING_SIZE", "many", 1);
+  EXPECT_NO_THROW((void)device::settings_load());
+  EXPECT_THROW((void)device::transport_settings_load(), std::runtime_error);
+  unsetenv("IRIS_SHM_RING_SIZE");
 }
 
 std::string unique_name(const char *what) {

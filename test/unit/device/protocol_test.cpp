@@ -201,6 +201,7 @@ class Protocols : public ::testing::TestWithParam<loop_kind> {
     ASSERT_EQ(rt, nullptr);
     rt = new runtime;
     rt->config = settings_load();
+    rt->transport_config = transport_settings_load();
     rt->rank = 0;
     rt->size = 2;
     rt->vcs.resize(2);
@@ -224,7 +225,7 @@ class Protocols : public ::testing::TestWithParam<loop_kind> {
     peer.flow_controlled = via_->flow_controlled();
     const std::size_t room = loop_ != nullptr ? loop_->max_payload() : std::size_t{1} << 20;
     peer.eager_limit = std::min(rt->config.eager_limit, room);
-    peer.fragment = std::min(rt->config.shm_fragment_size, room);
+    peer.fragment = std::min(rt->transport_config.shm.fragment_size, room);
     peer.credits = peer.window = rt->config.eager_window;
     comm_.context = world_context;
     comm_.rank = 0;
