@@ -41,6 +41,7 @@ void request_cancel(request &r) {
   vc &to = rt->vcs[static_cast<std::size_t>(r.peer)];
   if (r.state == send_state::queued) {
     to.send_queue.remove(&r);
+    to.queued_sends.add(-1);
     if (r.protocol != packet_type::rts) credit_refund(to, r.bytes);  // never spent
     cancelled_now(r);
     return;

@@ -109,7 +109,9 @@ int comm_node_of(const communicator &comm, int rank) {
   return rt->pmi->node_of(comm.world_rank[static_cast<std::size_t>(rank)]);
 }
 
-int comm_register(std::vector<int> world_ranks, std::uint32_t context, int errhandler) {
+namespace {
+
+int comm_register_slot(std::vector<int> world_ranks, std::uint32_t context, int errhandler) {
   auto c = std::make_unique<communicator>();
   c->context = context;
   c->size = static_cast<int>(world_ranks.size());
@@ -127,11 +129,20 @@ int comm_register(std::vector<int> world_ranks, std::uint32_t context, int errha
   return handle;
 }
 
+}  // namespace
+
+int comm_register(std::vector<int> world_ranks, std::uint32_t context, int errhandler) {
+  const int handle = comm_register_slot(std::move(world_ranks), context, errhandler);
+  comm_publish(*rt, static_cast<std::uint32_t>(handle) & 0x0fffffffU);
+  return handle;
+}
+
 int comm_register_inter(std::vector<int> local, std::vector<int> remote, std::uint32_t context,
                         std::uint32_t local_context, int errhandler) {
   const int rank =
       static_cast<int>(std::find(local.begin(), local.end(), rt->rank) - local.begin());
-  const int handle = comm_register(std::move(remote), context, errhandler);
+  // Not published: its sends take the call lock.
+  const int handle = comm_register_slot(std::move(remote), context, errhandler);
   communicator *c = rt->comms[static_cast<std::uint32_t>(handle) & 0x0fffffffU].get();
   c->rank = rank;  // comm_register looked for this process among the remote group
   c->inter = true;
@@ -188,6 +199,8 @@ void group_bcast(const communicator &group, int root, std::vector<int> &data) {
 
 void comm_release(int handle) {
   const std::size_t slot = static_cast<std::uint32_t>(handle) & 0x0fffffffU;
+  if (slot < published_comm_limit)
+    rt->published_comms[slot].store(nullptr, std::memory_order_release);
   rt->freed_comms.push_back(std::move(rt->comms[slot]));
 }
 

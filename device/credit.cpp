@@ -18,6 +18,13 @@ bool credit_short_poll(vc &to, int cost) {
   return to.credits >= cost;
 }
 
+void credit_receive_shared(vc &from, const packet_header &h) {
+  if (h.credits == 0) return;
+  const vc_guard guard(from);
+  const int credits = from.credits + h.credits;
+  from.credits = credits < from.window ? credits : from.window;
+}
+
 void credit_return(vc &from, std::size_t length) {
   if (!from.flow_controlled) return;
   from.owed += credit_cost(length);

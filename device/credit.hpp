@@ -41,6 +41,7 @@ inline void credit_spend(vc &to, std::size_t bytes) {
 }
 // Sender: a queued eager message was withdrawn before it left (MPI_Cancel).
 inline void credit_refund(vc &to, std::size_t bytes) {
+  const vc_guard guard(to);
   if (to.flow_controlled) to.credits += credit_cost(bytes);
 }
 
@@ -50,6 +51,10 @@ inline void credit_receive(vc &from, const packet_header &h) {
   const int credits = from.credits + h.credits;
   from.credits = credits < from.window ? credits : from.window;
 }
+// The same for a shared VC (vc.hpp), under its lock: unlocked senders spend
+// them (packet_deliver_shared).
+void credit_receive_shared(vc &from, const packet_header &h);
+
 // Receiver: the units owed to `to` that the packet being written carries.
 inline int credit_piggyback(const vc &to) {
   return to.owed < 0xffff ? to.owed : 0xffff;

@@ -82,17 +82,32 @@ bool context_known(std::uint32_t context) {
   return context < rt->next_context || rt->agreeing > 0;
 }
 
-}  // namespace
-
-const char *packet_deliver(vc &from, const packet_header &h, const std::byte *payload,
+template <bool Shared>
+inline const char *deliver(vc &from, const packet_header &h, const std::byte *payload,
                            std::size_t length) {
   if (const char *why = packet_check(h, length, rt->size)) return why;
   if (is_message(h.type) && !context_known(h.context)) return "message for an unknown context id";
-  credit_receive(from, h);
+  if (Shared) {
+    credit_receive_shared(from, h);
+  } else {
+    credit_receive(from, h);
+  }
   // The small-message case called directly, so that it inlines; the table
   // serves every other type.
   if (h.type == packet_type::eager) return eager_on_message(from, h, payload);
   return handlers[static_cast<std::size_t>(h.type)](from, h, payload);
+}
+
+}  // namespace
+
+const char *packet_deliver(vc &from, const packet_header &h, const std::byte *payload,
+                           std::size_t length) {
+  return deliver<false>(from, h, payload, length);
+}
+
+const char *packet_deliver_shared(vc &from, const packet_header &h, const std::byte *payload,
+                                  std::size_t length) {
+  return deliver<true>(from, h, payload, length);
 }
 
 }  // namespace iris::device

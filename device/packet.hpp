@@ -71,6 +71,10 @@ struct vc;
 // for every packet it receives.
 [[nodiscard]] const char *packet_deliver(vc &from, const packet_header &h, const std::byte *payload,
                                          std::size_t length);
+// The same for a shared VC (vc.hpp, MPI_THREAD_MULTIPLE): the credits are
+// taken under the VC's lock, since unlocked senders spend them.
+[[nodiscard]] const char *packet_deliver_shared(vc &from, const packet_header &h,
+                                                const std::byte *payload, std::size_t length);
 
 // What each protocol's handler of one packet type looks like.
 using packet_handler = const char *(*)(vc &from, const packet_header &h, const std::byte *payload);

@@ -227,4 +227,17 @@ void request_complete(request &r);
 // Waits for `r` to complete and releases it.
 void request_wait_release(request *r);
 
+// MPI_THREAD_MULTIPLE: each thread keeps a few fresh send requests, taken
+// from the pool under the call lock, for its MPI_Isend calls that run
+// without it (send_unlocked). A cache made under an earlier runtime (unit
+// tests) is forgotten.
+// Without a lock: one fresh send request, or nullptr when the cache is empty.
+request *request_cache_take();
+// Without a lock: gives back a request taken and not used.
+void request_cache_put(request *r);
+// Under the call lock: fills this thread's cache.
+void request_cache_fill();
+// Under the call lock: returns this thread's cache to the pool (MPI_Finalize).
+void request_cache_drop();
+
 }  // namespace iris::device

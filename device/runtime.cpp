@@ -21,6 +21,16 @@ namespace iris::device {
 
 runtime *rt = nullptr;
 
+std::uint64_t runtime_serial_next() {
+  static std::atomic<std::uint64_t> serials{0};
+  return serials.fetch_add(1, std::memory_order_relaxed) + 1;
+}
+
+void comm_publish(runtime &r, std::size_t slot) {
+  if (slot >= published_comm_limit) return;
+  r.published_comms[slot].store(r.comms[slot].get(), std::memory_order_release);
+}
+
 namespace {
 
 int online_cores() {
@@ -47,6 +57,8 @@ void comms_setup(runtime &r) {
   self->name = "MPI_COMM_SELF";
   r.comms[1] = std::move(world);
   r.comms[2] = std::move(self);
+  comm_publish(r, 1);
+  comm_publish(r, 2);
 }
 
 void describe(const runtime &r) {
@@ -64,14 +76,17 @@ void describe(const runtime &r) {
 }
 
 void stats_print(const runtime &r) {
-  const statistics &s = r.stats;
+  statistics s = r.stats;
+  std::uint64_t unlocked = 0;  // MULTIPLE's sends without the call lock
+  for (const vc &v : r.vcs) unlocked += v.unlocked_eager;
+  s.eager += unlocked;
   std::fprintf(
       stderr,
-      "iris: rank %d stats: sent eager %llu, eager-sync %llu, rendezvous %llu "
+      "iris: rank %d stats: sent eager %llu (unlocked %llu), eager-sync %llu, rendezvous %llu "
       "(credit stalls %llu); received rendezvous by cma %llu, by rma %llu, by pipeline %llu; "
       "credit packets %llu; unexpected peak %zu messages, %zu bytes; slept %llu times (%llu timed "
       "out)\n",
-      r.rank, static_cast<unsigned long long>(s.eager),
+      r.rank, static_cast<unsigned long long>(s.eager), static_cast<unsigned long long>(unlocked),
       static_cast<unsigned long long>(s.eager_sync), static_cast<unsigned long long>(s.rendezvous),
       static_cast<unsigned long long>(s.credit_stalls),
       static_cast<unsigned long long>(s.rendezvous_cma),
@@ -116,6 +131,8 @@ int runtime_init(int required_thread_level) {
   } catch (const std::exception &e) {
     fatal("MPI_Init", "%s", e.what());
   }
+  // MULTIPLE: sends to peers whose transport allows it may run unlocked.
+  for (vc &v : r->vcs) v.shared = threads_enabled && v.via != nullptr && v.via->concurrent_sends();
   comms_setup(*r);
   // More ranks than cores: a waiting rank must give its core away soon.
   int local_ranks = 0;
@@ -162,6 +179,7 @@ int runtime_finalize() {
   } catch (const std::exception &e) {
     fatal("MPI_Finalize", "%s", e.what());
   }
+  request_cache_drop();
   if (rt->config.stats) stats_print(*rt);
   // Messages nobody received: erroneous but legal to leave behind.
   rt->matching.release_all();

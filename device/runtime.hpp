@@ -9,6 +9,7 @@
 // contract below them. device.hpp gathers what the C bindings call.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -41,7 +42,14 @@ struct statistics {
   // The unexpected queue's depth and bytes: matching.unexpected_counts().
 };
 
+// A new number for each runtime made in this process (unit tests make many).
+std::uint64_t runtime_serial_next();
+
+// How many communicator handles MULTIPLE's unlocked senders can look up.
+inline constexpr std::size_t published_comm_limit = 1024;
+
 struct runtime {
+  std::uint64_t serial = runtime_serial_next();  // tells a thread's request cache it is stale
   std::unique_ptr<pmi::client> pmi;
   settings config{};
   transport_settings transport_config{};
@@ -63,7 +71,10 @@ struct runtime {
   request_pool requests;
   std::vector<std::unique_ptr<communicator>> comms;        // indexed by handle & 0x0fffffff
   std::vector<std::unique_ptr<communicator>> freed_comms;  // kept for pending operations
-  std::vector<std::unique_ptr<group>> groups;              // indexed by handle & 0x0fffffff
+  // The intracommunicators by handle slot, for comm_lookup_published: set
+  // (release) once registered, cleared when freed, under the call lock.
+  std::atomic<communicator *> published_comms[published_comm_limit]{};
+  std::vector<std::unique_ptr<group>> groups;  // indexed by handle & 0x0fffffff
   std::uint32_t next_context = first_free_context;
   // MPI_THREAD_MULTIPLE only (comm.cpp): the values of agreements under way
   // in other threads, and every context agreed so far.
@@ -82,6 +93,18 @@ int runtime_finalize();
 
 // The communicator named by `handle`, or nullptr.
 communicator *comm_lookup(int handle);
+// The same without the call lock (MPI_THREAD_MULTIPLE's unlocked sends):
+// an intracommunicator among the first published_comm_limit slots, whose
+// context, rank, size and world ranks never change once published; else
+// nullptr (the caller takes the call lock and comm_lookup).
+inline communicator *comm_lookup_published(const runtime &r, int handle) {
+  const auto bits = static_cast<std::uint32_t>(handle);
+  const std::size_t index = bits & 0x0fffffffU;
+  if ((bits >> 28) != 1 || index >= published_comm_limit) return nullptr;
+  return r.published_comms[index].load(std::memory_order_acquire);  // pairs with comm_publish
+}
+// Publishes the intracommunicator in `slot` (under the call lock).
+void comm_publish(runtime &r, std::size_t slot);
 // The communicator whose point-to-point context is `context`, or nullptr.
 communicator *comm_of_context(std::uint32_t context);
 

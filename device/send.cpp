@@ -12,6 +12,7 @@
 
 #include "device/credit.hpp"
 #include "device/eager.hpp"
+#include "device/progress.hpp"
 #include "device/rendezvous.hpp"
 #include "device/runtime.hpp"
 
@@ -100,10 +101,104 @@ int send_push(vc &to) {
   while (request *r = to.send_queue.front()) {
     if (!message_write(to, *r)) return packets;
     to.send_queue.remove(r);
+    to.queued_sends.add(-1);
     message_sent(*r);
     ++packets;
   }
   return packets + rendezvous_push(to);
+}
+
+namespace {
+
+// Under MULTIPLE, whether an eager message of `bytes` may go to the shared VC
+// `to`, its credits taken if so: the check and the spend are one step under
+// the VC lock, since an unlocked sender may spend between them. Short of
+// credits, it polls as credit_short_poll does.
+bool credit_take(vc &to, std::size_t bytes) {
+  if (bytes > to.eager_limit) return false;
+  const int cost = credit_cost(bytes);
+  for (int polls = 0;; ++polls) {
+    {
+      const vc_guard guard(to);
+      if (to.credits >= cost) {
+        to.credits -= cost;
+        return true;
+      }
+    }
+    if (rt->polling || polls == 4 || progress_poll() == 0) return false;
+  }
+}
+
+// send_start to a shared VC (under MULTIPLE, with the call lock): as below,
+// with the credits taken by credit_take.
+request *send_start_shared(vc &to, const communicator &comm, const match_key &key, const void *data,
+                           std::size_t bytes, send_mode mode, bool need_request, request *use) {
+  const bool synchronous = mode == send_mode::synchronous;
+  const bool eager = credit_take(to, bytes);
+  if (!need_request && !synchronous && eager && to.send_queue.empty() &&
+      packet_write(to, message_header(packet_type::eager, key, bytes, 0), data, bytes)) {
+    ++rt->stats.eager;
+    return nullptr;
+  }
+  request *r = use != nullptr ? use : rt->requests.allocate(request_kind::send, &comm);
+  r->key = key;
+  r->buffer = const_cast<std::byte *>(static_cast<const std::byte *>(data));  // only read
+  r->bytes = bytes;
+  r->peer = to.world_rank;
+  r->synchronous = synchronous;
+  if (eager) {
+    r->protocol = synchronous ? packet_type::eager_sync : packet_type::eager;
+    ++(synchronous ? rt->stats.eager_sync : rt->stats.eager);
+  } else {
+    r->protocol = packet_type::rts;
+    ++rt->rendezvous_sends;
+    rt->stats.credit_stalls += bytes <= to.eager_limit ? 1 : 0;
+    ++rt->stats.rendezvous;
+  }
+  r->state = send_state::queued;
+  if (to.send_queue.empty() && message_write(to, *r)) {
+    message_sent(*r);
+    return r;
+  }
+  to.send_queue.push_back(r);
+  to.queued_sends.add(1);
+  sending_list_add(to);
+  send_push(to);
+  return r;
+}
+
+}  // namespace
+
+bool send_unlocked(vc &to, const communicator &comm, std::uint32_t context, const void *data,
+                   std::size_t bytes, int tag, request *r) {
+  if (bytes > to.eager_limit) return false;
+  const int cost = credit_cost(bytes);
+  const match_key key{context, comm.rank, tag};
+  if (r != nullptr) {
+    r->comm = &comm;
+    r->key = key;
+    r->buffer = const_cast<std::byte *>(static_cast<const std::byte *>(data));  // only read
+    r->bytes = bytes;
+    r->peer = to.world_rank;
+    r->protocol = packet_type::eager;
+    r->state = send_state::done;
+  }
+  // No credits ride on it: what this rank owes `to` is the call lock's.
+  const packet_header h =
+      message_header(packet_type::eager, key, bytes, r != nullptr ? request_id(*r) : 0);
+  const iovec part{const_cast<void *>(data), bytes};
+  to.send_lock.lock();
+  // Requests queued by the call lock's holder go first: they may be this
+  // thread's own earlier sends.
+  const bool sent = to.queued_sends.get() == 0 && to.credits >= cost &&
+                    to.via->send_held(to, h, {&part, bytes != 0 ? 1U : 0U}) == xfer::done;
+  if (sent) {
+    to.credits -= cost;
+    ++to.unlocked_eager;
+  }
+  to.send_lock.unlock();
+  if (sent && r != nullptr) r->complete = true;  // nobody else holds it yet
+  return sent;
 }
 
 request *send_start(const communicator &comm, std::uint32_t context, const void *data,
@@ -112,6 +207,9 @@ request *send_start(const communicator &comm, std::uint32_t context, const void 
   need_request = need_request || use != nullptr;
   vc &to = rt->vcs[static_cast<std::size_t>(comm.world_rank[static_cast<std::size_t>(dest)])];
   const match_key key{context, comm.rank, tag};
+  if (to.shared) [[unlikely]] {
+    return send_start_shared(to, comm, key, data, bytes, mode, need_request, use);
+  }
   const bool synchronous = mode == send_mode::synchronous;
   const bool eager = credit_enough(to, bytes);
   // Fast path: a blocking send of an eager message with nothing queued ahead
@@ -145,6 +243,7 @@ request *send_start(const communicator &comm, std::uint32_t context, const void 
     return r;
   }
   to.send_queue.push_back(r);
+  to.queued_sends.add(1);
   sending_list_add(to);
   send_push(to);
   return r;

@@ -25,6 +25,16 @@ request *send_start(const communicator &comm, std::uint32_t context, const void 
                     std::size_t bytes, int dest, int tag, send_mode mode = send_mode::standard,
                     bool need_request = false, request *use = nullptr);
 
+// MPI_THREAD_MULTIPLE, without the call lock: sends `bytes` from `data` to the
+// shared VC `to` (vc.hpp; rank `dest` of `comm`) as one eager packet, under
+// the VC's lock, when it can go out at once: nothing queued to `to` ahead of
+// it, the credits there, room in the transport. `r`, when given, is a fresh
+// send request (request_cache_take) that is then complete. Returns false,
+// having sent nothing and left `r` unowned by anyone, otherwise: the caller
+// sends it under the call lock as usual.
+bool send_unlocked(vc &to, const communicator &comm, std::uint32_t context, const void *data,
+                   std::size_t bytes, int tag, request *r);
+
 // The send named by wire id `id` that waits in `state` for an answer from
 // `from`, or nullptr (a stale, forged or misdirected answer).
 request *send_awaiting(const vc &from, std::uint64_t id, send_state state);

@@ -64,4 +64,11 @@ bool call_lock_pause(bool idle) {
   return true;
 }
 
+void spin_lock::lock_slow() {
+  for (int spins = 0;; ++spins) {
+    if (try_lock()) return;
+    if (spins >= 100) sched_yield();
+  }
+}
+
 }  // namespace iris::device

@@ -16,6 +16,8 @@
 // single-threaded program.
 #pragma once
 
+#include <atomic>
+
 namespace iris::device {
 
 // Set at MPI_Init_thread(MPI_THREAD_MULTIPLE); read by every binding.
@@ -63,5 +65,48 @@ inline int api_call(Body body) {
   call_lock_leave();
   return result;
 }
+
+// MPI_Send's and MPI_Isend's api_call: below MULTIPLE runs `body` as
+// api_call does; under MULTIPLE runs `multiple` instead, a call of an
+// out-of-line function that first tries the send without the call lock (an
+// eager message that goes out at once under its VC's lock: send.hpp,
+// send_unlocked) and otherwise takes the call lock (api_guard) and runs the
+// binding's body. Out of line, so that below MULTIPLE the binding keeps no
+// registers for it.
+template <typename Body, typename Multiple>
+inline int api_send_call(Body body, Multiple multiple) {
+  if (!threads_enabled) [[likely]] {
+    return body();
+  }
+  return multiple();
+}
+
+// The lock of one VC's sending side under MULTIPLE (vc.hpp): a word taken
+// with one exchange, spun on with plain loads, the core given away after a
+// while. Held for one packet's write or one credit update, never across a
+// wait, so a waiter spins briefly. Below MULTIPLE nobody takes it.
+class spin_lock {
+ public:
+  spin_lock() = default;
+  // A copy (std::vector growth at setup) is a new lock, free.
+  spin_lock(const spin_lock &) {}
+  spin_lock &operator=(const spin_lock &) { return *this; }
+  ~spin_lock() = default;
+
+  void lock() {
+    if (!held_.exchange(true, std::memory_order_acquire)) return;
+    lock_slow();
+  }
+  bool try_lock() {
+    return !held_.load(std::memory_order_relaxed) &&
+           !held_.exchange(true, std::memory_order_acquire);
+  }
+  void unlock() { held_.store(false, std::memory_order_release); }  // pairs with lock's exchange
+  bool held() const { return held_.load(std::memory_order_relaxed); }
+
+ private:
+  void lock_slow();
+  std::atomic<bool> held_{false};
+};
 
 }  // namespace iris::device

@@ -7,6 +7,7 @@
 #include <algorithm>
 
 #include "device/runtime.hpp"
+#include "device/threading.hpp"
 #include "device/transport_net.hpp"
 #include "device/transport_self.hpp"
 #include "device/transport_shm.hpp"
@@ -52,7 +53,14 @@ void transports_open(runtime &r) {
   const int local_size = static_cast<int>(local_ranks.size());
   const auto &node_memory = r.transport_config.shm;
   if (node_memory.enabled && local_size > 1 && local_size <= node_memory.dense_ranks) {
-    r.transports.push_back(std::make_unique<shm_transport>(r, std::move(local_ranks), local_index));
+    // Under MULTIPLE the rings let threads send to different peers at once.
+    if (threads_enabled) {
+      r.transports.push_back(
+          std::make_unique<shm_shared_transport>(r, std::move(local_ranks), local_index));
+    } else {
+      r.transports.push_back(
+          std::make_unique<shm_transport>(r, std::move(local_ranks), local_index));
+    }
   } else if (node_memory.enabled && local_size > 1) {
     r.transports.push_back(
         std::make_unique<shm_queue_transport>(r, std::move(local_ranks), local_index));

@@ -98,6 +98,19 @@ class transport {
   // not apply (a send to oneself never waits).
   virtual bool flow_controlled() const { return true; }
 
+  // MPI_THREAD_MULTIPLE: whether sends to one peer may run while another
+  // thread sends to a different peer or polls: then send and send_filled
+  // take that VC's send_lock (vc.hpp) themselves, send_held is called with
+  // it held (send_unlocked), and poll takes it where it gives credits back
+  // (packet_deliver_shared). True for shm_shared_transport, the pair rings
+  // under MULTIPLE. The others (self delivers at once into the matcher; the
+  // netmods and the large-node queues keep state across peers) stay under
+  // the call lock.
+  virtual bool concurrent_sends() const { return false; }
+  virtual xfer send_held(vc &to, const packet_header &h, std::span<const iovec> payload) {
+    return send(to, h, payload);
+  }
+
   // Sleeping waiters (progress_idle). A rank may sleep only if every
   // transport it polls wakes it when a packet comes: the shm transports
   // ring the receiver's bell after each send (shm/bell.hpp), oneself never

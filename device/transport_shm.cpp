@@ -88,6 +88,7 @@ xfer shm_transport::send_filled(vc &to, const packet_header &h, std::size_t byte
   return xfer::done;
 }
 
+template <bool Shared>
 inline int shm_transport::drain(peer &p, int budget) {
   int handled = 0;
   for (; handled < budget; ++handled) {
@@ -99,8 +100,11 @@ inline int shm_transport::drain(peer &p, int budget) {
     }
     packet_header h;
     std::memcpy(&h, record.bytes, sizeof(h));
-    const char *why = packet_deliver(rt->vcs[static_cast<std::size_t>(p.world_rank)], h,
-                                     record.bytes + sizeof(h), record.length - sizeof(h));
+    vc &from = rt->vcs[static_cast<std::size_t>(p.world_rank)];
+    const std::byte *payload = record.bytes + sizeof(h);
+    const std::size_t length = record.length - sizeof(h);
+    const char *why = Shared ? packet_deliver_shared(from, h, payload, length)
+                             : packet_deliver(from, h, payload, length);
     if (why != nullptr) {
       fatal("progress", "bad packet from rank %d over shared memory: %s", p.world_rank, why);
     }
@@ -111,7 +115,13 @@ inline int shm_transport::drain(peer &p, int budget) {
 
 int shm_transport::poll(int budget) {
   int events = 0;
-  for (peer &p : peers_) events += drain(p, budget);
+  for (peer &p : peers_) events += drain<false>(p, budget);
+  return events;
+}
+
+int shm_transport::poll_shared(int budget) {
+  int events = 0;
+  for (peer &p : peers_) events += drain<true>(p, budget);
   return events;
 }
 

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "device/transport.hpp"
+#include "device/vc.hpp"
 #include "shm/bell.hpp"
 #include "shm/node.hpp"
 #include "shm/queue.hpp"
@@ -47,7 +48,7 @@ class sleeper_bell {
   shm::bell *bell_ = nullptr;
 };
 
-class shm_transport final : public transport {
+class shm_transport : public transport {
  public:
   // Before the PMI fence: the node's first local rank creates the segment,
   // and every rank puts its CMA probe card. Throws shm::error.
@@ -79,6 +80,7 @@ class shm_transport final : public transport {
     shm::ring_receiver rx;
     bool cma = false;  // this peer's memory can be read
   };
+  template <bool Shared>
   int drain(peer &p, int budget);
   bool cma_wanted(std::size_t bytes) const;
 
@@ -89,6 +91,39 @@ class shm_transport final : public transport {
   sleeper_bell bell_;        // this rank's, on the segment
   bool bells_ = false;       // registered for the sleepers' fence (shm/bell.hpp)
   std::vector<peer> peers_;  // indexed by vc.slot
+
+ protected:
+  // poll, giving credits back under each VC's lock (packet_deliver_shared).
+  int poll_shared(int budget);
+};
+
+// MPI_THREAD_MULTIPLE's pair rings, made instead of shm_transport when
+// MPI_Init_thread asked for MULTIPLE (so that below it nothing tests for
+// threads): a ring per ordered pair has one producer, this rank, and every
+// write into it (and the credits at that peer) is under the VC's send_lock,
+// so threads sending to different peers proceed at once (transport.hpp,
+// concurrent_sends).
+class shm_shared_transport final : public shm_transport {
+ public:
+  using shm_transport::shm_transport;
+  bool concurrent_sends() const override { return true; }
+  xfer send(vc &to, const packet_header &h, std::span<const iovec> payload) override {
+    to.send_lock.lock();
+    const xfer result = shm_transport::send(to, h, payload);
+    to.send_lock.unlock();
+    return result;
+  }
+  xfer send_filled(vc &to, const packet_header &h, std::size_t bytes, const payload_filler &f,
+                   std::byte *staging) override {
+    to.send_lock.lock();
+    const xfer result = shm_transport::send_filled(to, h, bytes, f, staging);
+    to.send_lock.unlock();
+    return result;
+  }
+  xfer send_held(vc &to, const packet_header &h, std::span<const iovec> payload) override {
+    return shm_transport::send(to, h, payload);
+  }
+  int poll(int budget) override { return poll_shared(budget); }
 };
 
 class shm_queue_transport final : public transport {

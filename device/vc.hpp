@@ -3,16 +3,35 @@
 // business, chosen once at setup (device/transport.hpp).
 #pragma once
 
+#include <atomic>
 #include <cstddef>
+#include <cstdint>
 #include <vector>
 
 #include "device/match.hpp"
 #include "device/packet.hpp"
 #include "device/request.hpp"
+#include "device/threading.hpp"
 
 namespace iris::device {
 
 class transport;
+
+// A count that one thread writes (the call lock's holder) and others read
+// without a lock: relaxed loads and stores, plain moves on x86. A copy (vector
+// growth at setup) starts at zero.
+class shared_count {
+ public:
+  shared_count() = default;
+  shared_count(const shared_count &) {}
+  shared_count &operator=(const shared_count &) { return *this; }
+  ~shared_count() = default;
+  int get() const { return n_.load(std::memory_order_relaxed); }
+  void add(int d) { n_.store(n_.load(std::memory_order_relaxed) + d, std::memory_order_relaxed); }
+
+ private:
+  std::atomic<int> n_{0};
+};
 
 struct vc {
   int world_rank = 0;
@@ -28,9 +47,40 @@ struct vc {
   intrusive_queue<request> stream_queue;  // rendezvous sends streaming data
   std::vector<packet_header> backlog;     // control packets that found the transport full
   bool on_sending_list = false;
+  // MPI_THREAD_MULTIPLE (device/README.md, "Threads"). `shared` is set at
+  // init under MULTIPLE when the transport lets sends to different peers run
+  // at once (transport::concurrent_sends): then MPI_Send and MPI_Isend of an
+  // eager message that goes out at once run without the call lock, under
+  // `send_lock` (send_unlocked). `send_lock` guards `credits` and the
+  // transport's send to this peer: the transport's send takes it, and so
+  // does every other use of `credits` (credit_take, credit_receive_shared,
+  // credit_refund). The rest (`owed`, the queues, the backlog) stays the
+  // call lock's: an unlocked send piggybacks no credits and queues nothing.
+  // The order: call lock -> one VC lock, never two at once, and nothing is
+  // waited for while a VC lock is held.
+  bool shared = false;
+  spin_lock send_lock;
+  shared_count queued_sends;         // requests in send_queue: an unlocked send must not pass them
+  std::uint64_t unlocked_eager = 0;  // messages sent by send_unlocked (under send_lock)
   bool has_pending() const {
     return !send_queue.empty() || !stream_queue.empty() || !backlog.empty();
   }
+};
+
+// Holds `v.send_lock` when the VC is shared; nothing otherwise.
+class vc_guard {
+ public:
+  explicit vc_guard(vc &v) : v_(v.shared ? &v : nullptr) {
+    if (v_ != nullptr) v_->send_lock.lock();
+  }
+  ~vc_guard() {
+    if (v_ != nullptr) v_->send_lock.unlock();
+  }
+  vc_guard(const vc_guard &) = delete;
+  vc_guard &operator=(const vc_guard &) = delete;
+
+ private:
+  vc *v_;
 };
 
 }  // namespace iris::device

@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """Checks that every MPI binding in device/api/ takes the call lock of
 MPI_THREAD_MULTIPLE (device/README.md, "Threads"): its body opens with
-`const device::api_guard guard;` or is wrapped in `device::api_call`. The
+`const device::api_guard guard;` or is wrapped in `device::api_call` (or,
+MPI_Send and MPI_Isend, `device::api_send_call`, which first tries an
+eager send under one VC's lock and takes the call lock otherwise). The
 table of unsupported functions needs neither: error_raise takes the lock.
 Prints each binding that does not and exits 1."""
 import pathlib
@@ -24,7 +26,8 @@ for path in sorted(root.glob("*.cpp")):
         if lines[j].rstrip().endswith(";"):
             continue  # a declaration
         first = lines[j + 1].strip()
-        if first not in ("const device::api_guard guard;", "return device::api_call([&] {"):
+        if first not in ("const device::api_guard guard;", "return device::api_call([&] {",
+                         "return device::api_send_call("):
             missing.append(f"{path.name}:{i + 1}: {m.group(1)}")
 for name in missing:
     print(f"takes no call lock: {name}")

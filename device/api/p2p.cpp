@@ -42,24 +42,83 @@ int probe_checks(const char *call, int source, int tag, MPI_Comm comm, communica
   return api::check_recv_tag(call, *c, tag);
 }
 
+// MPI_THREAD_MULTIPLE: MPI_Send (request null) or MPI_Isend without the call
+// lock (device/README.md, "Threads"): a message of a predefined type on a
+// published intracommunicator to a shared VC, eager and going out at once.
+// Returns false, having done nothing, for anything else, bad arguments
+// included: the binding then runs under the call lock and reports them.
+bool send_unlocked(const void *buf, int count, MPI_Datatype type, int dest, int tag, MPI_Comm comm,
+                   MPI_Request *request) {
+  device::runtime *r = device::rt;
+  if (r == nullptr || count < 0 || tag < 0) return false;
+  const communicator *c = device::comm_lookup_published(*r, comm);
+  if (c == nullptr || dest < 0 || dest >= c->size) return false;
+  device::vc &to = r->vcs[static_cast<std::size_t>(c->world_rank[static_cast<std::size_t>(dest)])];
+  if (!to.shared) return false;
+  const device::detail::builtin_slot &slot =
+      device::detail::builtin_types[static_cast<unsigned>(type) & 0xffU];
+  if (slot.handle != type || slot.type == nullptr) return false;
+  const device::typed_buffer tb{const_cast<void *>(buf), count, slot.type};
+  if (!tb.contiguous() || (buf == nullptr && count > 0)) return false;
+  device::request *req = nullptr;
+  if (request != nullptr) {
+    req = device::request_cache_take();
+    if (req == nullptr) return false;
+  }
+  if (!device::send_unlocked(to, *c, c->context, tb.base, tb.packed_bytes(), tag, req)) {
+    if (req != nullptr) device::request_cache_put(req);
+    return false;
+  }
+  if (request != nullptr) *request = device::request_handle(*req);
+  return true;
+}
+
+// MPI_Send (`nonblocking` false) or MPI_Isend under MULTIPLE: without the
+// call lock when it can go at once, else under it, as below MULTIPLE; a
+// locked MPI_Isend then refills this thread's request cache.
+[[gnu::noinline, gnu::cold]] int send_multiple(const char *call, const void *buf, int count,
+                                               MPI_Datatype type, int dest, int tag, MPI_Comm comm,
+                                               bool nonblocking, MPI_Request *request) {
+  if ((!nonblocking || request != nullptr) &&
+      send_unlocked(buf, count, type, dest, tag, comm, request)) {
+    return MPI_SUCCESS;
+  }
+  const device::api_guard guard;
+  if (nonblocking) {
+    if (int err = api::check_not_null(call, nullptr, request, "request")) return err;
+  }
+  const int result = api::send_binding(call, buf, count, type, dest, tag, comm,
+                                       device::send_mode::standard, request);
+  if (nonblocking) device::request_cache_fill();
+  return result;
+}
+
 }  // namespace
 
 extern "C" {
 
 int MPI_Send(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm) {
-  return device::api_call([&] {
-    return api::send_binding("MPI_Send", buf, count, datatype, dest, tag, comm,
-                             device::send_mode::standard, nullptr);
-  });
+  return device::api_send_call(
+      [&] {
+        return api::send_binding("MPI_Send", buf, count, datatype, dest, tag, comm,
+                                 device::send_mode::standard, nullptr);
+      },
+      [&] {
+        return send_multiple("MPI_Send", buf, count, datatype, dest, tag, comm, false, nullptr);
+      });
 }
 
 int MPI_Isend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm,
               MPI_Request *request) {
-  return device::api_call([&] {
-    if (int err = api::check_not_null("MPI_Isend", nullptr, request, "request")) return err;
-    return api::send_binding("MPI_Isend", buf, count, datatype, dest, tag, comm,
-                             device::send_mode::standard, request);
-  });
+  return device::api_send_call(
+      [&] {
+        if (int err = api::check_not_null("MPI_Isend", nullptr, request, "request")) return err;
+        return api::send_binding("MPI_Isend", buf, count, datatype, dest, tag, comm,
+                                 device::send_mode::standard, request);
+      },
+      [&] {
+        return send_multiple("MPI_Isend", buf, count, datatype, dest, tag, comm, true, request);
+      });
 }
 
 int MPI_Ssend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm) {
