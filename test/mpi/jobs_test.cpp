@@ -364,6 +364,13 @@ TEST_P(SurfaceTest, LargeCountBindings) {
   expect_passes("bigcount");
 }
 
+// Every large-count collective (blocking, nonblocking, persistent and
+// neighbourhood) with small counts, and a user op from MPI_Op_create_c in
+// the reductions and Reduce_local_c.
+TEST_P(SurfaceTest, LargeCountCollectives) {
+  expect_passes("collc");
+}
+
 // Graph topologies, Cart_sub and the map calls, Topo_test, topologies kept
 // by Comm_dup.
 TEST_P(SurfaceTest, Topologies) {
