@@ -5,7 +5,18 @@
  * received int checked and the gaps between blocks left alone; a user op
  * made by MPI_Op_create_c in Reduce_c, Allreduce, Reduce_local_c and the
  * nonblocking and persistent reductions; Reduce_local_c with a predefined
- * op. Argument errors of the `_c` calls are in coll.c. */
+ * op. Argument errors of the `_c` calls are in coll.c.
+ *
+ * With "huge" (2 ranks; about 4.3 GB of memory on the node): MPI_Bcast_c of
+ * 2^31 + 4099 MPI_BYTEs from rank 1, every byte checked on rank 0, which then
+ * reduces that buffer into a second one with MPI_Reduce_local_c, with MPI_BOR
+ * and then with a user op from MPI_Op_create_c (handed all the elements in
+ * one call), every byte of the result checked.
+ * With "huge-reduce" (2 ranks; about 11 GB: the reduction keeps partial
+ * results beside the buffers): MPI_Allreduce_c with MPI_BOR and MPI_Reduce_c
+ * with the user op over 2^31 + 4099 MPI_BYTEs in place; too big for the
+ * suite, run by hand. */
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -537,6 +548,101 @@ static void neighbors(enum form f, int kind) {
   }
 }
 
+/* --- past 2^31 elements ----------------------------------------------------- */
+
+static const MPI_Count huge_n = (1LL << 31) + 4099;
+
+static uint8_t pattern(MPI_Count i) {
+  return (uint8_t)((i * 2654435761u) >> 13 ^ (i >> 24));
+}
+
+static uint8_t other(MPI_Count i) {
+  return (uint8_t)(i * 7 + (i >> 20));
+}
+
+static MPI_Count xor_calls = 0, xor_longest = 0;
+
+static void xor_c(void *in, void *inout, MPI_Count *len, MPI_Datatype *type) {
+  (void)type;
+  const uint8_t *a = in;
+  uint8_t *b = inout;
+  for (MPI_Count i = 0; i < *len; ++i) b[i] ^= a[i];
+  ++xor_calls;
+  if (*len > xor_longest) xor_longest = *len;
+}
+
+/* Counts the bytes of buf[0..n) that differ from want(i); reports the first. */
+static void check_bytes(const uint8_t *buf, MPI_Count n, uint8_t (*want)(MPI_Count),
+                        const char *what) {
+  MPI_Count wrong = 0, first = -1;
+  for (MPI_Count i = 0; i < n; ++i) {
+    if (buf[i] != want(i) && wrong++ == 0) first = i;
+  }
+  CHECK(wrong == 0, "%s: %lld of %lld bytes differ, the first at %lld", what, (long long)wrong,
+        (long long)n, (long long)first);
+}
+
+static uint8_t or_of(MPI_Count i) {
+  return pattern(i) | other(i);
+}
+
+static uint8_t or_xor(MPI_Count i) {
+  return (uint8_t)((pattern(i) | other(i)) ^ pattern(i));
+}
+
+static void huge_bcast(void) {
+  uint8_t *a = malloc((size_t)huge_n);
+  CHECK(a != NULL, "cannot allocate %lld bytes", (long long)huge_n);
+  if (a == NULL) MPI_Abort(MPI_COMM_WORLD, 1);
+  if (rank == 1) {
+    for (MPI_Count i = 0; i < huge_n; ++i) a[i] = pattern(i);
+  } else {
+    memset(a, 0, (size_t)huge_n);
+  }
+  MPI_Bcast_c(a, huge_n, MPI_BYTE, 1, MPI_COMM_WORLD);
+  if (rank == 1) {
+    free(a);
+    return;
+  }
+  check_bytes(a, huge_n, pattern, "bcast_c");
+  uint8_t *b = malloc((size_t)huge_n);
+  CHECK(b != NULL, "cannot allocate a second %lld bytes", (long long)huge_n);
+  if (b == NULL) MPI_Abort(MPI_COMM_WORLD, 1);
+  for (MPI_Count i = 0; i < huge_n; ++i) b[i] = other(i);
+  MPI_Reduce_local_c(a, b, huge_n, MPI_BYTE, MPI_BOR);
+  MPI_Op op = MPI_OP_NULL;
+  MPI_Op_create_c(xor_c, 1, &op);
+  MPI_Reduce_local_c(a, b, huge_n, MPI_BYTE, op);
+  MPI_Op_free(&op);
+  check_bytes(b, huge_n, or_xor, "reduce_local_c bor, then the user op");
+  CHECK(xor_calls == 1 && xor_longest == huge_n, "the user op ran %lld times, at most %lld",
+        (long long)xor_calls, (long long)xor_longest);
+  free(b);
+  free(a);
+}
+
+/* Rank 0 contributes pattern, rank 1 other; both in place. */
+static void huge_reduce(void) {
+  uint8_t *buf = malloc((size_t)huge_n);
+  CHECK(buf != NULL, "cannot allocate %lld bytes", (long long)huge_n);
+  if (buf == NULL) MPI_Abort(MPI_COMM_WORLD, 1);
+  for (MPI_Count i = 0; i < huge_n; ++i) buf[i] = rank == 0 ? pattern(i) : other(i);
+  MPI_Allreduce_c(MPI_IN_PLACE, buf, huge_n, MPI_BYTE, MPI_BOR, MPI_COMM_WORLD);
+  check_bytes(buf, huge_n, or_of, "allreduce_c bor");
+  for (MPI_Count i = 0; i < huge_n; ++i) buf[i] = rank == 0 ? pattern(i) : other(i);
+  MPI_Op op = MPI_OP_NULL;
+  MPI_Op_create_c(xor_c, 1, &op);
+  MPI_Reduce_c(rank == 0 ? MPI_IN_PLACE : buf, buf, huge_n, MPI_BYTE, op, 0, MPI_COMM_WORLD);
+  MPI_Op_free(&op);
+  if (rank == 0) {
+    MPI_Count wrong = 0;
+    for (MPI_Count i = 0; i < huge_n; ++i) wrong += buf[i] != (uint8_t)(pattern(i) ^ other(i));
+    CHECK(wrong == 0, "reduce_c user op: %lld bytes differ", (long long)wrong);
+    CHECK(xor_longest == huge_n, "the user op's longest call: %lld", (long long)xor_longest);
+  }
+  free(buf);
+}
+
 int main(int argc, char **argv) {
   MPI_Init(&argc, &argv);
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
@@ -544,6 +650,14 @@ int main(int argc, char **argv) {
   if (size > 8) {
     if (rank == 0) fprintf(stderr, "collc: at most 8 ranks\n");
     MPI_Abort(MPI_COMM_WORLD, 2);
+  }
+  if (argc > 1 && (strcmp(argv[1], "huge") == 0 || strcmp(argv[1], "huge-reduce") == 0)) {
+    CHECK(size == 2, "%s runs at 2 ranks", argv[1]);
+    if (size == 2 && strcmp(argv[1], "huge") == 0) huge_bcast();
+    if (size == 2 && strcmp(argv[1], "huge-reduce") == 0) huge_reduce();
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (rank == 0 && check_failures == 0) printf("collc: all checks passed on %d ranks\n", size);
+    return finish();
   }
   const int dims[1] = {size}, periods[1] = {1};
   MPI_Cart_create(MPI_COMM_WORLD, 1, dims, periods, 0, &ring);

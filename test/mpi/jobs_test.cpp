@@ -406,6 +406,16 @@ TEST(LargeCount, MessagesPastTwoToThe31OverShm) {
   EXPECT_NE(r.output.find("bigcount: all checks passed on 2 ranks"), std::string::npos) << r.output;
 }
 
+// MPI_Bcast_c of 2^31 + 4099 MPI_BYTEs at 2 ranks over shm, then
+// MPI_Reduce_local_c of as many with MPI_BOR and with a user op from
+// MPI_Op_create_c, every byte checked. About 4.3 GB of memory and 30-80 s on
+// 2 busy cores: not under ASan (test/suite.sh).
+TEST(LargeCount, CollectivesPastTwoToThe31OverShm) {
+  const run_result r = job(2, "collc", {"huge"}, {}, 600);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("collc: all checks passed on 2 ranks"), std::string::npos) << r.output;
+}
+
 // MPI_COMM_TYPE_SHARED over two and three simulated nodes, over shm
 // within each node and tcp between them, and with everything over tcp.
 TEST(SplitType, FollowsTheNodesMpiexecMade) {
