@@ -46,6 +46,61 @@ int int_array::raise(const char *call, MPI_Comm comm, const char *what, int i, l
                              what, i, value);
 }
 
+int w_blocks::block(const char *call, MPI_Comm comm, int i, MPI_Count count, MPI_Datatype type) {
+  made_.push_back(std::make_unique<big_count>());
+  if (int err = made_.back()->set(call, comm, count, type)) return err;
+  counts_[static_cast<std::size_t>(i)] = made_.back()->count();
+  types_[static_cast<std::size_t>(i)] = made_.back()->type();
+  return MPI_SUCCESS;
+}
+
+int w_blocks::set_w(const char *call, MPI_Comm comm, int n, const MPI_Count counts[],
+                    const MPI_Aint displs[], const MPI_Datatype types[]) {
+  null_ = counts == nullptr || displs == nullptr || types == nullptr;
+  if (null_ || n <= 0) return MPI_SUCCESS;
+  const auto size = static_cast<std::size_t>(n);
+  counts_.assign(size, 0);
+  types_.assign(size, MPI_DATATYPE_NULL);
+  displs_.assign(displs, displs + n);
+  for (int i = 0; i < n; ++i) {
+    if (int err = block(call, comm, i, counts[i], types[i])) return err;
+  }
+  return MPI_SUCCESS;
+}
+
+int w_blocks::set_v(const char *call, MPI_Comm comm, int n, const MPI_Count counts[],
+                    const MPI_Aint displs[], MPI_Datatype type) {
+  null_ = counts == nullptr || displs == nullptr;
+  if (null_ || n <= 0) return MPI_SUCCESS;
+  const auto size = static_cast<std::size_t>(n);
+  counts_.assign(size, 0);
+  types_.assign(size, type);
+  displs_.assign(size, 0);
+  for (int i = 0; i < n; ++i) {
+    if (int err = block(call, comm, i, counts[i], type)) return err;
+  }
+  const device::dtype *t = device::dtype_lookup(type);
+  if (t == nullptr) return MPI_SUCCESS;  // ialltoallw reports it (with a count of 0)
+  for (int i = 0; i < n; ++i) {
+    MPI_Aint bytes = 0;
+    if (__builtin_mul_overflow(displs[i], static_cast<MPI_Aint>(t->extent), &bytes)) {
+      return device::error_raise(
+          lookup(comm), call, MPI_ERR_ARG, "displacement %d (%lld extents of %lld bytes) overflows",
+          i, static_cast<long long>(displs[i]), static_cast<long long>(t->extent));
+    }
+    displs_[static_cast<std::size_t>(i)] = bytes;
+  }
+  return MPI_SUCCESS;
+}
+
+bool all_fit(int n, const MPI_Count counts[], const MPI_Aint displs[]) {
+  for (int i = 0; i < n; ++i) {
+    if (counts != nullptr && !fits_int(counts[i])) return false;
+    if (displs != nullptr && !fits_int(displs[i])) return false;
+  }
+  return true;
+}
+
 int peers(MPI_Comm comm) {
   const communicator *c = lookup(comm);
   return c != nullptr ? c->size : 0;

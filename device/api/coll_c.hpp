@@ -14,6 +14,7 @@
 // call, the array and the entry.
 #pragma once
 
+#include <memory>
 #include <vector>
 
 #include "device/api/bigcount.hpp"
@@ -64,6 +65,37 @@ int int_array::set(const char *call, MPI_Comm comm, const T *in, int n, const ch
   }
   return MPI_SUCCESS;
 }
+
+// The blocks of a w-variant (Alltoallw_c; and Alltoallv_c, whose blocks
+// become w-blocks once a count or displacement is past an int) as the int
+// counts, types and MPI_Aint byte displacements ialltoallw takes: a count
+// past an int becomes one element of a temporary type, which lives as long
+// as any request that uses it.
+class w_blocks {
+ public:
+  // Blocks i < n: counts[i] elements of types[i] at displs[i] bytes. NULL
+  // arrays stay NULL (ialltoallw reports them).
+  int set_w(const char *call, MPI_Comm comm, int n, const MPI_Count counts[],
+            const MPI_Aint displs[], const MPI_Datatype types[]);
+  // The same for a v-variant: counts[i] elements of `type` at displs[i]
+  // extents of `type`.
+  int set_v(const char *call, MPI_Comm comm, int n, const MPI_Count counts[],
+            const MPI_Aint displs[], MPI_Datatype type);
+  const int *counts() const { return null_ ? nullptr : counts_.data(); }
+  const MPI_Aint *displs() const { return null_ ? nullptr : displs_.data(); }
+  const MPI_Datatype *types() const { return null_ ? nullptr : types_.data(); }
+
+ private:
+  int block(const char *call, MPI_Comm comm, int i, MPI_Count count, MPI_Datatype type);
+  std::vector<int> counts_;
+  std::vector<MPI_Aint> displs_;
+  std::vector<MPI_Datatype> types_;
+  std::vector<std::unique_ptr<big_count>> made_;
+  bool null_ = true;
+};
+
+// True when every entry of counts[0..n) and displs[0..n) fits an int.
+bool all_fit(int n, const MPI_Count counts[], const MPI_Aint displs[]);
 
 // Entries of the arrays of a v- or w-variant over `comm`: the ranks a block
 // goes to or comes from (the remote group of an intercommunicator).

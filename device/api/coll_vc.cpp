@@ -3,6 +3,9 @@
 // Alltoallv and Alltoallw, each blocking, nonblocking (MPI_I*) and
 // persistent (*_init). Their MPI_Count counts and MPI_Aint displacements
 // become int arrays (coll_c.hpp); the collective is the int one's.
+// Alltoallw_c keeps its byte displacements whole and Alltoallv_c turns its
+// blocks into w-blocks once an entry is past an int, so both take any count
+// and displacement (a count past an int of a dense type).
 #include "device/api/coll_c.hpp"
 
 using namespace iris;
@@ -11,6 +14,58 @@ namespace nbc = iris::api::nbc;
 using iris::api::big_count;
 using iris::api::communicator;
 using nbc::mode;
+
+namespace {
+
+// Alltoallv_c and its forms: the int path while every count and
+// displacement fits an int, else every block as a w-block (byte
+// displacements, a temporary type for a count past an int).
+int alltoallv_c(const char *call, const void *sendbuf, const MPI_Count sendcounts[],
+                const MPI_Aint sdispls[], MPI_Datatype sendtype, void *recvbuf,
+                const MPI_Count recvcounts[], const MPI_Aint rdispls[], MPI_Datatype recvtype,
+                MPI_Comm comm, MPI_Info info, mode m, MPI_Request *request) {
+  const int n = coll_c::peers(comm);
+  const int ns = sendbuf == MPI_IN_PLACE ? 0 : n;
+  if (coll_c::all_fit(ns, sendcounts, sdispls) && coll_c::all_fit(n, recvcounts, rdispls)) {
+    coll_c::int_array scounts;
+    coll_c::int_array sdisp;
+    coll_c::int_array rcounts;
+    coll_c::int_array rdisp;
+    if (int err = scounts.set(call, comm, sendcounts, ns, "sendcounts")) return err;
+    if (int err = sdisp.set(call, comm, sdispls, ns, "sdispls")) return err;
+    if (int err = rcounts.set(call, comm, recvcounts, n, "recvcounts")) return err;
+    if (int err = rdisp.set(call, comm, rdispls, n, "rdispls")) return err;
+    return nbc::ialltoallv(call, sendbuf, scounts.get(), sdisp.get(), sendtype, recvbuf,
+                           rcounts.get(), rdisp.get(), recvtype, comm, info, m, request);
+  }
+  coll_c::w_blocks send;
+  coll_c::w_blocks recv;
+  if (int err = send.set_v(call, comm, ns, sendcounts, sdispls, sendtype)) return err;
+  if (int err = recv.set_v(call, comm, n, recvcounts, rdispls, recvtype)) return err;
+  return nbc::ialltoallw<MPI_Aint>(call, sendbuf, send.counts(), send.displs(), send.types(),
+                                   recvbuf, recv.counts(), recv.displs(), recv.types(), comm, info,
+                                   m, request);
+}
+
+// Alltoallw_c and its forms: byte displacements as they are, a temporary
+// type for a count past an int.
+int alltoallw_c(const char *call, const void *sendbuf, const MPI_Count sendcounts[],
+                const MPI_Aint sdispls[], const MPI_Datatype sendtypes[], void *recvbuf,
+                const MPI_Count recvcounts[], const MPI_Aint rdispls[],
+                const MPI_Datatype recvtypes[], MPI_Comm comm, MPI_Info info, mode m,
+                MPI_Request *request) {
+  const int n = coll_c::peers(comm);
+  const int ns = sendbuf == MPI_IN_PLACE ? 0 : n;
+  coll_c::w_blocks send;
+  coll_c::w_blocks recv;
+  if (int err = send.set_w(call, comm, ns, sendcounts, sdispls, sendtypes)) return err;
+  if (int err = recv.set_w(call, comm, n, recvcounts, rdispls, recvtypes)) return err;
+  return nbc::ialltoallw<MPI_Aint>(call, sendbuf, send.counts(), send.displs(), send.types(),
+                                   recvbuf, recv.counts(), recv.displs(), recv.types(), comm, info,
+                                   m, request);
+}
+
+}  // namespace
 
 extern "C" {
 
@@ -72,38 +127,16 @@ int MPI_Alltoallv_c(const void *sendbuf, const MPI_Count sendcounts[], const MPI
                     MPI_Datatype sendtype, void *recvbuf, const MPI_Count recvcounts[],
                     const MPI_Aint rdispls[], MPI_Datatype recvtype, MPI_Comm comm) {
   const device::api_guard guard;
-  coll_c::int_array scounts;
-  coll_c::int_array sdisp;
-  coll_c::int_array rcounts;
-  coll_c::int_array rdisp;
-  const int n = coll_c::peers(comm);
-  const int ns = sendbuf == MPI_IN_PLACE ? 0 : n;
-  if (int err = scounts.set("MPI_Alltoallv_c", comm, sendcounts, ns, "sendcounts")) return err;
-  if (int err = sdisp.set("MPI_Alltoallv_c", comm, sdispls, ns, "sdispls")) return err;
-  if (int err = rcounts.set("MPI_Alltoallv_c", comm, recvcounts, n, "recvcounts")) return err;
-  if (int err = rdisp.set("MPI_Alltoallv_c", comm, rdispls, n, "rdispls")) return err;
-  return nbc::ialltoallv("MPI_Alltoallv_c", sendbuf, scounts.get(), sdisp.get(), sendtype, recvbuf,
-                         rcounts.get(), rdisp.get(), recvtype, comm, MPI_INFO_NULL, mode::blocking,
-                         nullptr);
+  return alltoallv_c("MPI_Alltoallv_c", sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts,
+                     rdispls, recvtype, comm, MPI_INFO_NULL, mode::blocking, nullptr);
 }
 
 int MPI_Alltoallw_c(const void *sendbuf, const MPI_Count sendcounts[], const MPI_Aint sdispls[],
                     const MPI_Datatype sendtypes[], void *recvbuf, const MPI_Count recvcounts[],
                     const MPI_Aint rdispls[], const MPI_Datatype recvtypes[], MPI_Comm comm) {
   const device::api_guard guard;
-  coll_c::int_array scounts;
-  coll_c::int_array sdisp;
-  coll_c::int_array rcounts;
-  coll_c::int_array rdisp;
-  const int n = coll_c::peers(comm);
-  const int ns = sendbuf == MPI_IN_PLACE ? 0 : n;
-  if (int err = scounts.set("MPI_Alltoallv_c", comm, sendcounts, ns, "sendcounts")) return err;
-  if (int err = sdisp.set("MPI_Alltoallv_c", comm, sdispls, ns, "sdispls")) return err;
-  if (int err = rcounts.set("MPI_Alltoallv_c", comm, recvcounts, n, "recvcounts")) return err;
-  if (int err = rdisp.set("MPI_Alltoallv_c", comm, rdispls, n, "rdispls")) return err;
-  return nbc::ialltoallw("MPI_Alltoallw_c", sendbuf, scounts.get(), sdisp.get(), sendtypes, recvbuf,
-                         rcounts.get(), rdisp.get(), recvtypes, comm, MPI_INFO_NULL, mode::blocking,
-                         nullptr);
+  return alltoallw_c("MPI_Alltoallw_c", sendbuf, sendcounts, sdispls, sendtypes, recvbuf,
+                     recvcounts, rdispls, recvtypes, comm, MPI_INFO_NULL, mode::blocking, nullptr);
 }
 
 int MPI_Reduce_scatter_c(const void *sendbuf, void *recvbuf, const MPI_Count recvcounts[],
@@ -238,19 +271,8 @@ int MPI_Ialltoallv_c(const void *sendbuf, const MPI_Count sendcounts[], const MP
                      const MPI_Aint rdispls[], MPI_Datatype recvtype, MPI_Comm comm,
                      MPI_Request *request) {
   const device::api_guard guard;
-  coll_c::int_array scounts;
-  coll_c::int_array sdisp;
-  coll_c::int_array rcounts;
-  coll_c::int_array rdisp;
-  const int n = coll_c::peers(comm);
-  const int ns = sendbuf == MPI_IN_PLACE ? 0 : n;
-  if (int err = scounts.set("MPI_Ialltoallv_c", comm, sendcounts, ns, "sendcounts")) return err;
-  if (int err = sdisp.set("MPI_Ialltoallv_c", comm, sdispls, ns, "sdispls")) return err;
-  if (int err = rcounts.set("MPI_Ialltoallv_c", comm, recvcounts, n, "recvcounts")) return err;
-  if (int err = rdisp.set("MPI_Ialltoallv_c", comm, rdispls, n, "rdispls")) return err;
-  return nbc::ialltoallv("MPI_Ialltoallv_c", sendbuf, scounts.get(), sdisp.get(), sendtype, recvbuf,
-                         rcounts.get(), rdisp.get(), recvtype, comm, MPI_INFO_NULL, mode::start,
-                         request);
+  return alltoallv_c("MPI_Ialltoallv_c", sendbuf, sendcounts, sdispls, sendtype, recvbuf,
+                     recvcounts, rdispls, recvtype, comm, MPI_INFO_NULL, mode::start, request);
 }
 
 int MPI_Ialltoallw_c(const void *sendbuf, const MPI_Count sendcounts[], const MPI_Aint sdispls[],
@@ -258,19 +280,8 @@ int MPI_Ialltoallw_c(const void *sendbuf, const MPI_Count sendcounts[], const MP
                      const MPI_Aint rdispls[], const MPI_Datatype recvtypes[], MPI_Comm comm,
                      MPI_Request *request) {
   const device::api_guard guard;
-  coll_c::int_array scounts;
-  coll_c::int_array sdisp;
-  coll_c::int_array rcounts;
-  coll_c::int_array rdisp;
-  const int n = coll_c::peers(comm);
-  const int ns = sendbuf == MPI_IN_PLACE ? 0 : n;
-  if (int err = scounts.set("MPI_Ialltoallv_c", comm, sendcounts, ns, "sendcounts")) return err;
-  if (int err = sdisp.set("MPI_Ialltoallv_c", comm, sdispls, ns, "sdispls")) return err;
-  if (int err = rcounts.set("MPI_Ialltoallv_c", comm, recvcounts, n, "recvcounts")) return err;
-  if (int err = rdisp.set("MPI_Ialltoallv_c", comm, rdispls, n, "rdispls")) return err;
-  return nbc::ialltoallw("MPI_Ialltoallw_c", sendbuf, scounts.get(), sdisp.get(), sendtypes,
-                         recvbuf, rcounts.get(), rdisp.get(), recvtypes, comm, MPI_INFO_NULL,
-                         mode::start, request);
+  return alltoallw_c("MPI_Ialltoallw_c", sendbuf, sendcounts, sdispls, sendtypes, recvbuf,
+                     recvcounts, rdispls, recvtypes, comm, MPI_INFO_NULL, mode::start, request);
 }
 
 int MPI_Ireduce_scatter_c(const void *sendbuf, void *recvbuf, const MPI_Count recvcounts[],
@@ -408,19 +419,8 @@ int MPI_Alltoallv_init_c(const void *sendbuf, const MPI_Count sendcounts[],
                          MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info,
                          MPI_Request *request) {
   const device::api_guard guard;
-  coll_c::int_array scounts;
-  coll_c::int_array sdisp;
-  coll_c::int_array rcounts;
-  coll_c::int_array rdisp;
-  const int n = coll_c::peers(comm);
-  const int ns = sendbuf == MPI_IN_PLACE ? 0 : n;
-  if (int err = scounts.set("MPI_Alltoallv_init_c", comm, sendcounts, ns, "sendcounts")) return err;
-  if (int err = sdisp.set("MPI_Alltoallv_init_c", comm, sdispls, ns, "sdispls")) return err;
-  if (int err = rcounts.set("MPI_Alltoallv_init_c", comm, recvcounts, n, "recvcounts")) return err;
-  if (int err = rdisp.set("MPI_Alltoallv_init_c", comm, rdispls, n, "rdispls")) return err;
-  return nbc::ialltoallv("MPI_Alltoallv_init_c", sendbuf, scounts.get(), sdisp.get(), sendtype,
-                         recvbuf, rcounts.get(), rdisp.get(), recvtype, comm, info,
-                         mode::persistent, request);
+  return alltoallv_c("MPI_Alltoallv_init_c", sendbuf, sendcounts, sdispls, sendtype, recvbuf,
+                     recvcounts, rdispls, recvtype, comm, info, mode::persistent, request);
 }
 
 int MPI_Alltoallw_init_c(const void *sendbuf, const MPI_Count sendcounts[],
@@ -429,19 +429,8 @@ int MPI_Alltoallw_init_c(const void *sendbuf, const MPI_Count sendcounts[],
                          const MPI_Datatype recvtypes[], MPI_Comm comm, MPI_Info info,
                          MPI_Request *request) {
   const device::api_guard guard;
-  coll_c::int_array scounts;
-  coll_c::int_array sdisp;
-  coll_c::int_array rcounts;
-  coll_c::int_array rdisp;
-  const int n = coll_c::peers(comm);
-  const int ns = sendbuf == MPI_IN_PLACE ? 0 : n;
-  if (int err = scounts.set("MPI_Alltoallv_init_c", comm, sendcounts, ns, "sendcounts")) return err;
-  if (int err = sdisp.set("MPI_Alltoallv_init_c", comm, sdispls, ns, "sdispls")) return err;
-  if (int err = rcounts.set("MPI_Alltoallv_init_c", comm, recvcounts, n, "recvcounts")) return err;
-  if (int err = rdisp.set("MPI_Alltoallv_init_c", comm, rdispls, n, "rdispls")) return err;
-  return nbc::ialltoallw("MPI_Alltoallw_init_c", sendbuf, scounts.get(), sdisp.get(), sendtypes,
-                         recvbuf, rcounts.get(), rdisp.get(), recvtypes, comm, info,
-                         mode::persistent, request);
+  return alltoallw_c("MPI_Alltoallw_init_c", sendbuf, sendcounts, sdispls, sendtypes, recvbuf,
+                     recvcounts, rdispls, recvtypes, comm, info, mode::persistent, request);
 }
 
 int MPI_Reduce_scatter_init_c(const void *sendbuf, void *recvbuf, const MPI_Count recvcounts[],

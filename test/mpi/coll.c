@@ -782,8 +782,11 @@ static void errors_c(void) {
                "iallgatherv_c count past an int");
   counts[size - 1] = 1;
   displs[0] = (MPI_Aint)1 << 40;
+  expect_class(MPI_Allgatherv_c(a, 1, MPI_INT, b, counts, displs, MPI_INT, w), MPI_ERR_COUNT,
+               "allgatherv_c displacement past an int");
+  displs[0] = (MPI_Aint)1 << 62; /* 2^64 bytes of ints */
   expect_class(MPI_Alltoallv_c(a, counts, displs, MPI_INT, b, counts, displs, MPI_INT, w),
-               MPI_ERR_COUNT, "alltoallv_c displacement past an int");
+               MPI_ERR_ARG, "alltoallv_c displacement overflowing in bytes");
   displs[0] = 0;
   expect_class(MPI_Reduce_scatter_c(a, b, NULL, MPI_INT, MPI_SUM, w), MPI_ERR_ARG,
                "reduce_scatter_c NULL counts");

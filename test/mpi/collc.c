@@ -242,22 +242,34 @@ static void allgather(enum form f, int vector) {
   }
 }
 
-/* kind: 0 alltoall, 1 alltoallv, 2 alltoallw */
+/* kind: 0 alltoall, 1 alltoallv, 2 alltoallw; 3 and 4 are alltoallv and
+ * alltoallw from MPI_BOTTOM with absolute addresses as displacements (past
+ * 2^31-1 on a 64-bit machine: Iris's v-variant then goes the w way). */
 static void alltoall(enum form f, int kind) {
   int out[8 * (N + GAP)];
   int in[8 * (N + GAP)];
   MPI_Count scounts[8], rcounts[8];
   MPI_Aint sdispls[8], rdispls[8];
   MPI_Datatype types[8];
-  const int w = kind == 2;
+  const MPI_Aint sbase = (MPI_Aint)(uintptr_t)out, rbase = (MPI_Aint)(uintptr_t)in;
+  const MPI_Aint unit = sizeof(int);
   for (int i = 0; i < size; ++i) {
     /* Rank r sends (r + i) % N + 1 ints to rank i. */
     scounts[i] = kind == 0 ? N : (rank + i) % N + 1;
     rcounts[i] = kind == 0 ? N : (i + rank) % N + 1;
-    sdispls[i] = (MPI_Aint)i * (N + GAP) * (w ? (MPI_Aint)sizeof(int) : 1);
-    rdispls[i] = ((MPI_Aint)i * (N + GAP) + 1) * (w ? (MPI_Aint)sizeof(int) : 1);
+    const MPI_Aint so = (MPI_Aint)i * (N + GAP), ro = (MPI_Aint)i * (N + GAP) + 1;
+    sdispls[i] = kind == 1   ? so
+                 : kind == 2 ? so * unit
+                 : kind == 3 ? sbase / unit + so
+                             : sbase + so * unit;
+    rdispls[i] = kind == 1   ? ro
+                 : kind == 2 ? ro * unit
+                 : kind == 3 ? rbase / unit + ro
+                             : rbase + ro * unit;
     types[i] = MPI_INT;
   }
+  void *sb = kind >= 3 ? MPI_BOTTOM : out, *rb = kind >= 3 ? MPI_BOTTOM : in;
+  CHECK(kind < 3 || sbase % unit == 0, "an int array at an odd address");
   for (int b = 0; b < size; ++b) {
     for (int i = 0; i < N + GAP; ++i) out[b * (N + GAP) + i] = value(rank, b, i);
   }
@@ -274,30 +286,30 @@ static void alltoall(enum form f, int kind) {
     if (f == blocking) MPI_Alltoall_c(out, N, MPI_INT, in, N, MPI_INT, c);
     if (f == nonblocking) MPI_Ialltoall_c(out, N, MPI_INT, in, N, MPI_INT, c, &r);
     if (f == persistent) MPI_Alltoall_init_c(out, N, MPI_INT, in, N, MPI_INT, c, info, &r);
-  } else if (kind == 1) {
+  } else if (kind == 1 || kind == 3) {
     if (f == blocking) {
-      MPI_Alltoallv_c(out, scounts, sdispls, MPI_INT, in, rcounts, rdispls, MPI_INT, c);
+      MPI_Alltoallv_c(sb, scounts, sdispls, MPI_INT, rb, rcounts, rdispls, MPI_INT, c);
     }
     if (f == nonblocking) {
-      MPI_Ialltoallv_c(out, scounts, sdispls, MPI_INT, in, rcounts, rdispls, MPI_INT, c, &r);
+      MPI_Ialltoallv_c(sb, scounts, sdispls, MPI_INT, rb, rcounts, rdispls, MPI_INT, c, &r);
     }
     if (f == persistent) {
-      MPI_Alltoallv_init_c(out, scounts, sdispls, MPI_INT, in, rcounts, rdispls, MPI_INT, c, info,
+      MPI_Alltoallv_init_c(sb, scounts, sdispls, MPI_INT, rb, rcounts, rdispls, MPI_INT, c, info,
                            &r);
     }
   } else {
-    if (f == blocking)
-      MPI_Alltoallw_c(out, scounts, sdispls, types, in, rcounts, rdispls, types, c);
+    if (f == blocking) MPI_Alltoallw_c(sb, scounts, sdispls, types, rb, rcounts, rdispls, types, c);
     if (f == nonblocking) {
-      MPI_Ialltoallw_c(out, scounts, sdispls, types, in, rcounts, rdispls, types, c, &r);
+      MPI_Ialltoallw_c(sb, scounts, sdispls, types, rb, rcounts, rdispls, types, c, &r);
     }
     if (f == persistent) {
-      MPI_Alltoallw_init_c(out, scounts, sdispls, types, in, rcounts, rdispls, types, c, info, &r);
+      MPI_Alltoallw_init_c(sb, scounts, sdispls, types, rb, rcounts, rdispls, types, c, info, &r);
     }
   }
   complete(f, &r);
   finish_request(f, &r);
-  static const char *const names[] = {"alltoall", "alltoallv", "alltoallw"};
+  static const char *const names[] = {"alltoall", "alltoallv", "alltoallw",
+                                      "alltoallv from MPI_BOTTOM", "alltoallw from MPI_BOTTOM"};
   for (int b = 0; b < size; ++b) {
     const MPI_Aint at = kind == 0 ? (MPI_Aint)b * N : (MPI_Aint)b * (N + GAP) + 1;
     for (MPI_Count i = 0; i < rcounts[b]; ++i) {
@@ -670,7 +682,7 @@ int main(int argc, char **argv) {
       scatter((enum form)f, v);
       allgather((enum form)f, v);
     }
-    for (int k = 0; k < 3; ++k) alltoall((enum form)f, k);
+    for (int k = 0; k < 5; ++k) alltoall((enum form)f, k);
     reductions((enum form)f, user);
     for (int k = 0; k < 5; ++k) neighbors((enum form)f, k);
   }
