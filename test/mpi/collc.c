@@ -14,8 +14,8 @@
  * one call), every byte of the result checked.
  * With "huge-reduce" (2 ranks; about 11 GB: the reduction keeps partial
  * results beside the buffers): MPI_Allreduce_c with MPI_BOR and MPI_Reduce_c
- * with the user op over 2^31 + 4099 MPI_BYTEs in place; too big for the
- * suite, run by hand. */
+ * with the user op over 2^31 + 4099 MPI_BYTEs in place, then MPI_Alltoallv_c
+ * of as many to the other rank; too big for the suite, run by hand. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -633,6 +633,23 @@ static void huge_bcast(void) {
   free(a);
 }
 
+/* MPI_Alltoallv_c with a block past 2^31 to the other rank (the v-variant
+ * going the w way): rank 0 sends pattern, rank 1 other. */
+static void huge_alltoallv(void) {
+  uint8_t *out = malloc((size_t)huge_n), *in = malloc((size_t)huge_n);
+  CHECK(out != NULL && in != NULL, "cannot allocate 2 x %lld bytes", (long long)huge_n);
+  if (out == NULL || in == NULL) MPI_Abort(MPI_COMM_WORLD, 1);
+  for (MPI_Count i = 0; i < huge_n; ++i) out[i] = rank == 0 ? pattern(i) : other(i);
+  memset(in, 0, (size_t)huge_n);
+  MPI_Count counts[2] = {0, 0};
+  MPI_Aint displs[2] = {0, 0};
+  counts[1 - rank] = huge_n;
+  MPI_Alltoallv_c(out, counts, displs, MPI_BYTE, in, counts, displs, MPI_BYTE, MPI_COMM_WORLD);
+  check_bytes(in, huge_n, rank == 0 ? other : pattern, "alltoallv_c");
+  free(out);
+  free(in);
+}
+
 /* Rank 0 contributes pattern, rank 1 other; both in place. */
 static void huge_reduce(void) {
   uint8_t *buf = malloc((size_t)huge_n);
@@ -653,6 +670,7 @@ static void huge_reduce(void) {
     CHECK(xor_longest == huge_n, "the user op's longest call: %lld", (long long)xor_longest);
   }
   free(buf);
+  huge_alltoallv();
 }
 
 int main(int argc, char **argv) {
