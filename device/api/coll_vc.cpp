@@ -3,9 +3,10 @@
 // Alltoallv and Alltoallw, each blocking, nonblocking (MPI_I*) and
 // persistent (*_init). Their MPI_Count counts and MPI_Aint displacements
 // become int arrays (coll_c.hpp); the collective is the int one's.
-// Alltoallw_c keeps its byte displacements whole and Alltoallv_c turns its
-// blocks into w-blocks once an entry is past an int, so both take any count
-// and displacement (a count past an int of a dense type).
+// Alltoallw_c and Neighbor_alltoallw_c keep their byte displacements whole,
+// and Alltoallv_c and Neighbor_alltoallv_c turn their blocks into w-blocks
+// once an entry is past an int, so these take any count and displacement
+// (a count past an int of a dense type).
 #include "device/api/coll_c.hpp"
 
 using namespace iris;
@@ -63,6 +64,65 @@ int alltoallw_c(const char *call, const void *sendbuf, const MPI_Count sendcount
   return nbc::ialltoallw<MPI_Aint>(call, sendbuf, send.counts(), send.displs(), send.types(),
                                    recvbuf, recv.counts(), recv.displs(), recv.types(), comm, info,
                                    m, request);
+}
+
+// Neighbor_alltoallv_c and its forms: the int path while every entry fits
+// an int, else the blocks as w-blocks of Neighbor_alltoallw.
+int neighbor_alltoallv_c(const char *call, const void *sendbuf, const MPI_Count sendcounts[],
+                         const MPI_Aint sdispls[], MPI_Datatype sendtype, void *recvbuf,
+                         const MPI_Count recvcounts[], const MPI_Aint rdispls[],
+                         MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, mode m,
+                         MPI_Request *request) {
+  const int ns = coll_c::neighbors(comm, false);
+  const int nr = coll_c::neighbors(comm, true);
+  if (coll_c::all_fit(ns, sendcounts, sdispls) && coll_c::all_fit(nr, recvcounts, rdispls)) {
+    coll_c::int_array scounts;
+    coll_c::int_array sdisp;
+    coll_c::int_array rcounts;
+    coll_c::int_array rdisp;
+    if (int err = scounts.set(call, comm, sendcounts, ns, "sendcounts")) return err;
+    if (int err = sdisp.set(call, comm, sdispls, ns, "sdispls")) return err;
+    if (int err = rcounts.set(call, comm, recvcounts, nr, "recvcounts")) return err;
+    if (int err = rdisp.set(call, comm, rdispls, nr, "rdispls")) return err;
+    return nbc::ineighbor(
+        call, nbc::neighbor_kind::alltoallv,
+        nbc::neighbor_alltoallv_args(sendbuf, scounts.get(), sdisp.get(), sendtype, recvbuf,
+                                     rcounts.get(), rdisp.get(), recvtype),
+        comm, info, m, request);
+  }
+  coll_c::w_blocks send;
+  coll_c::w_blocks recv;
+  if (int err = send.set_v(call, comm, ns, sendcounts, sdispls, sendtype)) return err;
+  if (int err = recv.set_v(call, comm, nr, recvcounts, rdispls, recvtype)) return err;
+  return nbc::ineighbor(
+      call, nbc::neighbor_kind::alltoallw,
+      nbc::neighbor_alltoallw_args(sendbuf, send.counts(), send.displs(), send.types(), recvbuf,
+                                   recv.counts(), recv.displs(), recv.types()),
+      comm, info, m, request);
+}
+
+// Neighbor_alltoallw_c and its forms: a temporary type for a count past an
+// int.
+int neighbor_alltoallw_c(const char *call, const void *sendbuf, const MPI_Count sendcounts[],
+                         const MPI_Aint sdispls[], const MPI_Datatype sendtypes[], void *recvbuf,
+                         const MPI_Count recvcounts[], const MPI_Aint rdispls[],
+                         const MPI_Datatype recvtypes[], MPI_Comm comm, MPI_Info info, mode m,
+                         MPI_Request *request) {
+  coll_c::w_blocks send;
+  coll_c::w_blocks recv;
+  if (int err =
+          send.set_w(call, comm, coll_c::neighbors(comm, false), sendcounts, sdispls, sendtypes)) {
+    return err;
+  }
+  if (int err =
+          recv.set_w(call, comm, coll_c::neighbors(comm, true), recvcounts, rdispls, recvtypes)) {
+    return err;
+  }
+  return nbc::ineighbor(
+      call, nbc::neighbor_kind::alltoallw,
+      nbc::neighbor_alltoallw_args(sendbuf, send.counts(), send.displs(), send.types(), recvbuf,
+                                   recv.counts(), recv.displs(), recv.types()),
+      comm, info, m, request);
 }
 
 }  // namespace
@@ -175,22 +235,9 @@ int MPI_Neighbor_alltoallv_c(const void *sendbuf, const MPI_Count sendcounts[],
                              const MPI_Count recvcounts[], const MPI_Aint rdispls[],
                              MPI_Datatype recvtype, MPI_Comm comm) {
   const device::api_guard guard;
-  coll_c::int_array scounts;
-  coll_c::int_array sdisp;
-  coll_c::int_array rcounts;
-  coll_c::int_array rdisp;
-  const int ns = coll_c::neighbors(comm, false);
-  const int nr = coll_c::neighbors(comm, true);
-  if (int err = scounts.set("MPI_Neighbor_alltoallv_c", comm, sendcounts, ns, "sendcounts"))
-    return err;
-  if (int err = sdisp.set("MPI_Neighbor_alltoallv_c", comm, sdispls, ns, "sdispls")) return err;
-  if (int err = rcounts.set("MPI_Neighbor_alltoallv_c", comm, recvcounts, nr, "recvcounts"))
-    return err;
-  if (int err = rdisp.set("MPI_Neighbor_alltoallv_c", comm, rdispls, nr, "rdispls")) return err;
-  return nbc::ineighbor("MPI_Neighbor_alltoallv_c", nbc::neighbor_kind::alltoallv,
-                        nbc::neighbor_alltoallv_args(sendbuf, scounts.get(), sdisp.get(), sendtype,
-                                                     recvbuf, rcounts.get(), rdisp.get(), recvtype),
-                        comm, MPI_INFO_NULL, mode::blocking, nullptr);
+  return neighbor_alltoallv_c("MPI_Neighbor_alltoallv_c", sendbuf, sendcounts, sdispls, sendtype,
+                              recvbuf, recvcounts, rdispls, recvtype, comm, MPI_INFO_NULL,
+                              mode::blocking, nullptr);
 }
 
 int MPI_Neighbor_alltoallw_c(const void *sendbuf, const MPI_Count sendcounts[],
@@ -198,18 +245,9 @@ int MPI_Neighbor_alltoallw_c(const void *sendbuf, const MPI_Count sendcounts[],
                              void *recvbuf, const MPI_Count recvcounts[], const MPI_Aint rdispls[],
                              const MPI_Datatype recvtypes[], MPI_Comm comm) {
   const device::api_guard guard;
-  coll_c::int_array scounts;
-  coll_c::int_array rcounts;
-  const int ns = coll_c::neighbors(comm, false);
-  const int nr = coll_c::neighbors(comm, true);
-  if (int err = scounts.set("MPI_Neighbor_alltoallw_c", comm, sendcounts, ns, "sendcounts"))
-    return err;
-  if (int err = rcounts.set("MPI_Neighbor_alltoallw_c", comm, recvcounts, nr, "recvcounts"))
-    return err;
-  return nbc::ineighbor("MPI_Neighbor_alltoallw_c", nbc::neighbor_kind::alltoallw,
-                        nbc::neighbor_alltoallw_args(sendbuf, scounts.get(), sdispls, sendtypes,
-                                                     recvbuf, rcounts.get(), rdispls, recvtypes),
-                        comm, MPI_INFO_NULL, mode::blocking, nullptr);
+  return neighbor_alltoallw_c("MPI_Neighbor_alltoallw_c", sendbuf, sendcounts, sdispls, sendtypes,
+                              recvbuf, recvcounts, rdispls, recvtypes, comm, MPI_INFO_NULL,
+                              mode::blocking, nullptr);
 }
 
 int MPI_Igatherv_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf,
@@ -320,22 +358,9 @@ int MPI_Ineighbor_alltoallv_c(const void *sendbuf, const MPI_Count sendcounts[],
                               const MPI_Count recvcounts[], const MPI_Aint rdispls[],
                               MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request) {
   const device::api_guard guard;
-  coll_c::int_array scounts;
-  coll_c::int_array sdisp;
-  coll_c::int_array rcounts;
-  coll_c::int_array rdisp;
-  const int ns = coll_c::neighbors(comm, false);
-  const int nr = coll_c::neighbors(comm, true);
-  if (int err = scounts.set("MPI_Ineighbor_alltoallv_c", comm, sendcounts, ns, "sendcounts"))
-    return err;
-  if (int err = sdisp.set("MPI_Ineighbor_alltoallv_c", comm, sdispls, ns, "sdispls")) return err;
-  if (int err = rcounts.set("MPI_Ineighbor_alltoallv_c", comm, recvcounts, nr, "recvcounts"))
-    return err;
-  if (int err = rdisp.set("MPI_Ineighbor_alltoallv_c", comm, rdispls, nr, "rdispls")) return err;
-  return nbc::ineighbor("MPI_Ineighbor_alltoallv_c", nbc::neighbor_kind::alltoallv,
-                        nbc::neighbor_alltoallv_args(sendbuf, scounts.get(), sdisp.get(), sendtype,
-                                                     recvbuf, rcounts.get(), rdisp.get(), recvtype),
-                        comm, MPI_INFO_NULL, mode::start, request);
+  return neighbor_alltoallv_c("MPI_Ineighbor_alltoallv_c", sendbuf, sendcounts, sdispls, sendtype,
+                              recvbuf, recvcounts, rdispls, recvtype, comm, MPI_INFO_NULL,
+                              mode::start, request);
 }
 
 int MPI_Ineighbor_alltoallw_c(const void *sendbuf, const MPI_Count sendcounts[],
@@ -343,18 +368,9 @@ int MPI_Ineighbor_alltoallw_c(const void *sendbuf, const MPI_Count sendcounts[],
                               void *recvbuf, const MPI_Count recvcounts[], const MPI_Aint rdispls[],
                               const MPI_Datatype recvtypes[], MPI_Comm comm, MPI_Request *request) {
   const device::api_guard guard;
-  coll_c::int_array scounts;
-  coll_c::int_array rcounts;
-  const int ns = coll_c::neighbors(comm, false);
-  const int nr = coll_c::neighbors(comm, true);
-  if (int err = scounts.set("MPI_Ineighbor_alltoallw_c", comm, sendcounts, ns, "sendcounts"))
-    return err;
-  if (int err = rcounts.set("MPI_Ineighbor_alltoallw_c", comm, recvcounts, nr, "recvcounts"))
-    return err;
-  return nbc::ineighbor("MPI_Ineighbor_alltoallw_c", nbc::neighbor_kind::alltoallw,
-                        nbc::neighbor_alltoallw_args(sendbuf, scounts.get(), sdispls, sendtypes,
-                                                     recvbuf, rcounts.get(), rdispls, recvtypes),
-                        comm, MPI_INFO_NULL, mode::start, request);
+  return neighbor_alltoallw_c("MPI_Ineighbor_alltoallw_c", sendbuf, sendcounts, sdispls, sendtypes,
+                              recvbuf, recvcounts, rdispls, recvtypes, comm, MPI_INFO_NULL,
+                              mode::start, request);
 }
 
 int MPI_Gatherv_init_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype,
@@ -473,24 +489,9 @@ int MPI_Neighbor_alltoallv_init_c(const void *sendbuf, const MPI_Count sendcount
                                   MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info,
                                   MPI_Request *request) {
   const device::api_guard guard;
-  coll_c::int_array scounts;
-  coll_c::int_array sdisp;
-  coll_c::int_array rcounts;
-  coll_c::int_array rdisp;
-  const int ns = coll_c::neighbors(comm, false);
-  const int nr = coll_c::neighbors(comm, true);
-  if (int err = scounts.set("MPI_Neighbor_alltoallv_init_c", comm, sendcounts, ns, "sendcounts"))
-    return err;
-  if (int err = sdisp.set("MPI_Neighbor_alltoallv_init_c", comm, sdispls, ns, "sdispls"))
-    return err;
-  if (int err = rcounts.set("MPI_Neighbor_alltoallv_init_c", comm, recvcounts, nr, "recvcounts"))
-    return err;
-  if (int err = rdisp.set("MPI_Neighbor_alltoallv_init_c", comm, rdispls, nr, "rdispls"))
-    return err;
-  return nbc::ineighbor("MPI_Neighbor_alltoallv_init_c", nbc::neighbor_kind::alltoallv,
-                        nbc::neighbor_alltoallv_args(sendbuf, scounts.get(), sdisp.get(), sendtype,
-                                                     recvbuf, rcounts.get(), rdisp.get(), recvtype),
-                        comm, info, mode::persistent, request);
+  return neighbor_alltoallv_c("MPI_Neighbor_alltoallv_init_c", sendbuf, sendcounts, sdispls,
+                              sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, info,
+                              mode::persistent, request);
 }
 
 int MPI_Neighbor_alltoallw_init_c(const void *sendbuf, const MPI_Count sendcounts[],
@@ -499,18 +500,9 @@ int MPI_Neighbor_alltoallw_init_c(const void *sendbuf, const MPI_Count sendcount
                                   const MPI_Aint rdispls[], const MPI_Datatype recvtypes[],
                                   MPI_Comm comm, MPI_Info info, MPI_Request *request) {
   const device::api_guard guard;
-  coll_c::int_array scounts;
-  coll_c::int_array rcounts;
-  const int ns = coll_c::neighbors(comm, false);
-  const int nr = coll_c::neighbors(comm, true);
-  if (int err = scounts.set("MPI_Neighbor_alltoallw_init_c", comm, sendcounts, ns, "sendcounts"))
-    return err;
-  if (int err = rcounts.set("MPI_Neighbor_alltoallw_init_c", comm, recvcounts, nr, "recvcounts"))
-    return err;
-  return nbc::ineighbor("MPI_Neighbor_alltoallw_init_c", nbc::neighbor_kind::alltoallw,
-                        nbc::neighbor_alltoallw_args(sendbuf, scounts.get(), sdispls, sendtypes,
-                                                     recvbuf, rcounts.get(), rdispls, recvtypes),
-                        comm, info, mode::persistent, request);
+  return neighbor_alltoallw_c("MPI_Neighbor_alltoallw_init_c", sendbuf, sendcounts, sdispls,
+                              sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, info,
+                              mode::persistent, request);
 }
 
 }  // extern "C"

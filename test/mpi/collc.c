@@ -13,7 +13,8 @@
  * and then with a user op from MPI_Op_create_c (handed all the elements in
  * one call), every byte of the result checked.
  * With "huge-reduce" (2 ranks; about 11 GB: the reduction keeps partial
- * results beside the buffers): MPI_Allreduce_c with MPI_BOR and MPI_Reduce_c
+ * results beside the buffers): MPI_Iallreduce_c with MPI_BOR (and a type
+ * made while it runs) and MPI_Reduce_c
  * with the user op over 2^31 + 4099 MPI_BYTEs in place, then MPI_Alltoallv_c
  * of as many to the other rank; too big for the suite, run by hand. */
 #include <stdint.h>
@@ -455,7 +456,8 @@ static void user_op_everywhere(MPI_Op user) {
 
 /* --- neighbourhood collectives on the ring --------------------------------- */
 
-/* kind: 0 allgather, 1 allgatherv, 2 alltoall, 3 alltoallv, 4 alltoallw.
+/* kind: 0 allgather, 1 allgatherv, 2 alltoall, 3 alltoallv, 4 alltoallw,
+ * 5 and 6 alltoallv and alltoallw from MPI_BOTTOM.
  * On the ring, neighbour 0 is rank - 1 and neighbour 1 is rank + 1. */
 static void neighbors(enum form f, int kind) {
   const int below = (rank + size - 1) % size, above = (rank + 1) % size;
@@ -470,10 +472,22 @@ static void neighbors(enum form f, int kind) {
   MPI_Datatype types[2] = {MPI_INT, MPI_INT};
   MPI_Count gcounts[2] = {N, N};
   MPI_Aint gdispls[2] = {N + GAP, 1}; /* blocks in reverse order */
+  /* Kinds 5 and 6: alltoallv and alltoallw from MPI_BOTTOM, with absolute
+   * addresses as displacements (past 2^31-1: the v form goes the w way). */
+  const int bottom = kind >= 5, k = bottom ? kind - 2 : kind;
+  void *sb = bottom ? MPI_BOTTOM : out, *rb = bottom ? MPI_BOTTOM : in;
+  const MPI_Aint sbase = (MPI_Aint)(uintptr_t)out, rbase = (MPI_Aint)(uintptr_t)in;
+  MPI_Aint sv[2], rv[2], sw[2], rw[2];
+  for (int j = 0; j < 2; ++j) {
+    sv[j] = bottom ? sbase / 4 + sdispls[j] : sdispls[j];
+    rv[j] = bottom ? rbase / 4 + rdispls[j] : rdispls[j];
+    sw[j] = bottom ? sbase + sbytes[j] : sbytes[j];
+    rw[j] = bottom ? rbase + rbytes[j] : rbytes[j];
+  }
   MPI_Request r = MPI_REQUEST_NULL;
   const MPI_Comm c = ring;
   const MPI_Info info = MPI_INFO_NULL;
-  switch (kind) {
+  switch (k) {
     case 0:
       if (f == blocking) MPI_Neighbor_allgather_c(out, N, MPI_INT, in, N, MPI_INT, c);
       if (f == nonblocking) MPI_Ineighbor_allgather_c(out, N, MPI_INT, in, N, MPI_INT, c, &r);
@@ -503,35 +517,37 @@ static void neighbors(enum form f, int kind) {
       break;
     case 3:
       if (f == blocking) {
-        MPI_Neighbor_alltoallv_c(out, scounts, sdispls, MPI_INT, in, rcounts, rdispls, MPI_INT, c);
+        MPI_Neighbor_alltoallv_c(sb, scounts, sv, MPI_INT, rb, rcounts, rv, MPI_INT, c);
       }
       if (f == nonblocking) {
-        MPI_Ineighbor_alltoallv_c(out, scounts, sdispls, MPI_INT, in, rcounts, rdispls, MPI_INT, c,
-                                  &r);
+        MPI_Ineighbor_alltoallv_c(sb, scounts, sv, MPI_INT, rb, rcounts, rv, MPI_INT, c, &r);
       }
       if (f == persistent) {
-        MPI_Neighbor_alltoallv_init_c(out, scounts, sdispls, MPI_INT, in, rcounts, rdispls, MPI_INT,
-                                      c, info, &r);
+        MPI_Neighbor_alltoallv_init_c(sb, scounts, sv, MPI_INT, rb, rcounts, rv, MPI_INT, c, info,
+                                      &r);
       }
       break;
     default:
       if (f == blocking) {
-        MPI_Neighbor_alltoallw_c(out, scounts, sbytes, types, in, rcounts, rbytes, types, c);
+        MPI_Neighbor_alltoallw_c(sb, scounts, sw, types, rb, rcounts, rw, types, c);
       }
       if (f == nonblocking) {
-        MPI_Ineighbor_alltoallw_c(out, scounts, sbytes, types, in, rcounts, rbytes, types, c, &r);
+        MPI_Ineighbor_alltoallw_c(sb, scounts, sw, types, rb, rcounts, rw, types, c, &r);
       }
       if (f == persistent) {
-        MPI_Neighbor_alltoallw_init_c(out, scounts, sbytes, types, in, rcounts, rbytes, types, c,
-                                      info, &r);
+        MPI_Neighbor_alltoallw_init_c(sb, scounts, sw, types, rb, rcounts, rw, types, c, info, &r);
       }
       break;
   }
   complete(f, &r);
   finish_request(f, &r);
-  static const char *const names[] = {"neighbor_allgather", "neighbor_allgatherv",
-                                      "neighbor_alltoall", "neighbor_alltoallv",
-                                      "neighbor_alltoallw"};
+  static const char *const names[] = {"neighbor_allgather",
+                                      "neighbor_allgatherv",
+                                      "neighbor_alltoall",
+                                      "neighbor_alltoallv",
+                                      "neighbor_alltoallw",
+                                      "neighbor_alltoallv from MPI_BOTTOM",
+                                      "neighbor_alltoallw from MPI_BOTTOM"};
   const char *fn = form_names[f];
   int want[2 * (N + GAP) + 1];
   fill(want, 2 * (N + GAP) + 1, MARK);
@@ -656,8 +672,16 @@ static void huge_reduce(void) {
   CHECK(buf != NULL, "cannot allocate %lld bytes", (long long)huge_n);
   if (buf == NULL) MPI_Abort(MPI_COMM_WORLD, 1);
   for (MPI_Count i = 0; i < huge_n; ++i) buf[i] = rank == 0 ? pattern(i) : other(i);
-  MPI_Allreduce_c(MPI_IN_PLACE, buf, huge_n, MPI_BYTE, MPI_BOR, MPI_COMM_WORLD);
-  check_bytes(buf, huge_n, or_of, "allreduce_c bor");
+  /* Nonblocking, with a type made while it runs: the call's temporary type
+   * is gone by then, and its handle may be the new type's. */
+  MPI_Request r = MPI_REQUEST_NULL;
+  MPI_Iallreduce_c(MPI_IN_PLACE, buf, huge_n, MPI_BYTE, MPI_BOR, MPI_COMM_WORLD, &r);
+  MPI_Datatype t = MPI_DATATYPE_NULL;
+  MPI_Type_contiguous(3, MPI_INT, &t);
+  MPI_Type_commit(&t);
+  MPI_Wait(&r, MPI_STATUS_IGNORE);
+  MPI_Type_free(&t);
+  check_bytes(buf, huge_n, or_of, "iallreduce_c bor");
   for (MPI_Count i = 0; i < huge_n; ++i) buf[i] = rank == 0 ? pattern(i) : other(i);
   MPI_Op op = MPI_OP_NULL;
   MPI_Op_create_c(xor_c, 1, &op);
@@ -702,7 +726,7 @@ int main(int argc, char **argv) {
     }
     for (int k = 0; k < 5; ++k) alltoall((enum form)f, k);
     reductions((enum form)f, user);
-    for (int k = 0; k < 5; ++k) neighbors((enum form)f, k);
+    for (int k = 0; k < 7; ++k) neighbors((enum form)f, k);
   }
   user_op_everywhere(user);
   MPI_Op_free(&user);
