@@ -672,15 +672,17 @@ static void huge_reduce(void) {
   CHECK(buf != NULL, "cannot allocate %lld bytes", (long long)huge_n);
   if (buf == NULL) MPI_Abort(MPI_COMM_WORLD, 1);
   for (MPI_Count i = 0; i < huge_n; ++i) buf[i] = rank == 0 ? pattern(i) : other(i);
-  /* Nonblocking, with a type made while it runs: the call's temporary type
-   * is gone by then, and its handle may be the new type's. */
+  /* Nonblocking, with types made while it runs: the call's temporary types
+   * are gone by then, and their handles are the new types'. */
   MPI_Request r = MPI_REQUEST_NULL;
   MPI_Iallreduce_c(MPI_IN_PLACE, buf, huge_n, MPI_BYTE, MPI_BOR, MPI_COMM_WORLD, &r);
-  MPI_Datatype t = MPI_DATATYPE_NULL;
-  MPI_Type_contiguous(3, MPI_INT, &t);
-  MPI_Type_commit(&t);
+  MPI_Datatype t[8];
+  for (int i = 0; i < 8; ++i) {
+    MPI_Type_contiguous(3, MPI_INT, &t[i]);
+    MPI_Type_commit(&t[i]);
+  }
   MPI_Wait(&r, MPI_STATUS_IGNORE);
-  MPI_Type_free(&t);
+  for (int i = 0; i < 8; ++i) MPI_Type_free(&t[i]);
   check_bytes(buf, huge_n, or_of, "iallreduce_c bor");
   for (MPI_Count i = 0; i < huge_n; ++i) buf[i] = rank == 0 ? pattern(i) : other(i);
   MPI_Op op = MPI_OP_NULL;
