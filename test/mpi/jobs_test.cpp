@@ -984,6 +984,7 @@ TEST(Install, DestdirInstallBuildsAndRunsPrograms) {
     EXPECT_EQ(access((bin + "/" + program).c_str(), X_OK), 0) << program;
   }
   EXPECT_EQ(access((include + "/mpi.h").c_str(), R_OK), 0);
+  EXPECT_EQ(access((include + "/iris/coll.h").c_str(), R_OK), 0) << "mpi.h's parts";
   EXPECT_EQ(access((lib + "/pkgconfig/iris.pc").c_str(), R_OK), 0);
   const run_result show = run({bin + "/mpicc", "-show", "x.c"}, 10);
   EXPECT_NE(show.output.find("-I" + include + " "), std::string::npos) << show.output;
