@@ -75,6 +75,11 @@ struct dtype {
   bool ub_marked = false;       // such bounds are kept by the types built over it)
   bool committed = false;
   bool predefined = false;
+  // A large-count temporary (device/api/bigcount.hpp): one element that is
+  // `wide_count` elements of the type `wide_of`, which reductions apply their
+  // op to (0: not such a type).
+  int wide_of = 0;
+  std::size_t wide_count = 0;
   std::string name;
 };
 

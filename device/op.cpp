@@ -42,7 +42,9 @@ constexpr const char *op_names[predefined_ops] = {
 
 struct user_op {
   MPI_User_function *function = nullptr;
+  MPI_User_function_c *function_c = nullptr;  // MPI_Op_create_c
   bool commutative = false;
+  bool live() const { return function != nullptr || function_c != nullptr; }
 };
 // Indexed by handle index - predefined_ops; a freed slot has no function.
 std::vector<user_op> user_ops;
@@ -56,7 +58,7 @@ int index_of(int handle) {
 const user_op *user_lookup(int handle) {
   const int index = index_of(handle) - predefined_ops;
   if (index < 0 || index >= static_cast<int>(user_ops.size())) return nullptr;
-  return user_ops[index].function != nullptr ? &user_ops[index] : nullptr;
+  return user_ops[index].live() ? &user_ops[index] : nullptr;
 }
 
 // --- kernels: inout[i] = in[i] o inout[i] -------------------------------
@@ -398,6 +400,7 @@ const char *op_type_mismatch(int op, int datatype) {
   if (!op_valid(op)) return "invalid op";
   const dtype *t = dtype_lookup(datatype);
   if (t == nullptr) return "invalid datatype";
+  if (t->wide_of != 0) return op_type_mismatch(op, t->wide_of);
   const int index = index_of(op);
   // A user op decides for itself, on any type; the predefined ones need a
   // predefined type, as the standard says; replace and no-op only move data.
@@ -408,6 +411,10 @@ const char *op_type_mismatch(int op, int datatype) {
 }
 
 void op_apply(int op, const void *in, void *inout, std::size_t count, int datatype) {
+  if (const dtype *t = dtype_lookup(datatype); t != nullptr && t->wide_of != 0) {
+    count *= t->wide_count;
+    datatype = t->wide_of;
+  }
   const int index = index_of(op);
   if (index == replace || count == 0) return;  // x o y = y: inout already holds y
   if (index == no_op) {
@@ -418,10 +425,15 @@ void op_apply(int op, const void *in, void *inout, std::size_t count, int dataty
     kernel_for(index, datatype)(in, inout, count);
     return;
   }
-  // The user function takes an int count: feed it in pieces that fit.
   const user_op *u = user_lookup(op);
-  const std::int64_t extent = dtype_lookup(datatype)->extent;
   MPI_Datatype type = datatype;
+  if (u->function_c != nullptr) {
+    auto len = static_cast<MPI_Count>(count);
+    u->function_c(const_cast<void *>(in), inout, &len, &type);
+    return;
+  }
+  // The user function takes an int count: feed it in pieces that fit.
+  const std::int64_t extent = dtype_lookup(datatype)->extent;
   for (std::size_t done = 0; done < count;) {
     const int chunk = static_cast<int>(std::min<std::size_t>(count - done, INT_MAX));
     int len = chunk;
@@ -434,10 +446,16 @@ void op_apply(int op, const void *in, void *inout, std::size_t count, int dataty
 
 int op_create(MPI_User_function *function, bool commutative) {
   std::size_t slot = 0;
-  while (slot < user_ops.size() && user_ops[slot].function != nullptr) ++slot;
+  while (slot < user_ops.size() && user_ops[slot].live()) ++slot;
   if (slot == user_ops.size()) user_ops.emplace_back();
-  user_ops[slot] = {function, commutative};
+  user_ops[slot] = {function, nullptr, commutative};
   return static_cast<int>(op_kind | static_cast<std::uint32_t>(slot + predefined_ops));
+}
+
+int op_create_c(MPI_User_function_c *function, bool commutative) {
+  const int handle = op_create(nullptr, commutative);
+  user_ops[static_cast<std::size_t>(index_of(handle) - predefined_ops)].function_c = function;
+  return handle;
 }
 
 bool op_free(int handle) {

@@ -28,12 +28,17 @@ const char *op_type_mismatch(int op, int datatype);
 // inout[i] = in[i] o inout[i] for `count` elements of `datatype`. The op and
 // type must have passed op_type_mismatch: a derived type only with a user
 // op, which gets both operands in the type's own layout (element i at
-// i * extent). This is the one element loop of the reductions.
+// i * extent). A large-count temporary type (dtype::wide_of) counts as its
+// elements of the type it was made of, for the op and the user function.
+// This is the one element loop of the reductions.
 void op_apply(int op, const void *in, void *inout, std::size_t count, int datatype);
 
-// MPI_Op_create / MPI_Op_free. op_free returns false for a handle that is not
-// a live user op.
+// MPI_Op_create / MPI_Op_create_c / MPI_Op_free. op_free returns false for a
+// handle that is not a live user op. A large-count function (MPI_Count
+// length) gets every element in one call; an int one in pieces of at most
+// INT_MAX elements.
 int op_create(MPI_User_function *function, bool commutative);
+int op_create_c(MPI_User_function_c *function, bool commutative);
 bool op_free(int handle);
 
 }  // namespace iris::device

@@ -43,7 +43,14 @@ void schedule::recv(const typed_buffer &where, int from, int sub) {
 }
 
 void schedule::reduce(const typed_buffer &in, const typed_buffer &inout, int op, int datatype) {
-  steps_.push_back({step_kind::reduce, in, inout, 0, 0, op, datatype});
+  // A large-count temporary type is resolved now, to the elements of the
+  // type it stands for: its handle is freed when the binding returns.
+  auto elements = static_cast<std::size_t>(in.count);
+  if (const dtype *t = dtype_lookup(datatype); t != nullptr && t->wide_of != 0) {
+    elements *= t->wide_count;
+    datatype = t->wide_of;
+  }
+  steps_.push_back({step_kind::reduce, in, inout, 0, 0, op, datatype, false, elements});
 }
 
 void schedule::copy(const typed_buffer &from, const typed_buffer &to) {
@@ -79,7 +86,7 @@ void schedule::run(const step &s) {
       status = typed_recv_start(to, to.collective_context(), s.a, s.peer, tag_ + s.sub, r);
       break;
     case step_kind::reduce:
-      op_apply(s.op, s.a.base, s.b.base, static_cast<std::size_t>(s.a.count), s.datatype);
+      op_apply(s.op, s.a.base, s.b.base, s.elements, s.datatype);
       break;
     case step_kind::copy:
       typed_copy(s.a, s.b);

@@ -79,7 +79,8 @@ class schedule {
     int sub = 0;
     int op = 0;
     int datatype = 0;
-    bool local = false;  // send, recv: to a rank of the local group
+    bool local = false;        // send, recv: to a rank of the local group
+    std::size_t elements = 0;  // reduce: elements of `datatype`
   };
   void run(const step &s);
 

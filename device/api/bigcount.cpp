@@ -24,6 +24,10 @@ int big_count::set(const char *call, MPI_Comm comm, MPI_Count count, MPI_Datatyp
   }
   const communicator *c = device::rt != nullptr ? device::comm_lookup(comm) : nullptr;
   if (int err = check_initialized(call)) return err;
+  if (count < 0) {
+    return device::error_raise(c, call, MPI_ERR_COUNT, "negative count %lld",
+                               static_cast<long long>(count));
+  }
   const device::dtype *t = device::dtype_lookup(type);
   if (t == nullptr) {
     return device::error_raise(c, call, MPI_ERR_TYPE, "invalid datatype handle 0x%x",
@@ -62,6 +66,9 @@ int big_count::set(const char *call, MPI_Comm comm, MPI_Count count, MPI_Datatyp
   }
   MPI_Type_free(&piece);
   MPI_Type_commit(&made_);
+  device::dtype *made = device::dtype_lookup_derived(made_);
+  made->wide_of = type;
+  made->wide_count = static_cast<std::size_t>(count);
   count_ = 1;
   type_ = made_;
   return MPI_SUCCESS;

@@ -22,6 +22,10 @@ int check_op(const char *call, const communicator &comm, MPI_Op op, MPI_Datatype
   }
   if (const char *why = device::op_type_mismatch(op, type)) {
     const device::dtype *t = device::dtype_lookup(type);
+    if (t != nullptr && t->wide_of != 0) {  // a large count: name the type it counts
+      type = t->wide_of;
+      t = device::dtype_lookup(type);
+    }
     if (t != nullptr && !t->predefined) {
       return device::error_raise(&comm, call, MPI_ERR_OP,
                                  "%s cannot reduce a derived datatype: predefined operations need "
@@ -436,7 +440,13 @@ int MPI_Exscan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datat
 int MPI_Reduce_local(const void *inbuf, void *inoutbuf, int count, MPI_Datatype datatype,
                      MPI_Op op) {
   const device::api_guard guard;
-  const char *call = "MPI_Reduce_local";
+  return coll::reduce_local("MPI_Reduce_local", inbuf, inoutbuf, count, datatype, op);
+}
+
+}  // extern "C"
+
+int iris::api::coll::reduce_local(const char *call, const void *inbuf, void *inoutbuf, int count,
+                                  MPI_Datatype datatype, MPI_Op op) {
   if (int err = api::check_initialized(call)) return err;
   const communicator *world = device::comm_lookup(MPI_COMM_WORLD);
   typed_buffer in;
@@ -449,5 +459,3 @@ int MPI_Reduce_local(const void *inbuf, void *inoutbuf, int count, MPI_Datatype 
   device::op_apply(op, inbuf, inoutbuf, static_cast<std::size_t>(count), datatype);
   return MPI_SUCCESS;
 }
-
-}  // extern "C"

@@ -140,6 +140,10 @@ inline int check_root(const char *call, const communicator &comm, int root) {
 
 int check_op(const char *call, const communicator &comm, MPI_Op op, MPI_Datatype type);
 
+// MPI_Reduce_local (and its `_c` form) as `call`.
+int reduce_local(const char *call, const void *inbuf, void *inoutbuf, int count,
+                 MPI_Datatype datatype, MPI_Op op);
+
 // MPI_ERR_BUFFER when the memory the data of `a` and of `b` span overlaps:
 // the standard forbids aliasing an input and an output buffer.
 int check_no_alias(const char *call, const communicator &comm, const typed_buffer &a,

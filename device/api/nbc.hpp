@@ -116,9 +116,12 @@ int ialltoall(const char *call, const void *sendbuf, int sendcount, MPI_Datatype
 int ialltoallv(const char *call, const void *sendbuf, const int sendcounts[], const int sdispls[],
                MPI_Datatype sendtype, void *recvbuf, const int recvcounts[], const int rdispls[],
                MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, mode m, MPI_Request *request);
-int ialltoallw(const char *call, const void *sendbuf, const int sendcounts[], const int sdispls[],
+// Displacements in bytes: int (MPI_Alltoallw) or MPI_Aint (MPI_Alltoallw_c,
+// and Alltoallv_c past an int); both are instantiated.
+template <typename Displ>
+int ialltoallw(const char *call, const void *sendbuf, const int sendcounts[], const Displ sdispls[],
                const MPI_Datatype sendtypes[], void *recvbuf, const int recvcounts[],
-               const int rdispls[], const MPI_Datatype recvtypes[], MPI_Comm comm, MPI_Info info,
+               const Displ rdispls[], const MPI_Datatype recvtypes[], MPI_Comm comm, MPI_Info info,
                mode m, MPI_Request *request);
 // The neighbourhood collectives (neighbor.cpp). `kind` says which.
 enum class neighbor_kind : std::uint8_t { allgather, allgatherv, alltoall, alltoallv, alltoallw };
@@ -177,9 +180,10 @@ int inter_alltoallv(const char *call, const void *sendbuf, const int sendcounts[
                     const int sdispls[], MPI_Datatype sendtype, void *recvbuf,
                     const int recvcounts[], const int rdispls[], MPI_Datatype recvtype,
                     communicator &c, MPI_Info info, mode m, MPI_Request *request);
+template <typename Displ>
 int inter_alltoallw(const char *call, const void *sendbuf, const int sendcounts[],
-                    const int sdispls[], const MPI_Datatype sendtypes[], void *recvbuf,
-                    const int recvcounts[], const int rdispls[], const MPI_Datatype recvtypes[],
+                    const Displ sdispls[], const MPI_Datatype sendtypes[], void *recvbuf,
+                    const int recvcounts[], const Displ rdispls[], const MPI_Datatype recvtypes[],
                     communicator &c, MPI_Info info, mode m, MPI_Request *request);
 int inter_reduce(const char *call, const void *sendbuf, void *recvbuf, int count,
                  MPI_Datatype datatype, MPI_Op op, int root, communicator &c, MPI_Info info, mode m,

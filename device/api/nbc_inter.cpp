@@ -229,9 +229,10 @@ int inter_alltoallv(const char *call, const void *sendbuf, const int sendcounts[
       [&](int i) { return recv.slice(rdispls[i], recvcounts[i]); });
 }
 
+template <typename Displ>
 int inter_alltoallw(const char *call, const void *sendbuf, const int sendcounts[],
-                    const int sdispls[], const MPI_Datatype sendtypes[], void *recvbuf,
-                    const int recvcounts[], const int rdispls[], const MPI_Datatype recvtypes[],
+                    const Displ sdispls[], const MPI_Datatype sendtypes[], void *recvbuf,
+                    const int recvcounts[], const Displ rdispls[], const MPI_Datatype recvtypes[],
                     communicator &c, MPI_Info info, mode m, MPI_Request *request) {
   if (int err = no_in_place(call, c, sendbuf, recvbuf)) return err;
   if (int err = check_w(call, c, c.size, sendbuf, sendcounts, sdispls, sendtypes)) return err;
@@ -241,6 +242,15 @@ int inter_alltoallw(const char *call, const void *sendbuf, const int sendcounts[
       [&](int i) { return w_block(sendbuf, sendcounts, sdispls, sendtypes, i); },
       [&](int i) { return w_block(recvbuf, recvcounts, rdispls, recvtypes, i); });
 }
+
+template int inter_alltoallw<int>(const char *, const void *, const int[], const int[],
+                                  const MPI_Datatype[], void *, const int[], const int[],
+                                  const MPI_Datatype[], communicator &, MPI_Info, mode,
+                                  MPI_Request *);
+template int inter_alltoallw<MPI_Aint>(const char *, const void *, const int[], const MPI_Aint[],
+                                       const MPI_Datatype[], void *, const int[], const MPI_Aint[],
+                                       const MPI_Datatype[], communicator &, MPI_Info, mode,
+                                       MPI_Request *);
 
 int inter_reduce(const char *call, const void *sendbuf, void *recvbuf, int count,
                  MPI_Datatype datatype, MPI_Op op, int root, communicator &c, MPI_Info info, mode m,

@@ -240,9 +240,10 @@ int ialltoallv(const char *call, const void *sendbuf, const int sendcounts[], co
   return post(call, *c, std::move(s), m, request);
 }
 
-int ialltoallw(const char *call, const void *sendbuf, const int sendcounts[], const int sdispls[],
+template <typename Displ>
+int ialltoallw(const char *call, const void *sendbuf, const int sendcounts[], const Displ sdispls[],
                const MPI_Datatype sendtypes[], void *recvbuf, const int recvcounts[],
-               const int rdispls[], const MPI_Datatype recvtypes[], MPI_Comm comm, MPI_Info info,
+               const Displ rdispls[], const MPI_Datatype recvtypes[], MPI_Comm comm, MPI_Info info,
                mode m, MPI_Request *request) {
   communicator *c = nullptr;
   if (int err = api::check_comm(call, comm, c)) return err;
@@ -275,6 +276,13 @@ int ialltoallw(const char *call, const void *sendbuf, const int sendcounts[], co
   }
   return post(call, *c, std::move(s), m, request);
 }
+
+template int ialltoallw<int>(const char *, const void *, const int[], const int[],
+                             const MPI_Datatype[], void *, const int[], const int[],
+                             const MPI_Datatype[], MPI_Comm, MPI_Info, mode, MPI_Request *);
+template int ialltoallw<MPI_Aint>(const char *, const void *, const int[], const MPI_Aint[],
+                                  const MPI_Datatype[], void *, const int[], const MPI_Aint[],
+                                  const MPI_Datatype[], MPI_Comm, MPI_Info, mode, MPI_Request *);
 
 }  // namespace iris::api::nbc
 

@@ -725,6 +725,84 @@ static void errors(void) {
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL);
 }
 
+/* The same checks through the large-count (`_c`) bindings, and what only
+ * they can get wrong: counts and array entries past an int, negative counts
+ * below INT_MIN, a strided type counted past 2^31-1. Every rank makes the
+ * same bad call. */
+static void sum_c(void *in, void *inout, MPI_Count *len, MPI_Datatype *type) {
+  (void)in, (void)inout, (void)len, (void)type;
+}
+
+static void errors_c(void) {
+  MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+  int a[4] = {1, 2, 3, 4};
+  int b[4 * 8];
+  const MPI_Comm w = MPI_COMM_WORLD;
+  const MPI_Count big = 3000000000LL;
+  MPI_Request r = MPI_REQUEST_NULL;
+  expect_class(MPI_Bcast_c(a, 1, MPI_INT, size, w), MPI_ERR_ROOT, "bcast_c root = size");
+  expect_class(MPI_Ibcast_c(a, 1, MPI_INT, -3, w, &r), MPI_ERR_ROOT, "ibcast_c root -3");
+  expect_class(MPI_Reduce_c(a, b, 1, MPI_INT, MPI_SUM, size, w), MPI_ERR_ROOT, "reduce_c root");
+  expect_class(MPI_Gather_init_c(a, 1, MPI_INT, b, 1, MPI_INT, -1, w, MPI_INFO_NULL, &r),
+               MPI_ERR_ROOT, "gather_init_c root");
+  expect_class(MPI_Bcast_c(a, -1, MPI_INT, 0, w), MPI_ERR_COUNT, "bcast_c count -1");
+  expect_class(MPI_Bcast_c(a, -big, MPI_INT, 0, w), MPI_ERR_COUNT, "bcast_c count -3e9");
+  expect_class(MPI_Allreduce_c(a, b, -2, MPI_INT, MPI_SUM, w), MPI_ERR_COUNT, "allreduce_c count");
+  expect_class(MPI_Allreduce_c(a, b, 1, MPI_INT, MPI_OP_NULL, w), MPI_ERR_OP, "allreduce_c op");
+  expect_class(MPI_Iallreduce_c(a, b, 1, MPI_DOUBLE, MPI_BAND, w, &r), MPI_ERR_OP,
+               "iallreduce_c band on double");
+  /* A count past an int keeps the op check of the type it counts. */
+  expect_class(MPI_Reduce_local_c(a, b, big, MPI_BYTE, MPI_SUM), MPI_ERR_OP,
+               "reduce_local_c sum on 3e9 bytes");
+  expect_class(MPI_Reduce_local_c(a, b, 1, MPI_INT, (MPI_Op)0x4000ffff), MPI_ERR_OP,
+               "reduce_local_c bad op");
+  expect_class(MPI_Allreduce_c(a, a, 2, MPI_INT, MPI_SUM, w), MPI_ERR_BUFFER, "allreduce_c alias");
+  expect_class(MPI_Bcast_c(a, 1, MPI_DATATYPE_NULL, 0, w), MPI_ERR_TYPE, "bcast_c type null");
+  expect_class(MPI_Bcast_c(a, big, (MPI_Datatype)12345, 0, w), MPI_ERR_TYPE,
+               "bcast_c 3e9 of a garbage type");
+  expect_class(MPI_Scatter_c(a, 1, MPI_INT, b, 1, MPI_DATATYPE_NULL, 0, w), MPI_ERR_TYPE,
+               "scatter_c recvtype");
+  expect_class(MPI_Bcast_c(NULL, 3, MPI_INT, 0, w), MPI_ERR_BUFFER, "bcast_c NULL buffer");
+  expect_class(MPI_Bcast_c(a, 1, MPI_INT, 0, MPI_COMM_NULL), MPI_ERR_COMM, "bcast_c comm null");
+  expect_class(MPI_Ibcast_c(a, 1, MPI_INT, 0, w, NULL), MPI_ERR_ARG, "ibcast_c NULL request");
+  MPI_Datatype strided = MPI_DATATYPE_NULL;
+  MPI_Type_vector(2, 1, 2, MPI_INT, &strided);
+  MPI_Type_commit(&strided);
+  expect_class(MPI_Bcast_c(a, big, strided, 0, w), MPI_ERR_COUNT, "bcast_c 3e9 strided");
+  MPI_Type_free(&strided);
+  MPI_Count counts[8] = {1, 1, 1, 1, 1, 1, 1, 1};
+  MPI_Aint displs[8] = {0, 1, 2, 3, 4, 5, 6, 7};
+  expect_class(MPI_Allgatherv_c(a, 1, MPI_INT, b, NULL, displs, MPI_INT, w), MPI_ERR_ARG,
+               "allgatherv_c NULL counts");
+  counts[size - 1] = -1;
+  expect_class(MPI_Allgatherv_c(a, 1, MPI_INT, b, counts, displs, MPI_INT, w), MPI_ERR_COUNT,
+               "allgatherv_c negative count");
+  counts[size - 1] = big;
+  expect_class(MPI_Iallgatherv_c(a, 1, MPI_INT, b, counts, displs, MPI_INT, w, &r), MPI_ERR_COUNT,
+               "iallgatherv_c count past an int");
+  counts[size - 1] = 1;
+  displs[0] = (MPI_Aint)1 << 40;
+  expect_class(MPI_Allgatherv_c(a, 1, MPI_INT, b, counts, displs, MPI_INT, w), MPI_ERR_COUNT,
+               "allgatherv_c displacement past an int");
+  displs[0] = (MPI_Aint)1 << 62; /* 2^64 bytes of ints */
+  expect_class(MPI_Alltoallv_c(a, counts, displs, MPI_INT, b, counts, displs, MPI_INT, w),
+               MPI_ERR_ARG, "alltoallv_c displacement overflowing in bytes");
+  displs[0] = 0;
+  expect_class(MPI_Reduce_scatter_c(a, b, NULL, MPI_INT, MPI_SUM, w), MPI_ERR_ARG,
+               "reduce_scatter_c NULL counts");
+  expect_class(MPI_Neighbor_allgather_c(a, 1, MPI_INT, b, 1, MPI_INT, w), MPI_ERR_TOPOLOGY,
+               "neighbor_allgather_c without a topology");
+  MPI_Op op = MPI_OP_NULL;
+  expect_class(MPI_Op_create_c(NULL, 1, &op), MPI_ERR_ARG, "op_create_c NULL function");
+  expect_class(MPI_Op_create_c(sum_c, 1, NULL), MPI_ERR_ARG, "op_create_c NULL op");
+  /* A good call still works after all that. */
+  int x = rank + 1;
+  CHECK(MPI_Allreduce_c(MPI_IN_PLACE, &x, 1, MPI_INT, MPI_SUM, w) == MPI_SUCCESS &&
+            x == size * (size + 1) / 2,
+        "allreduce_c after the errors gave %d", x);
+  MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL);
+}
+
 /* Collectives never match user messages, whatever their tags, and work on
  * a communicator made by MPI_Comm_split. */
 static void isolation_and_subcommunicators(void) {
@@ -815,6 +893,7 @@ int main(int argc, char **argv) {
   replace_and_no_op();
   user_op();
   errors();
+  errors_c();
   isolation_and_subcommunicators();
   MPI_Barrier(MPI_COMM_WORLD);
   if (rank == 0 && check_failures == 0) printf("coll: all checks passed on %d ranks\n", size);

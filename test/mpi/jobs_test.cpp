@@ -364,6 +364,13 @@ TEST_P(SurfaceTest, LargeCountBindings) {
   expect_passes("bigcount");
 }
 
+// Every large-count collective (blocking, nonblocking, persistent and
+// neighbourhood) with small counts, and a user op from MPI_Op_create_c in
+// the reductions and Reduce_local_c.
+TEST_P(SurfaceTest, LargeCountCollectives) {
+  expect_passes("collc");
+}
+
 // Graph topologies, Cart_sub and the map calls, Topo_test, topologies kept
 // by Comm_dup.
 TEST_P(SurfaceTest, Topologies) {
@@ -397,6 +404,16 @@ TEST(LargeCount, MessagesPastTwoToThe31OverShm) {
   const run_result r = job(2, "bigcount", {"huge"}, {}, 600);
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("bigcount: all checks passed on 2 ranks"), std::string::npos) << r.output;
+}
+
+// MPI_Bcast_c of 2^31 + 4099 MPI_BYTEs at 2 ranks over shm, then
+// MPI_Reduce_local_c of as many with MPI_BOR and with a user op from
+// MPI_Op_create_c, every byte checked. About 4.3 GB of memory and 30-80 s on
+// 2 busy cores: not under ASan (test/suite.sh).
+TEST(LargeCount, CollectivesPastTwoToThe31OverShm) {
+  const run_result r = job(2, "collc", {"huge"}, {}, 600);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("collc: all checks passed on 2 ranks"), std::string::npos) << r.output;
 }
 
 // MPI_COMM_TYPE_SHARED over two and three simulated nodes, over shm
@@ -967,6 +984,7 @@ TEST(Install, DestdirInstallBuildsAndRunsPrograms) {
     EXPECT_EQ(access((bin + "/" + program).c_str(), X_OK), 0) << program;
   }
   EXPECT_EQ(access((include + "/mpi.h").c_str(), R_OK), 0);
+  EXPECT_EQ(access((include + "/iris/coll.h").c_str(), R_OK), 0) << "mpi.h's parts";
   EXPECT_EQ(access((lib + "/pkgconfig/iris.pc").c_str(), R_OK), 0);
   const run_result show = run({bin + "/mpicc", "-show", "x.c"}, 10);
   EXPECT_NE(show.output.find("-I" + include + " "), std::string::npos) << show.output;

@@ -1,0 +1,72 @@
+/* Iris mpi.h, part: environment, errors, info objects, the MPIX statistics. Programs include
+ * <mpi.h>, which includes every part; each part compiles on its own. */
+#ifndef IRIS_MPI_ENV_H_INCLUDED
+#define IRIS_MPI_ENV_H_INCLUDED
+
+#include "types.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Environment */
+int MPI_Init(int *argc, char ***argv);
+int MPI_Init_thread(int *argc, char ***argv, int required, int *provided);
+int MPI_Finalize(void);
+int MPI_Initialized(int *flag);
+int MPI_Finalized(int *flag);
+int MPI_Abort(MPI_Comm comm, int errorcode);
+int MPI_Query_thread(int *provided);
+int MPI_Is_thread_main(int *flag);
+int MPI_Get_version(int *version, int *subversion);
+int MPI_Get_library_version(char *version, int *resultlen);
+int MPI_Get_processor_name(char *name, int *resultlen);
+double MPI_Wtime(void);
+double MPI_Wtick(void);
+
+/* Errors */
+int MPI_Comm_set_errhandler(MPI_Comm comm, MPI_Errhandler errhandler);
+int MPI_Comm_get_errhandler(MPI_Comm comm, MPI_Errhandler *errhandler);
+int MPI_Error_string(int errorcode, char *string, int *resultlen);
+int MPI_Error_class(int errorcode, int *errorclass);
+int MPI_Comm_create_errhandler(MPI_Comm_errhandler_function *comm_errhandler_fn,
+                               MPI_Errhandler *errhandler);
+int MPI_Comm_call_errhandler(MPI_Comm comm, int errorcode);
+int MPI_Errhandler_free(MPI_Errhandler *errhandler);
+int MPI_Add_error_class(int *errorclass);
+int MPI_Add_error_code(int errorclass, int *errorcode);
+int MPI_Add_error_string(int errorcode, const char *string);
+/* MPI-4.1: a class must have no codes left; the numbers are not reused. */
+int MPI_Remove_error_class(int errorclass);
+int MPI_Remove_error_code(int errorcode);
+int MPI_Remove_error_string(int errorcode);
+
+/* Info objects */
+int MPI_Info_create(MPI_Info *info);
+int MPI_Info_set(MPI_Info info, const char *key, const char *value);
+int MPI_Info_get(MPI_Info info, const char *key, int valuelen, char *value, int *flag);
+int MPI_Info_get_string(MPI_Info info, const char *key, int *buflen, char *value, int *flag);
+int MPI_Info_get_valuelen(MPI_Info info, const char *key, int *valuelen, int *flag);
+int MPI_Info_delete(MPI_Info info, const char *key);
+int MPI_Info_get_nkeys(MPI_Info info, int *nkeys);
+int MPI_Info_get_nthkey(MPI_Info info, int n, char *key);
+int MPI_Info_dup(MPI_Info info, MPI_Info *newinfo);
+int MPI_Info_free(MPI_Info *info);
+
+/* Iris extension: a runtime statistic or setting by name, for tests and
+ * tools: "eager", "eager_sync", "rendezvous", "rendezvous_cma",
+ * "rendezvous_rma", "rendezvous_pipeline", "credit_stalls",
+ * "credit_packets", "unexpected_depth_peak", "unexpected_bytes_peak" (eager
+ * data held for peers), "unexpected_bytes_bound" (what the peers' credit
+ * windows allow in all), "eager_limit", "eager_window",
+ * "shm_fragment_size", "net_eager_limit", "net_fragment_size" (the live
+ * protocol limits, after capping to a record), "inline_bytes" (eager bytes
+ * an unexpected message holds without a buffer of its own). An unknown name
+ * is MPI_ERR_ARG. */
+int MPIX_Stat_get(const char *name, MPI_Count *value);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* IRIS_MPI_ENV_H_INCLUDED */

@@ -1,0 +1,330 @@
+/* Iris mpi.h, part: handles, constants, the status, error classes. Programs include <mpi.h>, which
+ * includes every part; each part compiles on its own. */
+#ifndef IRIS_MPI_TYPES_H_INCLUDED
+#define IRIS_MPI_TYPES_H_INCLUDED
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define MPI_VERSION 4
+#define MPI_SUBVERSION 0
+#define IRIS_VERSION_STRING "0.1.0"
+
+typedef int MPI_Comm;
+typedef int MPI_Group;
+typedef int MPI_Datatype;
+typedef int MPI_Op;
+typedef int MPI_Errhandler;
+typedef int MPI_Request;
+typedef int MPI_Message;
+typedef ptrdiff_t MPI_Aint;
+typedef long long MPI_Offset;
+typedef long long MPI_Count;
+typedef int MPI_Info;
+typedef int MPI_Win;
+typedef int MPI_File;
+typedef int MPI_Session;
+typedef void MPI_Comm_errhandler_function(MPI_Comm *, int *, ...);
+typedef MPI_Comm_errhandler_function MPI_Comm_errhandler_fn; /* the MPI-2 name */
+typedef void MPI_Win_errhandler_function(MPI_Win *, int *, ...);
+typedef void MPI_File_errhandler_function(MPI_File *, int *, ...);
+typedef void MPI_Session_errhandler_function(MPI_Session *, int *, ...);
+
+typedef struct MPI_Status {
+  int MPI_SOURCE;
+  int MPI_TAG;
+  int MPI_ERROR;
+  int iris_cancelled;
+  MPI_Count iris_bytes; /* bytes received */
+} MPI_Status;
+
+#define MPI_STATUS_IGNORE ((MPI_Status *)0)
+#define MPI_STATUSES_IGNORE ((MPI_Status *)0)
+
+/* Communicators */
+#define MPI_COMM_NULL ((MPI_Comm)0x10000000)
+#define MPI_COMM_WORLD ((MPI_Comm)0x10000001)
+#define MPI_COMM_SELF ((MPI_Comm)0x10000002)
+
+/* MPI_Comm_split_type: SHARED gives the ranks of one node (they share
+ * memory); HW_GUIDED and RESOURCE_GUIDED the same when the info key
+ * "mpi_hw_resource_type" is "mpi_shared_memory", and MPI_COMM_NULL for any
+ * other resource; HW_UNGUIDED the node when it is a strict subset of the
+ * communicator, else MPI_COMM_NULL. */
+#define MPI_COMM_TYPE_SHARED 1
+#define MPI_COMM_TYPE_HW_UNGUIDED 2
+#define MPI_COMM_TYPE_HW_GUIDED 3
+#define MPI_COMM_TYPE_RESOURCE_GUIDED 4
+
+/* Attribute keyvals: 0x80000000 | index. The predefined attributes are
+ * answered by MPI_Comm_get_attr on every communicator (the value is a
+ * pointer to an int) and cannot be set, deleted or freed. MPI_APPNUM is
+ * absent (flag 0): Iris's launcher starts one application. */
+#define MPI_KEYVAL_INVALID ((int)0x80000000)
+#define MPI_TAG_UB ((int)0x80000001)
+#define MPI_HOST ((int)0x80000002)            /* MPI_PROC_NULL: no host process */
+#define MPI_IO ((int)0x80000003)              /* MPI_ANY_SOURCE: every rank can do I/O */
+#define MPI_WTIME_IS_GLOBAL ((int)0x80000004) /* 0: clocks are not synchronized */
+#define MPI_APPNUM ((int)0x80000005)          /* absent */
+#define MPI_UNIVERSE_SIZE ((int)0x80000006)   /* the size of MPI_COMM_WORLD */
+#define MPI_LASTUSEDCODE ((int)0x80000007)    /* the largest error code in use */
+
+/* Groups */
+#define MPI_GROUP_NULL ((MPI_Group)0x20000000)
+#define MPI_GROUP_EMPTY ((MPI_Group)0x20000001)
+
+/* Results of MPI_Comm_compare and MPI_Group_compare */
+#define MPI_IDENT 0
+#define MPI_CONGRUENT 1
+#define MPI_SIMILAR 2
+#define MPI_UNEQUAL 3
+
+/* Requests and messages */
+#define MPI_REQUEST_NULL ((MPI_Request)0x70000000)
+#define MPI_MESSAGE_NULL ((MPI_Message)0x60000000)
+#define MPI_MESSAGE_NO_PROC ((MPI_Message)0x6fffffff)
+
+/* Error handlers */
+#define MPI_ERRHANDLER_NULL ((MPI_Errhandler)0x50000000)
+#define MPI_ERRORS_ARE_FATAL ((MPI_Errhandler)0x50000001)
+#define MPI_ERRORS_RETURN ((MPI_Errhandler)0x50000002)
+#define MPI_ERRORS_ABORT ((MPI_Errhandler)0x50000003)
+
+/* Info objects */
+#define MPI_INFO_NULL ((MPI_Info)0x90000000)
+#define MPI_INFO_ENV ((MPI_Info)0x90000001)
+#define MPI_MAX_INFO_KEY 255
+#define MPI_MAX_INFO_VAL 1024
+
+/* Windows, files and sessions: not supported yet (see the prototypes below) */
+#define MPI_WIN_NULL ((MPI_Win)0xa0000000)
+#define MPI_FILE_NULL ((MPI_File)0xb0000000)
+#define MPI_SESSION_NULL ((MPI_Session)0xc0000000)
+#define MPI_LOCK_EXCLUSIVE 234
+#define MPI_LOCK_SHARED 235
+#define MPI_MODE_CREATE 1
+#define MPI_MODE_RDONLY 2
+#define MPI_MODE_WRONLY 4
+#define MPI_MODE_RDWR 8
+#define MPI_MODE_DELETE_ON_CLOSE 16
+#define MPI_MODE_UNIQUE_OPEN 32
+#define MPI_MODE_EXCL 64
+#define MPI_MODE_APPEND 128
+#define MPI_MODE_SEQUENTIAL 256
+#define MPI_MODE_NOCHECK 1024
+#define MPI_MODE_NOSTORE 2048
+#define MPI_MODE_NOPUT 4096
+#define MPI_MODE_NOPRECEDE 8192
+#define MPI_MODE_NOSUCCEED 16384
+#define MPI_SEEK_SET 600
+#define MPI_SEEK_CUR 602
+#define MPI_SEEK_END 604
+#define MPI_MAX_PORT_NAME 256
+#define MPI_ARGV_NULL ((char **)0)
+#define MPI_ARGVS_NULL ((char ***)0)
+#define MPI_ERRCODES_IGNORE ((int *)0)
+
+/* Topologies (MPI_Topo_test) */
+#define MPI_GRAPH 1
+#define MPI_CART 2
+#define MPI_DIST_GRAPH 3
+
+/* Predefined datatypes: 0x34000000 | extent << 8 | index */
+#define IRIS_BUILTIN_TYPE(extent, index) ((MPI_Datatype)(0x34000000 | ((extent) << 8) | (index)))
+#define MPI_DATATYPE_NULL ((MPI_Datatype)0x30000000)
+#define MPI_CHAR IRIS_BUILTIN_TYPE(1, 1)
+#define MPI_SIGNED_CHAR IRIS_BUILTIN_TYPE(1, 2)
+#define MPI_UNSIGNED_CHAR IRIS_BUILTIN_TYPE(1, 3)
+#define MPI_BYTE IRIS_BUILTIN_TYPE(1, 4)
+#define MPI_SHORT IRIS_BUILTIN_TYPE(2, 5)
+#define MPI_UNSIGNED_SHORT IRIS_BUILTIN_TYPE(2, 6)
+#define MPI_INT IRIS_BUILTIN_TYPE(4, 7)
+#define MPI_UNSIGNED IRIS_BUILTIN_TYPE(4, 8)
+#define MPI_LONG IRIS_BUILTIN_TYPE(8, 9)
+#define MPI_UNSIGNED_LONG IRIS_BUILTIN_TYPE(8, 10)
+#define MPI_LONG_LONG_INT IRIS_BUILTIN_TYPE(8, 11)
+#define MPI_LONG_LONG MPI_LONG_LONG_INT
+#define MPI_UNSIGNED_LONG_LONG IRIS_BUILTIN_TYPE(8, 12)
+#define MPI_FLOAT IRIS_BUILTIN_TYPE(4, 13)
+#define MPI_DOUBLE IRIS_BUILTIN_TYPE(8, 14)
+#define MPI_LONG_DOUBLE IRIS_BUILTIN_TYPE(16, 15)
+#define MPI_WCHAR IRIS_BUILTIN_TYPE(4, 16)
+#define MPI_C_BOOL IRIS_BUILTIN_TYPE(1, 17)
+#define MPI_INT8_T IRIS_BUILTIN_TYPE(1, 18)
+#define MPI_INT16_T IRIS_BUILTIN_TYPE(2, 19)
+#define MPI_INT32_T IRIS_BUILTIN_TYPE(4, 20)
+#define MPI_INT64_T IRIS_BUILTIN_TYPE(8, 21)
+#define MPI_UINT8_T IRIS_BUILTIN_TYPE(1, 22)
+#define MPI_UINT16_T IRIS_BUILTIN_TYPE(2, 23)
+#define MPI_UINT32_T IRIS_BUILTIN_TYPE(4, 24)
+#define MPI_UINT64_T IRIS_BUILTIN_TYPE(8, 25)
+#define MPI_AINT IRIS_BUILTIN_TYPE(8, 26)
+#define MPI_OFFSET IRIS_BUILTIN_TYPE(8, 27)
+#define MPI_COUNT IRIS_BUILTIN_TYPE(8, 28)
+#define MPI_PACKED IRIS_BUILTIN_TYPE(1, 29)
+#define MPI_C_FLOAT_COMPLEX IRIS_BUILTIN_TYPE(8, 30)
+#define MPI_C_COMPLEX MPI_C_FLOAT_COMPLEX
+#define MPI_C_DOUBLE_COMPLEX IRIS_BUILTIN_TYPE(16, 31)
+#define MPI_C_LONG_DOUBLE_COMPLEX IRIS_BUILTIN_TYPE(32, 32)
+/* Pair types for MINLOC/MAXLOC: the extent includes the C struct padding. */
+#define MPI_FLOAT_INT IRIS_BUILTIN_TYPE(8, 33)
+#define MPI_DOUBLE_INT IRIS_BUILTIN_TYPE(16, 34)
+#define MPI_LONG_INT IRIS_BUILTIN_TYPE(16, 35)
+#define MPI_2INT IRIS_BUILTIN_TYPE(8, 36)
+#define MPI_SHORT_INT IRIS_BUILTIN_TYPE(8, 37)
+#define MPI_LONG_DOUBLE_INT IRIS_BUILTIN_TYPE(32, 38)
+
+/* Fortran and C++ datatypes (for codes that mix languages, and mpi4py):
+ * distinct handles with the layouts of gfortran's default kinds and g++'s
+ * types on x86-64. MPI_REAL16 and MPI_COMPLEX32 are x86's 80-bit long
+ * double in 16 bytes (as gfortran's REAL(10)), not IEEE quad. */
+#define MPI_CHARACTER IRIS_BUILTIN_TYPE(1, 39)
+#define MPI_LOGICAL IRIS_BUILTIN_TYPE(4, 40)
+#define MPI_INTEGER IRIS_BUILTIN_TYPE(4, 41)
+#define MPI_REAL IRIS_BUILTIN_TYPE(4, 42)
+#define MPI_DOUBLE_PRECISION IRIS_BUILTIN_TYPE(8, 43)
+#define MPI_COMPLEX IRIS_BUILTIN_TYPE(8, 44)
+#define MPI_DOUBLE_COMPLEX IRIS_BUILTIN_TYPE(16, 45)
+#define MPI_INTEGER1 IRIS_BUILTIN_TYPE(1, 46)
+#define MPI_INTEGER2 IRIS_BUILTIN_TYPE(2, 47)
+#define MPI_INTEGER4 IRIS_BUILTIN_TYPE(4, 48)
+#define MPI_INTEGER8 IRIS_BUILTIN_TYPE(8, 49)
+#define MPI_REAL4 IRIS_BUILTIN_TYPE(4, 50)
+#define MPI_REAL8 IRIS_BUILTIN_TYPE(8, 51)
+#define MPI_REAL16 IRIS_BUILTIN_TYPE(16, 52)
+#define MPI_COMPLEX8 IRIS_BUILTIN_TYPE(8, 53)
+#define MPI_COMPLEX16 IRIS_BUILTIN_TYPE(16, 54)
+#define MPI_COMPLEX32 IRIS_BUILTIN_TYPE(32, 55)
+#define MPI_2INTEGER IRIS_BUILTIN_TYPE(8, 56)
+#define MPI_2REAL IRIS_BUILTIN_TYPE(8, 57)
+#define MPI_2DOUBLE_PRECISION IRIS_BUILTIN_TYPE(16, 58)
+#define MPI_CXX_BOOL IRIS_BUILTIN_TYPE(1, 59)
+#define MPI_CXX_FLOAT_COMPLEX IRIS_BUILTIN_TYPE(8, 60)
+#define MPI_CXX_DOUBLE_COMPLEX IRIS_BUILTIN_TYPE(16, 61)
+#define MPI_CXX_LONG_DOUBLE_COMPLEX IRIS_BUILTIN_TYPE(32, 62)
+#define MPI_TYPECLASS_REAL 1
+#define MPI_TYPECLASS_INTEGER 2
+#define MPI_TYPECLASS_COMPLEX 3
+
+/* Reduction operations: 0x40000000 | index; user ops (MPI_Op_create) follow
+ * the predefined ones. A user function computes inoutvec[i] = invec[i] o
+ * inoutvec[i] for *len elements of *datatype. */
+typedef void MPI_User_function(void *invec, void *inoutvec, int *len, MPI_Datatype *datatype);
+/* The same with a large count (MPI_Op_create_c). */
+typedef void MPI_User_function_c(void *invec, void *inoutvec, MPI_Count *len,
+                                 MPI_Datatype *datatype);
+#define MPI_OP_NULL ((MPI_Op)0x40000000)
+#define MPI_MAX ((MPI_Op)0x40000001)
+#define MPI_MIN ((MPI_Op)0x40000002)
+#define MPI_SUM ((MPI_Op)0x40000003)
+#define MPI_PROD ((MPI_Op)0x40000004)
+#define MPI_LAND ((MPI_Op)0x40000005)
+#define MPI_BAND ((MPI_Op)0x40000006)
+#define MPI_LOR ((MPI_Op)0x40000007)
+#define MPI_BOR ((MPI_Op)0x40000008)
+#define MPI_LXOR ((MPI_Op)0x40000009)
+#define MPI_BXOR ((MPI_Op)0x4000000a)
+#define MPI_MAXLOC ((MPI_Op)0x4000000b)
+#define MPI_MINLOC ((MPI_Op)0x4000000c)
+#define MPI_REPLACE ((MPI_Op)0x4000000d)
+#define MPI_NO_OP ((MPI_Op)0x4000000e)
+
+/* MPI_IN_PLACE: the address -1, which no buffer of one byte or more can
+ * start at (it would end past the top of the address space), and which is
+ * not NULL, so that it never stands for an empty buffer either. */
+#define MPI_IN_PLACE ((void *)-1)
+
+/* Special ranks and tags */
+#define MPI_PROC_NULL (-1)
+#define MPI_ANY_SOURCE (-2)
+#define MPI_ROOT (-3)
+#define MPI_ANY_TAG (-1)
+#define MPI_UNDEFINED (-32766)
+
+/* Thread levels */
+#define MPI_THREAD_SINGLE 0
+#define MPI_THREAD_FUNNELED 1
+#define MPI_THREAD_SERIALIZED 2
+#define MPI_THREAD_MULTIPLE 3
+
+/* Limits */
+#define MPI_MAX_PROCESSOR_NAME 256
+#define MPI_MAX_ERROR_STRING 512
+#define MPI_MAX_LIBRARY_VERSION_STRING 256
+#define MPI_MAX_OBJECT_NAME 128
+#define MPI_BSEND_OVERHEAD 64
+
+/* Error classes */
+#define MPI_SUCCESS 0
+#define MPI_ERR_BUFFER 1
+#define MPI_ERR_COUNT 2
+#define MPI_ERR_TYPE 3
+#define MPI_ERR_TAG 4
+#define MPI_ERR_COMM 5
+#define MPI_ERR_RANK 6
+#define MPI_ERR_ROOT 7
+#define MPI_ERR_GROUP 8
+#define MPI_ERR_OP 9
+#define MPI_ERR_TOPOLOGY 10
+#define MPI_ERR_DIMS 11
+#define MPI_ERR_ARG 12
+#define MPI_ERR_UNKNOWN 13
+#define MPI_ERR_TRUNCATE 14
+#define MPI_ERR_OTHER 15
+#define MPI_ERR_INTERN 16
+#define MPI_ERR_IN_STATUS 17
+#define MPI_ERR_PENDING 18
+#define MPI_ERR_REQUEST 19
+#define MPI_ERR_NO_MEM 20
+#define MPI_ERR_UNSUPPORTED_OPERATION 21
+#define MPI_ERR_PROC_FAILED 22
+#define MPI_ERR_ACCESS 23
+#define MPI_ERR_AMODE 24
+#define MPI_ERR_ASSERT 25
+#define MPI_ERR_BAD_FILE 26
+#define MPI_ERR_BASE 27
+#define MPI_ERR_CONVERSION 28
+#define MPI_ERR_DISP 29
+#define MPI_ERR_DUP_DATAREP 30
+#define MPI_ERR_FILE_EXISTS 31
+#define MPI_ERR_FILE_IN_USE 32
+#define MPI_ERR_FILE 33
+#define MPI_ERR_INFO_KEY 34
+#define MPI_ERR_INFO_NOKEY 35
+#define MPI_ERR_INFO_VALUE 36
+#define MPI_ERR_INFO 37
+#define MPI_ERR_IO 38
+#define MPI_ERR_KEYVAL 39
+#define MPI_ERR_LOCKTYPE 40
+#define MPI_ERR_NAME 41
+#define MPI_ERR_NOT_SAME 42
+#define MPI_ERR_NO_SPACE 43
+#define MPI_ERR_NO_SUCH_FILE 44
+#define MPI_ERR_PORT 45
+#define MPI_ERR_PROC_ABORTED 46
+#define MPI_ERR_QUOTA 47
+#define MPI_ERR_READ_ONLY 48
+#define MPI_ERR_RMA_ATTACH 49
+#define MPI_ERR_RMA_CONFLICT 50
+#define MPI_ERR_RMA_RANGE 51
+#define MPI_ERR_RMA_SHARED 52
+#define MPI_ERR_RMA_SYNC 53
+#define MPI_ERR_RMA_FLAVOR 54
+#define MPI_ERR_SERVICE 55
+#define MPI_ERR_SESSION 56
+#define MPI_ERR_SIZE 57
+#define MPI_ERR_SPAWN 58
+#define MPI_ERR_UNSUPPORTED_DATAREP 59
+#define MPI_ERR_VALUE_TOO_LARGE 60
+#define MPI_ERR_WIN 61
+#define MPI_ERR_LASTCODE 63
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* IRIS_MPI_TYPES_H_INCLUDED */
