@@ -30,6 +30,10 @@ constexpr tunable table[] = {
      "when another is already streaming (many messages in flight), where the kernel allows"},
     {"IRIS_CMA_THRESHOLD", 32 * 1024, 0, std::int64_t{1} << 40, nullptr,
      "with IRIS_RNDV_ENGINE=auto, the smallest rendezvous message read with cma"},
+    {"IRIS_CMA_MIN_BLOCK", 2048, 1, std::int64_t{1} << 40, nullptr,
+     "a rendezvous message of a non-contiguous datatype is read with cma (one iovec per block) "
+     "only when the mean block of each non-contiguous side is at least this many bytes; "
+     "smaller blocks are packed and unpacked through the pipeline"},
     {"IRIS_PIPELINE_LARGE", 2 * 1024 * 1024, 0, std::int64_t{1} << 40, nullptr,
      "with IRIS_RNDV_ENGINE=auto, from this size up a rank that is not sending itself lets the "
      "sender copy through the pipeline instead of reading with cma"},
@@ -186,6 +190,7 @@ settings settings_load() {
   s.engine = static_cast<rndv_engine>(value_of("IRIS_RNDV_ENGINE"));
   s.cma_threshold = static_cast<std::size_t>(value_of("IRIS_CMA_THRESHOLD"));
   s.pipeline_large = static_cast<std::size_t>(value_of("IRIS_PIPELINE_LARGE"));
+  s.cma_min_block = static_cast<std::size_t>(value_of("IRIS_CMA_MIN_BLOCK"));
   s.spin_count = static_cast<int>(value_of("IRIS_SPIN_COUNT"));
   s.poll_batch = static_cast<int>(value_of("IRIS_POLL_BATCH"));
   s.sleep = static_cast<int>(value_of("IRIS_SLEEP"));
