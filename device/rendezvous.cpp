@@ -32,16 +32,12 @@ void ask_for_data(request &r, vc &from) {
   reply(from, packet_type::cts, r.peer_request, request_id(r), want);
 }
 
-}  // namespace
-
-namespace {
-
-// Whether a single-copy read of `count` elements of `t` moves enough per
-// iovec to beat packing and unpacking (IRIS_CMA_MIN_BLOCK, measured in
-// bench/README.md).
+// Whether a single-copy read of type `t` moves enough per iovec (its mean
+// contiguous block) to beat packing and unpacking (the minimum block setting,
+// measured in bench/README.md).
 bool blocks_large(const dtype &t) {
   const std::size_t runs = dtype_runs(t);
-  return runs != 0 && t.packed_size / runs >= rt->config.cma_min_block;
+  return runs != 0 && t.packed_size / runs >= rt->config.scattered_min_block;
 }
 
 }  // namespace
@@ -142,6 +138,13 @@ class description_plan final : public read_plan {
   bool given_ = false;
 };
 
+// Whether `count` elements of `t` hold at least `bytes` packed bytes.
+bool covers(const dtype &t, int count, std::size_t bytes) {
+  std::size_t total = 0;
+  return __builtin_mul_overflow(static_cast<std::size_t>(count), t.packed_size, &total) ||
+         total >= bytes;
+}
+
 // A single-copy read where either side is non-contiguous (or named by a
 // description): retry when the transport cannot read scattered data, a
 // side's blocks are small, or the description is unsound.
@@ -162,8 +165,7 @@ xfer read_scattered(request &r, vc &from, const rts_payload &where, std::size_t 
     int count = 0;
     if (from.via->read_scattered(from, where, fetch) != xfer::done ||
         !dtype_read_description(text.data(), text.size(), described, count) ||
-        static_cast<std::size_t>(count) * described.packed_size < want ||
-        !blocks_large(described)) {
+        !covers(described, count, want) || !blocks_large(described)) {
       return xfer::retry;
     }
     remote = {static_cast<std::uintptr_t>(where.address), count, &described};

@@ -190,7 +190,7 @@ settings settings_load() {
   s.engine = static_cast<rndv_engine>(value_of("IRIS_RNDV_ENGINE"));
   s.cma_threshold = static_cast<std::size_t>(value_of("IRIS_CMA_THRESHOLD"));
   s.pipeline_large = static_cast<std::size_t>(value_of("IRIS_PIPELINE_LARGE"));
-  s.cma_min_block = static_cast<std::size_t>(value_of("IRIS_CMA_MIN_BLOCK"));
+  s.scattered_min_block = static_cast<std::size_t>(value_of("IRIS_CMA_MIN_BLOCK"));
   s.spin_count = static_cast<int>(value_of("IRIS_SPIN_COUNT"));
   s.poll_batch = static_cast<int>(value_of("IRIS_POLL_BATCH"));
   s.sleep = static_cast<int>(value_of("IRIS_SLEEP"));

@@ -46,7 +46,7 @@ struct settings {
   rndv_engine engine;
   std::size_t cma_threshold;
   std::size_t pipeline_large;
-  std::size_t cma_min_block;  // smallest mean block read scattered with cma
+  std::size_t scattered_min_block;  // smallest mean block of a scattered single-copy read
   std::size_t net_fragment_size;
   std::size_t net_eager_limit;
   int net_eager_window;  // credit units
