@@ -11,7 +11,6 @@ namespace iris::device {
 namespace {
 
 bool cma_chosen(std::size_t bytes);
-bool scattered_chosen(std::size_t bytes);
 xfer cma_read_scattered(bool &cma, std::int64_t pid, read_plan &plan);
 
 void name_layout(rts_payload &where, const void *base, const void *layout,
@@ -143,21 +142,6 @@ bool shm_transport::cma_wanted(std::size_t bytes) const {
 
 namespace {
 
-// Non-contiguous data under `auto`: the pipeline would pack on one side and
-// unpack on the other, each a walk of the layout; one read of the sender's
-// blocks straight into the receiver's does less (bench/README.md).
-bool scattered_chosen(std::size_t bytes) {
-  switch (rt->config.engine) {
-    case rndv_engine::cma:
-      return true;
-    case rndv_engine::pipeline:
-      return false;
-    case rndv_engine::automatic:
-      return bytes >= rt->config.cma_threshold;
-  }
-  return false;
-}
-
 xfer cma_read_scattered(bool &cma, std::int64_t pid, read_plan &plan) {
   read_piece piece;
   while (plan.next(piece)) {
@@ -208,7 +192,9 @@ void shm_transport::expose_layout(vc &to, rts_payload &where, const void *base, 
 }
 
 bool shm_transport::reads_scattered(vc &from, std::size_t bytes) {
-  return peers_[static_cast<std::size_t>(from.slot)].cma && scattered_chosen(bytes);
+  // The same choice as for one buffer: on this VM a lone message moves
+  // faster through the pipeline, scattered or not (bench/README.md).
+  return peers_[static_cast<std::size_t>(from.slot)].cma && cma_chosen(bytes);
 }
 
 xfer shm_transport::read_scattered(vc &from, const rts_payload &where, read_plan &plan) {
@@ -449,7 +435,9 @@ void shm_queue_transport::expose_layout(vc &to, rts_payload &where, const void *
 }
 
 bool shm_queue_transport::reads_scattered(vc &from, std::size_t bytes) {
-  return peers_[static_cast<std::size_t>(from.slot)].cma && scattered_chosen(bytes);
+  // The same choice as for one buffer: on this VM a lone message moves
+  // faster through the pipeline, scattered or not (bench/README.md).
+  return peers_[static_cast<std::size_t>(from.slot)].cma && cma_chosen(bytes);
 }
 
 xfer shm_queue_transport::read_scattered(vc &from, const rts_payload &where, read_plan &plan) {

@@ -30,10 +30,10 @@ constexpr tunable table[] = {
      "when another is already streaming (many messages in flight), where the kernel allows"},
     {"IRIS_CMA_THRESHOLD", 32 * 1024, 0, std::int64_t{1} << 40, nullptr,
      "with IRIS_RNDV_ENGINE=auto, the smallest rendezvous message read with cma"},
-    {"IRIS_CMA_MIN_BLOCK", 16 * 1024, 1, std::int64_t{1} << 40, nullptr,
+    {"IRIS_CMA_MIN_BLOCK", 64 * 1024, 1, std::int64_t{1} << 40, nullptr,
      "a rendezvous message of a non-contiguous datatype is read with cma (one iovec per block) "
-     "only when the mean block of each non-contiguous side is at least this many bytes; "
-     "smaller blocks are packed and unpacked through the pipeline"},
+     "only when the mean block of each non-contiguous side is at least this many bytes (and "
+     "the engine choice says cma); smaller blocks are packed and unpacked through the pipeline"},
     {"IRIS_PIPELINE_LARGE", 2 * 1024 * 1024, 0, std::int64_t{1} << 40, nullptr,
      "with IRIS_RNDV_ENGINE=auto, from this size up a rank that is not sending itself lets the "
      "sender copy through the pipeline instead of reading with cma"},

@@ -909,19 +909,23 @@ TEST(Scattered, LargeBlocksAreReadWithCmaEveryByteChecked) {
     std::uint64_t scattered;  // by each receiving rank
     int ranks = 2;
   };
-  // The program's large blocks are 3-6 KiB: under the default minimum.
-  const env_list small_minimum = {{"IRIS_CMA_MIN_BLOCK", "2048"}};
+  // The program's large blocks are 3-6 KiB: under the default minimum. Its
+  // messages are 6 MB: above IRIS_PIPELINE_LARGE, under which `auto` reads
+  // with CMA a message matched while another streams (the last one).
+  const env_list small_minimum = {{"IRIS_CMA_MIN_BLOCK", "2048"},
+                                  {"IRIS_PIPELINE_LARGE", "1073741824"}};
   const auto with = [&small_minimum](env_list more) {
     more.insert(more.end(), small_minimum.begin(), small_minimum.end());
     return more;
   };
   const variant variants[] = {
-      {"cma", with({{"IRIS_RNDV_ENGINE", "cma"}}), 12},
-      {"auto", with({}), 12, 4},
-      {"auto, receive queues", with({{"IRIS_SHM_DENSE_RANKS", "0"}}), 12},
+      {"cma", with({{"IRIS_RNDV_ENGINE", "cma"}}), 13},
+      // A message alone is pipelined under auto, as a contiguous one.
+      {"auto", with({}), 1, 4},
+      {"auto, receive queues", with({{"IRIS_SHM_DENSE_RANKS", "0"}}), 1},
       {"pipeline", with({{"IRIS_RNDV_ENGINE", "pipeline"}}), 0},
       {"cma, blocks under the default minimum", {{"IRIS_RNDV_ENGINE", "cma"}}, 0},
-      // Only a contiguous sender needs no description: 2 of the 12.
+      // Only a contiguous sender needs no description: 2 of the 13.
       {"cma, descriptions larger than a fragment",
        with({{"IRIS_RNDV_ENGINE", "cma"}, {"IRIS_SHM_FRAGMENT_SIZE", "64"}}), 2},
       {"cma refused by the kernel",

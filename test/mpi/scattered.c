@@ -9,7 +9,8 @@
  * type puts it, and every gap as it was. The blocks are enough to fill
  * more than one call's worth of iovecs (IOV_MAX). The job test runs this
  * with IRIS_RNDV_ENGINE=cma, auto and pipeline, and under a kernel that
- * refuses CMA, and reads IRIS_STATS to see which path was taken. */
+ * refuses CMA, and reads IRIS_STATS to see which path was taken; the last
+ * exchange puts two messages in flight, the one `auto` reads with CMA. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -223,6 +224,35 @@ static void exchange(const char *what, const struct layout *from, const struct l
   }
 }
 
+/* Two messages in flight: `a` (small blocks: pipelined) and then `b`, both
+ * receives posted first, so that `b` is matched while `a` streams (what the
+ * `auto` engine reads with CMA). */
+static void two_at_once(const struct layout *a, const struct layout *b) {
+  const int m = ++message;
+  const int peer = rank ^ 1;
+  unsigned char *ba = buffer_for(a);
+  unsigned char *bb = buffer_for(b);
+  MPI_Request req[2];
+  if (rank % 2 == 0) {
+    fill(ba + a->lead, a, m);
+    fill(bb + b->lead, b, m + 1);
+    MPI_Barrier(MPI_COMM_WORLD);
+    MPI_Isend(ba + a->lead, a->count, a->type, peer, m, MPI_COMM_WORLD, &req[0]);
+    MPI_Isend(bb + b->lead, b->count, b->type, peer, m + 1, MPI_COMM_WORLD, &req[1]);
+    MPI_Waitall(2, req, MPI_STATUSES_IGNORE);
+  } else {
+    MPI_Irecv(ba + a->lead, a->count, a->type, peer, m, MPI_COMM_WORLD, &req[0]);
+    MPI_Irecv(bb + b->lead, b->count, b->type, peer, m + 1, MPI_COMM_WORLD, &req[1]);
+    MPI_Barrier(MPI_COMM_WORLD);
+    MPI_Waitall(2, req, MPI_STATUSES_IGNORE);
+    verify("two at once, first", ba, a, packed_total(a), m);
+    verify("two at once, second", bb, b, packed_total(b), m + 1);
+  }
+  ++message;
+  free(ba);
+  free(bb);
+}
+
 int main(int argc, char **argv) {
   MPI_Init(&argc, &argv);
   int size = 0;
@@ -259,6 +289,7 @@ int main(int argc, char **argv) {
   exchange("vector into small blocks", &v4, &small, 0);
   exchange("vector, unexpected", &v4, &v6, 1);
   exchange("vector, truncated", &v4, &shortv, 0);
+  two_at_once(&small, &v4);
 
   MPI_Barrier(MPI_COMM_WORLD);
   int failures = 0;
