@@ -6,6 +6,8 @@
 # ratio to the better peer (above 1: Iris ahead), as a Markdown table.
 #   bench/dtype_compare.sh [build-dir] [bytes] [rounds] [trials]
 # Runs go to OUT (default /tmp/iris-dtype-compare). A missing MPI is skipped.
+# BASE=other-build-dir adds a column "base": Iris from another build (the
+# commit before a change), in the same rounds, and the ratio iris/base.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build}
@@ -18,6 +20,11 @@ ninja -C "$build" bench/dtype_bw pmi/mpiexec >/dev/null
 declare -A run
 names="iris"
 run[iris]="$build/pmi/mpiexec -n 2 $build/bench/dtype_bw"
+if [ -n "${BASE:-}" ]; then
+  ninja -C "$BASE" bench/dtype_bw pmi/mpiexec >/dev/null
+  run[base]="$BASE/pmi/mpiexec -n 2 $BASE/bench/dtype_bw"
+  names="$names base"
+fi
 if command -v mpicc.mpich >/dev/null; then
   mpicc.mpich -O2 -o "$out/dtype_bw.mpich" bench/dtype_bw.c
   run[mpich]="mpiexec.mpich -n 2 $out/dtype_bw.mpich"
@@ -49,12 +56,17 @@ for name in names:
             if parts[0] not in order:
                 order.append(parts[0])
             rates.setdefault(parts[0], {}).setdefault(name, []).append(float(parts[2]))
-print("| layout | " + " | ".join(f"{n} GB/s" for n in names) + " | ratio |")
-print("|---|" + "---:|" * (len(names) + 1))
+base = "base" in names
+print("| layout | " + " | ".join(f"{n} GB/s" for n in names) + " | ratio |" +
+      (" iris/base |" if base else ""))
+print("|---|" + "---:|" * (len(names) + 1 + base))
 for layout in order:
     med = {n: statistics.median(rates[layout][n]) for n in names if n in rates[layout]}
-    peers = [v for n, v in med.items() if n != "iris"]
+    peers = [v for n, v in med.items() if n not in ("iris", "base")]
     ratio = f"{med['iris'] / max(peers):.2f}" if "iris" in med and peers else "-"
     cells = " | ".join(f"{med[n]:.3f}" if n in med else "-" for n in names)
-    print(f"| {layout} | {cells} | {ratio} |")
+    own = ""
+    if base:
+        own = f" {med['iris'] / med['base']:.2f} |" if "iris" in med and "base" in med else " - |"
+    print(f"| {layout} | {cells} | {ratio} |{own}")
 PY

@@ -18,6 +18,8 @@
 // bytes a message carries and back.
 #pragma once
 
+#include <sys/uio.h>
+
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -157,6 +159,29 @@ class dtype_cursor {
   const dtype *type_;
   std::size_t done_ = 0;
 };
+
+// Where the bytes [first, first + n) of the packed form of `count` elements
+// of `t` at address `origin` lie in memory: appends them to `out` as at most
+// `max` iovecs, one per contiguous piece (pieces that meet are joined), in
+// packed order, and stops when `out` is full. Returns how many bytes the
+// iovecs cover (n, or fewer when `out` filled first); `used` gets their
+// number. `origin` is only computed with, never read: it may be another
+// process's address (a single-copy read of a non-contiguous type).
+std::size_t dtype_segments(std::uintptr_t origin, int count, const dtype &t, std::size_t first,
+                           std::size_t n, iovec *out, std::size_t max, std::size_t &used);
+// Contiguous runs in one element of `t` (saturating): the packed size over
+// this is the mean block a single-copy read would move per iovec.
+std::size_t dtype_runs(const dtype &t);
+
+// A type's layout as a sender describes it to a single-copy reader: `count`
+// elements of a tree (runs, vectors and lists; nothing else is needed to
+// find the bytes), in 64-bit words, with no pointer in it.
+// dtype_describe writes it into `out` (at most `room` bytes) and returns its
+// size, or 0 when it does not fit (then the message is not read that way).
+// dtype_read_description rebuilds it, checking everything (a description
+// that is malformed, nested too deep or too large fails: false).
+std::size_t dtype_describe(const dtype &t, int count, std::byte *out, std::size_t room);
+bool dtype_read_description(const std::byte *in, std::size_t bytes, dtype &t, int &count);
 
 // Basic elements in the first `bytes` of the packed form of `t`, or -1 when
 // those bytes end inside a basic element (MPI_Get_elements).

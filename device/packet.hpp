@@ -41,13 +41,17 @@ static_assert(sizeof(packet_header) == 48, "the packet header is part of the wir
 // What an RTS carries after its header: where the receiver may read the data
 // itself, when it can: by cross-memory attach (shared memory), or through
 // the netmod's RMA when `rma` is 1 (then rma_address and rma_key name the
-// region the netmod exposed).
+// region the netmod exposed). A non-contiguous send read by CMA also names
+// the description of its layout (dtype_describe): `layout_bytes` bytes at
+// `layout` in the sender, `address` being its buffer's origin.
 struct rts_payload {
   std::int64_t pid;
   std::uint64_t address;
   std::uint64_t rma;
   std::uint64_t rma_address;
   std::uint64_t rma_key;
+  std::uint64_t layout;
+  std::uint64_t layout_bytes;
 };
 
 // The largest message length the device accepts in a header.

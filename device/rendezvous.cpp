@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <vector>
 
 #include "device/dtype.hpp"
 #include "device/recv.hpp"
@@ -31,13 +32,30 @@ void ask_for_data(request &r, vc &from) {
   reply(from, packet_type::cts, r.peer_request, request_id(r), want);
 }
 
+// Whether a single-copy read of type `t` through the transport of `v` moves
+// enough per iovec (its mean contiguous block) to beat packing and
+// unpacking (the transport's minimum block, measured in bench/README.md).
+bool blocks_large(const dtype &t, const vc &v) {
+  const std::size_t runs = dtype_runs(t);
+  return runs != 0 && t.packed_size / runs >= v.via->scattered_min_block();
+}
+
 }  // namespace
 
 rts_payload rendezvous_rts_payload(vc &to, request &r) {
   rts_payload where{};
-  // A streamed typed send has no packed buffer to read: it names nothing,
-  // and the receiver asks for data packets.
-  if (!r.typed_stream) to.via->expose(to, r, where);
+  if (!r.typed_stream) {
+    to.via->expose(to, r, where);
+    return where;
+  }
+  // A streamed typed send has no packed buffer to read. When its blocks are
+  // large, it describes its layout in its scratch fragment (not touched
+  // until the receiver answers) for a receiver that reads scattered data;
+  // otherwise it names nothing and the receiver asks for data packets.
+  if (!blocks_large(*r.unpack_type, to)) return where;
+  const std::size_t described = dtype_describe(*r.unpack_type, r.unpack_count,
+                                               static_cast<std::byte *>(r.scratch), to.fragment);
+  if (described != 0) to.via->expose_layout(to, where, r.unpack_to, r.scratch, described);
   return where;
 }
 
@@ -45,17 +63,134 @@ const char *rendezvous_on_rts(vc &from, const packet_header &h, const std::byte 
   return message_arrived(from, h, payload);
 }
 
+namespace {
+
+// One side of a scattered read: `count` elements of `type` from `origin`
+// (an address in this process or the sender's), or, with no type, `origin`
+// and the bytes after it.
+struct read_side {
+  std::uintptr_t origin = 0;
+  int count = 0;
+  const dtype *type = nullptr;
+
+  // The iovecs of the bytes [first, first + n), at most max_read_iovecs;
+  // returns the bytes they cover.
+  std::size_t segments(std::size_t first, std::size_t n, iovec *out, std::size_t &used) const {
+    if (type == nullptr) {
+      out[0] = {reinterpret_cast<void *>(origin + first), n};
+      used = 1;
+      return n;
+    }
+    return dtype_segments(origin, count, *type, first, n, out, max_read_iovecs, used);
+  }
+};
+
+// The pieces of a scattered read of `bytes`: each as many bytes as both
+// sides' next max_read_iovecs blocks cover, so memory stays bounded by two
+// iovec arrays whatever the message.
+class layout_plan final : public read_plan {
+ public:
+  layout_plan(read_side local, read_side remote, std::size_t bytes)
+      : local_(local), remote_(remote), bytes_(bytes), lv_(max_read_iovecs), rv_(max_read_iovecs) {}
+
+  bool next(read_piece &piece) override {
+    if (done_ == bytes_) return false;
+    std::size_t nl = 0;
+    std::size_t nr = 0;
+    const std::size_t l = local_.segments(done_, bytes_ - done_, lv_.data(), nl);
+    const std::size_t n = remote_.segments(done_, l, rv_.data(), nr);
+    // The remote list may end first: cut the local one to match.
+    std::size_t covered = 0;
+    std::size_t keep = 0;
+    while (covered < n) {
+      lv_[keep].iov_len = std::min(lv_[keep].iov_len, n - covered);
+      covered += lv_[keep++].iov_len;
+    }
+    piece = {lv_.data(), keep, rv_.data(), nr, n};
+    done_ += n;
+    return n != 0;
+  }
+
+ private:
+  read_side local_;
+  read_side remote_;
+  std::size_t bytes_;
+  std::size_t done_ = 0;
+  std::vector<iovec> lv_;
+  std::vector<iovec> rv_;
+};
+
+// The description of the sender's layout, read from the sender.
+class description_plan final : public read_plan {
+ public:
+  description_plan(std::byte *to, std::uint64_t from, std::size_t bytes)
+      : local_{to, bytes}, remote_{reinterpret_cast<void *>(from), bytes} {}
+  bool next(read_piece &piece) override {
+    if (given_) return false;
+    given_ = true;
+    piece = {&local_, 1, &remote_, 1, local_.iov_len};
+    return true;
+  }
+
+ private:
+  iovec local_;
+  iovec remote_;
+  bool given_ = false;
+};
+
+// Whether `count` elements of `t` hold at least `bytes` packed bytes.
+bool covers(const dtype &t, int count, std::size_t bytes) {
+  std::size_t total = 0;
+  return __builtin_mul_overflow(static_cast<std::size_t>(count), t.packed_size, &total) ||
+         total >= bytes;
+}
+
+// A single-copy read where either side is non-contiguous (or named by a
+// description): retry when the transport cannot read scattered data, a
+// side's blocks are small, or the description is unsound.
+xfer read_scattered(request &r, vc &from, const rts_payload &where, std::size_t want) {
+  if (r.typed_stream && !blocks_large(*r.unpack_type, from)) return xfer::retry;
+  if (!from.via->reads_scattered(from, want)) return xfer::retry;
+  const read_side local =
+      r.typed_stream
+          ? read_side{reinterpret_cast<std::uintptr_t>(r.unpack_to), r.unpack_count, r.unpack_type}
+          : read_side{reinterpret_cast<std::uintptr_t>(r.buffer), 0, nullptr};
+  read_side remote{static_cast<std::uintptr_t>(where.address), 0, nullptr};
+  dtype described;
+  if (where.layout_bytes != 0) {
+    // At most the fragment the sender describes it in.
+    if (where.layout_bytes > from.fragment) return xfer::retry;
+    std::vector<std::byte> text(where.layout_bytes);
+    description_plan fetch(text.data(), where.layout, text.size());
+    int count = 0;
+    if (from.via->read_scattered(from, where, fetch) != xfer::done ||
+        !dtype_read_description(text.data(), text.size(), described, count) ||
+        !covers(described, count, want) || !blocks_large(described, from)) {
+      return xfer::retry;
+    }
+    remote = {static_cast<std::uintptr_t>(where.address), count, &described};
+  }
+  layout_plan plan(local, remote, want);
+  const xfer read = from.via->read_scattered(from, where, plan);
+  if (read == xfer::done) ++rt->stats.rendezvous_scattered;
+  return read;
+}
+
+}  // namespace
+
 void rendezvous_matched(request &r, vc &from, std::uint64_t sender_request,
                         const rts_payload &where) {
   const std::size_t want = r.status_bytes;  // what fits the receive buffer
   r.peer = from.world_rank;
   r.peer_request = sender_request;
-  // A single-copy read needs a contiguous receive buffer and a sender that
-  // named one; otherwise the data comes as packets.
+  // A single-copy read needs a sender that named its buffer; one of a
+  // non-contiguous layout (either side) reads scattered blocks, when they
+  // are large. Otherwise the data comes as packets.
   const bool named = where.pid != 0 || where.address != 0 || where.rma != 0;
   const xfer read = want == 0 ? xfer::done
-                    : r.typed_stream || !named
-                        ? xfer::retry
+                    : !named  ? xfer::retry
+                    : r.typed_stream || where.layout_bytes != 0
+                        ? read_scattered(r, from, where, want)
                         : from.via->read(from, where, r.buffer, want, request_id(r));
   switch (read) {
     case xfer::done:

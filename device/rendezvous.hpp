@@ -2,8 +2,12 @@
 // reads the data itself through its transport's single-copy path (CMA
 // between ranks of one node, the netmod's RMA read over a network) and
 // answers FIN, or answers CTS and the sender streams the data in data
-// packets of the peer's fragment size (pipelined copy). Data only moves once
-// matched, so unexpected rendezvous messages hold no buffer memory.
+// packets of the peer's fragment size (pipelined copy). When either side's
+// datatype is non-contiguous with large blocks, the single copy reads
+// scattered blocks (transport::read_scattered), the sender's layout named
+// in its RTS by a description (device/README.md, "Zero-copy rules"). Data
+// only moves once matched, so unexpected rendezvous messages hold no buffer
+// memory.
 #pragma once
 
 #include <cstddef>

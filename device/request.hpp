@@ -97,11 +97,11 @@ struct request {
   // is packed from, or unpacked into, the user's buffer (unpack_to,
   // unpack_count, unpack_type) at its offset in the message, `scratch`
   // holding one fragment (send) or nothing (receive). unpack_to may be
-  // MPI_BOTTOM (address 0) under a type of absolute addresses; a packed
-  // receive (`unpack_pending`) is unpacked once when finished.
+  // MPI_BOTTOM (address 0) under a type of absolute addresses. A streamed
+  // send of large blocks also describes its layout at the start of `scratch`
+  // for a receiver that reads it with single copies (rendezvous.cpp).
   void *scratch = nullptr;
   void *unpack_to = nullptr;
-  bool unpack_pending = false;
   bool typed_stream = false;
   int unpack_count = 0;
   const dtype *unpack_type = nullptr;  // kept alive even if the user frees the type

@@ -104,7 +104,6 @@ bool schedule::advance() {
       if (!r->complete) return false;
     }
     for (request *r : pending_) {
-      typed_recv_finish(*r);
       if (r->kind == request_kind::recv && r->status_error != MPI_SUCCESS &&
           error_ == MPI_SUCCESS) {
         error_ = r->status_error;

@@ -7,6 +7,7 @@
 //                           (credits, windows, queues) stays in the VC
 //   send / poll             the data path: one indirect call per packet
 //   read / expose / conceal optional single-copy rendezvous (CMA, RMA)
+//   read_scattered ...      the same for non-contiguous layouts (CMA)
 //   ~transport              at MPI_Finalize, after the last barrier
 //
 // The protocols (eager, credit, rendezvous, sync, cancel) only ever talk to
@@ -49,6 +50,27 @@ struct payload_filler {
   const void *context;
 };
 
+// A single-copy read of non-contiguous data moves in pieces: two lists of
+// at most max_read_iovecs iovecs (this process's memory, the sender's)
+// covering the same number of bytes, in order.
+inline constexpr std::size_t max_read_iovecs = 1024;  // IOV_MAX on Linux
+struct read_piece {
+  const iovec *local = nullptr;
+  std::size_t local_count = 0;
+  const iovec *remote = nullptr;
+  std::size_t remote_count = 0;
+  std::size_t bytes = 0;
+};
+// Where the pieces come from: the device walks both layouts (rendezvous.cpp).
+class read_plan {
+ public:
+  // The next piece; false when there is none left.
+  virtual bool next(read_piece &piece) = 0;
+
+ protected:
+  ~read_plan() = default;
+};
+
 class transport {
  public:
   virtual ~transport() = default;
@@ -89,6 +111,32 @@ class transport {
   virtual xfer read(vc &from, const rts_payload &where, std::byte *to, std::size_t bytes,
                     std::uint64_t cookie) {
     (void)from, (void)where, (void)to, (void)bytes, (void)cookie;
+    return xfer::retry;
+  }
+
+  // Optional single copy of a non-contiguous layout, sender side: names in
+  // the RTS the buffer's origin `base` and the description of its layout
+  // (`layout_bytes` bytes at `layout`, kept until the send is over). The
+  // default names nothing, so the receiver asks for the data (CTS).
+  virtual void expose_layout(vc &to, rts_payload &where, const void *base, const void *layout,
+                             std::size_t layout_bytes) {
+    (void)to, (void)where, (void)base, (void)layout, (void)layout_bytes;
+  }
+  // The smallest mean contiguous block of a non-contiguous side for which a
+  // scattered read through this transport beats packing and unpacking;
+  // SIZE_MAX (the default): never.
+  virtual std::size_t scattered_min_block() const { return SIZE_MAX; }
+  // Receiver side: whether a scattered read of a `bytes` message from
+  // `from` may be made now (permitted, and chosen by the engine setting).
+  virtual bool reads_scattered(vc &from, std::size_t bytes) {
+    (void)from, (void)bytes;
+    return false;
+  }
+  // Copies the pieces of `plan` from the sender named by `where` into this
+  // process, in order. done: all of them are here; retry: not this way (some
+  // may have been copied; ask for the data as packets).
+  virtual xfer read_scattered(vc &from, const rts_payload &where, read_plan &plan) {
+    (void)from, (void)where, (void)plan;
     return xfer::retry;
   }
 
@@ -157,6 +205,7 @@ struct transport_settings {
     rndv_engine engine;
     std::size_t cma_threshold;
     std::size_t pipeline_large;
+    std::size_t scattered_min_block;  // smallest mean block of a scattered single-copy read
   } shm;
   struct {
     std::string netmod;  // one of the built netmods

@@ -50,6 +50,10 @@ constexpr tunable table[] = {
      "when another is already streaming (many messages in flight), where the kernel allows"},
     {"IRIS_CMA_THRESHOLD", 32 * 1024, 0, std::int64_t{1} << 40, nullptr,
      "with IRIS_RNDV_ENGINE=auto, the smallest rendezvous message read with cma"},
+    {"IRIS_CMA_MIN_BLOCK", 64 * 1024, 1, std::int64_t{1} << 40, nullptr,
+     "a rendezvous message of a non-contiguous datatype is read with cma (one iovec per block) "
+     "only when the mean block of each non-contiguous side is at least this many bytes (and "
+     "the engine choice says cma); smaller blocks are packed and unpacked through the pipeline"},
     {"IRIS_PIPELINE_LARGE", 2 * 1024 * 1024, 0, std::int64_t{1} << 40, nullptr,
      "with IRIS_RNDV_ENGINE=auto, from this size up a rank that is not sending itself lets the "
      "sender copy through the pipeline instead of reading with cma"},
@@ -94,6 +98,7 @@ transport_settings transport_settings_load() {
   s.shm.engine = static_cast<rndv_engine>(value_of("IRIS_RNDV_ENGINE"));
   s.shm.cma_threshold = static_cast<std::size_t>(value_of("IRIS_CMA_THRESHOLD"));
   s.shm.pipeline_large = static_cast<std::size_t>(value_of("IRIS_PIPELINE_LARGE"));
+  s.shm.scattered_min_block = static_cast<std::size_t>(value_of("IRIS_CMA_MIN_BLOCK"));
   s.net.netmod = tunable_choice(tunable_named(table, "IRIS_NETMOD"));
   s.net.fragment_size = static_cast<std::size_t>(value_of("IRIS_NET_FRAGMENT_SIZE"));
   s.net.eager_limit = static_cast<std::size_t>(value_of("IRIS_NET_EAGER_LIMIT"));

@@ -11,6 +11,15 @@ namespace iris::device {
 namespace {
 
 bool cma_chosen(std::size_t bytes);
+xfer cma_read_scattered(bool &cma, std::int64_t pid, read_plan &plan);
+
+void name_layout(rts_payload &where, const void *base, const void *layout,
+                 std::size_t layout_bytes) {
+  where.pid = rt->pid;
+  where.address = reinterpret_cast<std::uint64_t>(base);
+  where.layout = reinterpret_cast<std::uint64_t>(layout);
+  where.layout_bytes = layout_bytes;
+}
 
 // What a queue record is (the `kind` of shm/queue.hpp).
 constexpr std::uint8_t record_packet = 1;  // a packet: header and payload
@@ -144,6 +153,18 @@ bool shm_transport::cma_wanted(std::size_t bytes) const {
 
 namespace {
 
+xfer cma_read_scattered(bool &cma, std::int64_t pid, read_plan &plan) {
+  read_piece piece;
+  while (plan.next(piece)) {
+    if (!shm::cma::readv(pid, piece.local, piece.local_count, piece.remote, piece.remote_count,
+                         piece.bytes)) {
+      cma = false;  // the kernel refused a read: stop trying with this peer
+      return xfer::retry;
+    }
+  }
+  return xfer::done;
+}
+
 bool cma_chosen(std::size_t bytes) {
   switch (rt->transport_config.shm.engine) {
     case rndv_engine::cma:
@@ -171,6 +192,29 @@ xfer shm_transport::read(vc &from, const rts_payload &where, std::byte *to, std:
   }
   ++rt->stats.rendezvous_cma;
   return xfer::done;
+}
+
+void shm_transport::expose_layout(vc &to, rts_payload &where, const void *base, const void *layout,
+                                  std::size_t layout_bytes) {
+  if (!peers_[static_cast<std::size_t>(to.slot)].cma ||
+      rt->transport_config.shm.engine == rndv_engine::pipeline) {
+    return;
+  }
+  name_layout(where, base, layout, layout_bytes);
+}
+
+std::size_t shm_transport::scattered_min_block() const {
+  return rt->transport_config.shm.scattered_min_block;
+}
+
+bool shm_transport::reads_scattered(vc &from, std::size_t bytes) {
+  // The same choice as for one buffer: on this VM a lone message moves
+  // faster through the pipeline, scattered or not (bench/README.md).
+  return peers_[static_cast<std::size_t>(from.slot)].cma && cma_chosen(bytes);
+}
+
+xfer shm_transport::read_scattered(vc &from, const rts_payload &where, read_plan &plan) {
+  return cma_read_scattered(peers_[static_cast<std::size_t>(from.slot)].cma, where.pid, plan);
 }
 
 std::string shm_transport::describe() const {
@@ -398,6 +442,29 @@ xfer shm_queue_transport::read(vc &from, const rts_payload &where, std::byte *to
   }
   ++rt->stats.rendezvous_cma;
   return xfer::done;
+}
+
+void shm_queue_transport::expose_layout(vc &to, rts_payload &where, const void *base,
+                                        const void *layout, std::size_t layout_bytes) {
+  if (!peers_[static_cast<std::size_t>(to.slot)].cma ||
+      rt->transport_config.shm.engine == rndv_engine::pipeline) {
+    return;
+  }
+  name_layout(where, base, layout, layout_bytes);
+}
+
+std::size_t shm_queue_transport::scattered_min_block() const {
+  return rt->transport_config.shm.scattered_min_block;
+}
+
+bool shm_queue_transport::reads_scattered(vc &from, std::size_t bytes) {
+  // The same choice as for one buffer: on this VM a lone message moves
+  // faster through the pipeline, scattered or not (bench/README.md).
+  return peers_[static_cast<std::size_t>(from.slot)].cma && cma_chosen(bytes);
+}
+
+xfer shm_queue_transport::read_scattered(vc &from, const rts_payload &where, read_plan &plan) {
+  return cma_read_scattered(peers_[static_cast<std::size_t>(from.slot)].cma, where.pid, plan);
 }
 
 std::string shm_queue_transport::describe() const {

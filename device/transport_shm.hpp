@@ -1,7 +1,9 @@
 // The shared-memory transports, for ranks on this node. Both read
 // rendezvous data in one copy with CMA (shm/cma.hpp) when the kernel
 // permits and the engine choice says so, else the device pipelines it
-// through the transport (CTS + data).
+// through the transport (CTS + data). Non-contiguous data is read the same
+// way, a vector of iovecs at a time (read_scattered), when the device finds
+// its blocks large enough.
 //
 // shm_transport (nodes of at most IRIS_SHM_DENSE_RANKS ranks): one ring per
 // ordered pair of local ranks in the node's segment (shm/segment.hpp),
@@ -65,6 +67,11 @@ class shm_transport : public transport {
   void expose(vc &to, request &r, rts_payload &where) override;
   xfer read(vc &from, const rts_payload &where, std::byte *to, std::size_t bytes,
             std::uint64_t cookie) override;
+  void expose_layout(vc &to, rts_payload &where, const void *base, const void *layout,
+                     std::size_t layout_bytes) override;
+  std::size_t scattered_min_block() const override;
+  bool reads_scattered(vc &from, std::size_t bytes) override;
+  xfer read_scattered(vc &from, const rts_payload &where, read_plan &plan) override;
   std::string describe() const override;
   bool wakes_sleepers() const override { return bells_; }
   bool holds_bell() const override { return bell_.held(); }
@@ -143,6 +150,11 @@ class shm_queue_transport final : public transport {
   void expose(vc &to, request &r, rts_payload &where) override;
   xfer read(vc &from, const rts_payload &where, std::byte *to, std::size_t bytes,
             std::uint64_t cookie) override;
+  void expose_layout(vc &to, rts_payload &where, const void *base, const void *layout,
+                     std::size_t layout_bytes) override;
+  std::size_t scattered_min_block() const override;
+  bool reads_scattered(vc &from, std::size_t bytes) override;
+  xfer read_scattered(vc &from, const rts_payload &where, read_plan &plan) override;
   std::string describe() const override;
   std::string statistics() const override;
   bool wakes_sleepers() const override { return bells_; }

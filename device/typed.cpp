@@ -177,16 +177,9 @@ typed_status typed_recv_claimed(const communicator &comm, unexpected_msg *m,
   return typed_status::done;
 }
 
-void typed_recv_finish(request &r) {
-  if (!r.unpack_pending) return;
-  r.unpack_pending = false;
-  typed_unpack(r.scratch, r.status_bytes, {r.unpack_to, r.unpack_count, r.unpack_type});
-}
-
 int typed_wait_release(request *r) {
   if (r == nullptr) return MPI_SUCCESS;
   progress_until([r] { return r->complete; });
-  typed_recv_finish(*r);
   const int err = r->status_error;
   rt->requests.release(r);
   return err;

@@ -11,9 +11,10 @@
 // the arguments and call these; they never pack themselves.
 //
 // Lifecycle of a typed receive: typed_recv_start (or typed_recv_claimed)
-// posts it; the progress engine completes it, the data already in place;
-// typed_recv_finish is where a packed receive would be unpacked (none is
-// today); releasing the request frees any scratch buffer.
+// posts it; the progress engine completes it, the data already in place
+// (each piece was unpacked, or read by a scattered single-copy read, where
+// it arrived: nothing is left to do at completion); releasing the request
+// frees any scratch buffer.
 #pragma once
 
 #include <cstddef>
@@ -102,10 +103,7 @@ inline typed_status typed_recv_start(const communicator &comm, std::uint32_t con
 // MPI_Mrecv: a receive of the claimed message `m` into `where`.
 typed_status typed_recv_claimed(const communicator &comm, unexpected_msg *m,
                                 const typed_buffer &where, request *&out);
-// Unpacks what a completed typed receive got into the user's buffer (once;
-// nothing for a contiguous one or a send).
-void typed_recv_finish(request &r);
-// Waits for `r` (nullptr: nothing), finishes it, releases it and returns its
+// Waits for `r` (nullptr: nothing), releases it and returns its
 // error class (MPI_ERR_TRUNCATE when the message was longer).
 int typed_wait_release(request *r);
 

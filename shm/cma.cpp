@@ -41,4 +41,13 @@ bool read(std::int64_t pid, std::uint64_t address, void *to, std::size_t bytes) 
   return true;
 }
 
+bool readv(std::int64_t pid, const iovec *local, std::size_t local_count, const iovec *remote,
+           std::size_t remote_count, std::size_t bytes) {
+  // A short count means a fault part-way (an unmapped remote page): the
+  // caller does not trust any of it.
+  const ssize_t n =
+      process_vm_readv(static_cast<pid_t>(pid), local, local_count, remote, remote_count, 0);
+  return n >= 0 && static_cast<std::size_t>(n) == bytes;
+}
+
 }  // namespace iris::shm::cma

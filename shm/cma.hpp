@@ -5,6 +5,8 @@
 // It knows nothing of MPI.
 #pragma once
 
+#include <sys/uio.h>
+
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -21,5 +23,12 @@ bool permitted(const std::string &card);
 // Reads `bytes` at `address` in process `pid` into `to`. False when the
 // kernel refuses or the read falls short.
 bool read(std::int64_t pid, std::uint64_t address, void *to, std::size_t bytes);
+
+// Reads `bytes` from process `pid` in one call: the concatenation of the
+// `remote_count` iovecs `remote` (its addresses) into that of the
+// `local_count` iovecs `local` (both at most IOV_MAX; both cover `bytes`).
+// False when the kernel refuses or the read falls short.
+bool readv(std::int64_t pid, const iovec *local, std::size_t local_count, const iovec *remote,
+           std::size_t remote_count, std::size_t bytes);
 
 }  // namespace iris::shm::cma

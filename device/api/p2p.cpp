@@ -20,7 +20,6 @@ int recv_result(const char *call, const communicator &comm, const device::reques
 // and frees it.
 int recv_complete(const char *call, device::request *r, MPI_Status *status) {
   device::progress_until([r] { return r->complete; });
-  device::typed_recv_finish(*r);
   api::status_fill(status, *r);
   const int result = recv_result(call, *r->comm, *r);
   device::rt->requests.release(r);

@@ -28,7 +28,6 @@ struct sendrecv_ext final : device::request_ext {
       if (part == nullptr) continue;
       part->freed = true;
       if (part->complete) {
-        device::typed_recv_finish(*part);
         device::rt->requests.release(part);
       }
     }
@@ -38,7 +37,6 @@ struct sendrecv_ext final : device::request_ext {
   }
   int finish(device::request &r, void *status) override {
     (void)r;
-    device::typed_recv_finish(*recv);
     api::status_fill(static_cast<MPI_Status *>(status), *recv);
     const int error = recv->status_error;
     if (send != nullptr) device::rt->requests.release(send);

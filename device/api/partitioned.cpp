@@ -155,7 +155,6 @@ struct precv_ext final : device::request_ext {
       api::status_proc_null(static_cast<MPI_Status *>(status));
       return MPI_SUCCESS;
     }
-    device::typed_recv_finish(*recv);
     recv->status_tag = tag;  // the user's, not the wire's
     api::status_fill(static_cast<MPI_Status *>(status), *recv);
     const int error = recv->status_error;
@@ -228,7 +227,6 @@ precv_ext::~precv_ext() {
   if (recv != nullptr) {
     recv->freed = true;
     if (recv->complete) {
-      device::typed_recv_finish(*recv);
       device::rt->requests.release(recv);
     }
   }

@@ -65,7 +65,6 @@ int request_finish(MPI_Request *handle, MPI_Status *status) {
   if (r.ext != nullptr) {
     error = r.ext->finish(r, status);
   } else {
-    device::typed_recv_finish(r);
     api::status_fill(status, r);
     error = r.kind != device::request_kind::send ? r.status_error : MPI_SUCCESS;
   }
@@ -289,7 +288,6 @@ int MPI_Request_free(MPI_Request *request) {
   }
   r.freed = true;  // the device releases it when it completes
   if (r.complete) {
-    device::typed_recv_finish(r);
     device::rt->requests.release(&r);
   }
   return MPI_SUCCESS;

@@ -912,6 +912,66 @@ TEST_F(FailureTest, RefusedCmaFallsBackToThePipelineSilently) {
   EXPECT_EQ(r.output.find("by cma 0,"), std::string::npos) << r.output;
 }
 
+// Non-contiguous messages of large blocks (vectors of 4 KiB blocks, a
+// struct and an indexed type, into other layouts and contiguous buffers) are
+// read with CMA, one iovec per block, under `cma` and `auto` and on both shm
+// transports: IRIS_STATS counts the scattered reads of the receiving ranks.
+// Small blocks, the pipeline engine, a mean block under IRIS_CMA_MIN_BLOCK,
+// descriptions that do not fit a fragment and a kernel that refuses CMA take
+// the pipeline. The program checks every byte and gap either way.
+TEST(Scattered, LargeBlocksAreReadWithCmaEveryByteChecked) {
+  struct variant {
+    const char *name;
+    env_list env;
+    std::uint64_t scattered;  // by each receiving rank
+    int ranks = 2;
+  };
+  // The program's large blocks are 3-6 KiB: under the default minimum. Its
+  // messages are 6 MB: above IRIS_PIPELINE_LARGE, under which `auto` reads
+  // with CMA a message matched while another streams (the last one).
+  const env_list small_minimum = {{"IRIS_CMA_MIN_BLOCK", "2048"},
+                                  {"IRIS_PIPELINE_LARGE", "1073741824"}};
+  const auto with = [&small_minimum](env_list more) {
+    more.insert(more.end(), small_minimum.begin(), small_minimum.end());
+    return more;
+  };
+  const variant variants[] = {
+      {"cma", with({{"IRIS_RNDV_ENGINE", "cma"}}), 13},
+      // A message alone is pipelined under auto, as a contiguous one.
+      {"auto", with({}), 1, 4},
+      {"auto, receive queues", with({{"IRIS_SHM_DENSE_RANKS", "0"}}), 1},
+      {"pipeline", with({{"IRIS_RNDV_ENGINE", "pipeline"}}), 0},
+      {"cma, blocks under the default minimum", {{"IRIS_RNDV_ENGINE", "cma"}}, 0},
+      // Only a contiguous sender needs no description: 2 of the 13.
+      {"cma, descriptions larger than a fragment",
+       with({{"IRIS_RNDV_ENGINE", "cma"}, {"IRIS_SHM_FRAGMENT_SIZE", "64"}}), 2},
+      {"cma refused by the kernel",
+       with({{"LD_PRELOAD", required_env("IRIS_NO_CMA_LIBRARY")},
+             {"ASAN_OPTIONS", "verify_asan_link_order=0"},
+             {"IRIS_RNDV_ENGINE", "cma"}}),
+       0},
+  };
+  for (const variant &v : variants) {
+    SCOPED_TRACE(v.name);
+    env_list env = v.env;
+    env.emplace_back("IRIS_STATS", "1");
+    const run_result r = job(v.ranks, "scattered", {}, env, 120);
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    EXPECT_NE(r.output.find("scattered: all checks passed on " + std::to_string(v.ranks)),
+              std::string::npos)
+        << r.output;
+    for (int rank = 0; rank < v.ranks; ++rank) {
+      const std::string line = "iris: rank " + std::to_string(rank) + " stats: ";
+      const std::size_t at = r.output.find(line);
+      ASSERT_NE(at, std::string::npos) << r.output;
+      const std::size_t count = r.output.find("by scattered reads ", at);
+      ASSERT_NE(count, std::string::npos) << r.output;
+      const std::uint64_t reads = std::stoull(r.output.substr(count + 19));
+      EXPECT_EQ(reads, rank % 2 == 1 ? v.scattered : 0) << "rank " << rank << "\n" << r.output;
+    }
+  }
+}
+
 // The same Iris programs under the launchers people already use: Open MPI's
 // mpirun (PMIx) and MPICH's Hydra (PMI-1, over PMI_FD and over -pmi-port).
 struct other_launcher {

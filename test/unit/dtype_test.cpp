@@ -360,5 +360,189 @@ TEST(Dtype, RandomNestedTypesMatchAReferencePackerAtAnyPieceBoundary) {
   EXPECT_GT(unpack_checked, 100) << "too few types without overlaps to check unpacking";
 }
 
+// ---- iovecs for single-copy reads, and the sender's layout description -----
+
+// The iovecs of the bytes [first, first + n) gathered from memory, in order.
+std::vector<std::byte> gathered(const iovec *v, std::size_t used) {
+  std::vector<std::byte> out;
+  for (std::size_t i = 0; i < used; ++i) {
+    const auto *b = static_cast<const std::byte *>(v[i].iov_base);
+    out.insert(out.end(), b, b + v[i].iov_len);
+  }
+  return out;
+}
+
+// dtype_segments at random chunk boundaries and random iovec limits names
+// exactly the reference packer's bytes (gathering them is packing), stops
+// only when its iovecs are full, and scattering into them is unpacking:
+// every byte of the data lands, every gap keeps its byte. The same holds
+// for the type rebuilt from its description (what a receiver reads).
+TEST(Dtype, SegmentsAndDescriptionsMatchAReferencePackerAtAnyChunkBoundary) {
+  int scatter_checked = 0;
+  for (unsigned seed = 1; seed <= 300; ++seed) {
+    SCOPED_TRACE("seed " + std::to_string(seed));
+    std::mt19937 rng(seed * 7919U);
+    const made m = random_type(rng, 1 + static_cast<int>(seed % 4));
+    const int count = 1 + static_cast<int>(rng() % 4);
+    // The sender's description, read back: both must name the same bytes.
+    std::vector<std::byte> text(64 * 1024);
+    const std::size_t described = dtype_describe(m.type, count, text.data(), text.size());
+    if (m.type.packed_size == 0) {
+      EXPECT_EQ(described, 0U);
+      continue;
+    }
+    ASSERT_NE(described, 0U);
+    dtype rebuilt;
+    int rebuilt_count = 0;
+    ASSERT_TRUE(dtype_read_description(text.data(), described, rebuilt, rebuilt_count));
+    ASSERT_EQ(rebuilt_count, count);
+    ASSERT_EQ(rebuilt.packed_size, m.type.packed_size);
+    ASSERT_EQ(rebuilt.extent, m.type.extent);
+    EXPECT_EQ(dtype_runs(rebuilt), dtype_runs(m.type));
+    EXPECT_EQ(dtype_describe(m.type, count, text.data(), described - 8), 0U)
+        << "a description that does not fit is refused";
+    for (const dtype *t :
+         {static_cast<const dtype *>(&m.type), static_cast<const dtype *>(&rebuilt)}) {
+      std::vector<piece> all;
+      for (int e = 0; e < count; ++e) shifted(all, m.map, e * t->extent);
+      std::size_t packed = 0;
+      std::int64_t lo = 0;
+      std::int64_t hi = 0;
+      for (const piece &p : all) {
+        packed += p.length;
+        lo = std::min(lo, p.at);
+        hi = std::max(hi, p.at + static_cast<std::int64_t>(p.length));
+      }
+      const std::int64_t margin = 16;
+      const auto span = static_cast<std::size_t>(hi - lo + 2 * margin);
+      std::vector<std::byte> source(span);
+      for (std::byte &b : source) b = static_cast<std::byte>(rng());
+      std::byte *origin = source.data() + (margin - lo);
+      std::vector<std::byte> want;
+      for (const piece &p : all) want.insert(want.end(), origin + p.at, origin + p.at + p.length);
+      // Gather: chunks of random length, random iovec limits (1 to IOV_MAX).
+      std::vector<iovec> v(1024);
+      std::vector<std::byte> got;
+      std::vector<std::vector<iovec>> chunks;  // kept for the scatter below
+      while (got.size() < packed) {
+        const std::size_t first = got.size();
+        const std::size_t n = 1 + rng() % (1 + packed / 3);
+        const std::size_t max = rng() % 4 == 0 ? 1024 : 1 + rng() % 5;
+        std::size_t used = 0;
+        const std::size_t covered = dtype_segments(reinterpret_cast<std::uintptr_t>(origin), count,
+                                                   *t, first, n, v.data(), max, used);
+        const std::size_t asked = std::min(n, packed - first);
+        ASSERT_LE(used, max);
+        ASSERT_GT(covered, 0U);
+        ASSERT_TRUE(covered == asked || (covered < asked && used == max))
+            << "stopped short with room left: " << covered << " of " << asked;
+        std::size_t sum = 0;
+        for (std::size_t i = 0; i < used; ++i) sum += v[i].iov_len;
+        ASSERT_EQ(sum, covered);
+        const std::vector<std::byte> part = gathered(v.data(), used);
+        got.insert(got.end(), part.begin(), part.end());
+        chunks.emplace_back(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(used));
+      }
+      ASSERT_EQ(got.size(), packed);
+      ASSERT_TRUE(std::equal(want.begin(), want.end(), got.begin())) << "gathered bytes differ";
+      // Past the end: nothing.
+      std::size_t used = 9;
+      EXPECT_EQ(dtype_segments(reinterpret_cast<std::uintptr_t>(origin), count, *t, packed, 5,
+                               v.data(), 4, used),
+                0U);
+      EXPECT_EQ(used, 0U);
+      if (overlaps(all)) continue;
+      // Scatter the packed bytes through the same iovecs, moved to another
+      // buffer: the data lands, the gaps keep their byte.
+      ++scatter_checked;
+      std::vector<std::byte> back(span, std::byte{0xee});
+      const std::ptrdiff_t move = back.data() - source.data();
+      std::size_t at = 0;
+      for (const std::vector<iovec> &chunk : chunks) {
+        for (const iovec &io : chunk) {
+          std::memcpy(static_cast<std::byte *>(io.iov_base) + move, want.data() + at, io.iov_len);
+          at += io.iov_len;
+        }
+      }
+      std::vector<bool> covered(span, false);
+      for (const piece &p : all) {
+        for (std::size_t k = 0; k < p.length; ++k) {
+          covered[static_cast<std::size_t>(margin - lo + p.at) + k] = true;
+        }
+      }
+      for (std::size_t k = 0; k < span; ++k) {
+        ASSERT_EQ(back[k], covered[k] ? source[k] : std::byte{0xee})
+            << "byte " << static_cast<std::int64_t>(k) - (margin - lo)
+            << (covered[k] ? " of the data" : " of a gap");
+      }
+    }
+  }
+  EXPECT_GT(scatter_checked, 200) << "too few types without overlaps to check scattering";
+}
+
+// A vector of a million 4 KiB blocks is a few words, and its iovecs come
+// out one per block, at most the limit per call.
+TEST(Dtype, VectorOfLargeBlocksIsOneIovecPerBlock) {
+  const dtype block = dtype_basic(4096, 8);
+  const dtype v = dtype_vector(1 << 20, 1, 8192, block);
+  std::byte text[256];
+  const std::size_t described = dtype_describe(v, 1, text, sizeof(text));
+  ASSERT_NE(described, 0U);
+  EXPECT_EQ(described, 9U * 8U);  // a header, the vector and its run
+  EXPECT_EQ(v.packed_size / dtype_runs(v), 4096U);
+  std::vector<iovec> io(1024);
+  std::size_t used = 0;
+  const std::uintptr_t origin = 0x100000;
+  EXPECT_EQ(dtype_segments(origin, 1, v, 2048, v.packed_size, io.data(), io.size(), used),
+            2048U + 1023U * 4096U);
+  ASSERT_EQ(used, 1024U);
+  EXPECT_EQ(reinterpret_cast<std::uintptr_t>(io[0].iov_base), origin + 2048);
+  EXPECT_EQ(io[0].iov_len, 2048U);
+  EXPECT_EQ(reinterpret_cast<std::uintptr_t>(io[1].iov_base), origin + 8192);
+  EXPECT_EQ(io[1023].iov_len, 4096U);
+  // A contiguous-equivalent type is one iovec, however many elements.
+  EXPECT_EQ(dtype_segments(origin, 1000, block, 0, 1000 * 4096, io.data(), 1, used), 1000U * 4096U);
+  EXPECT_EQ(used, 1U);
+}
+
+// A description that is cut, corrupted or nested too deep is refused, never
+// trusted (the receiver then asks for data packets).
+TEST(Dtype, BadDescriptionsAreRefused) {
+  const dtype i32 = basic(4);
+  const dtype inner = dtype_vector(3, 2, 20, i32);
+  const dtype outer = dtype_from_blocks({0, 100, 260}, {1, 2, 1}, {&inner, &i32, &inner}, true);
+  std::vector<std::byte> text(4096);
+  const std::size_t n = dtype_describe(outer, 5, text.data(), text.size());
+  ASSERT_NE(n, 0U);
+  dtype t;
+  int count = 0;
+  ASSERT_TRUE(dtype_read_description(text.data(), n, t, count));
+  EXPECT_EQ(count, 5);
+  for (std::size_t cut = 0; cut < n; cut += 8) {
+    EXPECT_FALSE(dtype_read_description(text.data(), cut, t, count)) << "cut at " << cut;
+  }
+  EXPECT_FALSE(dtype_read_description(text.data(), n + 8, t, count)) << "trailing words";
+  EXPECT_FALSE(dtype_read_description(text.data(), n - 3, t, count)) << "not whole words";
+  std::vector<std::byte> bad(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(n));
+  bad[0] ^= std::byte{1};
+  EXPECT_FALSE(dtype_read_description(bad.data(), n, t, count)) << "magic";
+  // Random words anywhere: refused or sound, never a crash (ASan checks).
+  std::mt19937 rng(19);
+  for (int trial = 0; trial < 2000; ++trial) {
+    bad.assign(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(n));
+    const std::size_t word = 1 + rng() % (n / 8 - 1);
+    const std::uint64_t value = rng() % 3 == 0 ? rng() % 4 : (std::uint64_t{rng()} << 32) | rng();
+    std::memcpy(bad.data() + word * 8, &value, 8);
+    if (dtype_read_description(bad.data(), n, t, count)) {
+      EXPECT_GT(count, 0);
+      EXPECT_GT(t.packed_size, 0U);
+    }
+  }
+  // Nesting deeper than a description holds is not described.
+  dtype deep = i32;
+  for (int level = 0; level < 40; ++level) deep = dtype_vector(2, 1, 64 << (level % 8), deep);
+  EXPECT_EQ(dtype_describe(deep, 1, text.data(), text.size()), 0U);
+}
+
 }  // namespace
 }  // namespace iris::device
