@@ -42,8 +42,17 @@ void schedule::recv(const typed_buffer &where, int from, int sub) {
   steps_.push_back({step_kind::recv, where, {}, from, sub, 0, 0, on_local_});
 }
 
+// The program may free op (and the type) while the schedule is pending: the
+// schedule holds op until it is destroyed, and takes the extent from `in`.
 void schedule::reduce(const typed_buffer &in, const typed_buffer &inout, int op, int datatype) {
+  op_hold(op);
   steps_.push_back({step_kind::reduce, in, inout, 0, 0, op, datatype});
+}
+
+schedule::~schedule() {
+  for (const step &s : steps_) {
+    if (s.kind == step_kind::reduce) op_unhold(s.op);
+  }
 }
 
 void schedule::copy(const typed_buffer &from, const typed_buffer &to) {
@@ -79,7 +88,8 @@ void schedule::run(const step &s) {
       status = typed_recv_start(to, to.collective_context(), s.a, s.peer, tag_ + s.sub, r);
       break;
     case step_kind::reduce:
-      op_apply(s.op, s.a.base, s.b.base, static_cast<std::size_t>(s.a.count), s.datatype);
+      op_apply(s.op, s.a.base, s.b.base, static_cast<std::size_t>(s.a.count), s.datatype,
+               s.a.type->extent);
       break;
     case step_kind::copy:
       typed_copy(s.a, s.b);

@@ -41,6 +41,9 @@ class schedule {
  public:
   // A schedule over `comm`, taking its next collective sequence number.
   explicit schedule(communicator &comm);
+  ~schedule();
+  schedule(const schedule &) = delete;
+  schedule &operator=(const schedule &) = delete;
 
   const communicator &comm() const { return *comm_; }
   // Over an intercommunicator, sends and receives name ranks of the remote

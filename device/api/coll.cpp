@@ -74,7 +74,7 @@ struct reduction {
 // upper = lower o upper: `lower` holds the contributions of lower ranks.
 void combine(const reduction &red, const image &lower, image &upper) {
   device::op_apply(red.op, lower.origin(), upper.origin(), static_cast<std::size_t>(red.count),
-                   red.type);
+                   red.type, red.t->extent);
 }
 
 // Binomial tree towards `root`: a rank combines into `acc` the partial results
@@ -446,7 +446,7 @@ int MPI_Reduce_local(const void *inbuf, void *inoutbuf, int count, MPI_Datatype 
     return err;
   }
   if (int err = coll::check_op(call, *world, op, datatype)) return err;
-  device::op_apply(op, inbuf, inoutbuf, static_cast<std::size_t>(count), datatype);
+  device::op_apply(op, inbuf, inoutbuf, static_cast<std::size_t>(count), datatype, in.type->extent);
   return MPI_SUCCESS;
 }
 
