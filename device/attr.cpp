@@ -83,8 +83,9 @@ keyval_check keyval_lookup(attr_kind kind, int handle) {
     return kind == attr_kind::comm ? keyval_check::predefined : keyval_check::wrong_kind;
   }
   const keyval &k = state().keyvals[index];
-  if (k.freed) return keyval_check::invalid;
-  return k.kind == kind ? keyval_check::ok : keyval_check::wrong_kind;
+  if (k.freed && k.uses == 0) return keyval_check::invalid;
+  if (k.kind != kind) return keyval_check::wrong_kind;
+  return k.freed ? keyval_check::freed_in_use : keyval_check::ok;
 }
 
 void keyval_free(int handle) {

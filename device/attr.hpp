@@ -33,7 +33,9 @@ inline constexpr int predefined_keyvals = 7;
 // A new keyval of `kind`; a null callback stands for the null one.
 int keyval_create(attr_kind kind, attr_copy_fn *copy, attr_delete_fn *del, void *extra);
 
-enum class keyval_check : std::uint8_t { ok, invalid, wrong_kind, predefined };
+// freed_in_use: freed by the user while attributes still use it, which the
+// program deletes with (a copy of) the freed handle, as MPI-4.1 7.7.2 says.
+enum class keyval_check : std::uint8_t { ok, invalid, wrong_kind, predefined, freed_in_use };
 // Whether `keyval` is a live keyval of `kind` (predefined: a predefined one).
 keyval_check keyval_lookup(attr_kind kind, int keyval);
 // Marks a keyval freed (checked by keyval_lookup first).

@@ -13,14 +13,12 @@ namespace {
 using node = dtype_node;
 using kind = dtype_node::kind;
 
-dtype_tree make_run(std::size_t bytes, std::size_t unit, std::size_t first, std::size_t second,
-                    std::size_t elements, dtype_tree counting = nullptr) {
+dtype_tree make_run(std::size_t bytes, std::size_t unit, std::size_t elements,
+                    dtype_tree counting = nullptr) {
   auto n = std::make_shared<node>();
   n->k = kind::run;
   n->packed = bytes;
   n->unit = unit;
-  n->first = first;
-  n->second = second;
   n->elements = elements;
   n->child = std::move(counting);  // unit 0 (mixed): the parts, for counting only
   return n;
@@ -41,16 +39,16 @@ dtype_tree make_vector(std::size_t count, std::int64_t stride, dtype_tree child)
 dtype_tree run_repeated(const dtype_tree &r, std::size_t count) {
   if (count == 1) return r;
   if (r->unit != 0) {
-    return make_run(count * r->packed, r->unit, r->first, r->second, count * r->elements);
+    return make_run(count * r->packed, r->unit, count * r->elements);
   }
-  return make_run(count * r->packed, 0, 0, 0, count * r->elements,
+  return make_run(count * r->packed, 0, count * r->elements,
                   make_vector(count, static_cast<std::int64_t>(r->packed), r));
 }
 
 bool same_shape(const node &a, const node &b) {
   if (&a == &b) return true;
   return a.k == kind::run && b.k == kind::run && a.packed == b.packed && a.unit == b.unit &&
-         a.unit != 0 && a.first == b.first && a.second == b.second;
+         a.unit != 0;
 }
 
 // Appends `child` at `displ`, merging it into the previous run when both are
@@ -64,9 +62,8 @@ void list_append(std::vector<node::entry> &out, std::int64_t displ, dtype_tree c
         last.displ + static_cast<std::int64_t>(a.packed) == displ) {
       const std::size_t bytes = a.packed + child->packed;
       const std::size_t elements = a.elements + child->elements;
-      if (a.unit != 0 && a.unit == child->unit && a.second == 0 && child->second == 0 &&
-          a.packed % a.unit == 0) {
-        last.child = make_run(bytes, a.unit, a.first, 0, elements);
+      if (a.unit != 0 && a.unit == child->unit && a.packed % a.unit == 0) {
+        last.child = make_run(bytes, a.unit, elements);
       } else {
         // Different basic elements: one run to copy, and the two parts
         // (relative to the merged run) to count elements by.
@@ -76,7 +73,7 @@ void list_append(std::vector<node::entry> &out, std::int64_t displ, dtype_tree c
         parts->entries.push_back({static_cast<std::int64_t>(a.packed), child, a.packed});
         parts->packed = bytes;
         parts->elements = elements;
-        last.child = make_run(bytes, 0, 0, 0, elements, std::move(parts));
+        last.child = make_run(bytes, 0, elements, std::move(parts));
       }
       return;
     }
@@ -87,7 +84,7 @@ void list_append(std::vector<node::entry> &out, std::int64_t displ, dtype_tree c
 // The tree of a list of entries: a single entry at 0 is its child; equal
 // children at a constant stride are a vector.
 dtype_tree make_list(std::vector<node::entry> entries) {
-  if (entries.empty()) return make_run(0, 1, 1, 0, 0);
+  if (entries.empty()) return make_run(0, 1, 0);
   if (entries.size() == 1 && entries[0].displ == 0) return entries[0].child;
   auto n = std::make_shared<node>();
   n->k = kind::list;
@@ -122,12 +119,13 @@ dtype_tree block_of(const dtype &old, std::size_t blocklen) {
 }
 
 // The alignment and pair layout of each predefined type that is not a
-// single basic element of its own size.
+// single basic element of its own size. A pair is a struct of its value
+// (`first` bytes at 0) and an int at `second` - 4.
 struct builtin_shape {
   int handle;
   std::size_t alignment;
   std::size_t first;   // pairs: where the first component ends
-  std::size_t second;  // pairs: where the second component ends
+  std::size_t second;  // pairs: where the second component (an int) ends
 };
 
 constexpr builtin_shape shapes[] = {
@@ -150,14 +148,20 @@ dtype predefined(int handle) {
     if (s.handle != handle) continue;
     t.alignment = s.alignment;
     if (s.second != 0) {
-      // The pair types travel whole, padding included, so their messages
-      // look the same however they are described; they hold two elements.
-      t.tree = make_run(extent, extent, s.first, s.second, 2);
+      // The pair types are the structs they stand for: their data travels
+      // without the padding (signature {value, int}, as a struct of the two
+      // sends and receives it), two basic elements.
+      std::vector<node::entry> parts;
+      list_append(parts, 0, make_run(s.first, s.first, 1));
+      list_append(parts, static_cast<std::int64_t>(s.second - 4), make_run(4, 4, 1));
+      t.tree = make_list(std::move(parts));
+      t.packed_size = t.tree->packed;
+      t.true_extent = static_cast<std::int64_t>(s.second);
       t.basic_count = 2;
     }
   }
   t.size = static_cast<std::size_t>(datatype_size(handle));
-  t.basic_size = t.size;
+  t.basic_size = t.basic_count == 2 ? (t.size == 8 ? 4 : 0) : t.size;
   t.predefined = true;
   t.name = datatype_name(handle);
   return t;
@@ -294,7 +298,7 @@ void dtype_release(int handle) {
 
 dtype dtype_basic(std::size_t bytes, std::size_t alignment) {
   dtype t;
-  t.tree = make_run(bytes, bytes, bytes, 0, 1);
+  t.tree = make_run(bytes, bytes, 1);
   t.size = t.packed_size = bytes;
   t.extent = t.true_extent = static_cast<std::int64_t>(bytes);
   t.alignment = alignment;
@@ -334,7 +338,7 @@ dtype dtype_from_blocks(const std::vector<std::int64_t> &byte_displs,
 dtype dtype_vector(std::size_t count, std::size_t blocklen, std::int64_t stride, const dtype &old) {
   dtype t;
   if (count == 0 || blocklen == 0) {
-    t.tree = make_run(0, 1, 1, 0, 0);
+    t.tree = make_run(0, 1, 0);
     t.alignment = old.alignment;
     return t;
   }
@@ -503,20 +507,8 @@ std::size_t node_elements(const node &n, std::size_t bytes, std::size_t &rest) {
   switch (n.k) {
     case kind::run: {
       if (n.unit == 0) return n.child ? node_elements(*n.child, bytes, rest) : 0;
-      const std::size_t per = n.second != 0 ? 2 : 1;
-      const std::size_t tail = bytes % n.unit;
-      std::size_t count = bytes / n.unit * per;
-      if (n.second == 0) {
-        rest += tail;
-      } else if (tail >= n.second) {
-        count += 2;  // both, and padding
-      } else if (tail >= n.first) {
-        count += 1;
-        rest += tail - n.first;
-      } else {
-        rest += tail;
-      }
-      return count;
+      rest += bytes % n.unit;
+      return bytes / n.unit;
     }
     case kind::vector: {
       if (n.child->packed == 0) return 0;
@@ -541,8 +533,7 @@ std::size_t node_bytes(const node &n, std::size_t elements) {
   switch (n.k) {
     case kind::run: {
       if (n.unit == 0) return n.child ? node_bytes(*n.child, elements) : 0;
-      if (n.second == 0) return elements * n.unit;
-      return elements / 2 * n.unit + (elements % 2 != 0 ? n.first : 0);
+      return elements * n.unit;
     }
     case kind::vector: {
       if (n.child->elements == 0) return 0;

@@ -46,12 +46,9 @@ struct dtype_node {
   kind k = kind::run;
   std::size_t packed = 0;    // bytes one instance takes in the packed stream
   std::size_t elements = 0;  // basic elements in one instance
-  // run: the basic element it repeats: `unit` bytes holding `first` and
-  // then `second` bytes of data (second != 0 only for the pair types, whose
-  // padding travels with them).
+  // run: the size of the basic element it repeats (0: mixed elements,
+  // counted through `child`).
   std::size_t unit = 0;
-  std::size_t first = 0;
-  std::size_t second = 0;
   // vector
   std::size_t count = 0;
   std::int64_t stride = 0;
@@ -63,9 +60,7 @@ struct dtype_node {
 struct dtype {
   dtype_tree tree;              // one element's data, compiled
   std::size_t size = 0;         // bytes of data in one element (MPI_Type_size)
-  std::size_t packed_size = 0;  // bytes one element takes in a message: the data,
-                                // and the padding of the pair types (MINLOC/MAXLOC),
-                                // which travel whole as they always have
+  std::size_t packed_size = 0;  // bytes one element takes in a message: its data
   std::int64_t lb = 0;          // lower bound
   std::int64_t extent = 0;      // ub - lb (negative after a resize may be)
   std::int64_t true_lb = 0;     // of the data itself (MPI-4.1 5.1.8)

@@ -44,9 +44,11 @@ struct user_op {
   MPI_User_function *function = nullptr;
   MPI_User_function_c *function_c = nullptr;  // MPI_Op_create_c
   bool commutative = false;
+  bool freed = false;  // MPI_Op_free came while operations held it
+  int holds = 0;       // pending operations that use it (op_hold)
   bool live() const { return function != nullptr || function_c != nullptr; }
 };
-// Indexed by handle index - predefined_ops; a freed slot has no function.
+// Indexed by handle index - predefined_ops; a free slot has no function.
 std::vector<user_op> user_ops;
 
 int index_of(int handle) {
@@ -55,10 +57,17 @@ int index_of(int handle) {
   return static_cast<int>(bits & 0x0fffffffU);
 }
 
-const user_op *user_lookup(int handle) {
+// The slot of a user op, freed or not, while it has a function.
+user_op *user_slot(int handle) {
   const int index = index_of(handle) - predefined_ops;
   if (index < 0 || index >= static_cast<int>(user_ops.size())) return nullptr;
   return user_ops[index].live() ? &user_ops[index] : nullptr;
+}
+
+// A user op whose handle is live (not freed).
+const user_op *user_lookup(int handle) {
+  const user_op *u = user_slot(handle);
+  return u != nullptr && !u->freed ? u : nullptr;
 }
 
 // --- kernels: inout[i] = in[i] o inout[i] -------------------------------
@@ -410,22 +419,24 @@ const char *op_type_mismatch(int op, int datatype) {
   return kernel_for(index, datatype) != nullptr ? nullptr : allowed_types(index);
 }
 
-void op_apply(int op, const void *in, void *inout, std::size_t count, int datatype) {
+void op_apply(int op, const void *in, void *inout, std::size_t count, int datatype,
+              std::int64_t extent) {
   if (const dtype *t = dtype_lookup(datatype); t != nullptr && t->wide_of != 0) {
     count *= t->wide_count;
     datatype = t->wide_of;
+    extent = dtype_lookup(datatype)->extent;
   }
   const int index = index_of(op);
   if (index == replace || count == 0) return;  // x o y = y: inout already holds y
   if (index == no_op) {
-    std::memmove(inout, in, count * datatype_extent(datatype));
+    std::memmove(inout, in, count * static_cast<std::size_t>(extent));
     return;
   }
   if (index < predefined_ops) {
     kernel_for(index, datatype)(in, inout, count);
     return;
   }
-  const user_op *u = user_lookup(op);
+  const user_op *u = user_slot(op);
   MPI_Datatype type = datatype;
   if (u->function_c != nullptr) {
     auto len = static_cast<MPI_Count>(count);
@@ -433,7 +444,6 @@ void op_apply(int op, const void *in, void *inout, std::size_t count, int dataty
     return;
   }
   // The user function takes an int count: feed it in pieces that fit.
-  const std::int64_t extent = dtype_lookup(datatype)->extent;
   for (std::size_t done = 0; done < count;) {
     const int chunk = static_cast<int>(std::min<std::size_t>(count - done, INT_MAX));
     int len = chunk;
@@ -460,8 +470,23 @@ int op_create_c(MPI_User_function_c *function, bool commutative) {
 
 bool op_free(int handle) {
   if (user_lookup(handle) == nullptr) return false;
-  user_ops[static_cast<std::size_t>(index_of(handle) - predefined_ops)] = {};
+  user_op &u = user_ops[static_cast<std::size_t>(index_of(handle) - predefined_ops)];
+  if (u.holds > 0) {
+    u.freed = true;  // op_unhold empties the slot
+  } else {
+    u = {};
+  }
   return true;
+}
+
+void op_hold(int handle) {
+  if (user_op *u = user_slot(handle)) ++u->holds;
+}
+
+void op_unhold(int handle) {
+  user_op *u = user_slot(handle);
+  if (u == nullptr) return;
+  if (--u->holds == 0 && u->freed) *u = {};
 }
 
 }  // namespace iris::device

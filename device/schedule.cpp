@@ -42,15 +42,27 @@ void schedule::recv(const typed_buffer &where, int from, int sub) {
   steps_.push_back({step_kind::recv, where, {}, from, sub, 0, 0, on_local_});
 }
 
+// The program may free op (and the type) while the schedule is pending: the
+// schedule holds op until it is destroyed, and takes the extent from `in`.
 void schedule::reduce(const typed_buffer &in, const typed_buffer &inout, int op, int datatype) {
   // A large-count temporary type is resolved now, to the elements of the
-  // type it stands for: its handle is freed when the binding returns.
+  // type it stands for: its handle is freed when the binding returns. The
+  // element's extent is kept too, in case the program frees the type.
+  op_hold(op);
   auto elements = static_cast<std::size_t>(in.count);
+  std::int64_t extent = in.type->extent;
   if (const dtype *t = dtype_lookup(datatype); t != nullptr && t->wide_of != 0) {
     elements *= t->wide_count;
     datatype = t->wide_of;
+    extent = dtype_lookup(datatype)->extent;
   }
-  steps_.push_back({step_kind::reduce, in, inout, 0, 0, op, datatype, false, elements});
+  steps_.push_back({step_kind::reduce, in, inout, 0, 0, op, datatype, false, elements, extent});
+}
+
+schedule::~schedule() {
+  for (const step &s : steps_) {
+    if (s.kind == step_kind::reduce) op_unhold(s.op);
+  }
 }
 
 void schedule::copy(const typed_buffer &from, const typed_buffer &to) {
@@ -86,7 +98,7 @@ void schedule::run(const step &s) {
       status = typed_recv_start(to, to.collective_context(), s.a, s.peer, tag_ + s.sub, r);
       break;
     case step_kind::reduce:
-      op_apply(s.op, s.a.base, s.b.base, s.elements, s.datatype);
+      op_apply(s.op, s.a.base, s.b.base, s.elements, s.datatype, s.extent);
       break;
     case step_kind::copy:
       typed_copy(s.a, s.b);

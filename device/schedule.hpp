@@ -41,6 +41,9 @@ class schedule {
  public:
   // A schedule over `comm`, taking its next collective sequence number.
   explicit schedule(communicator &comm);
+  ~schedule();
+  schedule(const schedule &) = delete;
+  schedule &operator=(const schedule &) = delete;
 
   const communicator &comm() const { return *comm_; }
   // Over an intercommunicator, sends and receives name ranks of the remote
@@ -81,6 +84,7 @@ class schedule {
     int datatype = 0;
     bool local = false;        // send, recv: to a rank of the local group
     std::size_t elements = 0;  // reduce: elements of `datatype`
+    std::int64_t extent = 0;   // reduce: of one element of `datatype`
   };
   void run(const step &s);
 

@@ -11,8 +11,9 @@ namespace {
 
 // Finds the best non-increasing factorisation of `n` into `slots` factors,
 // each at most `cap`: the one whose largest and smallest factors are
-// closest. Factors are taken from `divisors` (every divisor of the number
-// being split, largest first); `chosen` holds the factors picked so far.
+// closest and, among those, whose smaller factors are the largest. Factors are taken from
+// `divisors` (every divisor of the number being split, largest first); `chosen` holds the factors
+// picked so far.
 struct factor_search {
   std::vector<int> divisors;
   std::vector<int> chosen;
@@ -33,7 +34,12 @@ struct factor_search {
     if (slots == 0) {
       if (n != 1) return;
       const int spread = chosen.empty() ? 0 : chosen.front() - chosen.back();
-      if (best_spread < 0 || spread < best_spread) {
+      // Of equal spreads, the larger smallest factor, then the larger next
+      // one up (13x9x8x6, not 13x12x6x6), as MPICH chooses.
+      const bool evener =
+          spread == best_spread &&
+          std::lexicographical_compare(best.rbegin(), best.rend(), chosen.rbegin(), chosen.rend());
+      if (best_spread < 0 || spread < best_spread || evener) {
         best_spread = spread;
         best = chosen;
       }

@@ -17,12 +17,16 @@ const char *kind_name(attr_kind kind) {
 }
 
 // Checks that `keyval` is a live keyval of `kind`; with `settable`, a
-// predefined one (MPI_TAG_UB ...) is an error too.
+// predefined one (MPI_TAG_UB ...) is an error too. With `freed_ok`, so is
+// a freed one that attributes still use (to get or delete those).
 int check_keyval(const char *call, const device::communicator *c, attr_kind kind, int keyval,
-                 bool settable) {
+                 bool settable, bool freed_ok = false) {
   switch (device::keyval_lookup(kind, keyval)) {
     case keyval_check::ok:
       return MPI_SUCCESS;
+    case keyval_check::freed_in_use:
+      if (freed_ok) return MPI_SUCCESS;
+      break;
     case keyval_check::predefined:
       if (!settable) return MPI_SUCCESS;
       return device::error_raise(c, call, MPI_ERR_KEYVAL,
@@ -131,7 +135,7 @@ int set_attr(const char *call, attr_kind kind, int obj, int keyval, void *value)
 int get_attr(const char *call, attr_kind kind, int obj, int keyval, void *value, int *flag) {
   device::communicator *c = nullptr;
   if (int err = check_object(call, kind, obj, c)) return err;
-  if (int err = check_keyval(call, c, kind, keyval, false)) return err;
+  if (int err = check_keyval(call, c, kind, keyval, false, true)) return err;
   if (int err = api::check_not_null(call, c, value, "attribute_val")) return err;
   if (int err = api::check_not_null(call, c, flag, "flag")) return err;
   // attribute_val is really a void **: the value is a pointer, stored there.
@@ -147,7 +151,7 @@ int get_attr(const char *call, attr_kind kind, int obj, int keyval, void *value,
 int delete_attr(const char *call, attr_kind kind, int obj, int keyval) {
   device::communicator *c = nullptr;
   if (int err = check_object(call, kind, obj, c)) return err;
-  if (int err = check_keyval(call, c, kind, keyval, true)) return err;
+  if (int err = check_keyval(call, c, kind, keyval, true, true)) return err;
   // Deleting an attribute the object does not have is no error: the
   // standard names none for it.
   device::attr_result r;

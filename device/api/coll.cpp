@@ -78,7 +78,7 @@ struct reduction {
 // upper = lower o upper: `lower` holds the contributions of lower ranks.
 void combine(const reduction &red, const image &lower, image &upper) {
   device::op_apply(red.op, lower.origin(), upper.origin(), static_cast<std::size_t>(red.count),
-                   red.type);
+                   red.type, red.t->extent);
 }
 
 // Binomial tree towards `root`: a rank combines into `acc` the partial results
@@ -456,6 +456,6 @@ int iris::api::coll::reduce_local(const char *call, const void *inbuf, void *ino
     return err;
   }
   if (int err = coll::check_op(call, *world, op, datatype)) return err;
-  device::op_apply(op, inbuf, inoutbuf, static_cast<std::size_t>(count), datatype);
+  device::op_apply(op, inbuf, inoutbuf, static_cast<std::size_t>(count), datatype, in.type->extent);
   return MPI_SUCCESS;
 }

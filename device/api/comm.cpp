@@ -10,6 +10,7 @@
 #include "device/api/attr.hpp"
 #include "device/api/check.hpp"
 #include "device/api/info.hpp"
+#include "device/api/intercomm.hpp"
 #include "device/api/nbc.hpp"
 #include "device/topology_graph.hpp"
 
@@ -73,7 +74,8 @@ MPI_Comm split_common(communicator *c, int color, int key) {
   return device::comm_register(std::move(members), context, c->errhandler);
 }
 
-// Checks that every member of group `handle` belongs to `c`.
+// Checks that every member of group `handle` belongs to `c` (to its local
+// group, for an intercommunicator).
 int check_subgroup(const char *call, const communicator *c, MPI_Group handle,
                    const device::group *&out) {
   out = device::group_lookup(handle);
@@ -81,8 +83,9 @@ int check_subgroup(const char *call, const communicator *c, MPI_Group handle,
     return device::error_raise(c, call, MPI_ERR_GROUP, "invalid group handle 0x%x",
                                static_cast<unsigned>(handle));
   }
+  const std::vector<int> &members = c->inter ? c->local_world_rank : c->world_rank;
   for (int w : out->world_ranks) {
-    if (std::find(c->world_rank.begin(), c->world_rank.end(), w) == c->world_rank.end()) {
+    if (std::find(members.begin(), members.end(), w) == members.end()) {
       return device::error_raise(c, call, MPI_ERR_GROUP,
                                  "the group holds world rank %d, which is not in the communicator",
                                  w);
@@ -221,10 +224,15 @@ int MPI_Comm_split(MPI_Comm comm, int color, int key, MPI_Comm *newcomm) {
   const device::api_guard guard;
   const char *call = "MPI_Comm_split";
   communicator *c = nullptr;
-  if (int err = api::check_intracomm(call, comm, c)) return err;
+  if (int err = api::check_comm(call, comm, c)) return err;
   if (int err = api::check_not_null(call, c, newcomm, "newcomm")) return err;
   if (color < 0 && color != MPI_UNDEFINED) {
     return device::error_raise(c, call, MPI_ERR_ARG, "invalid color %d", color);
+  }
+  if (c->inter) {
+    device::communicator local = device::inter_local_group(*c);
+    *newcomm = api::inter_split(*c, device::comm_allgather_pairs(local, color, key), color);
+    return MPI_SUCCESS;
   }
   *newcomm = split_common(c, color, key);
   return MPI_SUCCESS;
@@ -276,10 +284,22 @@ int MPI_Comm_create(MPI_Comm comm, MPI_Group handle, MPI_Comm *newcomm) {
   const device::api_guard guard;
   const char *call = "MPI_Comm_create";
   communicator *c = nullptr;
-  if (int err = api::check_intracomm(call, comm, c)) return err;
+  if (int err = api::check_comm(call, comm, c)) return err;
   if (int err = api::check_not_null(call, c, newcomm, "newcomm")) return err;
   const device::group *g = nullptr;
   if (int err = check_subgroup(call, c, handle, g)) return err;
+  if (c->inter) {
+    // Each group gives a subgroup of its own: color 0 for its members,
+    // ordered as in the group.
+    std::vector<std::pair<int, int>> table;
+    for (int w : c->local_world_rank) {
+      const int in = g->rank_of(w);
+      table.emplace_back(in < 0 ? MPI_UNDEFINED : 0, in);
+    }
+    const int color = g->rank_of(device::rt->rank) < 0 ? MPI_UNDEFINED : 0;
+    *newcomm = api::inter_split(*c, table, color);
+    return MPI_SUCCESS;
+  }
   const std::uint32_t context = device::context_agree(*c);
   *newcomm = g->rank_of(device::rt->rank) < 0
                  ? MPI_COMM_NULL

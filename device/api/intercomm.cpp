@@ -1,13 +1,70 @@
 // MPI bindings for intercommunicators: Intercomm_create and
-// Intercomm_merge. Point-to-point over an intercommunicator takes the
+// Intercomm_merge, and inter_split (Comm_split and Comm_create over an
+// intercommunicator). Point-to-point over an intercommunicator takes the
 // ordinary path (its `world_rank` is the remote group); its collectives
 // are in nbc_inter.cpp.
+#include "device/api/intercomm.hpp"
+
 #include <algorithm>
 
 #include "device/api/check.hpp"
 
 using namespace iris;
 using iris::api::communicator;
+
+namespace {
+
+// The world ranks of the members of `color` in `table` (indexed by rank in
+// a group whose world ranks are `world`), ordered by key then by rank.
+std::vector<int> members_of(const std::vector<std::pair<int, int>> &table,
+                            const std::vector<int> &world, int color) {
+  std::vector<int> members;
+  for (std::size_t r = 0; r < table.size(); ++r) {
+    if (table[r].first == color) members.push_back(static_cast<int>(r));
+  }
+  std::stable_sort(members.begin(), members.end(), [&](int x, int y) {
+    return table[static_cast<std::size_t>(x)].second < table[static_cast<std::size_t>(y)].second;
+  });
+  for (int &m : members) m = world.at(static_cast<std::size_t>(m));
+  return members;
+}
+
+}  // namespace
+
+// As MPI_Comm_dup of an intercommunicator: each group agrees on a fresh
+// local context, the leaders exchange theirs with their group's table, and
+// two above the larger context is fresh for everyone. The new
+// intercommunicators of different colors share these contexts: their
+// members are disjoint.
+MPI_Comm iris::api::inter_split(device::communicator &inter,
+                                const std::vector<std::pair<int, int>> &table, int color) {
+  device::communicator local = device::inter_local_group(inter);
+  ++device::rt->agreeing;  // the other group may start sending first
+  const std::uint32_t mine = device::context_agree(local);
+  std::vector<int> theirs;  // their context, then (color, key) of each remote rank
+  if (inter.rank == 0) {
+    std::vector<int> sent = {static_cast<int>(mine)};
+    for (const auto &[c, k] : table) {
+      sent.push_back(c);
+      sent.push_back(k);
+    }
+    theirs = device::leader_exchange(inter, inter.collective_context(), 0,
+                                     device::tag_inter_leaders, sent);
+  }
+  device::group_bcast(local, 0, theirs);
+  const std::uint32_t context = std::max(mine, static_cast<std::uint32_t>(theirs.at(0))) + 2;
+  device::rt->next_context = std::max(device::rt->next_context, context + 2);
+  --device::rt->agreeing;
+  if (color == MPI_UNDEFINED) return MPI_COMM_NULL;
+  std::vector<std::pair<int, int>> remote_table;
+  for (std::size_t i = 1; i + 1 < theirs.size(); i += 2) {
+    remote_table.emplace_back(theirs[i], theirs[i + 1]);
+  }
+  std::vector<int> remote = members_of(remote_table, inter.world_rank, color);
+  if (remote.empty()) return MPI_COMM_NULL;
+  return device::comm_register_inter(members_of(table, inter.local_world_rank, color),
+                                     std::move(remote), context, mine, inter.errhandler);
+}
 
 extern "C" {
 

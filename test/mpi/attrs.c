@@ -1,8 +1,8 @@
 /* Attribute caching at any number of ranks: copy and delete callbacks
  * across Comm_dup/idup/dup_with_info, set_attr replacing, delete_attr and
  * Comm_free (counted, with their values and order); a freed keyval whose
- * attributes still call back; callbacks that fail; datatype attributes over
- * Type_dup and Type_free; the MPI-1 names; the predefined attributes; the
+ * attributes still call back and can be read and deleted with its handle; callbacks that fail;
+ * datatype attributes over Type_dup and Type_free; the MPI-1 names; the predefined attributes; the
  * error classes. MPI_COMM_SELF's delete callbacks run at MPI_Finalize and
  * print one line each (rank 0), which the gtest driver checks for order. */
 #include <stdint.h>
@@ -330,6 +330,32 @@ static void errors(void) {
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL);
 }
 
+/* MPI-4.1 7.7.2: the program deletes the attributes of a freed keyval
+ * itself, with a copy of its handle; get_attr reads them too. Once the
+ * last is gone the handle is invalid. */
+static void freed_keyval_delete(void) {
+  MPI_Comm x;
+  MPI_Comm_dup(MPI_COMM_WORLD, &x);
+  MPI_Comm_set_errhandler(x, MPI_ERRORS_RETURN);
+  int key = MPI_KEYVAL_INVALID;
+  MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, delete_record, &key, NULL);
+  const int saved = key;
+  MPI_Comm_set_attr(x, key, (void *)50);
+  MPI_Comm_free_keyval(&key);
+  int flag = 0;
+  void *value = NULL;
+  int err = MPI_Comm_get_attr(x, saved, &value, &flag);
+  CHECK(err == MPI_SUCCESS && flag == 1 && value == (void *)50,
+        "get_attr of a freed keyval in use returned %d, flag %d", err, flag);
+  reset();
+  err = MPI_Comm_delete_attr(x, saved);
+  CHECK(err == MPI_SUCCESS && nevents == 1 && values[0] == 50,
+        "delete_attr of a freed keyval in use returned %d, %d callbacks", err, nevents);
+  err = MPI_Comm_delete_attr(x, saved);
+  CHECK(err == MPI_ERR_KEYVAL, "delete_attr of a freed keyval no longer used returned %d", err);
+  MPI_Comm_free(&x);
+}
+
 /* MPI_COMM_SELF's attributes are deleted at the start of MPI_Finalize, the
  * last set first, while MPI still works. */
 static int self_delete(MPI_Comm comm, int keyval, void *value, void *extra) {
@@ -353,6 +379,7 @@ int main(int argc, char **argv) {
   mpi1_names();
   predefined();
   errors();
+  freed_keyval_delete();
   int key = MPI_KEYVAL_INVALID;
   MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, self_delete, &key, NULL);
   for (intptr_t i = 1; i <= 3; ++i) {

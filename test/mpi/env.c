@@ -100,6 +100,12 @@ static void dims(void) {
   expect_dims(8, 3, (int[]){2, 2, 2}, (int[]){2, 2, 2});
   expect_dims(1, 3, (int[]){0, 0, 0}, (int[]){1, 1, 1});
   expect_dims(720720, 4, (int[]){0, 0, 0, 0}, (int[]){33, 30, 28, 26});
+  /* Of the factorizations with the least spread, the one whose smaller
+   * factors are larger (the smallest first). */
+  expect_dims(5616, 4, (int[]){0, 0, 0, 0}, (int[]){13, 9, 8, 6});
+  expect_dims(20, 4, (int[]){0, 0, 0, 0}, (int[]){5, 2, 2, 1});
+  expect_dims(5040, 3, (int[]){0, 0, 0}, (int[]){21, 16, 15});
+  expect_dims(360, 3, (int[]){0, 0, 0}, (int[]){10, 6, 6});
   expect_dims(1000003, 2, (int[]){0, 0}, (int[]){1000003, 1}); /* a prime, quickly */
   expect_dims(1, 0, (int[]){0}, (int[]){0});                   /* no dimensions: only 1 fits */
   int d[3] = {0, 4, 0};

@@ -2,7 +2,8 @@
  * odd world ranks): sizes, groups and test_inter; point-to-point across it
  * with wildcards; a dup with its own traffic; a merge in both orders; and
  * the collectives over it (MPI_ROOT / MPI_PROC_NULL roots), blocking and
- * nonblocking, each result checked; Scan over it is MPI_ERR_COMM. Needs 2 ranks or more (at 1 it
+ * nonblocking, each result checked; Scan over it is MPI_ERR_COMM; Comm_split
+ * and Comm_create over it, checked by messages and a collective. Needs 2 ranks or more (at 1 it
  * only checks the intracommunicator answers). */
 #include <stdlib.h>
 
@@ -145,6 +146,93 @@ static void inter_collectives(MPI_Comm inter) {
   free(out);
 }
 
+/* An intercommunicator made from `inter`: its sizes and rank, and the
+ * remote group (world ranks `remote`, in order) by messages both ways and
+ * an Allreduce (sum of the remote group's world ranks). */
+static void check_sub(MPI_Comm sub, int lsize, int lrank, const int *remote, int rsize,
+                      const char *what) {
+  int flag = 0, n = -1, r = -1, m = -1;
+  MPI_Comm_test_inter(sub, &flag);
+  MPI_Comm_size(sub, &n);
+  MPI_Comm_rank(sub, &r);
+  MPI_Comm_remote_size(sub, &m);
+  CHECK(flag == 1 && n == lsize && r == lrank && m == rsize,
+        "%s: inter %d, local size %d rank %d, remote size %d; want %d %d %d", what, flag, n, r, m,
+        lsize, lrank, rsize);
+  if (m != rsize) return;
+  MPI_Request *reqs = malloc(sizeof(MPI_Request) * (size_t)rsize);
+  for (int j = 0; j < rsize; ++j) MPI_Isend(&rank, 1, MPI_INT, j, 9, sub, &reqs[j]);
+  for (int j = 0; j < rsize; ++j) {
+    int got = -1;
+    MPI_Recv(&got, 1, MPI_INT, j, 9, sub, MPI_STATUS_IGNORE);
+    CHECK(got == remote[j], "%s: remote rank %d is world rank %d, want %d", what, j, got,
+          remote[j]);
+  }
+  MPI_Waitall(rsize, reqs, MPI_STATUSES_IGNORE);
+  free(reqs);
+  int want = 0, sum = -1;
+  for (int j = 0; j < rsize; ++j) want += remote[j];
+  MPI_Allreduce(&rank, &sum, 1, MPI_INT, MPI_SUM, sub);
+  CHECK(sum == want, "%s: allreduce %d, want %d", what, sum, want);
+}
+
+/* Comm_split over the intercommunicator (color: local rank % 2, key: minus
+ * the local rank, so each side's order reverses; a color the other side
+ * lacks gives MPI_COMM_NULL), and Comm_create over it with each side's
+ * group minus its local rank 0 (all of it when that is alone). */
+static void split_and_create(MPI_Comm inter) {
+  int lsize = -1, lrank = -1, rsize = -1;
+  MPI_Comm_size(inter, &lsize);
+  MPI_Comm_rank(inter, &lrank);
+  MPI_Comm_remote_size(inter, &rsize);
+  const int other = 1 - rank % 2; /* remote local rank j is world rank 2j + other */
+  int *remote = malloc(sizeof(int) * (size_t)(rsize + 1));
+  MPI_Comm sub;
+  const int color = lrank % 2;
+  MPI_Comm_split(inter, color, -lrank, &sub);
+  int n = 0;
+  for (int j = rsize - 1; j >= 0; --j) {
+    if (j % 2 == color) remote[n++] = 2 * j + other;
+  }
+  int mine = 0, before = 0;
+  for (int l = 0; l < lsize; ++l) {
+    mine += l % 2 == color;
+    before += l % 2 == color && l > lrank;
+  }
+  if (n == 0) {
+    CHECK(sub == MPI_COMM_NULL, "split: color %d has no remote members, yet a communicator", color);
+  } else {
+    CHECK(sub != MPI_COMM_NULL, "split: no communicator for color %d", color);
+    if (sub != MPI_COMM_NULL) check_sub(sub, mine, before, remote, n, "split");
+  }
+  if (sub != MPI_COMM_NULL) MPI_Comm_free(&sub);
+
+  MPI_Group local, part;
+  MPI_Comm_group(inter, &local);
+  const int zero = 0;
+  if (lsize > 1) {
+    MPI_Group_excl(local, 1, &zero, &part);
+  } else {
+    MPI_Group_excl(local, 0, &zero, &part);
+  }
+  MPI_Comm_create(inter, part, &sub);
+  const int remote_skip = rsize > 1 ? 1 : 0;
+  n = 0;
+  for (int j = remote_skip; j < rsize; ++j) remote[n++] = 2 * j + other;
+  if (lsize > 1 && lrank == 0) {
+    CHECK(sub == MPI_COMM_NULL, "create: local rank 0 was left out, yet a communicator");
+  } else {
+    CHECK(sub != MPI_COMM_NULL, "create: no communicator");
+    if (sub != MPI_COMM_NULL) {
+      check_sub(sub, lsize > 1 ? lsize - 1 : 1, lsize > 1 ? lrank - 1 : 0, remote, n, "create");
+    }
+  }
+  if (sub != MPI_COMM_NULL) MPI_Comm_free(&sub);
+  MPI_Group_free(&part);
+  MPI_Group_free(&local);
+  free(remote);
+}
+
 int main(int argc, char **argv) {
   MPI_Init(&argc, &argv);
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
@@ -200,9 +288,7 @@ int main(int argc, char **argv) {
     exchange(inter, 5, "intercomm again");
 
     inter_collectives(inter);
-    MPI_Comm none = MPI_COMM_NULL;
-    const int serr = MPI_Comm_split(inter, 0, 0, &none);
-    CHECK(serr == MPI_ERR_COMM && none == MPI_COMM_NULL, "split of it returned %d", serr);
+    split_and_create(inter);
 
     MPI_Comm merged;
     MPI_Intercomm_merge(inter, rank % 2, &merged); /* evens low: first */

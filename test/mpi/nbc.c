@@ -8,8 +8,9 @@
  * at once, completed by Waitall in another order and by Waitany; persistent
  * collectives started several times with new data; the blocking Alltoallw
  * and Reduce_scatter(_block); the neighbourhood collectives on a periodic
- * 2-D grid and a distributed graph; and argument errors under
- * MPI_ERRORS_RETURN. */
+ * 2-D grid and a distributed graph; an op and a type freed while a
+ * nonblocking and a persistent reduction use them; and argument errors
+ * under MPI_ERRORS_RETURN. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -353,6 +354,61 @@ static void test_derived(int n) {
   MPI_Type_free(&strided);
 }
 
+/* MPI lets a program free an op and a type that pending collectives use.
+ * Rank 0 starts an Iallreduce (user op over a derived type) and a
+ * persistent Allreduce, frees the op and the type, makes a new op that
+ * would reuse the freed handle's slot (and poisons the result if it were
+ * applied instead), and only then lets the other ranks contribute: the
+ * reductions must still use the first op, the persistent one at every
+ * Start. */
+static void poison(void *in, void *inout, int *len, MPI_Datatype *type) {
+  (void)in;
+  (void)type;
+  int *q = inout;
+  for (int i = 0; i < 3 * *len; ++i) q[i] = -99;
+}
+
+static void test_freed_while_pending(void) {
+  enum { n = 6 };
+  MPI_Comm gate;
+  MPI_Comm_dup(MPI_COMM_WORLD, &gate);
+  if (rank != 0) MPI_Barrier(gate);
+  MPI_Datatype strided;
+  MPI_Type_vector(2, 1, 2, MPI_INT, &strided);
+  MPI_Type_commit(&strided);
+  MPI_Op op;
+  MPI_Op_create(sum_strided, 1, &op);
+  int a[3 * n], b[3 * n], c[3 * n];
+  for (int i = 0; i < 3 * n; ++i) {
+    a[i] = val(rank, i, 13);
+    b[i] = c[i] = -7;
+  }
+  MPI_Request r[2];
+  MPI_Iallreduce(a, b, n, strided, op, MPI_COMM_WORLD, &r[0]);
+  MPI_Allreduce_init(a, c, n, strided, op, MPI_COMM_WORLD, MPI_INFO_NULL, &r[1]);
+  MPI_Start(&r[1]);
+  MPI_Op_free(&op);
+  MPI_Type_free(&strided);
+  MPI_Op other;
+  MPI_Op_create(poison, 1, &other);
+  if (rank == 0) MPI_Barrier(gate);
+  MPI_Waitall(2, r, MPI_STATUSES_IGNORE);
+  for (int round = 0; round < 2; ++round) {
+    for (int i = 0; i < 3 * n; ++i) {
+      const int want = i % 3 == 1 ? -7 : sum_of(i, 13, 0, size - 1);
+      CHECK(b[i] == want, "iallreduce, op freed while pending [%d] = %d, want %d", i, b[i], want);
+      CHECK(c[i] == want, "persistent allreduce, op freed (start %d) [%d] = %d, want %d", round, i,
+            c[i], want);
+    }
+    for (int i = 0; i < 3 * n; ++i) c[i] = -7;
+    MPI_Start(&r[1]);
+    MPI_Wait(&r[1], MPI_STATUS_IGNORE);
+  }
+  MPI_Request_free(&r[1]);
+  MPI_Op_free(&other);
+  MPI_Comm_free(&gate);
+}
+
 /* Point-to-point on the same communicator, with the tags collectives use
  * and wildcards, while collectives are in flight: each message reaches its
  * receive and no collective message does. */
@@ -618,6 +674,7 @@ int main(int argc, char **argv) {
   }
   test_derived(5);
   test_derived(big / 2);
+  test_freed_while_pending();
   test_overlap();
   test_outstanding();
   test_persistent();

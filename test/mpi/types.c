@@ -1,8 +1,9 @@
 /* Derived datatypes, at any number of ranks: constructors, extents, names,
  * Pack/Unpack, and messages whose two sides use different layouts with the
  * same type signature (a column of a matrix into a contiguous array, a
- * struct into an indexed layout), eager and rendezvous sized, and
- * MPI_BOTTOM with absolute addresses. */
+ * struct into an indexed layout, the pair types against the structs they
+ * stand for), eager and rendezvous sized, and MPI_BOTTOM with absolute
+ * addresses. */
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
@@ -186,6 +187,69 @@ static void freed_receive_still_unpacks(void) {
         "freed strided receive gave %d %d %d", spread[0], spread[2], spread[4]);
 }
 
+/* The pair types (MINLOC/MAXLOC) have the signature {value, int}: a
+ * struct of a double and an int on one side and MPI_DOUBLE_INT on the
+ * other match both ways, counts and elements included, and so do
+ * MPI_SHORT_INT and a packed {short, int} layout without padding. */
+static void pairs_match_their_structs(void) {
+  struct di {
+    double d;
+    int i;
+  } pairs[2] = {{-1, -1}, {-1, -1}};
+  MPI_Datatype two_di; /* {double, int, double, int} at their struct places */
+  const int blocks[4] = {1, 1, 1, 1};
+  const MPI_Aint displs[4] = {0, offsetof(struct di, i), sizeof(struct di),
+                              sizeof(struct di) + offsetof(struct di, i)};
+  const MPI_Datatype types[4] = {MPI_DOUBLE, MPI_INT, MPI_DOUBLE, MPI_INT};
+  MPI_Type_create_struct(4, blocks, displs, types, &two_di);
+  MPI_Type_commit(&two_di);
+  const int to = (rank + 1) % size, from = (rank + size - 1) % size;
+  struct di out[2] = {{rank + 0.5, rank}, {rank + 0.25, -rank}};
+  MPI_Status st;
+  MPI_Sendrecv(out, 1, two_di, to, 7, pairs, 2, MPI_DOUBLE_INT, from, 7, MPI_COMM_WORLD, &st);
+  int count = -1, elements = -1;
+  MPI_Get_count(&st, MPI_DOUBLE_INT, &count);
+  MPI_Get_elements(&st, MPI_DOUBLE_INT, &elements);
+  CHECK(count == 2 && elements == 4, "struct into MPI_DOUBLE_INT: count %d elements %d", count,
+        elements);
+  CHECK(pairs[0].d == from + 0.5 && pairs[0].i == from && pairs[1].d == from + 0.25 &&
+            pairs[1].i == -from,
+        "struct into MPI_DOUBLE_INT: {%g, %d} {%g, %d}", pairs[0].d, pairs[0].i, pairs[1].d,
+        pairs[1].i);
+  struct di back[2] = {{-1, -1}, {-1, -1}};
+  MPI_Sendrecv(out, 2, MPI_DOUBLE_INT, to, 8, back, 1, two_di, from, 8, MPI_COMM_WORLD, &st);
+  MPI_Get_count(&st, two_di, &count);
+  CHECK(count == 1 && back[1].d == from + 0.25 && back[1].i == -from,
+        "MPI_DOUBLE_INT into struct: count %d, {%g, %d}", count, back[1].d, back[1].i);
+  MPI_Type_free(&two_di);
+
+  /* Three {short, int} pairs against a byte layout with no padding. */
+  struct {
+    short s;
+    int i;
+  } si[3] = {{(short)rank, 10 * rank}, {(short)(rank + 1), 11}, {(short)(rank + 2), -3}};
+  char packed[3 * 6];
+  memset(packed, 0x5a, sizeof(packed));
+  MPI_Datatype tight;
+  const int one[2] = {1, 1};
+  const MPI_Aint tight_displs[2] = {0, 2};
+  const MPI_Datatype tight_types[2] = {MPI_SHORT, MPI_INT};
+  MPI_Datatype tight1;
+  MPI_Type_create_struct(2, one, tight_displs, tight_types, &tight1);
+  MPI_Type_create_resized(tight1, 0, 6, &tight);
+  MPI_Type_commit(&tight);
+  MPI_Sendrecv(si, 3, MPI_SHORT_INT, to, 9, packed, 3, tight, from, 9, MPI_COMM_WORLD, &st);
+  MPI_Get_count(&st, tight, &count);
+  short s2 = 0;
+  int i2 = 0;
+  memcpy(&s2, packed + 12, sizeof(s2));
+  memcpy(&i2, packed + 14, sizeof(i2));
+  CHECK(count == 3 && s2 == from + 2 && i2 == -3,
+        "MPI_SHORT_INT into {short, int}: count %d, {%d, %d}", count, s2, i2);
+  MPI_Type_free(&tight1);
+  MPI_Type_free(&tight);
+}
+
 static void errors(void) {
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
   MPI_Datatype t;
@@ -207,9 +271,13 @@ int main(int argc, char **argv) {
   MPI_Init(&argc, &argv);
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
-  void (*const phases[])(void) = {extents_and_names,           pack_unpack,
-                                  different_layouts,           struct_and_bottom,
-                                  freed_receive_still_unpacks, errors};
+  void (*const phases[])(void) = {extents_and_names,
+                                  pack_unpack,
+                                  different_layouts,
+                                  struct_and_bottom,
+                                  freed_receive_still_unpacks,
+                                  pairs_match_their_structs,
+                                  errors};
   for (unsigned i = 0; i < sizeof(phases) / sizeof(phases[0]); ++i) {
     phases[i]();
     MPI_Barrier(MPI_COMM_WORLD);

@@ -126,6 +126,8 @@ TEST(Dtype, ComplexTypesAlignLikeTheirComponent) {
 // element of a nested type counts what arrived whole.
 TEST(Dtype, ElementsCountBasicElementsOfPairsAndPartialNests) {
   const dtype &di = predef(MPI_DOUBLE_INT);
+  EXPECT_EQ(di.packed_size, 12u) << "a pair travels without its padding, as its struct does";
+  EXPECT_EQ(predef(MPI_SHORT_INT).packed_size, 6u);
   EXPECT_EQ(dtype_elements(di, di.packed_size), 2);
   EXPECT_EQ(dtype_elements(di, 3 * di.packed_size), 6);
   EXPECT_EQ(dtype_elements(di, 8), 1) << "the double of a pair";
