@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <climits>
 #include <complex>
+#include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <iterator>
@@ -242,10 +243,31 @@ kernel complex(int op) {
   return nullptr;
 }
 
+// As loop, field by field: a pair type is its value and its int, not the
+// C struct's tail padding, so the last pair of a buffer may end right after
+// its int (a typed_image spans exactly the type's bytes).
+template <typename V, typename F>
+void loop_pairs(const void *in, void *inout, std::size_t count) {
+  using pair = value_index<V>;
+  const auto *a = static_cast<const std::byte *>(in);
+  auto *b = static_cast<std::byte *>(inout);
+  for (std::size_t i = 0; i < count; ++i, a += sizeof(pair), b += sizeof(pair)) {
+    pair x{};
+    pair y{};
+    std::memcpy(&x.value, a + offsetof(pair, value), sizeof(V));
+    std::memcpy(&x.index, a + offsetof(pair, index), sizeof(int));
+    std::memcpy(&y.value, b + offsetof(pair, value), sizeof(V));
+    std::memcpy(&y.index, b + offsetof(pair, index), sizeof(int));
+    const pair r = F::apply(x, y);
+    std::memcpy(b + offsetof(pair, value), &r.value, sizeof(V));
+    std::memcpy(b + offsetof(pair, index), &r.index, sizeof(int));
+  }
+}
+
 template <typename V>
 kernel location(int op) {
-  if (op == maxloc) return loop<value_index<V>, f_maxloc>;
-  if (op == minloc) return loop<value_index<V>, f_minloc>;
+  if (op == maxloc) return loop_pairs<V, f_maxloc>;
+  if (op == minloc) return loop_pairs<V, f_minloc>;
   return nullptr;
 }
 
