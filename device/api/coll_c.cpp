@@ -117,6 +117,127 @@ int neighbors(MPI_Comm comm, bool in) {
 }
 
 }  // namespace iris::api::coll_c
+namespace {
+
+// Each family's one body; its blocking, nonblocking and persistent bindings
+// below differ only in the mode, the info and the request they pass.
+
+int bcast(const char *call, void *buffer, MPI_Count count, MPI_Datatype datatype, int root,
+          MPI_Comm comm, MPI_Info info, mode m, MPI_Request *request) {
+  big_count b;
+  if (int err = coll_c::count_arg(call, comm, count, datatype, root != MPI_PROC_NULL, b))
+    return err;
+  return nbc::ibcast(call, buffer, b.count(), b.type(), root, comm, info, m, request);
+}
+
+int reduce(const char *call, const void *sendbuf, void *recvbuf, MPI_Count count,
+           MPI_Datatype datatype, MPI_Op op, int root, MPI_Comm comm, MPI_Info info, mode m,
+           MPI_Request *request) {
+  big_count b;
+  if (int err = coll_c::count_arg(call, comm, count, datatype, root != MPI_PROC_NULL, b))
+    return err;
+  return nbc::ireduce(call, sendbuf, recvbuf, b.count(), b.type(), op, root, comm, info, m,
+                      request);
+}
+
+int allreduce(const char *call, const void *sendbuf, void *recvbuf, MPI_Count count,
+              MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info, mode m,
+              MPI_Request *request) {
+  big_count b;
+  if (int err = coll_c::count_arg(call, comm, count, datatype, true, b)) return err;
+  return nbc::iallreduce(call, sendbuf, recvbuf, b.count(), b.type(), op, comm, info, m, request);
+}
+
+// Scan (inclusive) and Exscan.
+int scan(const char *call, bool inclusive, const void *sendbuf, void *recvbuf, MPI_Count count,
+         MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info, mode m,
+         MPI_Request *request) {
+  big_count b;
+  if (int err = coll_c::count_arg(call, comm, count, datatype, true, b)) return err;
+  return nbc::iscan(call, inclusive, sendbuf, recvbuf, b.count(), b.type(), op, comm, info, m,
+                    request);
+}
+
+int reduce_scatter_block(const char *call, const void *sendbuf, void *recvbuf, MPI_Count recvcount,
+                         MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info, mode m,
+                         MPI_Request *request) {
+  big_count b;
+  if (int err = coll_c::count_arg(call, comm, recvcount, datatype, true, b)) return err;
+  return nbc::ireduce_scatter_block(call, sendbuf, recvbuf, b.count(), b.type(), op, comm, info, m,
+                                    request);
+}
+
+// The two halves of a call that sends and receives blocks: `send_used` and
+// `recv_used` say whether this rank's count and type matter (a count that
+// does not fit an int is an error only where it does).
+struct halves {
+  big_count s;
+  big_count r;
+  int read(const char *call, MPI_Comm comm, MPI_Count sendcount, MPI_Datatype sendtype,
+           bool send_used, MPI_Count recvcount, MPI_Datatype recvtype, bool recv_used) {
+    if (int err = coll_c::count_arg(call, comm, sendcount, sendtype, send_used, s)) return err;
+    return coll_c::count_arg(call, comm, recvcount, recvtype, recv_used, r);
+  }
+};
+
+int gather(const char *call, const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype,
+           void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm,
+           MPI_Info info, mode m, MPI_Request *request) {
+  halves h;
+  if (int err = h.read(call, comm, sendcount, sendtype, coll_c::own_block(comm, root, sendbuf),
+                       recvcount, recvtype, coll_c::at_root(comm, root)))
+    return err;
+  return nbc::igatherv(call, false, sendbuf, h.s.count(), h.s.type(), recvbuf, h.r.count(), nullptr,
+                       nullptr, h.r.type(), root, comm, info, m, request);
+}
+
+int scatter(const char *call, const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype,
+            void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm,
+            MPI_Info info, mode m, MPI_Request *request) {
+  halves h;
+  if (int err = h.read(call, comm, sendcount, sendtype, coll_c::at_root(comm, root), recvcount,
+                       recvtype, coll_c::own_block(comm, root, recvbuf)))
+    return err;
+  return nbc::iscatterv(call, false, sendbuf, h.s.count(), nullptr, nullptr, h.s.type(), recvbuf,
+                        h.r.count(), h.r.type(), root, comm, info, m, request);
+}
+
+int allgather(const char *call, const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype,
+              void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm,
+              MPI_Info info, mode m, MPI_Request *request) {
+  halves h;
+  if (int err = h.read(call, comm, sendcount, sendtype, sendbuf != MPI_IN_PLACE, recvcount,
+                       recvtype, true))
+    return err;
+  return nbc::iallgatherv(call, false, sendbuf, h.s.count(), h.s.type(), recvbuf, h.r.count(),
+                          nullptr, nullptr, h.r.type(), comm, info, m, request);
+}
+
+int alltoall(const char *call, const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype,
+             void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm,
+             MPI_Info info, mode m, MPI_Request *request) {
+  halves h;
+  if (int err = h.read(call, comm, sendcount, sendtype, sendbuf != MPI_IN_PLACE, recvcount,
+                       recvtype, true))
+    return err;
+  return nbc::ialltoall(call, sendbuf, h.s.count(), h.s.type(), recvbuf, h.r.count(), h.r.type(),
+                        comm, info, m, request);
+}
+
+// Neighbor_allgather and Neighbor_alltoall.
+int neighbor(const char *call, nbc::neighbor_kind kind, const void *sendbuf, MPI_Count sendcount,
+             MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype,
+             MPI_Comm comm, MPI_Info info, mode m, MPI_Request *request) {
+  halves h;
+  if (int err = h.read(call, comm, sendcount, sendtype, true, recvcount, recvtype, true))
+    return err;
+  return nbc::ineighbor(call, kind,
+                        nbc::neighbor_gather_args(sendbuf, h.s.count(), h.s.type(), recvbuf,
+                                                  h.r.count(), nullptr, nullptr, h.r.type()),
+                        comm, info, m, request);
+}
+
+}  // namespace
 
 extern "C" {
 
@@ -142,466 +263,274 @@ int MPI_Reduce_local_c(const void *inbuf, void *inoutbuf, MPI_Count count, MPI_D
 
 int MPI_Bcast_c(void *buffer, MPI_Count count, MPI_Datatype datatype, int root, MPI_Comm comm) {
   const device::api_guard guard;
-  big_count b;
-  if (int err = coll_c::count_arg("MPI_Bcast_c", comm, count, datatype, root != MPI_PROC_NULL, b))
-    return err;
-  return nbc::ibcast("MPI_Bcast_c", buffer, b.count(), b.type(), root, comm, MPI_INFO_NULL,
-                     mode::blocking, nullptr);
+  return bcast("MPI_Bcast_c", buffer, count, datatype, root, comm, MPI_INFO_NULL, mode::blocking,
+               nullptr);
 }
 
 int MPI_Ibcast_c(void *buffer, MPI_Count count, MPI_Datatype datatype, int root, MPI_Comm comm,
                  MPI_Request *request) {
   const device::api_guard guard;
-  big_count b;
-  if (int err = coll_c::count_arg("MPI_Ibcast_c", comm, count, datatype, root != MPI_PROC_NULL, b))
-    return err;
-  return nbc::ibcast("MPI_Ibcast_c", buffer, b.count(), b.type(), root, comm, MPI_INFO_NULL,
-                     mode::start, request);
+  return bcast("MPI_Ibcast_c", buffer, count, datatype, root, comm, MPI_INFO_NULL, mode::start,
+               request);
 }
 
 int MPI_Bcast_init_c(void *buffer, MPI_Count count, MPI_Datatype datatype, int root, MPI_Comm comm,
                      MPI_Info info, MPI_Request *request) {
   const device::api_guard guard;
-  big_count b;
-  if (int err =
-          coll_c::count_arg("MPI_Bcast_init_c", comm, count, datatype, root != MPI_PROC_NULL, b))
-    return err;
-  return nbc::ibcast("MPI_Bcast_init_c", buffer, b.count(), b.type(), root, comm, info,
-                     mode::persistent, request);
+  return bcast("MPI_Bcast_init_c", buffer, count, datatype, root, comm, info, mode::persistent,
+               request);
 }
 
 int MPI_Reduce_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype,
                  MPI_Op op, int root, MPI_Comm comm) {
   const device::api_guard guard;
-  big_count b;
-  if (int err = coll_c::count_arg("MPI_Reduce_c", comm, count, datatype, root != MPI_PROC_NULL, b))
-    return err;
-  return nbc::ireduce("MPI_Reduce_c", sendbuf, recvbuf, b.count(), b.type(), op, root, comm,
-                      MPI_INFO_NULL, mode::blocking, nullptr);
+  return reduce("MPI_Reduce_c", sendbuf, recvbuf, count, datatype, op, root, comm, MPI_INFO_NULL,
+                mode::blocking, nullptr);
 }
 
 int MPI_Ireduce_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype,
                   MPI_Op op, int root, MPI_Comm comm, MPI_Request *request) {
   const device::api_guard guard;
-  big_count b;
-  if (int err = coll_c::count_arg("MPI_Ireduce_c", comm, count, datatype, root != MPI_PROC_NULL, b))
-    return err;
-  return nbc::ireduce("MPI_Ireduce_c", sendbuf, recvbuf, b.count(), b.type(), op, root, comm,
-                      MPI_INFO_NULL, mode::start, request);
+  return reduce("MPI_Ireduce_c", sendbuf, recvbuf, count, datatype, op, root, comm, MPI_INFO_NULL,
+                mode::start, request);
 }
 
 int MPI_Reduce_init_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype,
                       MPI_Op op, int root, MPI_Comm comm, MPI_Info info, MPI_Request *request) {
   const device::api_guard guard;
-  big_count b;
-  if (int err =
-          coll_c::count_arg("MPI_Reduce_init_c", comm, count, datatype, root != MPI_PROC_NULL, b))
-    return err;
-  return nbc::ireduce("MPI_Reduce_init_c", sendbuf, recvbuf, b.count(), b.type(), op, root, comm,
-                      info, mode::persistent, request);
+  return reduce("MPI_Reduce_init_c", sendbuf, recvbuf, count, datatype, op, root, comm, info,
+                mode::persistent, request);
 }
 
 int MPI_Allreduce_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype,
                     MPI_Op op, MPI_Comm comm) {
   const device::api_guard guard;
-  big_count b;
-  if (int err = coll_c::count_arg("MPI_Allreduce_c", comm, count, datatype, true, b)) return err;
-  return nbc::iallreduce("MPI_Allreduce_c", sendbuf, recvbuf, b.count(), b.type(), op, comm,
-                         MPI_INFO_NULL, mode::blocking, nullptr);
+  return allreduce("MPI_Allreduce_c", sendbuf, recvbuf, count, datatype, op, comm, MPI_INFO_NULL,
+                   mode::blocking, nullptr);
 }
 
 int MPI_Iallreduce_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype,
                      MPI_Op op, MPI_Comm comm, MPI_Request *request) {
   const device::api_guard guard;
-  big_count b;
-  if (int err = coll_c::count_arg("MPI_Iallreduce_c", comm, count, datatype, true, b)) return err;
-  return nbc::iallreduce("MPI_Iallreduce_c", sendbuf, recvbuf, b.count(), b.type(), op, comm,
-                         MPI_INFO_NULL, mode::start, request);
+  return allreduce("MPI_Iallreduce_c", sendbuf, recvbuf, count, datatype, op, comm, MPI_INFO_NULL,
+                   mode::start, request);
 }
 
 int MPI_Allreduce_init_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype,
                          MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request *request) {
   const device::api_guard guard;
-  big_count b;
-  if (int err = coll_c::count_arg("MPI_Allreduce_init_c", comm, count, datatype, true, b))
-    return err;
-  return nbc::iallreduce("MPI_Allreduce_init_c", sendbuf, recvbuf, b.count(), b.type(), op, comm,
-                         info, mode::persistent, request);
+  return allreduce("MPI_Allreduce_init_c", sendbuf, recvbuf, count, datatype, op, comm, info,
+                   mode::persistent, request);
 }
 
 int MPI_Scan_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype,
                MPI_Op op, MPI_Comm comm) {
   const device::api_guard guard;
-  big_count b;
-  if (int err = coll_c::count_arg("MPI_Scan_c", comm, count, datatype, true, b)) return err;
-  return nbc::iscan("MPI_Scan_c", true, sendbuf, recvbuf, b.count(), b.type(), op, comm,
-                    MPI_INFO_NULL, mode::blocking, nullptr);
+  return scan("MPI_Scan_c", true, sendbuf, recvbuf, count, datatype, op, comm, MPI_INFO_NULL,
+              mode::blocking, nullptr);
 }
 
 int MPI_Iscan_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype,
                 MPI_Op op, MPI_Comm comm, MPI_Request *request) {
   const device::api_guard guard;
-  big_count b;
-  if (int err = coll_c::count_arg("MPI_Iscan_c", comm, count, datatype, true, b)) return err;
-  return nbc::iscan("MPI_Iscan_c", true, sendbuf, recvbuf, b.count(), b.type(), op, comm,
-                    MPI_INFO_NULL, mode::start, request);
+  return scan("MPI_Iscan_c", true, sendbuf, recvbuf, count, datatype, op, comm, MPI_INFO_NULL,
+              mode::start, request);
 }
 
 int MPI_Scan_init_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype,
                     MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request *request) {
   const device::api_guard guard;
-  big_count b;
-  if (int err = coll_c::count_arg("MPI_Scan_init_c", comm, count, datatype, true, b)) return err;
-  return nbc::iscan("MPI_Scan_init_c", true, sendbuf, recvbuf, b.count(), b.type(), op, comm, info,
-                    mode::persistent, request);
+  return scan("MPI_Scan_init_c", true, sendbuf, recvbuf, count, datatype, op, comm, info,
+              mode::persistent, request);
 }
 
 int MPI_Exscan_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype,
                  MPI_Op op, MPI_Comm comm) {
   const device::api_guard guard;
-  big_count b;
-  if (int err = coll_c::count_arg("MPI_Exscan_c", comm, count, datatype, true, b)) return err;
-  return nbc::iscan("MPI_Exscan_c", false, sendbuf, recvbuf, b.count(), b.type(), op, comm,
-                    MPI_INFO_NULL, mode::blocking, nullptr);
+  return scan("MPI_Exscan_c", false, sendbuf, recvbuf, count, datatype, op, comm, MPI_INFO_NULL,
+              mode::blocking, nullptr);
 }
 
 int MPI_Iexscan_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype,
                   MPI_Op op, MPI_Comm comm, MPI_Request *request) {
   const device::api_guard guard;
-  big_count b;
-  if (int err = coll_c::count_arg("MPI_Iexscan_c", comm, count, datatype, true, b)) return err;
-  return nbc::iscan("MPI_Iexscan_c", false, sendbuf, recvbuf, b.count(), b.type(), op, comm,
-                    MPI_INFO_NULL, mode::start, request);
+  return scan("MPI_Iexscan_c", false, sendbuf, recvbuf, count, datatype, op, comm, MPI_INFO_NULL,
+              mode::start, request);
 }
 
 int MPI_Exscan_init_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype,
                       MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request *request) {
   const device::api_guard guard;
-  big_count b;
-  if (int err = coll_c::count_arg("MPI_Exscan_init_c", comm, count, datatype, true, b)) return err;
-  return nbc::iscan("MPI_Exscan_init_c", false, sendbuf, recvbuf, b.count(), b.type(), op, comm,
-                    info, mode::persistent, request);
+  return scan("MPI_Exscan_init_c", false, sendbuf, recvbuf, count, datatype, op, comm, info,
+              mode::persistent, request);
 }
 
 int MPI_Reduce_scatter_block_c(const void *sendbuf, void *recvbuf, MPI_Count recvcount,
                                MPI_Datatype datatype, MPI_Op op, MPI_Comm comm) {
   const device::api_guard guard;
-  big_count b;
-  if (int err = coll_c::count_arg("MPI_Reduce_scatter_block_c", comm, recvcount, datatype, true, b))
-    return err;
-  return nbc::ireduce_scatter_block("MPI_Reduce_scatter_block_c", sendbuf, recvbuf, b.count(),
-                                    b.type(), op, comm, MPI_INFO_NULL, mode::blocking, nullptr);
+  return reduce_scatter_block("MPI_Reduce_scatter_block_c", sendbuf, recvbuf, recvcount, datatype,
+                              op, comm, MPI_INFO_NULL, mode::blocking, nullptr);
 }
 
 int MPI_Ireduce_scatter_block_c(const void *sendbuf, void *recvbuf, MPI_Count recvcount,
                                 MPI_Datatype datatype, MPI_Op op, MPI_Comm comm,
                                 MPI_Request *request) {
   const device::api_guard guard;
-  big_count b;
-  if (int err =
-          coll_c::count_arg("MPI_Ireduce_scatter_block_c", comm, recvcount, datatype, true, b))
-    return err;
-  return nbc::ireduce_scatter_block("MPI_Ireduce_scatter_block_c", sendbuf, recvbuf, b.count(),
-                                    b.type(), op, comm, MPI_INFO_NULL, mode::start, request);
+  return reduce_scatter_block("MPI_Ireduce_scatter_block_c", sendbuf, recvbuf, recvcount, datatype,
+                              op, comm, MPI_INFO_NULL, mode::start, request);
 }
 
 int MPI_Reduce_scatter_block_init_c(const void *sendbuf, void *recvbuf, MPI_Count recvcount,
                                     MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info,
                                     MPI_Request *request) {
   const device::api_guard guard;
-  big_count b;
-  if (int err =
-          coll_c::count_arg("MPI_Reduce_scatter_block_init_c", comm, recvcount, datatype, true, b))
-    return err;
-  return nbc::ireduce_scatter_block("MPI_Reduce_scatter_block_init_c", sendbuf, recvbuf, b.count(),
-                                    b.type(), op, comm, info, mode::persistent, request);
+  return reduce_scatter_block("MPI_Reduce_scatter_block_init_c", sendbuf, recvbuf, recvcount,
+                              datatype, op, comm, info, mode::persistent, request);
 }
 
 int MPI_Gather_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf,
                  MPI_Count recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm) {
   const device::api_guard guard;
-  big_count s;
-  big_count r;
-  if (int err = coll_c::count_arg("MPI_Gather_c", comm, sendcount, sendtype,
-                                  coll_c::own_block(comm, root, sendbuf), s))
-    return err;
-  if (int err = coll_c::count_arg("MPI_Gather_c", comm, recvcount, recvtype,
-                                  coll_c::at_root(comm, root), r))
-    return err;
-  return nbc::igatherv("MPI_Gather_c", false, sendbuf, s.count(), s.type(), recvbuf, r.count(),
-                       nullptr, nullptr, r.type(), root, comm, MPI_INFO_NULL, mode::blocking,
-                       nullptr);
+  return gather("MPI_Gather_c", sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root,
+                comm, MPI_INFO_NULL, mode::blocking, nullptr);
 }
 
 int MPI_Igather_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf,
                   MPI_Count recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm,
                   MPI_Request *request) {
   const device::api_guard guard;
-  big_count s;
-  big_count r;
-  if (int err = coll_c::count_arg("MPI_Igather_c", comm, sendcount, sendtype,
-                                  coll_c::own_block(comm, root, sendbuf), s))
-    return err;
-  if (int err = coll_c::count_arg("MPI_Igather_c", comm, recvcount, recvtype,
-                                  coll_c::at_root(comm, root), r))
-    return err;
-  return nbc::igatherv("MPI_Igather_c", false, sendbuf, s.count(), s.type(), recvbuf, r.count(),
-                       nullptr, nullptr, r.type(), root, comm, MPI_INFO_NULL, mode::start, request);
+  return gather("MPI_Igather_c", sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root,
+                comm, MPI_INFO_NULL, mode::start, request);
 }
 
 int MPI_Gather_init_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype,
                       void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, int root,
                       MPI_Comm comm, MPI_Info info, MPI_Request *request) {
   const device::api_guard guard;
-  big_count s;
-  big_count r;
-  if (int err = coll_c::count_arg("MPI_Gather_init_c", comm, sendcount, sendtype,
-                                  coll_c::own_block(comm, root, sendbuf), s))
-    return err;
-  if (int err = coll_c::count_arg("MPI_Gather_init_c", comm, recvcount, recvtype,
-                                  coll_c::at_root(comm, root), r))
-    return err;
-  return nbc::igatherv("MPI_Gather_init_c", false, sendbuf, s.count(), s.type(), recvbuf, r.count(),
-                       nullptr, nullptr, r.type(), root, comm, info, mode::persistent, request);
+  return gather("MPI_Gather_init_c", sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype,
+                root, comm, info, mode::persistent, request);
 }
 
 int MPI_Scatter_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf,
                   MPI_Count recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm) {
   const device::api_guard guard;
-  big_count s;
-  big_count r;
-  if (int err = coll_c::count_arg("MPI_Scatter_c", comm, sendcount, sendtype,
-                                  coll_c::at_root(comm, root), s))
-    return err;
-  if (int err = coll_c::count_arg("MPI_Scatter_c", comm, recvcount, recvtype,
-                                  coll_c::own_block(comm, root, recvbuf), r))
-    return err;
-  return nbc::iscatterv("MPI_Scatter_c", false, sendbuf, s.count(), nullptr, nullptr, s.type(),
-                        recvbuf, r.count(), r.type(), root, comm, MPI_INFO_NULL, mode::blocking,
-                        nullptr);
+  return scatter("MPI_Scatter_c", sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root,
+                 comm, MPI_INFO_NULL, mode::blocking, nullptr);
 }
 
 int MPI_Iscatter_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf,
                    MPI_Count recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm,
                    MPI_Request *request) {
   const device::api_guard guard;
-  big_count s;
-  big_count r;
-  if (int err = coll_c::count_arg("MPI_Iscatter_c", comm, sendcount, sendtype,
-                                  coll_c::at_root(comm, root), s))
-    return err;
-  if (int err = coll_c::count_arg("MPI_Iscatter_c", comm, recvcount, recvtype,
-                                  coll_c::own_block(comm, root, recvbuf), r))
-    return err;
-  return nbc::iscatterv("MPI_Iscatter_c", false, sendbuf, s.count(), nullptr, nullptr, s.type(),
-                        recvbuf, r.count(), r.type(), root, comm, MPI_INFO_NULL, mode::start,
-                        request);
+  return scatter("MPI_Iscatter_c", sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root,
+                 comm, MPI_INFO_NULL, mode::start, request);
 }
 
 int MPI_Scatter_init_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype,
                        void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, int root,
                        MPI_Comm comm, MPI_Info info, MPI_Request *request) {
   const device::api_guard guard;
-  big_count s;
-  big_count r;
-  if (int err = coll_c::count_arg("MPI_Scatter_init_c", comm, sendcount, sendtype,
-                                  coll_c::at_root(comm, root), s))
-    return err;
-  if (int err = coll_c::count_arg("MPI_Scatter_init_c", comm, recvcount, recvtype,
-                                  coll_c::own_block(comm, root, recvbuf), r))
-    return err;
-  return nbc::iscatterv("MPI_Scatter_init_c", false, sendbuf, s.count(), nullptr, nullptr, s.type(),
-                        recvbuf, r.count(), r.type(), root, comm, info, mode::persistent, request);
+  return scatter("MPI_Scatter_init_c", sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype,
+                 root, comm, info, mode::persistent, request);
 }
 
 int MPI_Allgather_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf,
                     MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm) {
   const device::api_guard guard;
-  big_count s;
-  big_count r;
-  if (int err = coll_c::count_arg("MPI_Allgather_c", comm, sendcount, sendtype,
-                                  sendbuf != MPI_IN_PLACE, s))
-    return err;
-  if (int err = coll_c::count_arg("MPI_Allgather_c", comm, recvcount, recvtype, true, r))
-    return err;
-  return nbc::iallgatherv("MPI_Allgather_c", false, sendbuf, s.count(), s.type(), recvbuf,
-                          r.count(), nullptr, nullptr, r.type(), comm, MPI_INFO_NULL,
-                          mode::blocking, nullptr);
+  return allgather("MPI_Allgather_c", sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype,
+                   comm, MPI_INFO_NULL, mode::blocking, nullptr);
 }
 
 int MPI_Iallgather_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf,
                      MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm,
                      MPI_Request *request) {
   const device::api_guard guard;
-  big_count s;
-  big_count r;
-  if (int err = coll_c::count_arg("MPI_Iallgather_c", comm, sendcount, sendtype,
-                                  sendbuf != MPI_IN_PLACE, s))
-    return err;
-  if (int err = coll_c::count_arg("MPI_Iallgather_c", comm, recvcount, recvtype, true, r))
-    return err;
-  return nbc::iallgatherv("MPI_Iallgather_c", false, sendbuf, s.count(), s.type(), recvbuf,
-                          r.count(), nullptr, nullptr, r.type(), comm, MPI_INFO_NULL, mode::start,
-                          request);
+  return allgather("MPI_Iallgather_c", sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype,
+                   comm, MPI_INFO_NULL, mode::start, request);
 }
 
 int MPI_Allgather_init_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype,
                          void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm,
                          MPI_Info info, MPI_Request *request) {
   const device::api_guard guard;
-  big_count s;
-  big_count r;
-  if (int err = coll_c::count_arg("MPI_Allgather_init_c", comm, sendcount, sendtype,
-                                  sendbuf != MPI_IN_PLACE, s))
-    return err;
-  if (int err = coll_c::count_arg("MPI_Allgather_init_c", comm, recvcount, recvtype, true, r))
-    return err;
-  return nbc::iallgatherv("MPI_Allgather_init_c", false, sendbuf, s.count(), s.type(), recvbuf,
-                          r.count(), nullptr, nullptr, r.type(), comm, info, mode::persistent,
-                          request);
+  return allgather("MPI_Allgather_init_c", sendbuf, sendcount, sendtype, recvbuf, recvcount,
+                   recvtype, comm, info, mode::persistent, request);
 }
 
 int MPI_Alltoall_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf,
                    MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm) {
   const device::api_guard guard;
-  big_count s;
-  big_count r;
-  if (int err = coll_c::count_arg("MPI_Alltoall_c", comm, sendcount, sendtype,
-                                  sendbuf != MPI_IN_PLACE, s))
-    return err;
-  if (int err = coll_c::count_arg("MPI_Alltoall_c", comm, recvcount, recvtype, true, r)) return err;
-  return nbc::ialltoall("MPI_Alltoall_c", sendbuf, s.count(), s.type(), recvbuf, r.count(),
-                        r.type(), comm, MPI_INFO_NULL, mode::blocking, nullptr);
+  return alltoall("MPI_Alltoall_c", sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype,
+                  comm, MPI_INFO_NULL, mode::blocking, nullptr);
 }
 
 int MPI_Ialltoall_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf,
                     MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm,
                     MPI_Request *request) {
   const device::api_guard guard;
-  big_count s;
-  big_count r;
-  if (int err = coll_c::count_arg("MPI_Ialltoall_c", comm, sendcount, sendtype,
-                                  sendbuf != MPI_IN_PLACE, s))
-    return err;
-  if (int err = coll_c::count_arg("MPI_Ialltoall_c", comm, recvcount, recvtype, true, r))
-    return err;
-  return nbc::ialltoall("MPI_Ialltoall_c", sendbuf, s.count(), s.type(), recvbuf, r.count(),
-                        r.type(), comm, MPI_INFO_NULL, mode::start, request);
+  return alltoall("MPI_Ialltoall_c", sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype,
+                  comm, MPI_INFO_NULL, mode::start, request);
 }
 
 int MPI_Alltoall_init_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype,
                         void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm,
                         MPI_Info info, MPI_Request *request) {
   const device::api_guard guard;
-  big_count s;
-  big_count r;
-  if (int err = coll_c::count_arg("MPI_Alltoall_init_c", comm, sendcount, sendtype,
-                                  sendbuf != MPI_IN_PLACE, s))
-    return err;
-  if (int err = coll_c::count_arg("MPI_Alltoall_init_c", comm, recvcount, recvtype, true, r))
-    return err;
-  return nbc::ialltoall("MPI_Alltoall_init_c", sendbuf, s.count(), s.type(), recvbuf, r.count(),
-                        r.type(), comm, info, mode::persistent, request);
+  return alltoall("MPI_Alltoall_init_c", sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype,
+                  comm, info, mode::persistent, request);
 }
 
 int MPI_Neighbor_allgather_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype,
                              void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype,
                              MPI_Comm comm) {
   const device::api_guard guard;
-  big_count s;
-  big_count r;
-  if (int err = coll_c::count_arg("MPI_Neighbor_allgather_c", comm, sendcount, sendtype, true, s))
-    return err;
-  if (int err = coll_c::count_arg("MPI_Neighbor_allgather_c", comm, recvcount, recvtype, true, r))
-    return err;
-  return nbc::ineighbor("MPI_Neighbor_allgather_c", nbc::neighbor_kind::allgather,
-                        nbc::neighbor_gather_args(sendbuf, s.count(), s.type(), recvbuf, r.count(),
-                                                  nullptr, nullptr, r.type()),
-                        comm, MPI_INFO_NULL, mode::blocking, nullptr);
+  return neighbor("MPI_Neighbor_allgather_c", nbc::neighbor_kind::allgather, sendbuf, sendcount,
+                  sendtype, recvbuf, recvcount, recvtype, comm, MPI_INFO_NULL, mode::blocking,
+                  nullptr);
 }
 
 int MPI_Ineighbor_allgather_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype,
                               void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype,
                               MPI_Comm comm, MPI_Request *request) {
   const device::api_guard guard;
-  big_count s;
-  big_count r;
-  if (int err = coll_c::count_arg("MPI_Ineighbor_allgather_c", comm, sendcount, sendtype, true, s))
-    return err;
-  if (int err = coll_c::count_arg("MPI_Ineighbor_allgather_c", comm, recvcount, recvtype, true, r))
-    return err;
-  return nbc::ineighbor("MPI_Ineighbor_allgather_c", nbc::neighbor_kind::allgather,
-                        nbc::neighbor_gather_args(sendbuf, s.count(), s.type(), recvbuf, r.count(),
-                                                  nullptr, nullptr, r.type()),
-                        comm, MPI_INFO_NULL, mode::start, request);
+  return neighbor("MPI_Ineighbor_allgather_c", nbc::neighbor_kind::allgather, sendbuf, sendcount,
+                  sendtype, recvbuf, recvcount, recvtype, comm, MPI_INFO_NULL, mode::start,
+                  request);
 }
 
 int MPI_Neighbor_allgather_init_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype,
                                   void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype,
                                   MPI_Comm comm, MPI_Info info, MPI_Request *request) {
   const device::api_guard guard;
-  big_count s;
-  big_count r;
-  if (int err =
-          coll_c::count_arg("MPI_Neighbor_allgather_init_c", comm, sendcount, sendtype, true, s))
-    return err;
-  if (int err =
-          coll_c::count_arg("MPI_Neighbor_allgather_init_c", comm, recvcount, recvtype, true, r))
-    return err;
-  return nbc::ineighbor("MPI_Neighbor_allgather_init_c", nbc::neighbor_kind::allgather,
-                        nbc::neighbor_gather_args(sendbuf, s.count(), s.type(), recvbuf, r.count(),
-                                                  nullptr, nullptr, r.type()),
-                        comm, info, mode::persistent, request);
+  return neighbor("MPI_Neighbor_allgather_init_c", nbc::neighbor_kind::allgather, sendbuf,
+                  sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, mode::persistent,
+                  request);
 }
 
 int MPI_Neighbor_alltoall_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype,
                             void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype,
                             MPI_Comm comm) {
   const device::api_guard guard;
-  big_count s;
-  big_count r;
-  if (int err = coll_c::count_arg("MPI_Neighbor_alltoall_c", comm, sendcount, sendtype, true, s))
-    return err;
-  if (int err = coll_c::count_arg("MPI_Neighbor_alltoall_c", comm, recvcount, recvtype, true, r))
-    return err;
-  return nbc::ineighbor("MPI_Neighbor_alltoall_c", nbc::neighbor_kind::alltoall,
-                        nbc::neighbor_gather_args(sendbuf, s.count(), s.type(), recvbuf, r.count(),
-                                                  nullptr, nullptr, r.type()),
-                        comm, MPI_INFO_NULL, mode::blocking, nullptr);
+  return neighbor("MPI_Neighbor_alltoall_c", nbc::neighbor_kind::alltoall, sendbuf, sendcount,
+                  sendtype, recvbuf, recvcount, recvtype, comm, MPI_INFO_NULL, mode::blocking,
+                  nullptr);
 }
 
 int MPI_Ineighbor_alltoall_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype,
                              void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype,
                              MPI_Comm comm, MPI_Request *request) {
   const device::api_guard guard;
-  big_count s;
-  big_count r;
-  if (int err = coll_c::count_arg("MPI_Ineighbor_alltoall_c", comm, sendcount, sendtype, true, s))
-    return err;
-  if (int err = coll_c::count_arg("MPI_Ineighbor_alltoall_c", comm, recvcount, recvtype, true, r))
-    return err;
-  return nbc::ineighbor("MPI_Ineighbor_alltoall_c", nbc::neighbor_kind::alltoall,
-                        nbc::neighbor_gather_args(sendbuf, s.count(), s.type(), recvbuf, r.count(),
-                                                  nullptr, nullptr, r.type()),
-                        comm, MPI_INFO_NULL, mode::start, request);
+  return neighbor("MPI_Ineighbor_alltoall_c", nbc::neighbor_kind::alltoall, sendbuf, sendcount,
+                  sendtype, recvbuf, recvcount, recvtype, comm, MPI_INFO_NULL, mode::start,
+                  request);
 }
 
 int MPI_Neighbor_alltoall_init_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype,
                                  void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype,
                                  MPI_Comm comm, MPI_Info info, MPI_Request *request) {
   const device::api_guard guard;
-  big_count s;
-  big_count r;
-  if (int err =
-          coll_c::count_arg("MPI_Neighbor_alltoall_init_c", comm, sendcount, sendtype, true, s))
-    return err;
-  if (int err =
-          coll_c::count_arg("MPI_Neighbor_alltoall_init_c", comm, recvcount, recvtype, true, r))
-    return err;
-  return nbc::ineighbor("MPI_Neighbor_alltoall_init_c", nbc::neighbor_kind::alltoall,
-                        nbc::neighbor_gather_args(sendbuf, s.count(), s.type(), recvbuf, r.count(),
-                                                  nullptr, nullptr, r.type()),
-                        comm, info, mode::persistent, request);
+  return neighbor("MPI_Neighbor_alltoall_init_c", nbc::neighbor_kind::alltoall, sendbuf, sendcount,
+                  sendtype, recvbuf, recvcount, recvtype, comm, info, mode::persistent, request);
 }
 
 }  // extern "C"

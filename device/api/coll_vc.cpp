@@ -125,6 +125,89 @@ int neighbor_alltoallw_c(const char *call, const void *sendbuf, const MPI_Count 
       comm, info, m, request);
 }
 
+// Gatherv_c and its forms: the send half's count, the root's int arrays.
+int gatherv(const char *call, const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype,
+            void *recvbuf, const MPI_Count recvcounts[], const MPI_Aint displs[],
+            MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Info info, mode m,
+            MPI_Request *request) {
+  big_count s;
+  coll_c::int_array counts;
+  coll_c::int_array disp;
+  if (int err = coll_c::count_arg(call, comm, sendcount, sendtype,
+                                  coll_c::own_block(comm, root, sendbuf), s))
+    return err;
+  const int n = coll_c::at_root(comm, root) ? coll_c::peers(comm) : 0;
+  if (int err = counts.set(call, comm, recvcounts, n, "recvcounts")) return err;
+  if (int err = disp.set(call, comm, displs, n, "displs")) return err;
+  return nbc::igatherv(call, true, sendbuf, s.count(), s.type(), recvbuf, 0, counts.get(),
+                       disp.get(), recvtype, root, comm, info, m, request);
+}
+
+// Scatterv_c and its forms: the root's int arrays, the receive half's count.
+int scatterv(const char *call, const void *sendbuf, const MPI_Count sendcounts[],
+             const MPI_Aint displs[], MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount,
+             MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Info info, mode m,
+             MPI_Request *request) {
+  big_count r;
+  coll_c::int_array counts;
+  coll_c::int_array disp;
+  if (int err = coll_c::count_arg(call, comm, recvcount, recvtype,
+                                  coll_c::own_block(comm, root, recvbuf), r))
+    return err;
+  const int n = coll_c::at_root(comm, root) ? coll_c::peers(comm) : 0;
+  if (int err = counts.set(call, comm, sendcounts, n, "sendcounts")) return err;
+  if (int err = disp.set(call, comm, displs, n, "displs")) return err;
+  return nbc::iscatterv(call, true, sendbuf, 0, counts.get(), disp.get(), sendtype, recvbuf,
+                        r.count(), r.type(), root, comm, info, m, request);
+}
+
+// Allgatherv_c and its forms.
+int allgatherv(const char *call, const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype,
+               void *recvbuf, const MPI_Count recvcounts[], const MPI_Aint displs[],
+               MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, mode m, MPI_Request *request) {
+  big_count s;
+  coll_c::int_array counts;
+  coll_c::int_array disp;
+  if (int err = coll_c::count_arg(call, comm, sendcount, sendtype, sendbuf != MPI_IN_PLACE, s))
+    return err;
+  const int n = coll_c::peers(comm);
+  if (int err = counts.set(call, comm, recvcounts, n, "recvcounts")) return err;
+  if (int err = disp.set(call, comm, displs, n, "displs")) return err;
+  return nbc::iallgatherv(call, true, sendbuf, s.count(), s.type(), recvbuf, 0, counts.get(),
+                          disp.get(), recvtype, comm, info, m, request);
+}
+
+// Reduce_scatter_c and its forms: one count per rank of the local group.
+int reduce_scatter(const char *call, const void *sendbuf, void *recvbuf,
+                   const MPI_Count recvcounts[], MPI_Datatype datatype, MPI_Op op, MPI_Comm comm,
+                   MPI_Info info, mode m, MPI_Request *request) {
+  coll_c::int_array counts;
+  const communicator *c = coll_c::lookup(comm);
+  if (int err =
+          counts.set(call, comm, recvcounts, c != nullptr ? c->local_size() : 0, "recvcounts"))
+    return err;
+  return nbc::ireduce_scatter(call, sendbuf, recvbuf, counts.get(), datatype, op, comm, info, m,
+                              request);
+}
+
+// Neighbor_allgatherv_c and its forms: one count per incoming neighbour.
+int neighbor_allgatherv(const char *call, const void *sendbuf, MPI_Count sendcount,
+                        MPI_Datatype sendtype, void *recvbuf, const MPI_Count recvcounts[],
+                        const MPI_Aint displs[], MPI_Datatype recvtype, MPI_Comm comm,
+                        MPI_Info info, mode m, MPI_Request *request) {
+  big_count s;
+  coll_c::int_array counts;
+  coll_c::int_array disp;
+  if (int err = coll_c::count_arg(call, comm, sendcount, sendtype, true, s)) return err;
+  const int n = coll_c::neighbors(comm, true);
+  if (int err = counts.set(call, comm, recvcounts, n, "recvcounts")) return err;
+  if (int err = disp.set(call, comm, displs, n, "displs")) return err;
+  return nbc::ineighbor(call, nbc::neighbor_kind::allgatherv,
+                        nbc::neighbor_gather_args(sendbuf, s.count(), s.type(), recvbuf, 0,
+                                                  counts.get(), disp.get(), recvtype),
+                        comm, info, m, request);
+}
+
 }  // namespace
 
 extern "C" {
@@ -133,54 +216,24 @@ int MPI_Gatherv_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtyp
                   const MPI_Count recvcounts[], const MPI_Aint displs[], MPI_Datatype recvtype,
                   int root, MPI_Comm comm) {
   const device::api_guard guard;
-  big_count s;
-  coll_c::int_array counts;
-  coll_c::int_array disp;
-  if (int err = coll_c::count_arg("MPI_Gatherv_c", comm, sendcount, sendtype,
-                                  coll_c::own_block(comm, root, sendbuf), s))
-    return err;
-  const int n = coll_c::at_root(comm, root) ? coll_c::peers(comm) : 0;
-  if (int err = counts.set("MPI_Gatherv_c", comm, recvcounts, n, "recvcounts")) return err;
-  if (int err = disp.set("MPI_Gatherv_c", comm, displs, n, "displs")) return err;
-  return nbc::igatherv("MPI_Gatherv_c", true, sendbuf, s.count(), s.type(), recvbuf, 0,
-                       counts.get(), disp.get(), recvtype, root, comm, MPI_INFO_NULL,
-                       mode::blocking, nullptr);
+  return gatherv("MPI_Gatherv_c", sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs,
+                 recvtype, root, comm, MPI_INFO_NULL, mode::blocking, nullptr);
 }
 
 int MPI_Scatterv_c(const void *sendbuf, const MPI_Count sendcounts[], const MPI_Aint displs[],
                    MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype,
                    int root, MPI_Comm comm) {
   const device::api_guard guard;
-  big_count r;
-  coll_c::int_array counts;
-  coll_c::int_array disp;
-  if (int err = coll_c::count_arg("MPI_Scatterv_c", comm, recvcount, recvtype,
-                                  coll_c::own_block(comm, root, recvbuf), r))
-    return err;
-  const int n = coll_c::at_root(comm, root) ? coll_c::peers(comm) : 0;
-  if (int err = counts.set("MPI_Scatterv_c", comm, sendcounts, n, "sendcounts")) return err;
-  if (int err = disp.set("MPI_Scatterv_c", comm, displs, n, "displs")) return err;
-  return nbc::iscatterv("MPI_Scatterv_c", true, sendbuf, 0, counts.get(), disp.get(), sendtype,
-                        recvbuf, r.count(), r.type(), root, comm, MPI_INFO_NULL, mode::blocking,
-                        nullptr);
+  return scatterv("MPI_Scatterv_c", sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount,
+                  recvtype, root, comm, MPI_INFO_NULL, mode::blocking, nullptr);
 }
 
 int MPI_Allgatherv_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf,
                      const MPI_Count recvcounts[], const MPI_Aint displs[], MPI_Datatype recvtype,
                      MPI_Comm comm) {
   const device::api_guard guard;
-  big_count s;
-  coll_c::int_array counts;
-  coll_c::int_array disp;
-  if (int err = coll_c::count_arg("MPI_Allgatherv_c", comm, sendcount, sendtype,
-                                  sendbuf != MPI_IN_PLACE, s))
-    return err;
-  const int n = coll_c::peers(comm);
-  if (int err = counts.set("MPI_Allgatherv_c", comm, recvcounts, n, "recvcounts")) return err;
-  if (int err = disp.set("MPI_Allgatherv_c", comm, displs, n, "displs")) return err;
-  return nbc::iallgatherv("MPI_Allgatherv_c", true, sendbuf, s.count(), s.type(), recvbuf, 0,
-                          counts.get(), disp.get(), recvtype, comm, MPI_INFO_NULL, mode::blocking,
-                          nullptr);
+  return allgatherv("MPI_Allgatherv_c", sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs,
+                    recvtype, comm, MPI_INFO_NULL, mode::blocking, nullptr);
 }
 
 int MPI_Alltoallv_c(const void *sendbuf, const MPI_Count sendcounts[], const MPI_Aint sdispls[],
@@ -202,32 +255,17 @@ int MPI_Alltoallw_c(const void *sendbuf, const MPI_Count sendcounts[], const MPI
 int MPI_Reduce_scatter_c(const void *sendbuf, void *recvbuf, const MPI_Count recvcounts[],
                          MPI_Datatype datatype, MPI_Op op, MPI_Comm comm) {
   const device::api_guard guard;
-  coll_c::int_array counts;
-  const communicator *c = coll_c::lookup(comm);
-  if (int err = counts.set("MPI_Reduce_scatter_c", comm, recvcounts,
-                           c != nullptr ? c->local_size() : 0, "recvcounts"))
-    return err;
-  return nbc::ireduce_scatter("MPI_Reduce_scatter_c", sendbuf, recvbuf, counts.get(), datatype, op,
-                              comm, MPI_INFO_NULL, mode::blocking, nullptr);
+  return reduce_scatter("MPI_Reduce_scatter_c", sendbuf, recvbuf, recvcounts, datatype, op, comm,
+                        MPI_INFO_NULL, mode::blocking, nullptr);
 }
 
 int MPI_Neighbor_allgatherv_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype,
                               void *recvbuf, const MPI_Count recvcounts[], const MPI_Aint displs[],
                               MPI_Datatype recvtype, MPI_Comm comm) {
   const device::api_guard guard;
-  big_count s;
-  coll_c::int_array counts;
-  coll_c::int_array disp;
-  if (int err = coll_c::count_arg("MPI_Neighbor_allgatherv_c", comm, sendcount, sendtype, true, s))
-    return err;
-  const int n = coll_c::neighbors(comm, true);
-  if (int err = counts.set("MPI_Neighbor_allgatherv_c", comm, recvcounts, n, "recvcounts"))
-    return err;
-  if (int err = disp.set("MPI_Neighbor_allgatherv_c", comm, displs, n, "displs")) return err;
-  return nbc::ineighbor("MPI_Neighbor_allgatherv_c", nbc::neighbor_kind::allgatherv,
-                        nbc::neighbor_gather_args(sendbuf, s.count(), s.type(), recvbuf, 0,
-                                                  counts.get(), disp.get(), recvtype),
-                        comm, MPI_INFO_NULL, mode::blocking, nullptr);
+  return neighbor_allgatherv("MPI_Neighbor_allgatherv_c", sendbuf, sendcount, sendtype, recvbuf,
+                             recvcounts, displs, recvtype, comm, MPI_INFO_NULL, mode::blocking,
+                             nullptr);
 }
 
 int MPI_Neighbor_alltoallv_c(const void *sendbuf, const MPI_Count sendcounts[],
@@ -254,54 +292,24 @@ int MPI_Igatherv_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendty
                    const MPI_Count recvcounts[], const MPI_Aint displs[], MPI_Datatype recvtype,
                    int root, MPI_Comm comm, MPI_Request *request) {
   const device::api_guard guard;
-  big_count s;
-  coll_c::int_array counts;
-  coll_c::int_array disp;
-  if (int err = coll_c::count_arg("MPI_Igatherv_c", comm, sendcount, sendtype,
-                                  coll_c::own_block(comm, root, sendbuf), s))
-    return err;
-  const int n = coll_c::at_root(comm, root) ? coll_c::peers(comm) : 0;
-  if (int err = counts.set("MPI_Igatherv_c", comm, recvcounts, n, "recvcounts")) return err;
-  if (int err = disp.set("MPI_Igatherv_c", comm, displs, n, "displs")) return err;
-  return nbc::igatherv("MPI_Igatherv_c", true, sendbuf, s.count(), s.type(), recvbuf, 0,
-                       counts.get(), disp.get(), recvtype, root, comm, MPI_INFO_NULL, mode::start,
-                       request);
+  return gatherv("MPI_Igatherv_c", sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs,
+                 recvtype, root, comm, MPI_INFO_NULL, mode::start, request);
 }
 
 int MPI_Iscatterv_c(const void *sendbuf, const MPI_Count sendcounts[], const MPI_Aint displs[],
                     MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount,
                     MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request *request) {
   const device::api_guard guard;
-  big_count r;
-  coll_c::int_array counts;
-  coll_c::int_array disp;
-  if (int err = coll_c::count_arg("MPI_Iscatterv_c", comm, recvcount, recvtype,
-                                  coll_c::own_block(comm, root, recvbuf), r))
-    return err;
-  const int n = coll_c::at_root(comm, root) ? coll_c::peers(comm) : 0;
-  if (int err = counts.set("MPI_Iscatterv_c", comm, sendcounts, n, "sendcounts")) return err;
-  if (int err = disp.set("MPI_Iscatterv_c", comm, displs, n, "displs")) return err;
-  return nbc::iscatterv("MPI_Iscatterv_c", true, sendbuf, 0, counts.get(), disp.get(), sendtype,
-                        recvbuf, r.count(), r.type(), root, comm, MPI_INFO_NULL, mode::start,
-                        request);
+  return scatterv("MPI_Iscatterv_c", sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount,
+                  recvtype, root, comm, MPI_INFO_NULL, mode::start, request);
 }
 
 int MPI_Iallgatherv_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype,
                       void *recvbuf, const MPI_Count recvcounts[], const MPI_Aint displs[],
                       MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request) {
   const device::api_guard guard;
-  big_count s;
-  coll_c::int_array counts;
-  coll_c::int_array disp;
-  if (int err = coll_c::count_arg("MPI_Iallgatherv_c", comm, sendcount, sendtype,
-                                  sendbuf != MPI_IN_PLACE, s))
-    return err;
-  const int n = coll_c::peers(comm);
-  if (int err = counts.set("MPI_Iallgatherv_c", comm, recvcounts, n, "recvcounts")) return err;
-  if (int err = disp.set("MPI_Iallgatherv_c", comm, displs, n, "displs")) return err;
-  return nbc::iallgatherv("MPI_Iallgatherv_c", true, sendbuf, s.count(), s.type(), recvbuf, 0,
-                          counts.get(), disp.get(), recvtype, comm, MPI_INFO_NULL, mode::start,
-                          request);
+  return allgatherv("MPI_Iallgatherv_c", sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs,
+                    recvtype, comm, MPI_INFO_NULL, mode::start, request);
 }
 
 int MPI_Ialltoallv_c(const void *sendbuf, const MPI_Count sendcounts[], const MPI_Aint sdispls[],
@@ -325,32 +333,17 @@ int MPI_Ialltoallw_c(const void *sendbuf, const MPI_Count sendcounts[], const MP
 int MPI_Ireduce_scatter_c(const void *sendbuf, void *recvbuf, const MPI_Count recvcounts[],
                           MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request) {
   const device::api_guard guard;
-  coll_c::int_array counts;
-  const communicator *c = coll_c::lookup(comm);
-  if (int err = counts.set("MPI_Ireduce_scatter_c", comm, recvcounts,
-                           c != nullptr ? c->local_size() : 0, "recvcounts"))
-    return err;
-  return nbc::ireduce_scatter("MPI_Ireduce_scatter_c", sendbuf, recvbuf, counts.get(), datatype, op,
-                              comm, MPI_INFO_NULL, mode::start, request);
+  return reduce_scatter("MPI_Ireduce_scatter_c", sendbuf, recvbuf, recvcounts, datatype, op, comm,
+                        MPI_INFO_NULL, mode::start, request);
 }
 
 int MPI_Ineighbor_allgatherv_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype,
                                void *recvbuf, const MPI_Count recvcounts[], const MPI_Aint displs[],
                                MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request) {
   const device::api_guard guard;
-  big_count s;
-  coll_c::int_array counts;
-  coll_c::int_array disp;
-  if (int err = coll_c::count_arg("MPI_Ineighbor_allgatherv_c", comm, sendcount, sendtype, true, s))
-    return err;
-  const int n = coll_c::neighbors(comm, true);
-  if (int err = counts.set("MPI_Ineighbor_allgatherv_c", comm, recvcounts, n, "recvcounts"))
-    return err;
-  if (int err = disp.set("MPI_Ineighbor_allgatherv_c", comm, displs, n, "displs")) return err;
-  return nbc::ineighbor("MPI_Ineighbor_allgatherv_c", nbc::neighbor_kind::allgatherv,
-                        nbc::neighbor_gather_args(sendbuf, s.count(), s.type(), recvbuf, 0,
-                                                  counts.get(), disp.get(), recvtype),
-                        comm, MPI_INFO_NULL, mode::start, request);
+  return neighbor_allgatherv("MPI_Ineighbor_allgatherv_c", sendbuf, sendcount, sendtype, recvbuf,
+                             recvcounts, displs, recvtype, comm, MPI_INFO_NULL, mode::start,
+                             request);
 }
 
 int MPI_Ineighbor_alltoallv_c(const void *sendbuf, const MPI_Count sendcounts[],
@@ -378,18 +371,8 @@ int MPI_Gatherv_init_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype se
                        MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Info info,
                        MPI_Request *request) {
   const device::api_guard guard;
-  big_count s;
-  coll_c::int_array counts;
-  coll_c::int_array disp;
-  if (int err = coll_c::count_arg("MPI_Gatherv_init_c", comm, sendcount, sendtype,
-                                  coll_c::own_block(comm, root, sendbuf), s))
-    return err;
-  const int n = coll_c::at_root(comm, root) ? coll_c::peers(comm) : 0;
-  if (int err = counts.set("MPI_Gatherv_init_c", comm, recvcounts, n, "recvcounts")) return err;
-  if (int err = disp.set("MPI_Gatherv_init_c", comm, displs, n, "displs")) return err;
-  return nbc::igatherv("MPI_Gatherv_init_c", true, sendbuf, s.count(), s.type(), recvbuf, 0,
-                       counts.get(), disp.get(), recvtype, root, comm, info, mode::persistent,
-                       request);
+  return gatherv("MPI_Gatherv_init_c", sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs,
+                 recvtype, root, comm, info, mode::persistent, request);
 }
 
 int MPI_Scatterv_init_c(const void *sendbuf, const MPI_Count sendcounts[], const MPI_Aint displs[],
@@ -397,17 +380,8 @@ int MPI_Scatterv_init_c(const void *sendbuf, const MPI_Count sendcounts[], const
                         MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Info info,
                         MPI_Request *request) {
   const device::api_guard guard;
-  big_count r;
-  coll_c::int_array counts;
-  coll_c::int_array disp;
-  if (int err = coll_c::count_arg("MPI_Scatterv_init_c", comm, recvcount, recvtype,
-                                  coll_c::own_block(comm, root, recvbuf), r))
-    return err;
-  const int n = coll_c::at_root(comm, root) ? coll_c::peers(comm) : 0;
-  if (int err = counts.set("MPI_Scatterv_init_c", comm, sendcounts, n, "sendcounts")) return err;
-  if (int err = disp.set("MPI_Scatterv_init_c", comm, displs, n, "displs")) return err;
-  return nbc::iscatterv("MPI_Scatterv_init_c", true, sendbuf, 0, counts.get(), disp.get(), sendtype,
-                        recvbuf, r.count(), r.type(), root, comm, info, mode::persistent, request);
+  return scatterv("MPI_Scatterv_init_c", sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount,
+                  recvtype, root, comm, info, mode::persistent, request);
 }
 
 int MPI_Allgatherv_init_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype,
@@ -415,18 +389,8 @@ int MPI_Allgatherv_init_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype
                           MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info,
                           MPI_Request *request) {
   const device::api_guard guard;
-  big_count s;
-  coll_c::int_array counts;
-  coll_c::int_array disp;
-  if (int err = coll_c::count_arg("MPI_Allgatherv_init_c", comm, sendcount, sendtype,
-                                  sendbuf != MPI_IN_PLACE, s))
-    return err;
-  const int n = coll_c::peers(comm);
-  if (int err = counts.set("MPI_Allgatherv_init_c", comm, recvcounts, n, "recvcounts")) return err;
-  if (int err = disp.set("MPI_Allgatherv_init_c", comm, displs, n, "displs")) return err;
-  return nbc::iallgatherv("MPI_Allgatherv_init_c", true, sendbuf, s.count(), s.type(), recvbuf, 0,
-                          counts.get(), disp.get(), recvtype, comm, info, mode::persistent,
-                          request);
+  return allgatherv("MPI_Allgatherv_init_c", sendbuf, sendcount, sendtype, recvbuf, recvcounts,
+                    displs, recvtype, comm, info, mode::persistent, request);
 }
 
 int MPI_Alltoallv_init_c(const void *sendbuf, const MPI_Count sendcounts[],
@@ -453,13 +417,8 @@ int MPI_Reduce_scatter_init_c(const void *sendbuf, void *recvbuf, const MPI_Coun
                               MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info,
                               MPI_Request *request) {
   const device::api_guard guard;
-  coll_c::int_array counts;
-  const communicator *c = coll_c::lookup(comm);
-  if (int err = counts.set("MPI_Reduce_scatter_init_c", comm, recvcounts,
-                           c != nullptr ? c->local_size() : 0, "recvcounts"))
-    return err;
-  return nbc::ireduce_scatter("MPI_Reduce_scatter_init_c", sendbuf, recvbuf, counts.get(), datatype,
-                              op, comm, info, mode::persistent, request);
+  return reduce_scatter("MPI_Reduce_scatter_init_c", sendbuf, recvbuf, recvcounts, datatype, op,
+                        comm, info, mode::persistent, request);
 }
 
 int MPI_Neighbor_allgatherv_init_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype,
@@ -467,20 +426,9 @@ int MPI_Neighbor_allgatherv_init_c(const void *sendbuf, MPI_Count sendcount, MPI
                                    const MPI_Aint displs[], MPI_Datatype recvtype, MPI_Comm comm,
                                    MPI_Info info, MPI_Request *request) {
   const device::api_guard guard;
-  big_count s;
-  coll_c::int_array counts;
-  coll_c::int_array disp;
-  if (int err =
-          coll_c::count_arg("MPI_Neighbor_allgatherv_init_c", comm, sendcount, sendtype, true, s))
-    return err;
-  const int n = coll_c::neighbors(comm, true);
-  if (int err = counts.set("MPI_Neighbor_allgatherv_init_c", comm, recvcounts, n, "recvcounts"))
-    return err;
-  if (int err = disp.set("MPI_Neighbor_allgatherv_init_c", comm, displs, n, "displs")) return err;
-  return nbc::ineighbor("MPI_Neighbor_allgatherv_init_c", nbc::neighbor_kind::allgatherv,
-                        nbc::neighbor_gather_args(sendbuf, s.count(), s.type(), recvbuf, 0,
-                                                  counts.get(), disp.get(), recvtype),
-                        comm, info, mode::persistent, request);
+  return neighbor_allgatherv("MPI_Neighbor_allgatherv_init_c", sendbuf, sendcount, sendtype,
+                             recvbuf, recvcounts, displs, recvtype, comm, info, mode::persistent,
+                             request);
 }
 
 int MPI_Neighbor_alltoallv_init_c(const void *sendbuf, const MPI_Count sendcounts[],
