@@ -131,6 +131,7 @@ class description_plan final : public read_plan {
     piece = {&local_, 1, &remote_, 1, local_.iov_len};
     return true;
   }
+  bool message() const override { return false; }
 
  private:
   iovec local_;
@@ -194,6 +195,7 @@ void rendezvous_matched(request &r, vc &from, std::uint64_t sender_request,
                         : from.via->read(from, where, r.buffer, want, request_id(r));
   switch (read) {
     case xfer::done:
+      if (want != 0) ++rt->stats.rendezvous_read;
       request_complete(r);
       reply(from, packet_type::fin, sender_request, 0, 0);
       return;
@@ -213,6 +215,7 @@ void rendezvous_read_done(std::uint64_t receiver_request, const char *why) {
     ask_for_data(*r, from);  // the sender's data is still there
     return;
   }
+  ++rt->stats.rendezvous_read;
   request_complete(*r);
   reply(from, packet_type::fin, r->peer_request, 0, 0);
 }

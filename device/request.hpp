@@ -11,7 +11,6 @@
 #include "device/match.hpp"
 #include "device/packet.hpp"
 #include "device/pool.hpp"
-#include "netmods/netmod.hpp"
 
 namespace iris::device {
 
@@ -112,8 +111,14 @@ struct request {
   std::size_t progress = 0;        // send: bytes streamed; recv: bytes arrived (rendezvous)
   std::size_t expected = 0;        // send: bytes the receiver wants; recv: bytes to arrive
   std::uint64_t peer_request = 0;  // the other side's request id (rendezvous)
-  bool rma_exposed = false;        // rendezvous send: the netmod exposes `buffer` as `region`
-  netmod::remote_region region{};
+  // A rendezvous send whose transport lets the receiver read `buffer` itself
+  // keeps here what the transport needs to undo that (an RMA registration's
+  // address and key); opaque to the device, which only calls conceal() while
+  // `exposed` is set.
+  struct exposure {
+    bool exposed = false;
+    std::uint64_t words[2] = {};
+  } exposure;
   int peer = -1;  // world rank of the other side once known
   const communicator *comm = nullptr;
   schedule *sched = nullptr;  // coll: the steps it runs (owned)

@@ -83,17 +83,16 @@ void stats_print(const runtime &r) {
   std::fprintf(
       stderr,
       "iris: rank %d stats: sent eager %llu (unlocked %llu), eager-sync %llu, rendezvous %llu "
-      "(credit stalls %llu); received rendezvous by cma %llu, by rma %llu, by pipeline %llu, by "
-      "scattered reads %llu; "
+      "(credit stalls %llu); received rendezvous by single-copy reads %llu (of scattered blocks "
+      "%llu), by pipeline %llu; "
       "credit packets %llu; unexpected peak %zu messages, %zu bytes; slept %llu times (%llu timed "
       "out)\n",
       r.rank, static_cast<unsigned long long>(s.eager), static_cast<unsigned long long>(unlocked),
       static_cast<unsigned long long>(s.eager_sync), static_cast<unsigned long long>(s.rendezvous),
       static_cast<unsigned long long>(s.credit_stalls),
-      static_cast<unsigned long long>(s.rendezvous_cma),
-      static_cast<unsigned long long>(s.rendezvous_rma),
-      static_cast<unsigned long long>(s.rendezvous_pipeline),
+      static_cast<unsigned long long>(s.rendezvous_read),
       static_cast<unsigned long long>(s.rendezvous_scattered),
+      static_cast<unsigned long long>(s.rendezvous_pipeline),
       static_cast<unsigned long long>(s.credit_packets), r.matching.unexpected_counts().depth_peak,
       r.matching.unexpected_counts().bytes_peak, static_cast<unsigned long long>(s.sleeps),
       static_cast<unsigned long long>(s.sleep_timeouts));

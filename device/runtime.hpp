@@ -31,11 +31,12 @@ namespace iris::device {
 struct statistics {
   std::uint64_t eager = 0;
   std::uint64_t eager_sync = 0;
-  std::uint64_t rendezvous = 0;            // sent
-  std::uint64_t rendezvous_cma = 0;        // received by reading the sender's memory
-  std::uint64_t rendezvous_rma = 0;        // received by the netmod's RMA read
+  std::uint64_t rendezvous = 0;  // sent
+  // Received by the transport's single-copy read of the sender's memory (a
+  // transport counts its own kinds: shm's CMA, a netmod's RMA).
+  std::uint64_t rendezvous_read = 0;
+  std::uint64_t rendezvous_scattered = 0;  // of those, non-contiguous: a scattered read
   std::uint64_t rendezvous_pipeline = 0;   // received as data packets after a CTS
-  std::uint64_t rendezvous_scattered = 0;  // non-contiguous, received by a scattered read
   std::uint64_t credit_stalls = 0;         // eager-sized sends that went by rendezvous
   std::uint64_t credit_packets = 0;
   std::uint64_t sleeps = 0;          // waits that slept on the bell (progress_idle)

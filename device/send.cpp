@@ -256,7 +256,7 @@ request *send_awaiting(const vc &from, std::uint64_t id, send_state state) {
 
 void send_done(request &r) {
   if (r.protocol == packet_type::rts && r.state != send_state::done) --rt->rendezvous_sends;
-  if (r.rma_exposed) rt->vcs[static_cast<std::size_t>(r.peer)].via->conceal(r);
+  if (r.exposure.exposed) rt->vcs[static_cast<std::size_t>(r.peer)].via->conceal(r);
   r.state = send_state::done;
   request_complete(r);
 }

@@ -22,6 +22,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <string>
 #include <string_view>
@@ -66,6 +67,9 @@ class read_plan {
  public:
   // The next piece; false when there is none left.
   virtual bool next(read_piece &piece) = 0;
+  // Whether the pieces are a message's data (false: something the device
+  // reads first, such as the description of the sender's layout).
+  virtual bool message() const { return true; }
 
  protected:
   ~read_plan() = default;
@@ -182,6 +186,12 @@ class transport {
   virtual std::string describe() const { return {}; }
   // One line for IRIS_STATS (empty: nothing counted).
   virtual std::string statistics() const { return {}; }
+  // A counter of this transport's own, by the name MPIX_Stat_get is given
+  // (false: not one of its names).
+  virtual bool statistic(std::string_view name, std::uint64_t &value) const {
+    (void)name, (void)value;
+    return false;
+  }
   // Called once after the last barrier of MPI_Finalize: flush and close.
   virtual void finalize() {}
 };
@@ -233,6 +243,12 @@ void transports_settle(settings &device, transport_settings &s);
 // other name.
 bool transport_setting_value(const transport_settings &s, std::string_view name,
                              std::uint64_t &value);
+
+// A counter of the transports' own that MPIX_Stat_get reports by name
+// (rendezvous_cma, rendezvous_rma): the transport in use answers; a job
+// without it reads 0. False for any other name.
+bool transport_statistic(std::span<const std::unique_ptr<transport>> in_use, std::string_view name,
+                         std::uint64_t &value);
 
 // What iris_info prints of the transports a job started now would use: the
 // netmod and whether ranks of a node share memory. Throws

@@ -53,19 +53,23 @@ int net_transport::poll(int budget) {
 // an RTS that found no room comes back here.
 void net_transport::expose(vc &to, request &r, rts_payload &where) {
   (void)to;
-  if (rma_ && !r.rma_exposed && r.bytes != 0) {
-    r.rma_exposed = net_->rma_expose(r.buffer, r.bytes, r.region);
+  auto &held = r.exposure;
+  if (rma_ && !held.exposed && r.bytes != 0) {
+    netmod::remote_region region;
+    held.exposed = net_->rma_expose(r.buffer, r.bytes, region);
+    held.words[0] = region.address;
+    held.words[1] = region.key;
   }
-  if (r.rma_exposed) {
+  if (held.exposed) {
     where.rma = 1;
-    where.rma_address = r.region.address;
-    where.rma_key = r.region.key;
+    where.rma_address = held.words[0];
+    where.rma_key = held.words[1];
   }
 }
 
 void net_transport::conceal(request &r) {
-  net_->rma_conceal(r.region);
-  r.rma_exposed = false;
+  net_->rma_conceal(netmod::remote_region{r.exposure.words[0], r.exposure.words[1]});
+  r.exposure = {};
 }
 
 // A read it cannot start now goes the packet way instead of waiting.
@@ -84,7 +88,14 @@ std::string net_transport::describe() const {
 
 std::string net_transport::statistics() const {
   const std::string counted = net_->statistics();
-  return counted.empty() ? counted : "netmod stats: " + counted;
+  return "net: messages read by rma " + std::to_string(rma_messages_) +
+         (counted.empty() ? "" : "; netmod stats: " + counted);
+}
+
+bool net_transport::statistic(std::string_view name, std::uint64_t &value) const {
+  if (name != "rendezvous_rma") return false;
+  value = rma_messages_;
+  return true;
 }
 
 void net_transport::finalize() {
@@ -118,7 +129,7 @@ void net_transport::peer_lost(int peer, const char *why) {
 }
 
 void net_transport::read_done(std::uint64_t cookie, const char *why) {
-  if (why == nullptr) ++rt->stats.rendezvous_rma;
+  if (why == nullptr) ++rma_messages_;
   rendezvous_read_done(cookie, why);
 }
 

@@ -33,6 +33,7 @@ class net_transport final : public transport, private netmod::record_sink {
             std::uint64_t cookie) override;
   std::string describe() const override;
   std::string statistics() const override;
+  bool statistic(std::string_view name, std::uint64_t &value) const override;
   void finalize() override;
 
  private:
@@ -45,7 +46,8 @@ class net_transport final : public transport, private netmod::record_sink {
   void read_done(std::uint64_t cookie, const char *why) override;
 
   std::unique_ptr<netmod::netmod> net_;
-  bool rma_ = false;  // IRIS_NET_RMA
+  bool rma_ = false;                // IRIS_NET_RMA
+  std::uint64_t rma_messages_ = 0;  // rendezvous messages the peer read with RMA
 };
 
 }  // namespace iris::device

@@ -122,6 +122,15 @@ bool transport_setting_value(const transport_settings &s, std::string_view name,
   return true;
 }
 
+bool transport_statistic(std::span<const std::unique_ptr<transport>> in_use, std::string_view name,
+                         std::uint64_t &value) {
+  for (const auto &t : in_use) {
+    if (t->statistic(name, value)) return true;
+  }
+  value = 0;
+  return name == "rendezvous_cma" || name == "rendezvous_rma";
+}
+
 std::string transports_preview() {
   const transport_settings s = transport_settings_load();
   const char *asked = std::getenv("IRIS_NETMOD");

@@ -13,6 +13,13 @@ namespace {
 bool cma_chosen(std::size_t bytes);
 xfer cma_read_scattered(bool &cma, std::int64_t pid, read_plan &plan);
 
+// MPIX_Stat_get's name for the messages an shm transport read with CMA.
+bool cma_statistic(std::uint64_t messages, std::string_view name, std::uint64_t &value) {
+  if (name != "rendezvous_cma") return false;
+  value = messages;
+  return true;
+}
+
 void name_layout(rts_payload &where, const void *base, const void *layout,
                  std::size_t layout_bytes) {
   where.pid = rt->pid;
@@ -190,7 +197,7 @@ xfer shm_transport::read(vc &from, const rts_payload &where, std::byte *to, std:
     p.cma = false;  // the kernel refused a read: stop trying with this peer
     return xfer::retry;
   }
-  ++rt->stats.rendezvous_cma;
+  ++cma_messages_;
   return xfer::done;
 }
 
@@ -214,7 +221,18 @@ bool shm_transport::reads_scattered(vc &from, std::size_t bytes) {
 }
 
 xfer shm_transport::read_scattered(vc &from, const rts_payload &where, read_plan &plan) {
-  return cma_read_scattered(peers_[static_cast<std::size_t>(from.slot)].cma, where.pid, plan);
+  const xfer read =
+      cma_read_scattered(peers_[static_cast<std::size_t>(from.slot)].cma, where.pid, plan);
+  if (read == xfer::done && plan.message()) ++cma_messages_;
+  return read;
+}
+
+std::string shm_transport::statistics() const {
+  return "shm: messages read by cma " + std::to_string(cma_messages_);
+}
+
+bool shm_transport::statistic(std::string_view name, std::uint64_t &value) const {
+  return cma_statistic(cma_messages_, name, value);
 }
 
 std::string shm_transport::describe() const {
@@ -440,7 +458,7 @@ xfer shm_queue_transport::read(vc &from, const rts_payload &where, std::byte *to
     p.cma = false;  // the kernel refused a read: stop trying with this peer
     return xfer::retry;
   }
-  ++rt->stats.rendezvous_cma;
+  ++cma_messages_;
   return xfer::done;
 }
 
@@ -464,7 +482,14 @@ bool shm_queue_transport::reads_scattered(vc &from, std::size_t bytes) {
 }
 
 xfer shm_queue_transport::read_scattered(vc &from, const rts_payload &where, read_plan &plan) {
-  return cma_read_scattered(peers_[static_cast<std::size_t>(from.slot)].cma, where.pid, plan);
+  const xfer read =
+      cma_read_scattered(peers_[static_cast<std::size_t>(from.slot)].cma, where.pid, plan);
+  if (read == xfer::done && plan.message()) ++cma_messages_;
+  return read;
+}
+
+bool shm_queue_transport::statistic(std::string_view name, std::uint64_t &value) const {
+  return cma_statistic(cma_messages_, name, value);
 }
 
 std::string shm_queue_transport::describe() const {
@@ -481,7 +506,8 @@ std::string shm_queue_transport::statistics() const {
   return "shm: packets through queues " + std::to_string(queued_packets_) + ", rings announced " +
          std::to_string(rings_sent_) + ", refused " + std::to_string(rings_refused_) +
          ", rings polled " + std::to_string(active_.size()) +
-         (segment_->pool_closed() ? ", pool closed: /dev/shm full" : "");
+         (segment_->pool_closed() ? ", pool closed: /dev/shm full" : "") +
+         ", messages read by cma " + std::to_string(cma_messages_);
 }
 
 }  // namespace iris::device

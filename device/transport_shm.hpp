@@ -73,6 +73,8 @@ class shm_transport : public transport {
   bool reads_scattered(vc &from, std::size_t bytes) override;
   xfer read_scattered(vc &from, const rts_payload &where, read_plan &plan) override;
   std::string describe() const override;
+  std::string statistics() const override;
+  bool statistic(std::string_view name, std::uint64_t &value) const override;
   bool wakes_sleepers() const override { return bells_; }
   bool holds_bell() const override { return bell_.held(); }
   bool sleep_begin() override { return bell_.begin(); }
@@ -95,9 +97,10 @@ class shm_transport : public transport {
   int local_index_ = 0;
   std::string name_;
   std::optional<shm::segment> segment_;
-  sleeper_bell bell_;        // this rank's, on the segment
-  bool bells_ = false;       // registered for the sleepers' fence (shm/bell.hpp)
-  std::vector<peer> peers_;  // indexed by vc.slot
+  sleeper_bell bell_;               // this rank's, on the segment
+  bool bells_ = false;              // registered for the sleepers' fence (shm/bell.hpp)
+  std::vector<peer> peers_;         // indexed by vc.slot
+  std::uint64_t cma_messages_ = 0;  // rendezvous messages read with CMA
 
  protected:
   // poll, giving credits back under each VC's lock (packet_deliver_shared).
@@ -157,6 +160,7 @@ class shm_queue_transport final : public transport {
   xfer read_scattered(vc &from, const rts_payload &where, read_plan &plan) override;
   std::string describe() const override;
   std::string statistics() const override;
+  bool statistic(std::string_view name, std::uint64_t &value) const override;
   bool wakes_sleepers() const override { return bells_; }
   bool holds_bell() const override { return bell_.held(); }
   bool sleep_begin() override { return bell_.begin(); }
@@ -205,6 +209,7 @@ class shm_queue_transport final : public transport {
   std::vector<peer *> active_;      // peers whose announced rings this rank polls
   std::uint64_t busy_packets_ = 0;
   std::uint64_t rings_sent_ = 0, rings_refused_ = 0, queued_packets_ = 0;
+  std::uint64_t cma_messages_ = 0;  // rendezvous messages read with CMA
 };
 
 }  // namespace iris::device

@@ -198,8 +198,8 @@ int MPIX_Stat_get(const char *name, MPI_Count *value) {
       {"eager", s.eager},
       {"eager_sync", s.eager_sync},
       {"rendezvous", s.rendezvous},
-      {"rendezvous_cma", s.rendezvous_cma},
-      {"rendezvous_rma", s.rendezvous_rma},
+      {"rendezvous_read", s.rendezvous_read},
+      {"rendezvous_scattered", s.rendezvous_scattered},
       {"rendezvous_pipeline", s.rendezvous_pipeline},
       {"credit_stalls", s.credit_stalls},
       {"credit_packets", s.credit_packets},
@@ -219,7 +219,8 @@ int MPIX_Stat_get(const char *name, MPI_Count *value) {
     }
   }
   std::uint64_t setting = 0;
-  if (device::transport_setting_value(device::rt->transport_config, name, setting)) {
+  if (device::transport_statistic(device::rt->transports, name, setting) ||
+      device::transport_setting_value(device::rt->transport_config, name, setting)) {
     *value = static_cast<MPI_Count>(setting);
     return MPI_SUCCESS;
   }

@@ -54,8 +54,11 @@ int MPI_Info_dup(MPI_Info info, MPI_Info *newinfo);
 int MPI_Info_free(MPI_Info *info);
 
 /* Iris extension: a runtime statistic or setting by name, for tests and
- * tools: "eager", "eager_sync", "rendezvous", "rendezvous_cma",
- * "rendezvous_rma", "rendezvous_pipeline", "credit_stalls",
+ * tools: "eager", "eager_sync", "rendezvous", "rendezvous_read" (received
+ * by a single-copy read of the sender's memory), "rendezvous_scattered" (of
+ * those, scattered blocks), "rendezvous_cma" and "rendezvous_rma" (the same
+ * reads by shared memory's CMA and by a netmod's RMA), "rendezvous_pipeline"
+ * (received as data packets), "credit_stalls",
  * "credit_packets", "unexpected_depth_peak", "unexpected_bytes_peak" (eager
  * data held for peers), "unexpected_bytes_bound" (what the peers' credit
  * windows allow in all), "eager_limit", "eager_window",

@@ -240,6 +240,13 @@ int main(int argc, char **argv) {
     phases[i]();
     MPI_Barrier(MPI_COMM_WORLD);
   }
+  /* The device counts every single-copy read; shm's CMA and a netmod's RMA
+   * are the transports' own counters, and a job without one reads 0. */
+  const MPI_Count reads = stat("rendezvous_read");
+  const MPI_Count cma = stat("rendezvous_cma"), rma = stat("rendezvous_rma");
+  CHECK(reads >= 0 && cma >= 0 && rma >= 0 && cma + rma == reads,
+        "rank %d: single-copy reads %lld, by cma %lld, by rma %lld", rank, (long long)reads,
+        (long long)cma, (long long)rma);
   if (rank == 0 && check_failures == 0) printf("deadlock: all checks passed on %d ranks\n", size);
   return finish();
 }
