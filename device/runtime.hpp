@@ -22,7 +22,6 @@
 #include "device/transport.hpp"
 #include "device/tunables.hpp"
 #include "device/vc.hpp"
-#include "netmods/netmod.hpp"
 #include "pmi/pmi.hpp"
 
 namespace iris::device {

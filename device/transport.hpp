@@ -226,7 +226,7 @@ struct transport_settings {
   } net;
 };
 
-// The transports' tunables (each netmod's come after, from netmods/).
+// The transports' tunables, then each built netmod's own (netmods/).
 std::span<const tunable> transport_tunables();
 
 // Reads them. Throws std::runtime_error naming the variable and the

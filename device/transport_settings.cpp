@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <stdexcept>
 #include <string_view>
+#include <vector>
 
 #include "device/transport.hpp"
 #include "device/transport_net.hpp"
@@ -84,7 +85,12 @@ std::int64_t value_of(std::string_view name) {
 }  // namespace
 
 std::span<const tunable> transport_tunables() {
-  return table;
+  static const std::vector<tunable> all = [] {
+    std::vector<tunable> v(std::begin(table), std::end(table));
+    for (const tunable &t : netmod::netmods_tunables()) v.push_back(t);
+    return v;
+  }();
+  return all;
 }
 
 transport_settings transport_settings_load() {

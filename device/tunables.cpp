@@ -7,7 +7,6 @@
 #include <vector>
 
 #include "device/transport.hpp"
-#include "netmods/netmod.hpp"
 
 namespace iris::device {
 namespace {
@@ -95,7 +94,6 @@ std::span<const tunable> tunables() {
   static const std::vector<tunable> all = [] {
     std::vector<tunable> v(std::begin(table), std::end(table));
     for (const tunable &t : transport_tunables()) v.push_back(t);
-    for (const tunable &t : netmod::netmods_tunables()) v.push_back(t);
     return v;
   }();
   return all;

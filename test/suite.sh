@@ -2,6 +2,7 @@
 # The whole test suite, as CI runs it (.ci/run):
 #   1. formatting (clang-format, the repo's .clang-format), that every
 #      binding takes the call lock of MPI_THREAD_MULTIPLE (bindings_locked.py),
+#      the transport seam's naming rule (seam.py),
 #      and the spin models of the shared-memory doorbells, receive queue and
 #      queue-to-ring switch
 #      (test/model/, about 25 s)
@@ -35,6 +36,8 @@ echo "== formatting"
 git ls-files '*.c' '*.h' '*.cpp' '*.hpp' | xargs clang-format --dry-run --Werror
 echo "== every binding takes the call lock (MPI_THREAD_MULTIPLE)"
 test/bindings_locked.py
+echo "== the transport seam: device/ names no transport's internals outside transport*"
+test/seam.py
 echo "== model checking (spin)"
 test/model/check.sh
 
