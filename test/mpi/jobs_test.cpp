@@ -279,6 +279,21 @@ TEST_P(JobTest, CommunicatorConstructorsAndSplitType) {
       << r.output;
 }
 
+// MPI_Comm_idup(_with_info) without blocking: rank 0 receives from every
+// other rank (who started their idup) before starting its own; four idups
+// at once on world and on the halves, started in opposite orders; one
+// overlapped by an Iallreduce and a ring on its parent; an
+// intercommunicator's idup (idup.c). Before the agreement ran in the
+// progress engine this hung.
+TEST_P(JobTest, NonblockingCommDup) {
+  SKIP_UNLESS_ABOVE_TRANSPORTS();
+  const run_result r = job(ranks(), "idup", {}, env(), 60, nodes());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("idup: all checks passed on " + std::to_string(ranks()) + " ranks"),
+            std::string::npos)
+      << r.output;
+}
+
 // An intercommunicator of the even and odd halves: point-to-point across
 // it and its dup, merges in both orders, MPI_ERR_COMM for collectives.
 TEST_P(JobTest, Intercommunicators) {
