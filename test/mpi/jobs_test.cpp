@@ -1039,6 +1039,29 @@ TEST(Wrappers, MpiccAndMpicxxBuildPlainProgramsThatRunUnchanged) {
   run({"/bin/rm", "-rf", dir}, 10);
 }
 
+// A profiling tool: pmpi.c defines MPI_Init, MPI_Send, MPI_Recv and
+// MPI_Type_create_resized, counting calls and passing them on through
+// PMPI_; built by the build tree's mpicc as a tool user would, run at 2 and
+// 3 ranks. Its counts and data are checked, and so is that Iris's own calls
+// between bindings (collectives, Sendrecv, Type_create_subarray) never
+// reach the wrappers (libiris binds them inside: -Bsymbolic-functions).
+TEST(Pmpi, WrappersThatCallPmpiCountTheProgramsCallsOnly) {
+  const std::string dir = testing::TempDir() + "/iris-pmpi-" + std::to_string(getpid());
+  ASSERT_EQ(run({"/bin/mkdir", "-p", dir}, 10).exit_code, 0);
+  const run_result cc = run({build_root + "/mpicc", "-O2", "-Wall", "-Werror", "-o", dir + "/pmpi",
+                             source_root + "/test/mpi/pmpi.c"},
+                            60);
+  ASSERT_EQ(cc.exit_code, 0) << cc.output;
+  for (const char *n : {"2", "3"}) {
+    const run_result r = run({mpiexec, "-n", n, dir + "/pmpi"}, 60);
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    EXPECT_NE(r.output.find(std::string("pmpi: all checks passed on ") + n + " ranks"),
+              std::string::npos)
+        << r.output;
+  }
+  run({"/bin/rm", "-rf", dir}, 10);
+}
+
 // `meson install` into a DESTDIR, then the installed mpicc builds a plain
 // program and the installed mpiexec runs it. The configured prefix does not
 // hold this install, so this also checks that the installed wrapper finds
