@@ -2,8 +2,10 @@
 #include <algorithm>
 #include <cstring>
 
+#include "device/dtype.hpp"
 #include "device/recv.hpp"
 #include "device/runtime.hpp"
+#include "device/schedule.hpp"
 #include "device/send.hpp"
 #include "device/threading.hpp"
 
@@ -149,6 +151,139 @@ int comm_register_inter(std::vector<int> local, std::vector<int> remote, std::ui
   c->local_world_rank = std::move(local);
   c->local_context = local_context;
   return handle;
+}
+
+namespace {
+
+// One nonblocking agreement's state, shared by the calls of its schedule.
+// The members are numbered 0 .. n-1: over an intracommunicator its ranks;
+// over an intercommunicator the group whose first member has the lower world
+// rank first, then the other (both sides number them alike).
+struct agreement {
+  communicator *parent = nullptr;
+  int n = 0;
+  int me = 0;
+  bool local_first = false;  // intercommunicator: this group is numbered first
+  std::uint32_t value = 0;
+  std::uint32_t heard = 0;
+  std::uint32_t clash = 0;
+  std::uint32_t clash_heard = 0;
+  std::uint32_t floor = 0;
+  std::uint32_t attempt = 0;
+  int sub = 0;  // the next round's sub-tag
+  std::function<void(std::uint32_t)> done;
+
+  // Member v as (a rank of the local group?, its rank there).
+  std::pair<bool, int> member(int v) const {
+    if (!parent->inter) return {false, v};
+    const int first = local_first ? parent->local_size() : parent->size;
+    if (v < first) return {local_first, v};
+    return {!local_first, v - first};
+  }
+};
+
+bool block_clashes(std::uint32_t agreed) {
+  const auto near = [agreed](std::uint32_t c) {
+    return c + nonblocking_context_block > agreed && c < agreed + nonblocking_context_block;
+  };
+  return std::any_of(rt->contexts_tentative.begin(), rt->contexts_tentative.end(), near) ||
+         std::any_of(rt->contexts_agreed.begin(), rt->contexts_agreed.end(), near);
+}
+
+// Dissemination rounds after which every member's a.*field is the maximum of
+// all members' (a.*heard receives).
+void plan_max(schedule &s, const std::shared_ptr<agreement> &a, std::uint32_t agreement::*field,
+              std::uint32_t agreement::*heard) {
+  const dtype *word = dtype_lookup(MPI_UNSIGNED);
+  for (int distance = 1; distance < a->n; distance *= 2) {
+    const auto [to_local, to] = a->member((a->me + distance) % a->n);
+    const auto [from_local, from] = a->member((a->me - distance + a->n) % a->n);
+    const int sub = a->sub;
+    a->sub = (a->sub + 1) % nbc_sub_tags;
+    s.address_local(to_local);
+    s.send({&(a.get()->*field), 1, word}, to, sub);
+    s.address_local(from_local);
+    s.recv({&(a.get()->*heard), 1, word}, from, sub);
+    s.address_local(false);
+    s.fence();
+    s.call([a, field, heard](schedule &) {
+      a.get()->*field = std::max(a.get()->*field, a.get()->*heard);
+    });
+  }
+}
+
+void plan_attempt(schedule &s, const std::shared_ptr<agreement> &a) {
+  s.call([a](schedule &) {
+    // Above the next free block, by a spread that the parent and the attempt
+    // pick (the same on every member), so that agreements on different
+    // parents rarely meet on one value.
+    const std::uint32_t mixed = (a->parent->context * 64U + a->attempt) * 2654435761U;
+    a->value = std::max(rt->next_nonblocking_context, a->floor) +
+               nonblocking_context_block * (mixed >> 27);
+    rt->next_nonblocking_context =
+        std::max(rt->next_nonblocking_context, a->value + nonblocking_context_block);
+  });
+  plan_max(s, a, &agreement::value, &agreement::heard);
+  s.call([a](schedule &) {
+    a->clash = block_clashes(a->value) ? 1 : 0;
+    rt->contexts_tentative.push_back(a->value);
+  });
+  plan_max(s, a, &agreement::clash, &agreement::clash_heard);
+  s.call([a](schedule &next) {
+    rt->contexts_tentative.erase(
+        std::find(rt->contexts_tentative.begin(), rt->contexts_tentative.end(), a->value));
+    rt->next_nonblocking_context =
+        std::max(rt->next_nonblocking_context, a->value + nonblocking_context_block);
+    if (a->clash != 0) {
+      a->floor = a->value + nonblocking_context_block;
+      ++a->attempt;
+      plan_attempt(next, a);
+      return;
+    }
+    rt->contexts_agreed.push_back(a->value);
+    --rt->agreeing;
+    a->done(a->value);
+  });
+}
+
+}  // namespace
+
+void context_agree_schedule(schedule &s, communicator &parent,
+                            std::function<void(std::uint32_t)> done) {
+  auto a = std::make_shared<agreement>();
+  a->parent = &parent;
+  a->done = std::move(done);
+  if (parent.inter) {
+    a->n = parent.local_size() + parent.size;
+    a->local_first = parent.local_world_rank.at(0) < parent.world_rank.at(0);
+    a->me = a->local_first ? parent.rank : parent.size + parent.rank;
+  } else {
+    a->n = parent.size;
+    a->me = parent.rank;
+  }
+  ++rt->agreeing;  // peers may send on the agreed block before this rank is done
+  plan_attempt(s, a);
+}
+
+int comm_register_pending(const communicator &parent) {
+  if (parent.inter) {
+    return comm_register_inter(parent.local_world_rank, parent.world_rank, pending_context,
+                               pending_context, parent.errhandler);
+  }
+  // comm_register without the publication.
+  return comm_register_slot(parent.world_rank, pending_context, parent.errhandler);
+}
+
+void comm_activate(int handle, std::uint32_t context) {
+  const std::size_t slot = static_cast<std::uint32_t>(handle) & 0x0fffffffU;
+  if (slot >= rt->comms.size() || !rt->comms[slot]) return;  // freed before it completed
+  communicator &c = *rt->comms[slot];
+  c.context = context;
+  if (c.inter) {
+    c.local_context = context + 2;
+    return;
+  }
+  comm_publish(*rt, slot);
 }
 
 communicator inter_local_group(const communicator &inter) {

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <utility>
@@ -51,6 +52,13 @@ struct communicator {
 inline constexpr std::uint32_t world_context = 0;
 inline constexpr std::uint32_t self_context = 2;
 inline constexpr std::uint32_t first_free_context = 4;
+// Nonblocking agreements (MPI_Comm_idup) hand out blocks of four ids from
+// here up, apart from the blocking agreements' ids below: an intercommunicator
+// takes the first two, its local groups the last two.
+inline constexpr std::uint32_t first_nonblocking_context = 0x80000000U;
+inline constexpr std::uint32_t nonblocking_context_block = 4;
+// A communicator whose agreement is still under way has this context.
+inline constexpr std::uint32_t pending_context = 0xfffffff0U;
 
 // Device-internal tags on the collective context (user-visible collectives
 // use 100..999): see collective.cpp.
@@ -76,6 +84,24 @@ std::uint32_t context_agree(const communicator &parent);
 // on `parent`'s collective context with `tag`: MPI_Comm_create_group.
 std::uint32_t context_agree_among(const communicator &parent, const std::vector<int> &members,
                                   int tag);
+
+class schedule;
+// Nonblocking (MPI_Comm_idup): adds to `s` (a schedule over `parent`) the
+// rounds of an agreement, over every member of parent (both groups of an
+// intercommunicator), on a block of context ids in the nonblocking range
+// that no member uses; then `done` runs with the block's first id. Each
+// attempt is an allreduce(max) of the members' proposals by dissemination,
+// then an allreduce(max) of "this value clashes here" (with an id handed
+// out, or with another agreement's tentative value that was there first);
+// after a clash anywhere all try again above it. The progress engine runs
+// the rounds, so several agreements may be under way on one process.
+void context_agree_schedule(schedule &s, communicator &parent,
+                            std::function<void(std::uint32_t)> done);
+// Registers (unpublished) the communicator that MPI_Comm_idup on `parent`
+// makes, on pending_context; comm_activate gives it its agreed block and
+// publishes it.
+int comm_register_pending(const communicator &parent);
+void comm_activate(int handle, std::uint32_t context);
 
 // The node of rank `rank` of `comm`: ranks with the same node share memory
 // (MPI_COMM_TYPE_SHARED). From the process manager.

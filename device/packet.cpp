@@ -77,9 +77,11 @@ static_assert(std::size(handlers) == static_cast<std::size_t>(packet_type::cance
 // A message on a context this rank has not reached: every context below
 // next_context was agreed here (or is predefined). A peer may already send
 // on a context being agreed while this rank is still inside context_agree,
-// so none is refused then.
+// so none is refused then. The nonblocking range (MPI_Comm_idup) is checked
+// the same way against its own counter.
 bool context_known(std::uint32_t context) {
-  return context < rt->next_context || rt->agreeing > 0;
+  return context < rt->next_context || rt->agreeing > 0 ||
+         (context >= first_nonblocking_context && context < rt->next_nonblocking_context);
 }
 
 template <bool Shared>

@@ -77,6 +77,8 @@ struct runtime {
   std::atomic<communicator *> published_comms[published_comm_limit]{};
   std::vector<std::unique_ptr<group>> groups;  // indexed by handle & 0x0fffffff
   std::uint32_t next_context = first_free_context;
+  // Above every block of the nonblocking range proposed or agreed here.
+  std::uint32_t next_nonblocking_context = first_nonblocking_context;
   // MPI_THREAD_MULTIPLE only (comm.cpp): the values of agreements under way
   // in other threads, and every context agreed so far.
   std::vector<std::uint32_t> contexts_tentative;

@@ -75,6 +75,11 @@ void schedule::fence() {
   }
 }
 
+void schedule::call(std::function<void(schedule &)> f) {
+  calls_.push_back(std::move(f));
+  steps_.push_back({step_kind::call, {}, {}, 0, 0, static_cast<int>(calls_.size() - 1)});
+}
+
 typed_buffer schedule::scratch(int count, const dtype &type) {
   images_.push_back(std::make_unique<typed_image>(count, type));
   return images_.back()->view();
@@ -104,6 +109,7 @@ void schedule::run(const step &s) {
       typed_copy(s.a, s.b);
       break;
     case step_kind::fence:
+    case step_kind::call:  // advance runs it
       break;
   }
   if (status != typed_status::done && error_ == MPI_SUCCESS) error_ = MPI_ERR_NO_MEM;
@@ -127,6 +133,12 @@ bool schedule::advance() {
     while (next_ < steps_.size()) {
       const step &s = steps_[next_++];
       if (s.kind == step_kind::fence) break;
+      if (s.kind == step_kind::call) {
+        // A copy: the call may add steps and calls, moving both vectors.
+        const std::function<void(schedule &)> f = calls_[static_cast<std::size_t>(s.op)];
+        f(*this);
+        continue;
+      }
       run(s);
     }
   }

@@ -22,6 +22,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -61,6 +62,10 @@ class schedule {
   void copy(const typed_buffer &from, const typed_buffer &to);
   // Ends the round: later steps start once its messages have completed.
   void fence();
+  // Runs `f` when the schedule reaches this step (after the messages of the
+  // rounds before it). `f` may add steps at the end: a schedule whose next
+  // rounds depend on what arrived (the context agreement of MPI_Comm_idup).
+  void call(std::function<void(schedule &)> f);
 
   // Memory for partial results that lives as long as the schedule, laid out
   // as `count` elements of `type`.
@@ -73,14 +78,14 @@ class schedule {
   int error() const { return error_; }
 
  private:
-  enum class step_kind : std::uint8_t { send, recv, reduce, copy, fence };
+  enum class step_kind : std::uint8_t { send, recv, reduce, copy, fence, call };
   struct step {
     step_kind kind;
     typed_buffer a;  // send: data; recv: where; reduce: in; copy: from
     typed_buffer b;  // reduce: inout; copy: to
     int peer = 0;
     int sub = 0;
-    int op = 0;
+    int op = 0;  // reduce: the op; call: its index in calls_
     int datatype = 0;
     bool local = false;        // send, recv: to a rank of the local group
     std::size_t elements = 0;  // reduce: elements of `datatype`
@@ -94,6 +99,7 @@ class schedule {
   int tag_;
   std::vector<step> steps_;
   std::vector<std::unique_ptr<typed_image>> images_;
+  std::vector<std::function<void(schedule &)>> calls_;
   std::vector<request *> pending_;
   std::size_t next_ = 0;
   int error_ = MPI_SUCCESS;

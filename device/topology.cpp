@@ -1,6 +1,7 @@
 #include "device/topology.hpp"
 
 #include <algorithm>
+#include <functional>
 #include <map>
 #include <utility>
 
@@ -30,6 +31,13 @@ struct factor_search {
     divisors.insert(divisors.end(), small.rbegin(), small.rend());
   }
 
+  // Whether x^r >= m.
+  static bool power_reaches(long long x, std::size_t r, long long m) {
+    long long p = 1;
+    for (std::size_t i = 0; i < r && p < m; ++i) p *= x;
+    return p >= m;
+  }
+
   void run(int n, std::size_t slots, int cap) {
     if (slots == 0) {
       if (n != 1) return;
@@ -45,12 +53,27 @@ struct factor_search {
       }
       return;
     }
-    for (int d : divisors) {
-      if (d > n || d > cap || n % d != 0) continue;
+    // Smallest first, from the first whose power reaches n (balanced
+    // choices come first, so the bounds below cut early), up to min(n, cap).
+    // The result does not depend on the order: the best is the least spread,
+    // then the evenest, a total order.
+    const int top = std::min(n, cap);
+    const auto last = std::lower_bound(divisors.begin(), divisors.end(), top, std::greater<>());
+    for (auto it = divisors.rbegin(); it != std::make_reverse_iterator(last); ++it) {
+      const int d = *it;
+      if (n % d != 0) continue;
       // The remaining slots hold factors of at most d: d^slots must reach n.
-      long long reach = 1;
-      for (std::size_t i = 0; i < slots && reach < n; ++i) reach *= d;
-      if (reach < n) break;
+      if (!power_reaches(d, slots, n)) continue;
+      if (best_spread >= 0) {
+        // The smallest factor will be at most d and at most the
+        // (slots-1)th root of n / d: a spread past the best is lost (equal
+        // spreads still compete on evenness). The root only shrinks as d
+        // grows.
+        const int first = chosen.empty() ? d : chosen.front();
+        const int under = first - best_spread;  // the smallest must reach this
+        if (d < under) continue;
+        if (slots > 1 && under > 1 && power_reaches(under, slots - 1, n / d + 1)) break;
+      }
       chosen.push_back(d);
       run(n / d, slots - 1, d);
       chosen.pop_back();

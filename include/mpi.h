@@ -7,7 +7,9 @@
  * A predefined datatype also carries its extent in bits 8..23.
  *
  * The declarations live in parts under iris/ (installed beside this file),
- * one per family; programs include this file only.
+ * one per family; programs include this file only. iris/pmpi.h, the
+ * profiling interface (PMPI_X for every MPI_X), is generated from the others
+ * when Iris is configured (include/pmpi.py).
  */
 #ifndef IRIS_MPI_H_INCLUDED
 #define IRIS_MPI_H_INCLUDED
@@ -22,5 +24,7 @@
 #include "iris/topology.h"
 #include "iris/types.h"
 #include "iris/unsupported.h"
+/* Generated from the parts above: last. */
+#include "iris/pmpi.h"
 
 #endif /* IRIS_MPI_H_INCLUDED */

@@ -59,8 +59,12 @@ int keyval_create(const char *call, attr_kind kind, device::attr_copy_fn *copy,
 int keyval_free(const char *call, attr_kind kind, int *keyval) {
   if (int err = api::check_initialized(call)) return err;
   if (int err = api::check_not_null(call, nullptr, keyval, "keyval")) return err;
-  if (int err = check_keyval(call, nullptr, kind, *keyval, true)) return err;
-  device::keyval_free(*keyval);
+  // A second free through a copy of the handle, while attributes still use
+  // the keyval, changes nothing (MPICH accepts it too): it is already marked.
+  if (device::keyval_lookup(kind, *keyval) != keyval_check::freed_in_use) {
+    if (int err = check_keyval(call, nullptr, kind, *keyval, true)) return err;
+    device::keyval_free(*keyval);
+  }
   *keyval = MPI_KEYVAL_INVALID;
   return MPI_SUCCESS;
 }

@@ -147,9 +147,11 @@ inline void status_proc_null(MPI_Status *status) {
 // Waits for every buffered send (MPI_Buffer_detach, MPI_Finalize).
 void buffered_sends_drain();
 // A buffered send of checked arguments, as MPI_Bsend makes it (also for
-// persistent Bsend_init + Start): packed into the attached buffer.
+// persistent Bsend_init + Start): packed into the attached buffer. With
+// `held`, *held is the copy's send, which the caller releases itself
+// (MPI_Ibsend's request, to cancel it; see modes.cpp), or nullptr.
 int bsend_checked(const char *call, const communicator &c, const device::typed_buffer &tb, int dest,
-                  int tag);
+                  int tag, device::request **held = nullptr);
 
 // The status a probe reports for a message that has not been received.
 inline void status_of_message(MPI_Status *status, const device::unexpected_msg &m) {

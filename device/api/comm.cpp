@@ -56,6 +56,32 @@ int dup_common(const char *call, communicator *c, api::info_entries hints, MPI_C
   return MPI_SUCCESS;
 }
 
+// Nonblocking dup: the duplicate's handle, hints, topology and attributes
+// exist at once (the copy callbacks run now, in the caller's thread); its
+// context ids come from an agreement that the progress engine runs as a
+// schedule on c's collective context (device::context_agree_schedule), in
+// the order of c's other nonblocking collectives. The request completes,
+// and the duplicate becomes usable, when the agreement is done.
+int idup_common(const char *call, communicator *c, api::info_entries hints, MPI_Comm *newcomm,
+                MPI_Request *request) {
+  const MPI_Comm made = device::comm_register_pending(*c);
+  device::communicator *d = device::comm_lookup(made);
+  d->hints = std::move(hints);
+  device::topology_copy(*c, *d);
+  if (int err = api::attrs_copy(call, c, device::attr_kind::comm, c->handle, made)) {
+    device::comm_release(made);
+    return err;
+  }
+  auto s = std::make_unique<device::schedule>(*c);
+  device::context_agree_schedule(
+      *s, *c, [made](std::uint32_t context) { device::comm_activate(made, context); });
+  device::request *r = device::rt->requests.allocate(device::request_kind::coll, c);
+  device::schedule_attach(*r, std::move(s), false);
+  *newcomm = made;
+  *request = device::request_handle(*r);
+  return MPI_SUCCESS;
+}
+
 // Collective over `c`: each rank's (color, key); the members of this rank's
 // color, ordered by key then by rank in `c`, make a new communicator
 // (MPI_UNDEFINED: MPI_COMM_NULL, still taking part).
@@ -155,8 +181,6 @@ int MPI_Comm_dup_with_info(MPI_Comm comm, MPI_Info info, MPI_Comm *newcomm) {
   return dup_common(call, c, std::move(hints), newcomm);
 }
 
-// The duplicate is made before returning (a collective that every member
-// must enter); the request is complete from the start.
 int MPI_Comm_idup_with_info(MPI_Comm comm, MPI_Info info, MPI_Comm *newcomm, MPI_Request *request) {
   const device::api_guard guard;
   const char *call = "MPI_Comm_idup_with_info";
@@ -166,11 +190,7 @@ int MPI_Comm_idup_with_info(MPI_Comm comm, MPI_Info info, MPI_Comm *newcomm, MPI
   if (int err = api::check_not_null(call, c, request, "request")) return err;
   api::info_entries hints;  // as dup_with_info: the given hints, not comm's
   if (int err = api::info_read(call, c, info, hints)) return err;
-  if (int err = dup_common(call, c, std::move(hints), newcomm)) return err;
-  device::request *r = api::proc_null_request(*c, device::request_kind::recv);
-  r->status_source = MPI_ANY_SOURCE;
-  *request = device::request_handle(*r);
-  return MPI_SUCCESS;
+  return idup_common(call, c, std::move(hints), newcomm, request);
 }
 
 int MPI_Comm_idup(MPI_Comm comm, MPI_Comm *newcomm, MPI_Request *request) {
@@ -180,11 +200,7 @@ int MPI_Comm_idup(MPI_Comm comm, MPI_Comm *newcomm, MPI_Request *request) {
   if (int err = api::check_comm(call, comm, c)) return err;
   if (int err = api::check_not_null(call, c, newcomm, "newcomm")) return err;
   if (int err = api::check_not_null(call, c, request, "request")) return err;
-  if (int err = dup_common(call, c, c->hints, newcomm)) return err;
-  device::request *r = api::proc_null_request(*c, device::request_kind::recv);
-  r->status_source = MPI_ANY_SOURCE;
-  *request = device::request_handle(*r);
-  return MPI_SUCCESS;
+  return idup_common(call, c, c->hints, newcomm, request);
 }
 
 int MPI_Comm_set_info(MPI_Comm comm, MPI_Info info) {

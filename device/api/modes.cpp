@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "device/api/check.hpp"
+#include "device/cancel.hpp"
 
 using namespace iris;
 using iris::api::communicator;
@@ -24,6 +25,9 @@ struct piece {
   std::size_t length;
   device::request *send;
   std::byte *own = nullptr;  // MPI_BUFFER_AUTOMATIC: the piece's own memory
+  // An Ibsend request may still cancel `send`: it releases the request
+  // itself (ibsend_ext); the piece goes when the send completes.
+  bool held = false;
 };
 
 struct attached_buffer {
@@ -49,7 +53,7 @@ attached_buffer &buffer_for(const communicator &c) {
 void reap(attached_buffer &b) {
   std::erase_if(b.pieces, [](const piece &p) {
     if (!p.send->complete) return false;
-    device::rt->requests.release(p.send);
+    if (!p.held) device::rt->requests.release(p.send);
     std::free(p.own);
     return true;
   });
@@ -105,6 +109,67 @@ int iflush(const char *call, const communicator &c, int comm, MPI_Request *reque
   *request = device::request_handle(*r);
   return MPI_SUCCESS;
 }
+
+// The piece whose send is `send`, in any buffer, or nullptr (gone).
+piece *piece_of(const device::request *send) {
+  for (piece &p : buffer.pieces) {
+    if (p.send == send) return &p;
+  }
+  for (auto &[handle, b] : comm_buffers) {
+    for (piece &p : b.pieces) {
+      if (p.send == send) return &p;
+    }
+  }
+  return nullptr;
+}
+
+// MPI_Ibsend's request: complete at once (the data is copied), but
+// MPI_Cancel reaches the copy's send: the receiver withdraws it if nothing
+// matched it yet, and the request completes once that is settled, cancelled
+// or not (MPI_Test_cancelled). The copy's send is held (piece::held) until
+// this request is finished or freed.
+struct ibsend_ext final : device::request_ext {
+  device::request *send = nullptr;
+  bool cancelling = false;
+
+  void poll(device::request &r) override { r.complete = send->complete && !send->cancel_pending; }
+  int peek(device::request &r, void *status) override {
+    (void)r;
+    auto *s = static_cast<MPI_Status *>(status);
+    api::status_empty(s);
+    if (s != nullptr) s->iris_cancelled = cancelling && send->cancelled ? 1 : 0;
+    return MPI_SUCCESS;
+  }
+  int finish(device::request &r, void *status) override {
+    const int err = peek(r, status);
+    let_go();
+    return err;
+  }
+  void cancel(device::request &r) override {
+    if (cancelling) return;
+    // Even a send complete here (an eager message) may still be unmatched
+    // there: request_cancel asks the receiver whenever that can be.
+    cancelling = true;
+    device::request_cancel(*send);
+    poll(r);
+  }
+  bool free(device::request &r) override {
+    (void)r;
+    let_go();
+    return true;
+  }
+  // The send goes back to its piece (reap releases it), or is released here
+  // when its piece is already gone.
+  void let_go() {
+    if (send == nullptr) return;
+    if (piece *p = piece_of(send)) {
+      p->held = false;
+    } else {
+      device::rt->requests.release(send);
+    }
+    send = nullptr;
+  }
+};
 
 int attach(const char *call, const communicator *c, attached_buffer &b, void *base,
            MPI_Count size) {
@@ -168,10 +233,18 @@ int bsend(const char *call, const void *buf, int count, MPI_Datatype type, int d
   if (int err = api::check_typed_send(call, buf, count, type, dest, tag, handle, c, tb)) {
     return err;
   }
-  if (int err = api::bsend_checked(call, *c, tb, dest, tag)) return err;
+  device::request *sent = nullptr;
+  if (int err = api::bsend_checked(call, *c, tb, dest, tag, request != nullptr ? &sent : nullptr)) {
+    return err;
+  }
   if (request != nullptr) {
     // The data is copied: the user's request is complete at once.
     device::request *r = api::proc_null_request(*c, device::request_kind::send);
+    if (sent != nullptr) {
+      auto *ext = new ibsend_ext;
+      ext->send = sent;
+      r->ext = ext;
+    }
     *request = device::request_handle(*r);
   }
   return MPI_SUCCESS;
@@ -182,7 +255,7 @@ int bsend(const char *call, const void *buf, int count, MPI_Datatype type, int d
 namespace iris::api {
 
 int bsend_checked(const char *call, const communicator &c, const device::typed_buffer &tb, int dest,
-                  int tag) {
+                  int tag, device::request **held) {
   if (dest != MPI_PROC_NULL) {
     // Exactly what the standard tells users to budget (MPI_Pack_size plus
     // MPI_BSEND_OVERHEAD): pieces hold the packed message, no header, and
@@ -200,7 +273,8 @@ int bsend_checked(const char *call, const communicator &c, const device::typed_b
       device::typed_pack(tb, own);
       device::request *send = device::send_start(c, c.context, own, bytes, dest, tag,
                                                  device::send_mode::standard, true);
-      b.pieces.push_back(piece{0, 0, send, own});
+      b.pieces.push_back(piece{0, 0, send, own, held != nullptr});
+      if (held != nullptr) *held = send;
       return MPI_SUCCESS;
     }
     std::size_t at = b.attached ? place(b, need) : SIZE_MAX;
@@ -221,7 +295,8 @@ int bsend_checked(const char *call, const communicator &c, const device::typed_b
                                                device::send_mode::standard, true);
     const auto spot = std::find_if(b.pieces.begin(), b.pieces.end(),
                                    [at](const piece &p) { return p.offset > at; });
-    b.pieces.insert(spot, piece{at, need, send});
+    b.pieces.insert(spot, piece{at, need, send, nullptr, held != nullptr});
+    if (held != nullptr) *held = send;
   }
   return MPI_SUCCESS;
 }

@@ -331,8 +331,9 @@ static void errors(void) {
 }
 
 /* MPI-4.1 7.7.2: the program deletes the attributes of a freed keyval
- * itself, with a copy of its handle; get_attr reads them too. Once the
- * last is gone the handle is invalid. */
+ * itself, with a copy of its handle; get_attr reads them too. Freeing it
+ * again meanwhile changes nothing. Once the last is gone the handle is
+ * invalid. */
 static void freed_keyval_delete(void) {
   MPI_Comm x;
   MPI_Comm_dup(MPI_COMM_WORLD, &x);
@@ -342,9 +343,18 @@ static void freed_keyval_delete(void) {
   const int saved = key;
   MPI_Comm_set_attr(x, key, (void *)50);
   MPI_Comm_free_keyval(&key);
+  /* Freed again through a copy while still in use (MPICH's
+   * keyval_double_free): accepted, and nothing changes. */
+  int again = saved;
+  int err = MPI_Comm_free_keyval(&again);
+  CHECK(err == MPI_SUCCESS && again == MPI_KEYVAL_INVALID,
+        "a second free of a keyval in use returned %d", err);
+  again = saved;
+  err = MPI_Keyval_free(&again);
+  CHECK(err == MPI_SUCCESS, "a third free (MPI_Keyval_free) returned %d", err);
   int flag = 0;
   void *value = NULL;
-  int err = MPI_Comm_get_attr(x, saved, &value, &flag);
+  err = MPI_Comm_get_attr(x, saved, &value, &flag);
   CHECK(err == MPI_SUCCESS && flag == 1 && value == (void *)50,
         "get_attr of a freed keyval in use returned %d, flag %d", err, flag);
   reset();
