@@ -274,16 +274,16 @@ int comm_register_pending(const communicator &parent) {
   return comm_register_slot(parent.world_rank, pending_context, parent.errhandler);
 }
 
-void comm_activate(int handle, std::uint32_t context) {
-  const std::size_t slot = static_cast<std::uint32_t>(handle) & 0x0fffffffU;
-  if (slot >= rt->comms.size() || !rt->comms[slot]) return;  // freed before it completed
-  communicator &c = *rt->comms[slot];
+void comm_activate(communicator &c, std::uint32_t context) {
   c.context = context;
   if (c.inter) {
     c.local_context = context + 2;
     return;
   }
-  comm_publish(*rt, slot);
+  // Published only while registered (an erroneous program may have freed
+  // it before the request completed, and its slot may hold another now).
+  const std::size_t slot = static_cast<std::uint32_t>(c.handle) & 0x0fffffffU;
+  if (slot < rt->comms.size() && rt->comms[slot].get() == &c) comm_publish(*rt, slot);
 }
 
 communicator inter_local_group(const communicator &inter) {

@@ -99,9 +99,9 @@ void context_agree_schedule(schedule &s, communicator &parent,
                             std::function<void(std::uint32_t)> done);
 // Registers (unpublished) the communicator that MPI_Comm_idup on `parent`
 // makes, on pending_context; comm_activate gives it its agreed block and
-// publishes it.
+// publishes it (the object lives until MPI_Finalize even if freed).
 int comm_register_pending(const communicator &parent);
-void comm_activate(int handle, std::uint32_t context);
+void comm_activate(communicator &c, std::uint32_t context);
 
 // The node of rank `rank` of `comm`: ranks with the same node share memory
 // (MPI_COMM_TYPE_SHARED). From the process manager.

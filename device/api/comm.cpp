@@ -56,25 +56,28 @@ int dup_common(const char *call, communicator *c, api::info_entries hints, MPI_C
   return MPI_SUCCESS;
 }
 
-// Nonblocking dup: the duplicate's handle, hints, topology and attributes
-// exist at once (the copy callbacks run now, in the caller's thread); its
+// Nonblocking dup: the duplicate's handle, hints and attributes exist at
+// once (the copy callbacks run now, in the caller's thread); its
 // context ids come from an agreement that the progress engine runs as a
 // schedule on c's collective context (device::context_agree_schedule), in
 // the order of c's other nonblocking collectives. The request completes,
-// and the duplicate becomes usable, when the agreement is done.
+// and the duplicate (now with c's topology) becomes usable, when the
+// agreement is done.
 int idup_common(const char *call, communicator *c, api::info_entries hints, MPI_Comm *newcomm,
                 MPI_Request *request) {
   const MPI_Comm made = device::comm_register_pending(*c);
   device::communicator *d = device::comm_lookup(made);
   d->hints = std::move(hints);
-  device::topology_copy(*c, *d);
   if (int err = api::attrs_copy(call, c, device::attr_kind::comm, c->handle, made)) {
     device::comm_release(made);
     return err;
   }
   auto s = std::make_unique<device::schedule>(*c);
-  device::context_agree_schedule(
-      *s, *c, [made](std::uint32_t context) { device::comm_activate(made, context); });
+  // The topology is kept by (handle, context): copied once the context is.
+  device::context_agree_schedule(*s, *c, [c, d](std::uint32_t context) {
+    device::comm_activate(*d, context);
+    device::topology_copy(*c, *d);
+  });
   device::request *r = device::rt->requests.allocate(device::request_kind::coll, c);
   device::schedule_attach(*r, std::move(s), false);
   *newcomm = made;

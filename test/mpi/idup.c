@@ -7,10 +7,9 @@
  *  - an idup overlaps an Iallreduce and point-to-point traffic on its parent;
  *  - an intercommunicator's idup works the same way;
  * and each duplicate then carries its own traffic (same tags as its parent,
- * no cross-matching), its collectives, its hints and its attributes (the
- * copy callback ran). Without a nonblocking agreement the first case hangs.
- * Needs 2 ranks or more for the cross-rank cases; at 1 it checks the
- * duplicates alone. */
+ * no cross-matching), its collectives, its hints, its attributes (the copy
+ * callback ran) and its parent's Cartesian topology. Without a nonblocking agreement the first case
+ * hangs. Needs 2 ranks or more for the cross-rank cases; at 1 it checks the duplicates alone. */
 #include <string.h>
 
 #include "check.h"
@@ -214,6 +213,19 @@ int main(int argc, char **argv) {
   many_at_once();
   overlapped();
   if (size >= 2) intercomm();
+  /* A Cartesian communicator's idup keeps the topology. */
+  MPI_Comm cart;
+  int periods = 1;
+  MPI_Cart_create(MPI_COMM_WORLD, 1, &size, &periods, 0, &cart);
+  MPI_Comm cart_dup;
+  MPI_Request cart_req;
+  MPI_Comm_idup(cart, &cart_dup, &cart_req);
+  MPI_Wait(&cart_req, MPI_STATUS_IGNORE);
+  int topo = MPI_UNDEFINED;
+  MPI_Topo_test(cart_dup, &topo);
+  CHECK(topo == MPI_CART, "the idup of a Cartesian communicator has topology %d", topo);
+  MPI_Comm_free(&cart_dup);
+  MPI_Comm_free(&cart);
   /* MPI_COMM_NULL and a null request are refused. */
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
   MPI_Comm dup;
