@@ -49,18 +49,22 @@ bool is_done(device::request &r) {
 }
 
 bool finished(MPI_Request handle) {
-  return inactive(handle) || is_done(live(handle));
+  if (handle == MPI_REQUEST_NULL) return true;
+  device::request &r = live(handle);  // one lookup for both questions
+  return (r.persistent.op != device::persistent_op::none && !r.active) || is_done(r);
 }
 
 // Hands back a completed request's outcome and returns its error class (a
 // receive's truncation). An ordinary request is freed; a persistent one
 // becomes inactive and keeps its handle.
 int request_finish(MPI_Request *handle, MPI_Status *status) {
-  if (inactive(*handle)) {
-    api::status_empty(status);
+  device::request *live_request = *handle == MPI_REQUEST_NULL ? nullptr : &live(*handle);
+  if (live_request == nullptr ||
+      (live_request->persistent.op != device::persistent_op::none && !live_request->active)) {
+    api::status_empty(status);  // null or inactive, as inactive() says
     return MPI_SUCCESS;
   }
-  device::request &r = live(*handle);
+  device::request &r = *live_request;
   int error = MPI_SUCCESS;
   if (r.ext != nullptr) {
     error = r.ext->finish(r, status);
