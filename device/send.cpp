@@ -58,15 +58,6 @@ void message_sent(request &r) {
 
 }  // namespace
 
-bool packet_write(vc &to, packet_header h, const void *payload, std::size_t bytes) {
-  const int give = credit_piggyback(to);
-  h.credits = static_cast<std::uint16_t>(give);
-  const iovec part{const_cast<void *>(payload), bytes};
-  if (to.via->send(to, h, {&part, bytes != 0 ? 1U : 0U}) != xfer::done) return false;
-  to.owed -= give;
-  return true;
-}
-
 bool packet_write_filled(vc &to, packet_header h, std::size_t bytes, const payload_filler &f,
                          std::byte *staging) {
   const int give = credit_piggyback(to);
@@ -133,9 +124,10 @@ bool credit_take(vc &to, std::size_t bytes) {
 // send_start_shared): eager when `eager` (its credits already taken), else
 // by rendezvous; written now when nothing is queued ahead of it, else queued
 // behind the rest.
-inline request *send_request(vc &to, const communicator &comm, const match_key &key,
-                             const void *data, std::size_t bytes, bool synchronous, bool eager,
-                             request *use) {
+[[gnu::always_inline]] inline request *send_request(vc &to, const communicator &comm,
+                                                    const match_key &key, const void *data,
+                                                    std::size_t bytes, bool synchronous, bool eager,
+                                                    request *use) {
   request *r = use != nullptr ? use : rt->requests.allocate(request_kind::send, &comm);
   r->key = key;
   r->buffer = const_cast<std::byte *>(static_cast<const std::byte *>(data));  // only read
