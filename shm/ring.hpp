@@ -45,7 +45,11 @@ static_assert(sizeof(ring_control) == cache_line);
 static_assert(std::atomic<std::uint64_t>::is_always_lock_free,
               "shared-memory rings need address-free 64-bit atomics");
 
-enum class record_kind : std::uint32_t { data = 1, skip = 2 };
+// data: the caller's bytes; skip: the rest of the ring's end, left empty
+// (peek consumes it); compact: the caller's bytes in a second layout of its
+// own, which peek reports (the shm transport's packets with the short
+// header, device/transport_shm.cpp).
+enum class record_kind : std::uint32_t { data = 1, skip = 2, compact = 3 };
 
 inline constexpr std::size_t round_to_line(std::size_t n) {
   return (n + cache_line - 1) & ~(cache_line - 1);
@@ -94,12 +98,13 @@ class ring_sender {
     }
   }
 
-  // Publishes the record reserved by the last reserve().
-  void commit() {
+  // Publishes the record reserved by the last reserve(), of `kind` data or
+  // compact.
+  void commit(record_kind kind = record_kind::data) {
     const std::uint64_t tail = tail_;
     const std::size_t span = reserved_;
     tail_ = tail + span;
-    publish(tail, span, record_kind::data, reserved_length_);
+    publish(tail, span, kind, reserved_length_);
   }
 
   bool attached() const { return control_ != nullptr; }
@@ -148,6 +153,7 @@ class ring_sender {
 struct record_view {
   const std::byte *bytes;
   std::size_t length;
+  record_kind kind;  // data or compact, as committed
 };
 
 enum class peek_status { empty, record, corrupt };
@@ -178,8 +184,11 @@ class ring_receiver {
         release(span);
         continue;
       }
-      if (words[1] != static_cast<std::uint32_t>(record_kind::data)) return peek_status::corrupt;
-      out = {record + record_header_size, words[0]};
+      if (words[1] != static_cast<std::uint32_t>(record_kind::data) &&
+          words[1] != static_cast<std::uint32_t>(record_kind::compact)) {
+        return peek_status::corrupt;
+      }
+      out = {record + record_header_size, words[0], static_cast<record_kind>(words[1])};
       current_span_ = span;
       return peek_status::record;
     }
