@@ -25,17 +25,11 @@ void credit_receive_shared(vc &from, const packet_header &h) {
   from.credits = credits < from.window ? credits : from.window;
 }
 
-void credit_return(vc &from, std::size_t length) {
-  if (!from.flow_controlled) return;
-  from.owed += credit_cost(length);
-  // A quarter of the window owed and nothing going back: say so at once, so
-  // that a streaming sender never runs dry.
-  if (from.owed * 4 >= from.window) {
-    packet_header h{};
-    h.type = packet_type::credit;
-    ++rt->stats.credit_packets;
-    control_send(from, h);
-  }
+void credit_packet_send(vc &from) {
+  packet_header h{};
+  h.type = packet_type::credit;
+  ++rt->stats.credit_packets;
+  control_send(from, h);
 }
 
 const char *credit_on_packet(vc &from, const packet_header &h, const std::byte *payload) {

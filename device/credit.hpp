@@ -62,7 +62,18 @@ inline int credit_piggyback(const vc &to) {
 
 // Receiver: one eager message of `length` bytes from `from` was consumed
 // (received, or withdrawn by its sender's cancel): its units go back.
-void credit_return(vc &from, std::size_t length);
+// Inline: every eager message received returns its units; the credit
+// packet (a quarter of the window owed) is out of line.
+void credit_packet_send(vc &from);
+inline void credit_return(vc &from, std::size_t length) {
+  if (!from.flow_controlled) return;
+  from.owed += credit_cost(length);
+  // A quarter of the window owed and nothing going back: say so at once, so
+  // that a streaming sender never runs dry.
+  if (from.owed * 4 >= from.window) [[unlikely]] {
+    credit_packet_send(from);
+  }
+}
 
 // The credit packet's handler: its credits were taken at the gate.
 const char *credit_on_packet(vc &from, const packet_header &h, const std::byte *payload);

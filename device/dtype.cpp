@@ -262,7 +262,10 @@ bool make_builtins() {
     const int handle = datatype_handle(index);
     if (handle == 0) continue;
     storage[index] = predefined(handle);
-    detail::builtin_types[index] = {handle, &storage[index]};
+    const dtype &t = storage[index];
+    const bool dense = t.packed_size != 0 && t.true_lb == 0 && dtype_contiguous(t, 2);
+    detail::builtin_types[index] = {handle, dense ? static_cast<std::uint32_t>(t.packed_size) : 0U,
+                                    &storage[index]};
   }
   return true;
 }

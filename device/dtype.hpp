@@ -85,6 +85,10 @@ namespace detail {
 // every typed call looks one up, so the lookup is one load and a compare.
 struct builtin_slot {
   int handle;
+  // The size of one element when any count of them is one run of bytes at
+  // the buffer's address (dtype_contiguous for every count); 0 otherwise.
+  // The bindings' small-message path needs nothing else of the type.
+  std::uint32_t dense_size;
   dtype *type;
 };
 extern builtin_slot builtin_types[256];

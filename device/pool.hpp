@@ -17,7 +17,9 @@ class pool {
  public:
   // Requires T to have `T *next` and `std::uint32_t index`.
   T *allocate() {
-    if (free_ == nullptr) grow();
+    if (free_ == nullptr) [[unlikely]] {
+      grow();
+    }
     T *item = free_;
     free_ = item->next;
     const std::uint32_t index = item->index;
@@ -44,7 +46,8 @@ class pool {
   std::size_t live() const { return live_; }
 
  private:
-  void grow() {
+  // Out of line: allocate() stays small enough to inline on the hot path.
+  [[gnu::noinline, gnu::cold]] void grow() {
     auto chunk = std::make_unique<T[]>(ChunkSize);
     const auto base = static_cast<std::uint32_t>(chunks_.size() * ChunkSize);
     for (std::size_t i = ChunkSize; i-- > 0;) {

@@ -6,10 +6,7 @@
 
 namespace iris::device {
 
-void request_complete(request &r) {
-  if (r.cancel_pending) return;  // cancel_on_reply completes it
-  r.complete = true;
-  if (!r.freed) return;
+void request_release_freed(request &r) {
   // Freed by the user: nobody will wait for it (its data is in place).
   rt->requests.release(&r);
 }

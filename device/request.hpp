@@ -172,13 +172,9 @@ class request_pool {
     return r;
   }
   void release(request *r) {
-    std::free(r->scratch);
-    r->scratch = nullptr;
-    delete r->ext;
-    r->ext = nullptr;
-    if (r->sched != nullptr) {
-      schedule_delete(r->sched);
-      r->sched = nullptr;
+    // Only typed, extended and collective requests own anything.
+    if (r->scratch != nullptr || r->ext != nullptr || r->sched != nullptr) [[unlikely]] {
+      release_owned(r);
     }
     r->in_use = false;
     pool_.release(r);
@@ -217,6 +213,18 @@ class request_pool {
   std::size_t live() const { return pool_.live(); }
 
  private:
+  // Frees what `r` owns: its scratch buffer, extension and schedule.
+  [[gnu::noinline, gnu::cold]] static void release_owned(request *r) {
+    std::free(r->scratch);
+    r->scratch = nullptr;
+    delete r->ext;
+    r->ext = nullptr;
+    if (r->sched != nullptr) {
+      schedule_delete(r->sched);
+      r->sched = nullptr;
+    }
+  }
+
   pool<request> pool_;
   std::uint32_t generation_ = 0;
 };
@@ -226,8 +234,18 @@ class request_pool {
 // user freed it first).
 
 // Marks `r` complete (while a cancel is pending, that waits for the answer);
-// a request the user freed is released here.
-void request_complete(request &r);
+// a request the user freed is released here (request_release_freed).
+// Inline: every message completes one.
+void request_release_freed(request &r);
+inline void request_complete(request &r) {
+  if (r.cancel_pending) [[unlikely]] {
+    return;  // cancel_on_reply completes it
+  }
+  r.complete = true;
+  if (r.freed) [[unlikely]] {
+    request_release_freed(r);
+  }
+}
 
 // Waits for `r` to complete and releases it.
 void request_wait_release(request *r);

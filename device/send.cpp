@@ -58,15 +58,6 @@ void message_sent(request &r) {
 
 }  // namespace
 
-bool packet_write(vc &to, packet_header h, const void *payload, std::size_t bytes) {
-  const int give = credit_piggyback(to);
-  h.credits = static_cast<std::uint16_t>(give);
-  const iovec part{const_cast<void *>(payload), bytes};
-  if (to.via->send(to, h, {&part, bytes != 0 ? 1U : 0U}) != xfer::done) return false;
-  to.owed -= give;
-  return true;
-}
-
 bool packet_write_filled(vc &to, packet_header h, std::size_t bytes, const payload_filler &f,
                          std::byte *staging) {
   const int give = credit_piggyback(to);
@@ -129,24 +120,21 @@ bool credit_take(vc &to, std::size_t bytes) {
   }
 }
 
-// send_start to a shared VC (under MULTIPLE, with the call lock): as below,
-// with the credits taken by credit_take.
-request *send_start_shared(vc &to, const communicator &comm, const match_key &key, const void *data,
-                           std::size_t bytes, send_mode mode, bool need_request, request *use) {
-  const bool synchronous = mode == send_mode::synchronous;
-  const bool eager = credit_take(to, bytes);
-  if (!need_request && !synchronous && eager && to.send_queue.empty() &&
-      packet_write(to, message_header(packet_type::eager, key, bytes, 0), data, bytes)) {
-    ++rt->stats.eager;
-    return nullptr;
-  }
+// The request of a send that did not go out without one (send_start,
+// send_start_shared): eager when `eager` (its credits already taken), else
+// by rendezvous; written now when nothing is queued ahead of it, else queued
+// behind the rest.
+[[gnu::always_inline]] inline request *send_request(vc &to, const communicator &comm,
+                                                    const match_key &key, const void *data,
+                                                    std::size_t bytes, bool synchronous, bool eager,
+                                                    request *use) {
   request *r = use != nullptr ? use : rt->requests.allocate(request_kind::send, &comm);
   r->key = key;
   r->buffer = const_cast<std::byte *>(static_cast<const std::byte *>(data));  // only read
   r->bytes = bytes;
   r->peer = to.world_rank;
   r->synchronous = synchronous;
-  if (eager) {
+  if (eager) [[likely]] {
     r->protocol = synchronous ? packet_type::eager_sync : packet_type::eager;
     ++(synchronous ? rt->stats.eager_sync : rt->stats.eager);
   } else {
@@ -156,7 +144,8 @@ request *send_start_shared(vc &to, const communicator &comm, const match_key &ke
     ++rt->stats.rendezvous;
   }
   r->state = send_state::queued;
-  if (to.send_queue.empty() && message_write(to, *r)) {
+  // Nothing queued ahead of it: write it now, without touching the queues.
+  if (to.send_queue.empty() && message_write(to, *r)) [[likely]] {
     message_sent(*r);
     return r;
   }
@@ -165,6 +154,21 @@ request *send_start_shared(vc &to, const communicator &comm, const match_key &ke
   sending_list_add(to);
   send_push(to);
   return r;
+}
+
+// send_start to a shared VC (under MULTIPLE, with the call lock): as below,
+// with the credits taken by credit_take.
+[[gnu::noinline]] request *send_start_shared(vc &to, const communicator &comm, const match_key &key,
+                                             const void *data, std::size_t bytes, send_mode mode,
+                                             bool need_request, request *use) {
+  const bool synchronous = mode == send_mode::synchronous;
+  const bool eager = credit_take(to, bytes);
+  if (!need_request && !synchronous && eager && to.send_queue.empty() &&
+      packet_write(to, message_header(packet_type::eager, key, bytes, 0), data, bytes)) {
+    ++rt->stats.eager;
+    return nullptr;
+  }
+  return send_request(to, comm, key, data, bytes, synchronous, eager, use);
 }
 
 }  // namespace
@@ -220,33 +224,9 @@ request *send_start(const communicator &comm, std::uint32_t context, const void 
     ++rt->stats.eager;
     return nullptr;
   }
-  request *r = use != nullptr ? use : rt->requests.allocate(request_kind::send, &comm);
-  r->key = key;
-  r->buffer = const_cast<std::byte *>(static_cast<const std::byte *>(data));  // only read
-  r->bytes = bytes;
-  r->peer = to.world_rank;
-  r->synchronous = synchronous;
-  if (eager) {
-    r->protocol = synchronous ? packet_type::eager_sync : packet_type::eager;
-    credit_spend(to, bytes);  // reserved now: the packet goes out in order, maybe later
-    ++(synchronous ? rt->stats.eager_sync : rt->stats.eager);
-  } else {
-    r->protocol = packet_type::rts;
-    ++rt->rendezvous_sends;
-    rt->stats.credit_stalls += bytes <= to.eager_limit ? 1 : 0;
-    ++rt->stats.rendezvous;
-  }
-  r->state = send_state::queued;
-  // Nothing queued ahead of it: write it now, without touching the queues.
-  if (to.send_queue.empty() && message_write(to, *r)) {
-    message_sent(*r);
-    return r;
-  }
-  to.send_queue.push_back(r);
-  to.queued_sends.add(1);
-  sending_list_add(to);
-  send_push(to);
-  return r;
+  // Credits reserved now: the packet goes out in order, maybe later.
+  if (eager) credit_spend(to, bytes);
+  return send_request(to, comm, key, data, bytes, synchronous, eager, use);
 }
 
 request *send_awaiting(const vc &from, std::uint64_t id, send_state state) {

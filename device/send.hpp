@@ -6,6 +6,7 @@
 #include <cstdint>
 
 #include "device/comm.hpp"
+#include "device/credit.hpp"
 #include "device/packet.hpp"
 #include "device/request.hpp"
 #include "device/transport.hpp"
@@ -55,8 +56,16 @@ void control_send(vc &to, packet_header h);
 void sending_list_add(vc &to);
 
 // Writes one packet to `to` through its transport, with any credits owed to
-// it. Returns false when the transport has no room now.
-bool packet_write(vc &to, packet_header h, const void *payload, std::size_t bytes);
+// it. Returns false when the transport has no room now. Inline: where it is
+// inlined the header is built once, in place.
+inline bool packet_write(vc &to, packet_header h, const void *payload, std::size_t bytes) {
+  const int give = credit_piggyback(to);
+  h.credits = static_cast<std::uint16_t>(give);
+  const iovec part{const_cast<void *>(payload), bytes};
+  if (to.via->send(to, h, {&part, bytes != 0 ? 1U : 0U}) != xfer::done) return false;
+  to.owed -= give;
+  return true;
+}
 // The same, with a payload of `bytes` that `f` writes (transport.hpp); the
 // transport may have it write into `staging`.
 bool packet_write_filled(vc &to, packet_header h, std::size_t bytes, const payload_filler &f,

@@ -45,7 +45,11 @@ static_assert(sizeof(ring_control) == cache_line);
 static_assert(std::atomic<std::uint64_t>::is_always_lock_free,
               "shared-memory rings need address-free 64-bit atomics");
 
-enum class record_kind : std::uint32_t { data = 1, skip = 2 };
+// data: the caller's bytes; skip: the rest of the ring's end, left empty
+// (peek consumes it); compact: the caller's bytes in a second layout of its
+// own, which peek reports (the shm transport's packets with the short
+// header, device/transport_shm.cpp).
+enum class record_kind : std::uint32_t { data = 1, skip = 2, compact = 3 };
 
 inline constexpr std::size_t round_to_line(std::size_t n) {
   return (n + cache_line - 1) & ~(cache_line - 1);
@@ -79,8 +83,10 @@ class ring_sender {
       const std::size_t offset = tail_ & (capacity_ - 1);
       const std::size_t to_end = capacity_ - offset;
       const std::size_t want = need <= to_end ? need : to_end;
-      if (!have_room(want + cache_line)) return nullptr;  // + the next record's stamp
-      if (need <= to_end) {
+      if (!have_room(want + cache_line)) [[unlikely]] {
+        return nullptr;  // + the next record's stamp
+      }
+      if (need <= to_end) [[likely]] {
         reserved_ = need;
         reserved_length_ = bytes;
         return data_ + offset + record_header_size;
@@ -92,10 +98,13 @@ class ring_sender {
     }
   }
 
-  // Publishes the record reserved by the last reserve().
-  void commit() {
-    publish(tail_, reserved_, record_kind::data, reserved_length_);
-    tail_ += reserved_;
+  // Publishes the record reserved by the last reserve(), of `kind` data or
+  // compact.
+  void commit(record_kind kind = record_kind::data) {
+    const std::uint64_t tail = tail_;
+    const std::size_t span = reserved_;
+    tail_ = tail + span;
+    publish(tail, span, kind, reserved_length_);
   }
 
   bool attached() const { return control_ != nullptr; }
@@ -111,21 +120,24 @@ class ring_sender {
   // its span; a data record carries `length` bytes).
   void publish(std::uint64_t position, std::size_t span, record_kind kind, std::size_t length = 0) {
     if (kind == record_kind::skip) length = span - record_header_size;
+    // Locals: with -fno-strict-aliasing every store into the ring would
+    // otherwise reload the members.
+    std::byte *const data = data_;
+    const std::uint64_t mask = capacity_ - 1;
+    std::byte *const record = data + (position & mask);
     // Clear the next record's stamp first; the release store below orders
     // this before the receiver can look there.
-    stamp_at(position + span).store(0, std::memory_order_relaxed);
-    std::byte *record = data_ + (position & (capacity_ - 1));
+    stamp_at(data + ((position + span) & mask)).store(0, std::memory_order_relaxed);
     const std::uint32_t words[2] = {static_cast<std::uint32_t>(length),
                                     static_cast<std::uint32_t>(kind)};
     std::memcpy(record + 8, words, sizeof(words));
     // Pairs with the acquire load in ring_receiver::peek: the payload and
     // length are visible before the stamp is.
-    stamp_at(position).store(position + 1, std::memory_order_release);
+    stamp_at(record).store(position + 1, std::memory_order_release);
   }
 
-  std::atomic_ref<std::uint64_t> stamp_at(std::uint64_t position) const {
-    return std::atomic_ref<std::uint64_t>(
-        *reinterpret_cast<std::uint64_t *>(data_ + (position & (capacity_ - 1))));
+  static std::atomic_ref<std::uint64_t> stamp_at(std::byte *where) {
+    return std::atomic_ref<std::uint64_t>(*reinterpret_cast<std::uint64_t *>(where));
   }
 
   ring_control *control_ = nullptr;
@@ -141,6 +153,7 @@ class ring_sender {
 struct record_view {
   const std::byte *bytes;
   std::size_t length;
+  record_kind kind;  // data or compact, as committed
 };
 
 enum class peek_status { empty, record, corrupt };
@@ -171,8 +184,11 @@ class ring_receiver {
         release(span);
         continue;
       }
-      if (words[1] != static_cast<std::uint32_t>(record_kind::data)) return peek_status::corrupt;
-      out = {record + record_header_size, words[0]};
+      if (words[1] != static_cast<std::uint32_t>(record_kind::data) &&
+          words[1] != static_cast<std::uint32_t>(record_kind::compact)) {
+        return peek_status::corrupt;
+      }
+      out = {record + record_header_size, words[0], static_cast<record_kind>(words[1])};
       current_span_ = span;
       return peek_status::record;
     }

@@ -183,6 +183,49 @@ inline int check_typed_send(const char *call, const void *buf, int count, MPI_Da
   return check_send_tag(call, *c, tag);
 }
 
+// The small-message path of MPI_Send, MPI_Isend, MPI_Recv and MPI_Irecv,
+// inline in those bindings: `count` elements of a predefined type that lie
+// in one run (detail::builtin_slot), on an intracommunicator, with a peer
+// rank of it and a valid tag. Each returns false, having done nothing, for
+// anything else, bad arguments included: the binding then takes
+// send_binding or recv_post, which check everything and report. So these
+// test only what they use, and the type costs one load and a compare.
+inline std::size_t dense_bytes(const void *buf, int count, MPI_Datatype type) {
+  const device::detail::builtin_slot &slot =
+      device::detail::builtin_types[static_cast<unsigned>(type) & 0xffU];
+  if (slot.handle != type || count < 0 || (buf == nullptr && count != 0)) return SIZE_MAX;
+  if (slot.dense_size == 0) return SIZE_MAX;
+  return static_cast<std::size_t>(count) * slot.dense_size;
+}
+inline bool send_fast(const void *buf, int count, MPI_Datatype type, int dest, int tag,
+                      MPI_Comm handle, bool need_request, device::request *&out) {
+  const device::runtime *r = device::rt;
+  if (r == nullptr) return false;
+  const communicator *c = device::comm_lookup_published(*r, handle);
+  if (c == nullptr || static_cast<unsigned>(dest) >= static_cast<unsigned>(c->size) || tag < 0) {
+    return false;
+  }
+  const std::size_t bytes = dense_bytes(buf, count, type);
+  if (bytes == SIZE_MAX) return false;
+  out = device::send_start(*c, c->context, buf, bytes, dest, tag, device::send_mode::standard,
+                           need_request);
+  return true;
+}
+inline bool recv_fast(void *buf, int count, MPI_Datatype type, int source, int tag, MPI_Comm handle,
+                      device::request *&out) {
+  const device::runtime *r = device::rt;
+  if (r == nullptr) return false;
+  const communicator *c = device::comm_lookup_published(*r, handle);
+  if (c == nullptr || (tag < 0 && tag != MPI_ANY_TAG)) return false;
+  if (static_cast<unsigned>(source) >= static_cast<unsigned>(c->size) && source != MPI_ANY_SOURCE) {
+    return false;
+  }
+  const std::size_t bytes = dense_bytes(buf, count, type);
+  if (bytes == SIZE_MAX) return false;
+  out = device::recv_start(*c, c->context, buf, bytes, source, tag);
+  return true;
+}
+
 // Every send binding but the buffered ones: checks, then the device. With a
 // null `request` the call blocks until the buffer may be reused.
 inline int send_binding(const char *call, const void *buf, int count, MPI_Datatype type, int dest,

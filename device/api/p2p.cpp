@@ -99,6 +99,11 @@ extern "C" {
 int MPI_Send(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm) {
   return device::api_send_call(
       [&] {
+        device::request *r = nullptr;
+        if (api::send_fast(buf, count, datatype, dest, tag, comm, false, r)) [[likely]] {
+          device::request_wait_release(r);
+          return MPI_SUCCESS;
+        }
         return api::send_binding("MPI_Send", buf, count, datatype, dest, tag, comm,
                                  device::send_mode::standard, nullptr);
       },
@@ -111,6 +116,12 @@ int MPI_Isend(const void *buf, int count, MPI_Datatype datatype, int dest, int t
               MPI_Request *request) {
   return device::api_send_call(
       [&] {
+        device::request *r = nullptr;
+        if (request != nullptr && api::send_fast(buf, count, datatype, dest, tag, comm, true, r))
+            [[likely]] {
+          *request = device::request_handle(*r);
+          return MPI_SUCCESS;
+        }
         if (int err = api::check_not_null("MPI_Isend", nullptr, request, "request")) return err;
         return api::send_binding("MPI_Isend", buf, count, datatype, dest, tag, comm,
                                  device::send_mode::standard, request);
@@ -154,8 +165,10 @@ int MPI_Recv(void *buf, int count, MPI_Datatype datatype, int source, int tag, M
              MPI_Status *status) {
   return device::api_call([&] {
     device::request *r = nullptr;
-    if (int err = api::recv_post("MPI_Recv", buf, count, datatype, source, tag, comm, r))
-      return err;
+    if (!api::recv_fast(buf, count, datatype, source, tag, comm, r)) [[unlikely]] {
+      if (int err = api::recv_post("MPI_Recv", buf, count, datatype, source, tag, comm, r))
+        return err;
+    }
     return recv_complete("MPI_Recv", r, status);
   });
 }
@@ -163,8 +176,13 @@ int MPI_Recv(void *buf, int count, MPI_Datatype datatype, int source, int tag, M
 int MPI_Irecv(void *buf, int count, MPI_Datatype datatype, int source, int tag, MPI_Comm comm,
               MPI_Request *request) {
   return device::api_call([&] {
-    if (int err = api::check_not_null("MPI_Irecv", nullptr, request, "request")) return err;
     device::request *r = nullptr;
+    if (request != nullptr && api::recv_fast(buf, count, datatype, source, tag, comm, r))
+        [[likely]] {
+      *request = device::request_handle(*r);
+      return MPI_SUCCESS;
+    }
+    if (int err = api::check_not_null("MPI_Irecv", nullptr, request, "request")) return err;
     if (int err = api::recv_post("MPI_Irecv", buf, count, datatype, source, tag, comm, r)) {
       return err;
     }

@@ -13,18 +13,31 @@ int request_of(const char *call, MPI_Request handle, device::request *&out) {
                              static_cast<unsigned>(handle));
 }
 
-// Checks an array argument: every entry is MPI_REQUEST_NULL or live.
-int check_requests(const char *call, int count, const MPI_Request requests[]) {
+// Checks an array argument: every entry is MPI_REQUEST_NULL or live. With
+// `finished_prefix`, also counts the entries from the first on that are
+// null or complete ordinary requests (MPI_Waitall: one look at each handle
+// of a window of sends that completed at once, not two).
+int check_requests(const char *call, int count, const MPI_Request requests[],
+                   int *finished_prefix = nullptr) {
   if (int err = api::check_initialized(call)) return err;
   if (count < 0)
     return device::error_raise(nullptr, call, MPI_ERR_COUNT, "negative count %d", count);
   if (count > 0) {
     if (int err = api::check_not_null(call, nullptr, requests, "array_of_requests")) return err;
   }
+  bool prefix = finished_prefix != nullptr;
   for (int i = 0; i < count; ++i) {
     device::request *r = nullptr;
-    if (requests[i] == MPI_REQUEST_NULL) continue;
-    if (int err = request_of(call, requests[i], r)) return err;
+    if (requests[i] != MPI_REQUEST_NULL) {
+      if (int err = request_of(call, requests[i], r)) return err;
+    }
+    if (!prefix) continue;
+    // An extension is asked only once every handle is known to be good.
+    if (r == nullptr || (r->ext == nullptr && r->complete)) {
+      ++*finished_prefix;
+    } else {
+      prefix = false;
+    }
   }
   return MPI_SUCCESS;
 }
@@ -49,18 +62,22 @@ bool is_done(device::request &r) {
 }
 
 bool finished(MPI_Request handle) {
-  return inactive(handle) || is_done(live(handle));
+  if (handle == MPI_REQUEST_NULL) return true;
+  device::request &r = live(handle);  // one lookup for both questions
+  return (r.persistent.op != device::persistent_op::none && !r.active) || is_done(r);
 }
 
 // Hands back a completed request's outcome and returns its error class (a
 // receive's truncation). An ordinary request is freed; a persistent one
 // becomes inactive and keeps its handle.
 int request_finish(MPI_Request *handle, MPI_Status *status) {
-  if (inactive(*handle)) {
-    api::status_empty(status);
+  device::request *live_request = *handle == MPI_REQUEST_NULL ? nullptr : &live(*handle);
+  if (live_request == nullptr ||
+      (live_request->persistent.op != device::persistent_op::none && !live_request->active)) {
+    api::status_empty(status);  // null or inactive, as inactive() says
     return MPI_SUCCESS;
   }
-  device::request &r = live(*handle);
+  device::request &r = *live_request;
   int error = MPI_SUCCESS;
   if (r.ext != nullptr) {
     error = r.ext->finish(r, status);
@@ -165,8 +182,8 @@ int MPI_Test(MPI_Request *request, int *flag, MPI_Status *status) {
 int MPI_Waitall(int count, MPI_Request requests[], MPI_Status statuses[]) {
   return device::api_call([&] {
     const char *call = "MPI_Waitall";
-    if (int err = check_requests(call, count, requests)) return err;
     int first_open = 0;  // everything before it is complete
+    if (int err = check_requests(call, count, requests, &first_open)) return err;
     device::progress_until([&] {
       while (first_open < count && finished(requests[first_open])) ++first_open;
       return first_open == count;

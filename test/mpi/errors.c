@@ -50,6 +50,29 @@ static void returned_classes(int size) {
   expect_class(MPI_Send(NULL, 1, MPI_INT, 0, 0, MPI_COMM_WORLD), MPI_ERR_BUFFER, "NULL buffer");
   expect_class(MPI_Recv(NULL, 4, MPI_INT, 0, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE), MPI_ERR_BUFFER,
                "NULL receive buffer");
+  /* The nonblocking forms too: their small-message path must leave every
+   * bad argument to the checks, and post nothing. */
+  r = MPI_REQUEST_NULL;
+  expect_class(MPI_Isend(&v, 1, MPI_INT, size, 0, MPI_COMM_WORLD, &r), MPI_ERR_RANK,
+               "Isend dest = size");
+  expect_class(MPI_Isend(&v, 1, MPI_INT, 0, -2, MPI_COMM_WORLD, &r), MPI_ERR_TAG, "Isend tag -2");
+  expect_class(MPI_Isend(&v, -1, MPI_INT, 0, 0, MPI_COMM_WORLD, &r), MPI_ERR_COUNT,
+               "Isend count -1");
+  expect_class(MPI_Isend(NULL, 1, MPI_INT, 0, 0, MPI_COMM_WORLD, &r), MPI_ERR_BUFFER,
+               "Isend NULL buffer");
+  expect_class(MPI_Isend(&v, 1, MPI_INT, 0, 0, MPI_COMM_WORLD, NULL), MPI_ERR_ARG,
+               "Isend NULL request");
+  expect_class(MPI_Isend(&v, 1, (MPI_Datatype)12345, 0, 0, MPI_COMM_WORLD, &r), MPI_ERR_TYPE,
+               "Isend garbage type");
+  expect_class(MPI_Irecv(&v, 1, MPI_INT, size, 0, MPI_COMM_WORLD, &r), MPI_ERR_RANK,
+               "Irecv source = size");
+  expect_class(MPI_Irecv(NULL, 4, MPI_INT, 0, 0, MPI_COMM_WORLD, &r), MPI_ERR_BUFFER,
+               "Irecv NULL buffer");
+  expect_class(MPI_Irecv(&v, 1, MPI_INT, 0, 0, MPI_COMM_WORLD, NULL), MPI_ERR_ARG,
+               "Irecv NULL request");
+  expect_class(MPI_Irecv(&v, 1, MPI_INT, 0, 0, MPI_COMM_NULL, &r), MPI_ERR_COMM,
+               "Irecv on MPI_COMM_NULL");
+  CHECK(r == MPI_REQUEST_NULL, "a refused Isend or Irecv set its request");
   r = (MPI_Request)0x70001234;
   expect_class(MPI_Wait(&r, MPI_STATUS_IGNORE), MPI_ERR_REQUEST, "bogus request");
   r = MPI_COMM_WORLD;

@@ -29,6 +29,31 @@ dtype vector_of_ints(int count, int blocklen, int stride) {
                            false);
 }
 
+// The bindings' small-message path sends a predefined type by its slot's
+// dense_size alone: it must be the packed size exactly when any count of
+// elements is one run at the buffer's address, and 0 otherwise (padded
+// pairs such as MPI_DOUBLE_INT then take the typed path).
+TEST(Dtype, PredefinedSlotsSayWhichTypesAreDense) {
+  int dense = 0;
+  for (const detail::builtin_slot &slot : detail::builtin_types) {
+    if (slot.type == nullptr) continue;
+    const dtype &t = *slot.type;
+    const bool run = t.packed_size != 0 && t.true_lb == 0 && dtype_contiguous(t, 3);
+    EXPECT_EQ(slot.dense_size, run ? t.packed_size : 0u) << "handle 0x" << std::hex << slot.handle;
+    dense += slot.dense_size != 0 ? 1 : 0;
+  }
+  EXPECT_GT(dense, 20);
+  auto slot_of = [](MPI_Datatype type) {
+    return detail::builtin_types[static_cast<unsigned>(type) & 0xffU];
+  };
+  EXPECT_EQ(slot_of(MPI_INT).handle, MPI_INT);
+  EXPECT_EQ(slot_of(MPI_INT).dense_size, 4u);
+  EXPECT_EQ(slot_of(MPI_BYTE).dense_size, 1u);
+  EXPECT_EQ(slot_of(MPI_2INT).dense_size, 8u);
+  EXPECT_EQ(slot_of(MPI_DOUBLE_INT).dense_size, 0u) << "12 bytes of data in an extent of 16";
+  EXPECT_EQ(slot_of(MPI_SHORT_INT).dense_size, 0u);
+}
+
 TEST(Dtype, VectorExtentsAndMergedBlocks) {
   const dtype v = vector_of_ints(3, 2, 5);
   EXPECT_EQ(v.size, 24u);

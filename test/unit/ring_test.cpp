@@ -72,6 +72,28 @@ TEST(Ring, RecordsComeOutInOrderWithTheirBytes) {
   EXPECT_EQ(rx.peek(r), peek_status::empty);
 }
 
+// A record keeps the kind it was committed with (the shm transport's
+// compact headers), across the skip record at the ring's end too.
+TEST(Ring, RecordsKeepTheirKind) {
+  test_ring ring(1024);
+  auto tx = ring.sender();
+  auto rx = ring.receiver();
+  for (int i = 0; i < 40; ++i) {
+    const std::size_t bytes = i % 3 == 0 ? 200 : 40;
+    const record_kind kind = i % 2 == 0 ? record_kind::compact : record_kind::data;
+    std::byte *p = tx.reserve(bytes);
+    ASSERT_NE(p, nullptr);
+    std::memset(p, i, bytes);
+    tx.commit(kind);
+    record_view r{};
+    ASSERT_EQ(rx.peek(r), peek_status::record);
+    EXPECT_EQ(r.kind, kind) << "record " << i;
+    EXPECT_EQ(r.length, bytes);
+    EXPECT_EQ(r.bytes[bytes - 1], std::byte(static_cast<unsigned char>(i)));
+    rx.consume();
+  }
+}
+
 TEST(Ring, FullRingRefusesUntilTheReceiverConsumes) {
   test_ring ring(1024);
   auto tx = ring.sender();
