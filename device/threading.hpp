@@ -24,6 +24,11 @@ namespace iris::device {
 // Hidden: one load, not two through the GOT, in every binding of libiris.
 [[gnu::visibility("hidden")]] extern bool threads_enabled;
 
+// Run under the call lock by a thread that takes it afresh (not when it
+// nests) and at each call_lock_pause (between the polls of a wait); set at MPI_Init_thread(MULTIPLE) to the drain of
+// the receives posted without the lock (recv_multiple.hpp), null otherwise.
+[[gnu::visibility("hidden")]] extern void (*call_lock_entered)();
+
 // Takes the call lock (a recursion level when this thread holds it).
 void call_lock_enter();
 void call_lock_leave();
@@ -66,7 +71,7 @@ inline int api_call(Body body) {
   return result;
 }
 
-// MPI_Send's and MPI_Isend's api_call: below MULTIPLE runs `body` as
+// MPI_Send's, MPI_Isend's and MPI_Irecv's api_call: below MULTIPLE runs `body` as
 // api_call does; under MULTIPLE runs `multiple` instead, a call of an
 // out-of-line function that first tries the send without the call lock (an
 // eager message that goes out at once under its VC's lock: send.hpp,
