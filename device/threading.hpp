@@ -25,8 +25,9 @@ namespace iris::device {
 [[gnu::visibility("hidden")]] extern bool threads_enabled;
 
 // Run under the call lock by a thread that takes it afresh (not when it
-// nests) and at each call_lock_pause (between the polls of a wait); set at MPI_Init_thread(MULTIPLE) to the drain of
-// the receives posted without the lock (recv_multiple.hpp), null otherwise.
+// nests) and at each call_lock_pause (between the polls of a wait); set at
+// MPI_Init_thread(MULTIPLE) to the drain of the receives posted without the lock
+// (recv_multiple.hpp), null otherwise.
 [[gnu::visibility("hidden")]] extern void (*call_lock_entered)();
 
 // Takes the call lock (a recursion level when this thread holds it).
