@@ -2,9 +2,12 @@
 # MPI_THREAD_MULTIPLE side by side: builds bench/threads_rate.c with Iris's,
 # MPICH's and Open MPI's mpicc and runs them in turn, ROUNDS times, 2 ranks
 # on shared memory: Iris at SINGLE and at MULTIPLE (one thread's latency),
-# then each MPI at MULTIPLE with 1, 2 and 4 threads per rank. Prints each
-# run's lines prefixed by the run's name; a missing MPI is skipped.
-#   bench/threads.sh [build-dir] [rounds] [trials]
+# then each MPI at MULTIPLE with 1, 2 and 4 threads per rank, and Iris's
+# one-thread stream at SERIALIZED (no locking: the reference for one thread
+# at MULTIPLE). With BASE=<build of an older tree>, that build's SINGLE and
+# MULTIPLE runs too, in the same rounds. Prints each run's lines prefixed by
+# the run's name; a missing MPI is skipped.
+#   [BASE=dir] bench/threads.sh [build-dir] [rounds] [trials]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build}
@@ -14,9 +17,16 @@ out=${OUT:-/tmp/iris-threads}
 mkdir -p "$out"
 ninja -C "$build" bench/threads_rate pmi/mpiexec >/dev/null
 declare -A run
-names="iris_single iris"
+names="iris_single iris iris_serialized"
 run[iris_single]="$build/pmi/mpiexec -n 2 $build/bench/threads_rate single"
 run[iris]="$build/pmi/mpiexec -n 2 $build/bench/threads_rate multiple"
+run[iris_serialized]="$build/pmi/mpiexec -n 2 $build/bench/threads_rate serialized"
+if [ -n "${BASE:-}" ]; then
+  ninja -C "$BASE" bench/threads_rate pmi/mpiexec >/dev/null
+  run[base_single]="$BASE/pmi/mpiexec -n 2 $BASE/bench/threads_rate single"
+  run[base]="$BASE/pmi/mpiexec -n 2 $BASE/bench/threads_rate multiple"
+  names="base_single base $names"
+fi
 if command -v mpicc.mpich >/dev/null; then
   mpicc.mpich -O2 -Wno-stringop-overflow -o "$out/threads_rate.mpich" bench/threads_rate.c -lpthread
   run[mpich]="mpiexec.mpich -n 2 $out/threads_rate.mpich multiple"

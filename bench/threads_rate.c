@@ -1,6 +1,6 @@
 /* MPI_THREAD_MULTIPLE between ranks 0 and 1.
  *
- *   mpiexec -n 2 threads_rate [single|multiple] [trials]
+ *   mpiexec -n 2 threads_rate [single|serialized|multiple] [trials]
  *
  * latency: a 0- and an 8-byte ping-pong from the main thread, half the round
  *          trip (us), at the thread level asked for (single: MPI_Init), so
@@ -8,7 +8,9 @@
  * rate:    multiple only: T = 1, 2, 4 threads per rank, thread t of rank 0
  *          streaming 8-byte messages in windows of 64 MPI_Isend to thread t
  *          of rank 1 on its own communicator (as osu_mbw_mr, one short ack
- *          per window), in million messages per second, all threads summed.
+ *          per window), in million messages per second, all threads summed;
+ *          serialized: the same with T = 1 only, at MPI_THREAD_SERIALIZED
+ *          (no locking), the reference for one thread at MULTIPLE.
  * Each figure is the median of `trials` trials (default 7). Plain MPI: it
  * builds with any MPI's mpicc. */
 #define _POSIX_C_SOURCE 200809L
@@ -96,30 +98,33 @@ static double rate(int n) {
 
 int main(int argc, char **argv) {
   const int multiple = argc > 1 && strcmp(argv[1], "multiple") == 0;
+  const int serialized = argc > 1 && strcmp(argv[1], "serialized") == 0;
   int trials = argc > 2 ? atoi(argv[2]) : 7;
   if (trials < 1 || trials > max_trials) trials = 7;
   int provided = MPI_THREAD_SINGLE, size = 0;
-  if (multiple) {
-    MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
+  if (multiple || serialized) {
+    MPI_Init_thread(&argc, &argv, multiple ? MPI_THREAD_MULTIPLE : MPI_THREAD_SERIALIZED,
+                    &provided);
   } else {
     MPI_Init(&argc, &argv);
   }
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
-  if (size != 2 || (multiple && provided != MPI_THREAD_MULTIPLE)) {
+  if (size != 2 || (multiple && provided != MPI_THREAD_MULTIPLE) ||
+      (serialized && provided < MPI_THREAD_SERIALIZED)) {
     if (rank == 0) fprintf(stderr, "threads_rate: needs 2 ranks and MPI_THREAD_MULTIPLE\n");
     MPI_Abort(MPI_COMM_WORLD, 1);
   }
   double samples[max_trials];
   const int sizes[] = {0, 8};
-  for (int s = 0; s < 2; ++s) {
+  for (int s = 0; s < 2 && !serialized; ++s) {
     pingpong(sizes[s], 2000); /* warm-up */
     for (int k = 0; k < trials; ++k) samples[k] = pingpong(sizes[s], 20000);
     if (rank == 0) printf("latency %d B (us): %.3f\n", sizes[s], median(samples, trials));
   }
-  if (multiple) {
+  if (multiple || serialized) {
     for (int t = 0; t < max_threads; ++t) MPI_Comm_dup(MPI_COMM_WORLD, &comms[t]);
-    for (int n = 1; n <= max_threads; n *= 2) {
+    for (int n = 1; n <= (serialized ? 1 : max_threads); n *= 2) {
       rate(n); /* warm-up */
       for (int k = 0; k < trials; ++k) samples[k] = rate(n);
       if (rank == 0) printf("rate %d threads (M msg/s): %.3f\n", n, median(samples, trials));

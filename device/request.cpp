@@ -24,36 +24,49 @@ struct request_cache {
   static constexpr int capacity = 32;
   std::uint64_t serial = 0;  // of the runtime whose pool it came from
   int count = 0;
-  request *items[capacity];
+  request *items[capacity] = {};
 };
-thread_local request_cache cache;
+// constinit: initialised as the thread starts, so no access tests a guard
+// (which cost a second __tls_get_addr at every take).
+constinit thread_local request_cache cache;
 
 }  // namespace
 
+// Each function looks the thread_local up once (`c`): in a library that may
+// be dlopen'ed every access is a call of __tls_get_addr, which the compiler
+// repeats around calls it cannot see through (callgrind counted 3 a request
+// filled before).
 request *request_cache_take() {
-  if (cache.count == 0 || cache.serial != rt->serial) return nullptr;
-  return cache.items[--cache.count];
+  request_cache &c = cache;
+  if (c.count == 0 || c.serial != rt->serial) return nullptr;
+  return c.items[--c.count];
 }
 
 void request_cache_put(request *r) {
-  cache.items[cache.count++] = r;
+  request_cache &c = cache;
+  c.items[c.count++] = r;
 }
 
 void request_cache_fill() {
-  if (cache.serial != rt->serial) {
-    cache.serial = rt->serial;
-    cache.count = 0;
+  request_cache &c = cache;
+  runtime &now = *rt;
+  if (c.serial != now.serial) {
+    c.serial = now.serial;
+    c.count = 0;
   }
-  while (cache.count < request_cache::capacity) {
-    cache.items[cache.count++] = rt->requests.allocate(request_kind::send, nullptr);
+  int count = c.count;
+  while (count < request_cache::capacity) {
+    c.items[count++] = now.requests.allocate(request_kind::send, nullptr);
   }
+  c.count = count;
 }
 
 void request_cache_drop() {
-  if (cache.serial == rt->serial) {
-    while (cache.count > 0) rt->requests.release(cache.items[--cache.count]);
+  request_cache &c = cache;
+  if (c.serial == rt->serial) {
+    while (c.count > 0) rt->requests.release(c.items[--c.count]);
   }
-  cache.count = 0;
+  c.count = 0;
 }
 
 }  // namespace iris::device

@@ -14,6 +14,7 @@
 #include "device/credit.hpp"
 #include "device/errors.hpp"
 #include "device/progress.hpp"
+#include "device/recv_multiple.hpp"
 #include "device/threading.hpp"
 #include "include/mpi.h"
 
@@ -96,6 +97,10 @@ void stats_print(const runtime &r) {
       static_cast<unsigned long long>(s.credit_packets), r.matching.unexpected_counts().depth_peak,
       r.matching.unexpected_counts().bytes_peak, static_cast<unsigned long long>(s.sleeps),
       static_cast<unsigned long long>(s.sleep_timeouts));
+  if (s.unlocked_receives != 0) {
+    std::fprintf(stderr, "iris: rank %d stats: receives posted without the call lock %llu\n",
+                 r.rank, static_cast<unsigned long long>(s.unlocked_receives));
+  }
   for (const auto &t : r.transports) {
     const std::string counted = t->statistics();
     if (!counted.empty()) std::fprintf(stderr, "iris: rank %d %s\n", r.rank, counted.c_str());
@@ -120,6 +125,7 @@ int runtime_init(int required_thread_level) {
   r->thread_level = required_thread_level;
   // Chosen once, before the program can start threads that call MPI.
   threads_enabled = required_thread_level == MPI_THREAD_MULTIPLE;
+  call_lock_entered = threads_enabled ? recv_pending_drain : nullptr;
   r->vcs.resize(static_cast<std::size_t>(r->size));
   r->sending.reserve(static_cast<std::size_t>(r->size));
   for (int i = 0; i < r->size; ++i) r->vcs[static_cast<std::size_t>(i)].world_rank = i;

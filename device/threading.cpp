@@ -1,5 +1,6 @@
 #include "device/threading.hpp"
 
+#include <pthread.h>
 #include <sched.h>
 
 #include <atomic>
@@ -7,6 +8,7 @@
 namespace iris::device {
 
 bool threads_enabled = false;
+void (*call_lock_entered)() = nullptr;
 
 namespace {
 
@@ -14,11 +16,15 @@ namespace {
 // back (a pthread mutex costs twice the instructions through the PLT). The
 // acquire exchange pairs with the release store of the previous holder.
 std::atomic<bool> call_locked{false};
-// How many times this thread holds the lock (a binding calling another).
-// The default (general-dynamic) model: libiris may be loaded with dlopen
-// (mpi4py does), where initial-exec would draw on glibc's small surplus of
-// static TLS. Only MULTIPLE touches it, so __tls_get_addr costs nothing below.
-thread_local int call_depth = 0;
+// The thread that holds the lock (0: none) and how many times it holds it
+// (a binding calling another). A thread compares the owner with its own
+// pthread_self() (one load from %fs) instead of keeping a thread_local
+// depth: libiris may be loaded with dlopen (mpi4py does), where a
+// thread_local costs a call of __tls_get_addr at every access. Relaxed: only
+// the owner writes its own id there, so a thread reads its own id back
+// exactly when it holds the lock; `call_depth` is touched by the holder only.
+std::atomic<pthread_t> call_owner{};
+int call_depth = 0;
 // Threads waiting in call_lock_take: a waiting thread lets them in. Relaxed:
 // a stale read only delays the hand-over by one poll.
 std::atomic<int> call_waiters{0};
@@ -45,21 +51,34 @@ void call_lock_give() {
 }  // namespace
 
 void call_lock_enter() {
-  if (call_depth++ == 0) call_lock_take();
+  const pthread_t self = pthread_self();
+  if (call_owner.load(std::memory_order_relaxed) == self) {
+    ++call_depth;
+    return;
+  }
+  call_lock_take();
+  call_owner.store(self, std::memory_order_relaxed);
+  call_depth = 1;
+  if (call_lock_entered != nullptr) call_lock_entered();
 }
 
 void call_lock_leave() {
-  if (--call_depth == 0) call_lock_give();
+  if (--call_depth != 0) return;
+  call_owner.store(pthread_t{}, std::memory_order_relaxed);
+  call_lock_give();
 }
 
 bool call_lock_pause(bool idle) {
-  if (call_depth == 0) return false;  // progress from a thread outside any binding (unit tests)
+  // Progress from a thread outside any binding (unit tests) has no lock to give.
+  if (call_owner.load(std::memory_order_relaxed) != pthread_self()) return false;
+  if (call_lock_entered != nullptr) call_lock_entered();
   if (!idle && call_waiters.load(std::memory_order_relaxed) == 0) return false;
   const int depth = call_depth;
-  call_depth = 0;
+  call_owner.store(pthread_t{}, std::memory_order_relaxed);
   call_lock_give();
   sched_yield();  // the lock is not fair: without it this thread takes it straight back
   call_lock_take();
+  call_owner.store(pthread_self(), std::memory_order_relaxed);
   call_depth = depth;
   return true;
 }

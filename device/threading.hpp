@@ -24,6 +24,12 @@ namespace iris::device {
 // Hidden: one load, not two through the GOT, in every binding of libiris.
 [[gnu::visibility("hidden")]] extern bool threads_enabled;
 
+// Run under the call lock by a thread that takes it afresh (not when it
+// nests) and at each call_lock_pause (between the polls of a wait); set at
+// MPI_Init_thread(MULTIPLE) to the drain of the receives posted without the lock
+// (recv_multiple.hpp), null otherwise.
+[[gnu::visibility("hidden")]] extern void (*call_lock_entered)();
+
 // Takes the call lock (a recursion level when this thread holds it).
 void call_lock_enter();
 void call_lock_leave();
@@ -66,13 +72,14 @@ inline int api_call(Body body) {
   return result;
 }
 
-// MPI_Send's and MPI_Isend's api_call: below MULTIPLE runs `body` as
-// api_call does; under MULTIPLE runs `multiple` instead, a call of an
-// out-of-line function that first tries the send without the call lock (an
-// eager message that goes out at once under its VC's lock: send.hpp,
-// send_unlocked) and otherwise takes the call lock (api_guard) and runs the
-// binding's body. Out of line, so that below MULTIPLE the binding keeps no
-// registers for it.
+// MPI_Send's, MPI_Isend's and MPI_Irecv's api_call: below MULTIPLE runs
+// `body` as api_call does; under MULTIPLE runs `multiple` instead, a call of
+// an out-of-line function that first tries the call without the call lock
+// (an eager message that goes out at once under its VC's lock: send.hpp,
+// send_unlocked; a receive handed to the next holder of the call lock:
+// recv_multiple.hpp) and otherwise takes the call lock (api_guard) and runs
+// the binding's body. Out of line, so that below MULTIPLE the binding keeps
+// no registers for it.
 template <typename Body, typename Multiple>
 inline int api_send_call(Body body, Multiple multiple) {
   if (!threads_enabled) [[likely]] {

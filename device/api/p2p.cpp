@@ -2,6 +2,7 @@
 #include <climits>
 
 #include "device/api/check.hpp"
+#include "device/recv_multiple.hpp"
 
 using namespace iris;
 using iris::api::communicator;
@@ -92,6 +93,52 @@ bool send_unlocked(const void *buf, int count, MPI_Datatype type, int dest, int 
   return result;
 }
 
+// MPI_THREAD_MULTIPLE: MPI_Irecv without the call lock (recv_multiple.hpp):
+// a predefined contiguous type on a published intracommunicator, from a
+// valid source (not MPI_PROC_NULL) with a valid tag, with a request in this
+// thread's cache. Returns false, having done nothing, for anything else, bad
+// arguments included: the binding then runs under the call lock.
+bool recv_unlocked(void *buf, int count, MPI_Datatype type, int source, int tag, MPI_Comm comm,
+                   MPI_Request *request) {
+  device::runtime *r = device::rt;
+  if (r == nullptr || request == nullptr || count < 0 || (tag < 0 && tag != MPI_ANY_TAG)) {
+    return false;
+  }
+  const communicator *c = device::comm_lookup_published(*r, comm);
+  if (c == nullptr || (source != MPI_ANY_SOURCE && (source < 0 || source >= c->size))) {
+    return false;
+  }
+  const device::detail::builtin_slot &slot =
+      device::detail::builtin_types[static_cast<unsigned>(type) & 0xffU];
+  if (slot.handle != type || slot.type == nullptr) return false;
+  const device::typed_buffer tb{buf, count, slot.type};
+  if (!tb.contiguous() || (buf == nullptr && count > 0)) return false;
+  device::request *req = device::request_cache_take();
+  if (req == nullptr) return false;
+  req->kind = device::request_kind::recv;
+  req->comm = c;
+  req->key = device::match_key{c->context, source, tag};
+  req->buffer = static_cast<std::byte *>(tb.base);
+  req->bytes = tb.packed_bytes();
+  *request = device::request_handle(*req);
+  device::recv_post_pending(*req);
+  return true;
+}
+
+// MPI_Irecv under MULTIPLE: without the call lock when it can, else under it
+// as below MULTIPLE, refilling this thread's request cache.
+[[gnu::noinline, gnu::cold]] int recv_multiple(void *buf, int count, MPI_Datatype type, int source,
+                                               int tag, MPI_Comm comm, MPI_Request *request) {
+  if (recv_unlocked(buf, count, type, source, tag, comm, request)) return MPI_SUCCESS;
+  const device::api_guard guard;
+  if (int err = api::check_not_null("MPI_Irecv", nullptr, request, "request")) return err;
+  device::request *r = nullptr;
+  if (int err = api::recv_post("MPI_Irecv", buf, count, type, source, tag, comm, r)) return err;
+  *request = device::request_handle(*r);
+  device::request_cache_fill();
+  return MPI_SUCCESS;
+}
+
 }  // namespace
 
 extern "C" {
@@ -175,20 +222,22 @@ int MPI_Recv(void *buf, int count, MPI_Datatype datatype, int source, int tag, M
 
 int MPI_Irecv(void *buf, int count, MPI_Datatype datatype, int source, int tag, MPI_Comm comm,
               MPI_Request *request) {
-  return device::api_call([&] {
-    device::request *r = nullptr;
-    if (request != nullptr && api::recv_fast(buf, count, datatype, source, tag, comm, r))
-        [[likely]] {
-      *request = device::request_handle(*r);
-      return MPI_SUCCESS;
-    }
-    if (int err = api::check_not_null("MPI_Irecv", nullptr, request, "request")) return err;
-    if (int err = api::recv_post("MPI_Irecv", buf, count, datatype, source, tag, comm, r)) {
-      return err;
-    }
-    *request = device::request_handle(*r);
-    return MPI_SUCCESS;
-  });
+  return device::api_send_call(
+      [&] {
+        device::request *r = nullptr;
+        if (request != nullptr && api::recv_fast(buf, count, datatype, source, tag, comm, r))
+            [[likely]] {
+          *request = device::request_handle(*r);
+          return MPI_SUCCESS;
+        }
+        if (int err = api::check_not_null("MPI_Irecv", nullptr, request, "request")) return err;
+        if (int err = api::recv_post("MPI_Irecv", buf, count, datatype, source, tag, comm, r)) {
+          return err;
+        }
+        *request = device::request_handle(*r);
+        return MPI_SUCCESS;
+      },
+      [&] { return recv_multiple(buf, count, datatype, source, tag, comm, request); });
 }
 
 int MPI_Sendrecv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, int dest, int sendtag,

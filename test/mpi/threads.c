@@ -9,12 +9,23 @@
  *      Waitall from different threads, each on its own slice;
  *   E. Comm_dup, Comm_split, Allreduce and Iallreduce from every thread at
  *      once, each on its own parent communicator;
- *   F. one thread blocked in MPI_Recv while the others send and receive.
+ *   F. one thread blocked in MPI_Recv while the others send and receive;
+ *   G. a receive posted while another thread of its rank waits: thread 0 of
+ *      every rank sends thread 1 of its right neighbour a rendezvous-sized
+ *      message with a blocking MPI_Send; thread 1 posts the receive for it
+ *      (then, in a second round, with MPI_ANY_SOURCE and MPI_ANY_TAG) 20 ms
+ *      later, when thread 0 is most likely waiting, and makes no MPI call
+ *      until the send has finished. The sends can only finish if thread 0's
+ *      wait posts that receive (under MULTIPLE an MPI_Irecv may be posted by
+ *      the next thread that holds the call lock, device/recv_multiple.hpp).
+ *      Threads 2 and 3 make no call. The sleep only makes that order likely;
+ *      nothing is timed.
  * Usage: threads [messages per thread] */
 #define _POSIX_C_SOURCE 200809L
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "check.h"
 
@@ -306,6 +317,49 @@ static void *blocked(void *arg) {
   return NULL;
 }
 
+/* G. Thread 1 posts, then makes no MPI call until thread 0's blocking
+ * rendezvous send to the right neighbour has finished. */
+static pthread_barrier_t posted, sent;
+static int wild;
+static int rendezvous_bytes = 70000; /* past the live eager limit */
+
+static void *left_posted(void *arg) {
+  const int t = (int)*(long *)arg;
+  const int to = (rank + 1) % size, from = (rank + size - 1) % size;
+  const int big = rendezvous_bytes;
+  if (t > 1) return NULL;
+  unsigned char *data = malloc(big);
+  if (t == 1) {
+    int word = -1;
+    MPI_Request reqs[2];
+    /* The first receive of a fresh thread fills its request cache under the
+     * call lock; the second may then be posted without it. */
+    MPI_Irecv(&word, 1, MPI_INT, from, 6, own[t], &reqs[0]);
+    pthread_barrier_wait(&posted);
+    const struct timespec later = {0, 20 * 1000 * 1000};
+    nanosleep(&later, NULL);
+    MPI_Irecv(data, big, MPI_BYTE, wild ? MPI_ANY_SOURCE : from, wild ? MPI_ANY_TAG : 7, own[t],
+              &reqs[1]);
+    pthread_barrier_wait(&sent); /* no MPI call from here until the send finished */
+    MPI_Status st[2];
+    MPI_Waitall(2, reqs, st);
+    TCHECK(word == from * 5 + t, "thread %d: small message %d", t, word);
+    TCHECK(st[1].MPI_SOURCE == from && st[1].MPI_TAG == 7, "thread %d: from %d tag %d", t,
+           st[1].MPI_SOURCE, st[1].MPI_TAG);
+    const int at = bad_byte(data, big, from, t, 0);
+    TCHECK(at < 0, "thread %d: rendezvous message: byte %d differs", t, at);
+  } else {
+    const int word = rank * 5 + t + 1;
+    fill(data, big, rank, t + 1, 0);
+    pthread_barrier_wait(&posted);
+    MPI_Send(data, big, MPI_BYTE, to, 7, own[t + 1]);
+    MPI_Send(&word, 1, MPI_INT, to, 6, own[t + 1]);
+    pthread_barrier_wait(&sent);
+  }
+  free(data);
+  return NULL;
+}
+
 int main(int argc, char **argv) {
   int provided = -1;
   MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
@@ -317,6 +371,7 @@ int main(int argc, char **argv) {
   MPI_Query_thread(&queried);
   CHECK(queried == MPI_THREAD_MULTIPLE, "Query_thread says %d", queried);
   eager_limit = (int)iris_limit("eager_limit");
+  if (eager_limit >= rendezvous_bytes) rendezvous_bytes = eager_limit + 1;
   if (eager_limit > 60000) eager_limit = 60000;
   for (int t = 0; t < T; ++t) MPI_Comm_dup(MPI_COMM_WORLD, &own[t]);
   MPI_Comm_dup(MPI_COMM_WORLD, &shared);
@@ -334,6 +389,13 @@ int main(int argc, char **argv) {
   pthread_barrier_init(&others_done, NULL, T - 1);
   run_threads(blocked);
   pthread_barrier_destroy(&others_done);
+  if (size > 1) {
+    pthread_barrier_init(&posted, NULL, 2);
+    pthread_barrier_init(&sent, NULL, 2);
+    for (wild = 0; wild < 2; ++wild) run_threads(left_posted);
+    pthread_barrier_destroy(&posted);
+    pthread_barrier_destroy(&sent);
+  }
 
   check_failures += __atomic_load_n(&failures, __ATOMIC_RELAXED);
   for (int t = 0; t < T; ++t) MPI_Comm_free(&own[t]);
