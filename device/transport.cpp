@@ -14,6 +14,15 @@
 
 namespace iris::device {
 
+std::size_t dense_ring_size(int local_size) {
+  constexpr std::size_t per_rank = std::size_t{8} << 20;
+  constexpr std::size_t most = std::size_t{4} << 20;
+  const std::size_t share = per_rank / static_cast<std::size_t>(std::max(local_size - 1, 1));
+  std::size_t ring = shm_ring_floor;
+  while (ring * 2 <= std::min(share, most)) ring *= 2;
+  return ring;
+}
+
 void transports_settle(settings &device, transport_settings &s) {
   shm::check_ring_capacity(s.shm.ring_size);
   shm::check_node_shape({0, s.shm.queue_cells, s.shm.ring_size, s.shm.pool_size});
@@ -53,6 +62,8 @@ void transports_open(runtime &r) {
   const int local_size = static_cast<int>(local_ranks.size());
   const auto &node_memory = r.transport_config.shm;
   if (node_memory.enabled && local_size > 1 && local_size <= node_memory.dense_ranks) {
+    // Settled against the floor, so a larger ring only gives more room.
+    if (node_memory.ring_chosen) r.transport_config.shm.ring_size = dense_ring_size(local_size);
     // Under MULTIPLE the rings let threads send to different peers at once.
     if (threads_enabled) {
       r.transports.push_back(

@@ -206,7 +206,8 @@ enum class rndv_engine : std::uint8_t { automatic = 0, cma = 1, pipeline = 2 };
 struct transport_settings {
   struct {
     bool enabled;                // false: every peer through the netmod (IRIS_SHM=0)
-    std::size_t ring_size;       // each pair ring
+    std::size_t ring_size;       // each pair ring (see dense_ring_size)
+    bool ring_chosen;            // IRIS_SHM_RING_SIZE=-1: dense_ring_size picks it
     std::size_t fragment_size;   // rendezvous pieces through a ring or queue
     int dense_ranks;             // at most this many local ranks: a ring per pair
     std::size_t queue_cells;     // cells of each rank's receive queue
@@ -225,6 +226,18 @@ struct transport_settings {
     bool rma;
   } net;
 };
+
+// The smallest ring IRIS_SHM_RING_SIZE=-1 gives, and the one the settings
+// are settled against before the node's size is known.
+inline constexpr std::size_t shm_ring_floor = 256 * 1024;
+
+// The pair ring of a node of `local_size` ranks that reserves one per ordered
+// pair, when IRIS_SHM_RING_SIZE=-1: each rank's rings share 8 MiB, a power of
+// two from shm_ring_floor to 4 MiB. A ring larger than a large message keeps
+// the sender from waiting for room: on this project's machine a 1 MiB
+// ping-pong took 34 us with 1 MiB rings against 112 us with 256 KiB ones
+// (bench/README.md, stop 23).
+std::size_t dense_ring_size(int local_size);
 
 // The transports' tunables, then each built netmod's own (netmods/).
 std::span<const tunable> transport_tunables();

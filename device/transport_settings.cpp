@@ -23,9 +23,11 @@ constexpr tunable table[] = {
     // Shared memory (transport_shm.cpp, shm/).
     {"IRIS_SHM", 1, 0, 1, nullptr,
      "0 sends everything, also between ranks of one node, through the netmod"},
-    {"IRIS_SHM_RING_SIZE", 256 * 1024, 256, 1 << 30, nullptr,
+    {"IRIS_SHM_RING_SIZE", -1, -1, 1 << 30, nullptr,
      "bytes of each shared-memory ring (one per ordered pair of ranks on a node of at most "
-     "IRIS_SHM_DENSE_RANKS ranks, else one per busy pair, from the pool); a power of two"},
+     "IRIS_SHM_DENSE_RANKS ranks, else one per busy pair, from the pool); a power of two. -1 "
+     "chooses: on those small nodes 8 MiB per rank shared by the rings it receives on (4 MiB "
+     "each for up to 3 ranks, 1 MiB at 8), never under 256 KiB; 256 KiB for pooled rings"},
     {"IRIS_SHM_FRAGMENT_SIZE", 32 * 1024, 64, 1 << 29, nullptr,
      "largest payload of one shared-memory record; rendezvous data is streamed in pieces of "
      "this size (capped at half the ring)"},
@@ -47,8 +49,9 @@ constexpr tunable table[] = {
     {"IRIS_RNDV_ENGINE", 0, 0, 2, "auto,cma,pipeline",
      "how rendezvous data moves between ranks of one node: cma reads the sender's memory "
      "(process_vm_readv, one copy by the receiver); pipeline streams it through the ring "
-     "(two copies, by both sides at once); auto pipelines a message alone and reads with cma "
-     "when another is already streaming (many messages in flight), where the kernel allows"},
+     "(two copies, by both sides at once); auto pipelines a message alone, and a stream too "
+     "over rings larger than 256 KiB; over 256 KiB rings it reads a stream's messages with "
+     "cma (many in flight), where the kernel allows"},
     {"IRIS_CMA_THRESHOLD", 32 * 1024, 0, std::int64_t{1} << 40, nullptr,
      "with IRIS_RNDV_ENGINE=auto, the smallest rendezvous message read with cma"},
     {"IRIS_CMA_MIN_BLOCK", 64 * 1024, 1, std::int64_t{1} << 40, nullptr,
@@ -96,7 +99,9 @@ std::span<const tunable> transport_tunables() {
 transport_settings transport_settings_load() {
   transport_settings s{};
   s.shm.enabled = value_of("IRIS_SHM") != 0;
-  s.shm.ring_size = static_cast<std::size_t>(value_of("IRIS_SHM_RING_SIZE"));
+  const std::int64_t ring = value_of("IRIS_SHM_RING_SIZE");
+  s.shm.ring_chosen = ring < 0;
+  s.shm.ring_size = s.shm.ring_chosen ? shm_ring_floor : static_cast<std::size_t>(ring);
   s.shm.fragment_size = static_cast<std::size_t>(value_of("IRIS_SHM_FRAGMENT_SIZE"));
   s.shm.dense_ranks = static_cast<int>(value_of("IRIS_SHM_DENSE_RANKS"));
   s.shm.queue_cells = static_cast<std::size_t>(value_of("IRIS_SHM_QUEUE_CELLS"));

@@ -173,12 +173,14 @@ void shm_transport::expose(vc &to, request &r, rts_payload &where) {
 }
 
 // Under `auto`, one message alone goes through the pipeline: sender and
-// receiver copy at the same time, which halves its latency. When a pipeline
-// receive is already streaming, this rank is moving many messages at once:
-// then a single copy by the receiver (CMA) moves more, except for very large
-// messages while this rank sends nothing itself: CMA of a large buffer is
-// slow on virtual machines, and the sender's idle core copies through the
-// pipeline faster. Measured in bench/README.md.
+// receiver copy at the same time, which halves its latency. So does a stream
+// of messages once the pair rings are larger than the floor (the rings a
+// small node chooses): with 4 MiB rings the pipeline streamed 30-35 GB/s
+// here against CMA's 13 (bench/README.md, stop 23). Over the floor's rings
+// (large nodes' pooled rings, or IRIS_SHM_RING_SIZE=262144) a stream is read
+// with CMA, which moved more there, except for very large messages while
+// this rank sends nothing itself: CMA of a large buffer is slow on virtual
+// machines, and the sender's idle core copies through the pipeline faster.
 bool shm_transport::cma_wanted(std::size_t bytes) const {
   return cma_chosen(bytes);
 }
@@ -204,7 +206,8 @@ bool cma_chosen(std::size_t bytes) {
     case rndv_engine::pipeline:
       return false;
     case rndv_engine::automatic:
-      if (bytes < rt->transport_config.shm.cma_threshold || rt->pipeline_receives == 0)
+      if (bytes < rt->transport_config.shm.cma_threshold || rt->pipeline_receives == 0 ||
+          rt->transport_config.shm.ring_size > shm_ring_floor)
         return false;
       return bytes < rt->transport_config.shm.pipeline_large || rt->rendezvous_sends > 0;
   }

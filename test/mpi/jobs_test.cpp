@@ -655,6 +655,27 @@ TEST_F(FailureTest, AMissingLibfabricIsNamedAndTheOtherNetmodsStillRun) {
 
 // libiris opens libfabric only when the ofi netmod starts: linked, its
 // providers' constructors would cost every rank of every job ~0.2 s.
+// The rings a small node chooses, as IRIS_DEBUG describes them, and the
+// size asked for instead when IRIS_SHM_RING_SIZE is set.
+TEST(Shm, SmallNodesChooseTheirRingSize) {
+  const struct {
+    int ranks;
+    env_list env;
+    const char *said;
+  } cases[] = {
+      {2, {}, "rings of 4194304 B"},
+      {4, {}, "rings of 2097152 B"},
+      {2, {{"IRIS_SHM_RING_SIZE", "262144"}}, "rings of 262144 B"},
+  };
+  for (const auto &c : cases) {
+    env_list env = c.env;
+    env.emplace_back("IRIS_DEBUG", "1");
+    const run_result r = job(c.ranks, "ring", {}, env, 60);
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    EXPECT_EQ(occurrences(r.output, c.said), static_cast<std::size_t>(c.ranks)) << r.output;
+  }
+}
+
 TEST(Netmod, LibirisDoesNotLinkLibfabric) {
   const run_result r = run({"readelf", "-d", build_root + "/device/libiris.so"}, 10);
   ASSERT_EQ(r.exit_code, 0) << r.output;
@@ -955,8 +976,10 @@ TEST(Scattered, LargeBlocksAreReadWithCmaEveryByteChecked) {
   };
   const variant variants[] = {
       {"cma", with({{"IRIS_RNDV_ENGINE", "cma"}}), 13},
-      // A message alone is pipelined under auto, as a contiguous one.
-      {"auto", with({}), 1, 4},
+      // A message alone is pipelined under auto, as a contiguous one; so is a
+      // stream over rings larger than the floor (4 ranks: 2 MiB rings).
+      {"auto", with({{"IRIS_SHM_RING_SIZE", "262144"}}), 1, 4},
+      {"auto, rings of 2 MiB", with({}), 0, 4},
       {"auto, receive queues", with({{"IRIS_SHM_DENSE_RANKS", "0"}}), 1},
       {"pipeline", with({{"IRIS_RNDV_ENGINE", "pipeline"}}), 0},
       {"cma, blocks under the default minimum", {{"IRIS_RNDV_ENGINE", "cma"}}, 0},

@@ -44,6 +44,18 @@ TEST(Tunables, EveryTunableIsDescribed) {
   }
 }
 
+// IRIS_SHM_RING_SIZE=-1 on a node of pair rings: 8 MiB a rank, shared by
+// the rings it receives on, a power of two from 256 KiB to 4 MiB.
+TEST(Tunables, SmallNodesShareEightMiBARankAmongTheirRings) {
+  EXPECT_EQ(device::dense_ring_size(2), std::size_t{4} << 20);
+  EXPECT_EQ(device::dense_ring_size(3), std::size_t{4} << 20);
+  EXPECT_EQ(device::dense_ring_size(4), std::size_t{2} << 20);
+  EXPECT_EQ(device::dense_ring_size(5), std::size_t{2} << 20);
+  EXPECT_EQ(device::dense_ring_size(8), std::size_t{1} << 20);
+  EXPECT_EQ(device::dense_ring_size(32), device::shm_ring_floor);
+  EXPECT_EQ(device::dense_ring_size(1000), device::shm_ring_floor);
+}
+
 TEST(Tunables, TheTransportsDeclareTheirOwnInTheOneTable) {
   const auto all = device::tunables();
   for (const auto &t : device::transport_tunables()) {
