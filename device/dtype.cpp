@@ -379,13 +379,8 @@ dtype dtype_resized(const dtype &old, std::int64_t lb, std::int64_t extent) {
 
 namespace {
 
-// Address arithmetic in integers: MPI_BOTTOM is address 0 plus absolute
-// displacements, which pointer arithmetic on nullptr may not express.
-using address = std::uintptr_t;
-
-address offset(address a, std::int64_t by) {
-  return a + static_cast<address>(by);
-}
+using detail::address;
+using detail::offset;
 
 template <bool Pack>
 inline void copy(address memory, std::byte *buf, std::size_t n) {
@@ -601,77 +596,6 @@ std::size_t dtype_bytes_of_elements(const dtype &t, std::size_t elements) {
 
 namespace {
 
-// Collects the iovecs of dtype_segments; refuses a piece once full.
-struct segment_sink {
-  iovec *out;
-  std::size_t max;
-  std::size_t used = 0;
-  std::size_t bytes = 0;
-
-  bool add(address at, std::size_t n) {
-    if (n == 0) return true;
-    if (used != 0) {
-      iovec &last = out[used - 1];
-      if (reinterpret_cast<address>(last.iov_base) + last.iov_len == at) {
-        last.iov_len += n;
-        bytes += n;
-        return true;
-      }
-    }
-    if (used == max) return false;
-    out[used++] = {reinterpret_cast<void *>(at), n};
-    bytes += n;
-    return true;
-  }
-};
-
-bool segment_node(const node &n, address origin, std::size_t skip, std::size_t len,
-                  segment_sink &sink);
-
-// As move_vector, but naming the pieces instead of copying them; false
-// once the sink is full.
-bool segment_vector(const node &child, std::int64_t stride, address origin, std::size_t skip,
-                    std::size_t len, segment_sink &sink) {
-  const std::size_t cp = child.packed;
-  if (cp == 0 || len == 0) return true;
-  std::size_t s = skip % cp;
-  address at = offset(origin, static_cast<std::int64_t>(skip / cp) * stride);
-  while (len != 0) {
-    const std::size_t take = std::min(cp - s, len);
-    if (child.k == kind::run ? !sink.add(at + s, take) : !segment_node(child, at, s, take, sink)) {
-      return false;
-    }
-    len -= take;
-    s = 0;
-    at = offset(at, stride);
-  }
-  return true;
-}
-
-bool segment_node(const node &n, address origin, std::size_t skip, std::size_t len,
-                  segment_sink &sink) {
-  switch (n.k) {
-    case kind::run:
-      return sink.add(origin + skip, len);
-    case kind::vector:
-      return segment_vector(*n.child, n.stride, origin, skip, len, sink);
-    case kind::list: {
-      auto e = std::upper_bound(n.entries.begin(), n.entries.end(), skip,
-                                [](std::size_t v, const node::entry &x) { return v < x.before; });
-      --e;
-      std::size_t s = skip - e->before;
-      for (; len != 0; ++e) {
-        const std::size_t take = std::min(e->child->packed - s, len);
-        if (!segment_node(*e->child, offset(origin, e->displ), s, take, sink)) return false;
-        len -= take;
-        s = 0;
-      }
-      return true;
-    }
-  }
-  return true;
-}
-
 std::size_t saturating_mul(std::size_t a, std::size_t b) {
   std::size_t r = 0;
   return __builtin_mul_overflow(a, b, &r) ? std::numeric_limits<std::size_t>::max() : r;
@@ -823,17 +747,6 @@ dtype_tree read_node(word_reader &r, int depth) {
 }
 
 }  // namespace
-
-std::size_t dtype_segments(std::uintptr_t origin, int count, const dtype &t, std::size_t first,
-                           std::size_t n, iovec *out, std::size_t max, std::size_t &used) {
-  segment_sink sink{out, max};
-  const std::size_t total = static_cast<std::size_t>(count) * t.packed_size;
-  if (first < total && max != 0) {
-    segment_vector(*t.tree, t.extent, origin, first, std::min(n, total - first), sink);
-  }
-  used = sink.used;
-  return sink.bytes;
-}
 
 std::size_t dtype_runs(const dtype &t) {
   return t.packed_size == 0 ? 0 : node_runs(*t.tree);

@@ -92,6 +92,13 @@ struct builtin_slot {
   dtype *type;
 };
 extern builtin_slot builtin_types[256];
+
+// Address arithmetic in integers: MPI_BOTTOM is address 0 plus absolute
+// displacements, which pointer arithmetic on nullptr may not express.
+using address = std::uintptr_t;
+inline address offset(address a, std::int64_t by) {
+  return a + static_cast<address>(by);
+}
 }  // namespace detail
 
 // A derived type by handle, or nullptr.

@@ -174,7 +174,7 @@ int runtime_init(int required_thread_level) {
 }
 
 int runtime_finalize() {
-  // Every send must reach its peer's ring before this process may leave, and
+  // Every send must reach its peer's transport before this process may leave, and
   // no peer may still be sending to it: MPI_Finalize is collective.
   progress_until([] { return rt->sending.empty(); });
   barrier(*comm_lookup(MPI_COMM_WORLD));
