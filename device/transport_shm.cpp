@@ -51,6 +51,7 @@ void shm_transport::connect(runtime &r) {
   const shm::segment_shape shape{local_size, r.transport_config.shm.ring_size};
   if (local_index_ != 0) segment_ = shm::segment::attach(name_, shape);
   segment_->mark_attached();
+  segment_->populate(local_index_);
   bool cma = false;
   try {
     const int probe_peer = local_ranks_[static_cast<std::size_t>((local_index_ + 1) % local_size)];

@@ -60,13 +60,14 @@ std::byte *map_fd(int fd, std::size_t bytes, const std::string &name) {
   return static_cast<std::byte *>(base);
 }
 
-// Maps the pages of the header and every queue into this process now.
-// Each sender writes one cell here and there in every receiver's queue, so
-// without this every rank takes a page fault for almost every packet of
-// its first lap around each queue (in the VM this was measured on, a
-// 64-rank all-pairs exchange ran 16x slower: 2.0 s instead of 0.12 s for
-// ten rounds). The pages are already reserved: this allocates nothing.
-void populate_queues(std::byte *base, std::size_t bytes) {
+// Maps reserved pages into this process now: the header and every queue at
+// attach, a pooled ring when a pair takes it. Each sender writes one cell
+// here and there in every receiver's queue, so without this every rank
+// takes a page fault for almost every packet of its first lap around each
+// queue (in the VM this was measured on, a 64-rank all-pairs exchange ran
+// 16x slower: 2.0 s instead of 0.12 s for ten rounds), and one every 64
+// small packets of a ring's first lap. This allocates nothing.
+void populate_pages(std::byte *base, std::size_t bytes) {
 #ifdef MADV_POPULATE_WRITE
   madvise(base, bytes, MADV_POPULATE_WRITE);  // an older kernel: faults as it goes
 #else
@@ -218,7 +219,7 @@ node_segment node_segment::attach(const std::string &name, const node_shape &sha
     throw error("shared-memory segment " + name +
                 " was made by another layout or job (magic, version or size differ)");
   }
-  populate_queues(base, shape.base_bytes());
+  populate_pages(base, shape.base_bytes());
   return node_segment(name, shape, base, fd);
 }
 
@@ -315,11 +316,13 @@ bool node_segment::is_ring_offset(std::uint64_t offset) const {
 }
 
 ring_sender node_segment::ring_sender_at(std::uint64_t offset) const {
+  populate_pages(base_ + offset, shape_.slot_bytes());
   auto *c = reinterpret_cast<ring_control *>(base_ + offset);
   return ring_sender(c, reinterpret_cast<std::byte *>(c) + sizeof(ring_control));
 }
 
 ring_receiver node_segment::ring_receiver_at(std::uint64_t offset) const {
+  populate_pages(base_ + offset, shape_.slot_bytes());
   auto *c = reinterpret_cast<ring_control *>(base_ + offset);
   return ring_receiver(c, reinterpret_cast<std::byte *>(c) + sizeof(ring_control));
 }

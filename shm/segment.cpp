@@ -187,6 +187,24 @@ void segment::mark_attached() {
   }
 }
 
+void segment::populate(int index) const {
+#ifdef MADV_POPULATE_WRITE
+  const std::size_t page = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
+  const auto populate_ring = [&](int from, int to) {
+    const std::size_t begin = shape_.ring_offset(from, to) & ~(page - 1);  // madvise wants a page
+    const std::size_t end = shape_.ring_offset(from, to) + ring_footprint(shape_.ring_capacity);
+    madvise(base_ + begin, end - begin, MADV_POPULATE_WRITE);
+  };
+  for (int peer = 0; peer < shape_.local_size; ++peer) {
+    if (peer == index) continue;
+    populate_ring(index, peer);
+    populate_ring(peer, index);
+  }
+#else
+  (void)index;
+#endif
+}
+
 ring_control *segment::control(int from, int to) const {
   return reinterpret_cast<ring_control *>(base_ + shape_.ring_offset(from, to));
 }

@@ -52,6 +52,12 @@ class segment {
   // Counts this process as attached; the last of local_size removes the name.
   void mark_attached();
 
+  // Maps into this process now the pages of the rings local rank `index`
+  // writes and reads, so that its first lap around each ring does not take
+  // a page fault every 64 packets. Best effort: an older kernel faults as
+  // it goes.
+  void populate(int index) const;
+
   ring_sender sender(int from, int to) const;
   ring_receiver receiver(int from, int to) const;
   // Local rank `index`'s doorbell (shm/bell.hpp).

@@ -1,8 +1,12 @@
 // Start-up pieces that fail with a clear message: tunables and segments.
 #include <gtest/gtest.h>
 
+#include <sys/resource.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstdlib>
+#include <cstring>
 #include <string>
 
 #include "device/transport.hpp"
@@ -94,6 +98,48 @@ TEST(Segment, CreateAttachAndTheLastAttacherRemovesTheName) {
   EXPECT_EQ(access(("/dev/shm" + name).c_str(), F_OK), 0) << "removed before all attached";
   b.mark_attached();
   EXPECT_NE(access(("/dev/shm" + name).c_str(), F_OK), 0) << "left in /dev/shm";
+}
+
+// Minor page faults this process takes while writing one 256 KiB record
+// through `s`'s ring from local rank 1 to 0 and reading it back.
+long faults_for_a_lap(const shm::segment &s) {
+  constexpr std::size_t bytes = 256 * 1024;
+  rusage before{};
+  getrusage(RUSAGE_SELF, &before);
+  shm::ring_sender tx = s.sender(1, 0);
+  std::byte *p = tx.reserve(bytes);
+  if (p == nullptr) return -1;
+  std::memset(p, 7, bytes);
+  tx.commit();
+  shm::ring_receiver rx = s.receiver(1, 0);
+  shm::record_view r{};
+  if (rx.peek(r) != shm::peek_status::record || r.bytes[bytes - 1] != std::byte{7}) return -1;
+  rx.consume();
+  rusage after{};
+  getrusage(RUSAGE_SELF, &after);
+  return after.ru_minflt - before.ru_minflt;
+}
+
+// Without populate(), a 4 MiB ring takes a page fault every 64 small packets
+// of its first lap: 0-2 byte latency was 0.21 us against 0.13 once laps
+// were warm (stop 24).
+TEST(Segment, PopulateMapsTheRingsOfOneRankUpFront) {
+  const std::string name = unique_name("p");
+  const shm::segment_shape shape{3, std::size_t{1} << 20};
+  shm::segment a = shm::segment::create(name, shape);
+  shm::segment cold = shm::segment::attach(name, shape);
+  shm::segment warm = shm::segment::attach(name, shape);
+  a.mark_attached();
+  cold.mark_attached();
+  warm.mark_attached();
+  warm.populate(1);
+  const long pages = 256 * 1024 / sysconf(_SC_PAGESIZE);
+  const long cold_faults = faults_for_a_lap(cold);
+  EXPECT_GE(cold_faults, pages / 2) << "the check cannot see faults";
+  const long warm_faults = faults_for_a_lap(warm);
+  EXPECT_GE(warm_faults, 0);
+  EXPECT_LT(warm_faults, pages / 16)
+      << "populate(1) left ring 1->0 unmapped (" << cold_faults << " faults without)";
 }
 
 TEST(Segment, ClearErrors) {
