@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "device/datatype.hpp"
+#include "device/stream_copy.hpp"
 #include "include/mpi.h"
 
 namespace iris::device {
@@ -382,25 +383,36 @@ namespace {
 using detail::address;
 using detail::offset;
 
-template <bool Pack>
+// Which way a move copies: into the packed buffer, or out of it into the
+// layout, through the cache or (`unpack_streaming`, for a message far larger
+// than the cache) around it for blocks of a few lines or more.
+enum class direction { pack, unpack, unpack_streaming };
+
+template <direction Mode>
 inline void copy(address memory, std::byte *buf, std::size_t n) {
-  if constexpr (Pack) {
+  if constexpr (Mode == direction::pack) {
     std::memcpy(buf, reinterpret_cast<const void *>(memory), n);
+  } else if constexpr (Mode == direction::unpack_streaming) {
+    if (n >= streaming_block) {
+      copy_streaming(reinterpret_cast<void *>(memory), buf, n);
+    } else {
+      std::memcpy(reinterpret_cast<void *>(memory), buf, n);
+    }
   } else {
     std::memcpy(reinterpret_cast<void *>(memory), buf, n);
   }
 }
 
-template <bool Pack>
+template <direction Mode>
 void move_node(const node &n, address origin, std::size_t skip, std::size_t len, std::byte *buf);
 
 // `full` whole runs of `bytes` bytes (a constant when the caller knows it),
 // `stride` apart.
-template <bool Pack, std::size_t Bytes>
+template <direction Mode, std::size_t Bytes>
 inline address move_runs(address at, std::int64_t stride, std::size_t full, std::size_t bytes,
                          std::byte *&buf) {
   for (std::size_t i = 0; i < full; ++i) {
-    copy<Pack>(at, buf, Bytes != 0 ? Bytes : bytes);
+    copy<Mode>(at, buf, Bytes != 0 ? Bytes : bytes);
     buf += Bytes != 0 ? Bytes : bytes;
     at = offset(at, stride);
   }
@@ -409,7 +421,7 @@ inline address move_runs(address at, std::int64_t stride, std::size_t full, std:
 
 // The bytes [skip, skip + len) of `count` instances of `child`, `stride`
 // apart from `origin` (the caller keeps within count * child.packed).
-template <bool Pack>
+template <direction Mode>
 void move_vector(const node &child, std::int64_t stride, address origin, std::size_t skip,
                  std::size_t len, std::byte *buf) {
   const std::size_t cp = child.packed;
@@ -421,7 +433,7 @@ void move_vector(const node &child, std::int64_t stride, address origin, std::si
     // The fast path: equal runs at a constant stride.
     if (s != 0) {
       const std::size_t take = std::min(cp - s, len);
-      copy<Pack>(at + s, buf, take);
+      copy<Mode>(at + s, buf, take);
       buf += take;
       len -= take;
       at = offset(at, stride);
@@ -429,24 +441,24 @@ void move_vector(const node &child, std::int64_t stride, address origin, std::si
     const std::size_t full = len / cp;
     switch (cp) {
       case 4:
-        at = move_runs<Pack, 4>(at, stride, full, cp, buf);
+        at = move_runs<Mode, 4>(at, stride, full, cp, buf);
         break;
       case 8:
-        at = move_runs<Pack, 8>(at, stride, full, cp, buf);
+        at = move_runs<Mode, 8>(at, stride, full, cp, buf);
         break;
       case 16:
-        at = move_runs<Pack, 16>(at, stride, full, cp, buf);
+        at = move_runs<Mode, 16>(at, stride, full, cp, buf);
         break;
       default:
-        at = move_runs<Pack, 0>(at, stride, full, cp, buf);
+        at = move_runs<Mode, 0>(at, stride, full, cp, buf);
         break;
     }
-    if (len % cp != 0) copy<Pack>(at, buf, len % cp);
+    if (len % cp != 0) copy<Mode>(at, buf, len % cp);
     return;
   }
   while (len != 0) {
     const std::size_t take = std::min(cp - s, len);
-    move_node<Pack>(child, at, s, take, buf);
+    move_node<Mode>(child, at, s, take, buf);
     buf += take;
     len -= take;
     s = 0;
@@ -454,14 +466,14 @@ void move_vector(const node &child, std::int64_t stride, address origin, std::si
   }
 }
 
-template <bool Pack>
+template <direction Mode>
 void move_node(const node &n, address origin, std::size_t skip, std::size_t len, std::byte *buf) {
   switch (n.k) {
     case kind::run:
-      copy<Pack>(origin + skip, buf, len);
+      copy<Mode>(origin + skip, buf, len);
       return;
     case kind::vector:
-      move_vector<Pack>(*n.child, n.stride, origin, skip, len, buf);
+      move_vector<Mode>(*n.child, n.stride, origin, skip, len, buf);
       return;
     case kind::list: {
       // The entry holding byte `skip`: the last one starting at or before it
@@ -477,9 +489,9 @@ void move_node(const node &n, address origin, std::size_t skip, std::size_t len,
         const node &c = *e->child;
         const std::size_t take = std::min(c.packed - s, len);
         if (c.k == kind::run) {
-          copy<Pack>(offset(origin, e->displ) + s, buf, take);
+          copy<Mode>(offset(origin, e->displ) + s, buf, take);
         } else if (take != 0) {
-          move_node<Pack>(c, offset(origin, e->displ), s, take, buf);
+          move_node<Mode>(c, offset(origin, e->displ), s, take, buf);
         }
         buf += take;
         len -= take;
@@ -490,13 +502,13 @@ void move_node(const node &n, address origin, std::size_t skip, std::size_t len,
   }
 }
 
-template <bool Pack>
+template <direction Mode>
 void move_range(const void *buffer, int count, const dtype &t, std::size_t first, std::size_t n,
                 std::byte *buf) {
   const std::size_t total = static_cast<std::size_t>(count) * t.packed_size;
   if (first >= total) return;
   n = std::min(n, total - first);
-  move_vector<Pack>(*t.tree, t.extent, reinterpret_cast<address>(buffer), first, n, buf);
+  move_vector<Mode>(*t.tree, t.extent, reinterpret_cast<address>(buffer), first, n, buf);
 }
 
 // Basic elements in the first `bytes` of one instance of `n`; `rest` gets
@@ -556,13 +568,17 @@ std::size_t node_bytes(const node &n, std::size_t elements) {
 
 void dtype_pack_range(const void *buffer, int count, const dtype &t, std::size_t first,
                       std::size_t n, void *out) {
-  move_range<true>(buffer, count, t, first, n, static_cast<std::byte *>(out));
+  move_range<direction::pack>(buffer, count, t, first, n, static_cast<std::byte *>(out));
 }
 
 void dtype_unpack_range(const void *in, std::size_t first, std::size_t n, void *buffer, int count,
-                        const dtype &t) {
-  move_range<false>(buffer, count, t, first, n,
-                    const_cast<std::byte *>(static_cast<const std::byte *>(in)));
+                        const dtype &t, bool streaming) {
+  auto *packed = const_cast<std::byte *>(static_cast<const std::byte *>(in));
+  if (streaming) {
+    move_range<direction::unpack_streaming>(buffer, count, t, first, n, packed);
+  } else {
+    move_range<direction::unpack>(buffer, count, t, first, n, packed);
+  }
 }
 
 std::size_t dtype_cursor::pack(void *out, std::size_t n) {

@@ -140,11 +140,14 @@ inline bool dtype_contiguous(const dtype &t, int count) {
 
 // Packs the bytes [first, first + n) of the packed form of `count` elements
 // at `buffer` into `out`; unpack does the reverse. Ranges may start and end
-// anywhere, so a message can move in pieces.
+// anywhere, so a message can move in pieces. A `streaming` unpack writes
+// blocks of `streaming_block` bytes or more around the cache
+// (device/stream_copy.hpp): for messages far larger than it.
 void dtype_pack_range(const void *buffer, int count, const dtype &t, std::size_t first,
                       std::size_t n, void *out);
 void dtype_unpack_range(const void *in, std::size_t first, std::size_t n, void *buffer, int count,
-                        const dtype &t);
+                        const dtype &t, bool streaming = false);
+inline constexpr std::size_t streaming_block = 256;
 
 // Where the packed stream of `count` elements of `t` at `buffer` is: each
 // call moves the next `n` bytes, so a message moves in fragments of any

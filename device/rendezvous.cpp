@@ -8,6 +8,7 @@
 #include "device/recv.hpp"
 #include "device/runtime.hpp"
 #include "device/send.hpp"
+#include "device/stream_copy.hpp"
 
 namespace iris::device {
 namespace {
@@ -269,10 +270,16 @@ const char *rendezvous_on_data(vc &from, const packet_header &h, const std::byte
   request *r = data_receiver(from, h);
   if (r == nullptr) return "data for no receive, or out of sequence";
   if (r->typed_stream) {
-    dtype_unpack_range(payload, h.offset, h.length, r->unpack_to, r->unpack_count, *r->unpack_type);
+    dtype_unpack_range(payload, h.offset, h.length, r->unpack_to, r->unpack_count, *r->unpack_type,
+                       r->expected >= rt->config.nontemporal_min);
   } else if (payload != r->buffer + h.offset) {
     // A transport may have read the payload into its place already.
-    std::memcpy(r->buffer + h.offset, payload, h.length);
+    // A message far larger than the cache goes around it (IRIS_NONTEMPORAL_MIN).
+    if (r->expected >= rt->config.nontemporal_min) {
+      copy_streaming(r->buffer + h.offset, payload, h.length);
+    } else {
+      std::memcpy(r->buffer + h.offset, payload, h.length);
+    }
   }
   r->progress += h.length;
   if (r->progress == r->expected) {

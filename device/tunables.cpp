@@ -1,6 +1,7 @@
 #include "device/tunables.hpp"
 
 #include <cerrno>
+#include <cstdint>
 #include <cstdlib>
 #include <stdexcept>
 #include <string_view>
@@ -31,6 +32,10 @@ constexpr tunable table[] = {
     {"IRIS_SLEEP_TIMEOUT", 100, 1, 3600 * 1000, nullptr,
      "milliseconds a sleeping rank sleeps at most before it polls again (a safety net: "
      "senders wake it)"},
+    {"IRIS_NONTEMPORAL_MIN", 8 << 20, 0, std::int64_t{1} << 40, nullptr,
+     "smallest rendezvous message whose pieces are copied into the receive buffer with "
+     "non-temporal stores, around the cache (such a message would only evict the cache on "
+     "its way to memory); 0: never"},
     {"IRIS_POLL_BATCH", 16, 1, 1 << 20, nullptr,
      "most packets taken from one peer in one progress call, so that no peer starves the others"},
     {"IRIS_DEBUG", 0, 0, 1, nullptr,
@@ -125,6 +130,8 @@ settings settings_load() {
   s.eager_window = static_cast<int>(value_of("IRIS_EAGER_WINDOW") / 64);
   s.spin_count = static_cast<int>(value_of("IRIS_SPIN_COUNT"));
   s.poll_batch = static_cast<int>(value_of("IRIS_POLL_BATCH"));
+  const std::int64_t nontemporal = value_of("IRIS_NONTEMPORAL_MIN");
+  s.nontemporal_min = nontemporal == 0 ? SIZE_MAX : static_cast<std::size_t>(nontemporal);
   s.sleep = static_cast<int>(value_of("IRIS_SLEEP"));
   s.sleep_after = static_cast<int>(value_of("IRIS_SLEEP_AFTER"));
   s.sleep_timeout_ms = static_cast<int>(value_of("IRIS_SLEEP_TIMEOUT"));

@@ -48,6 +48,7 @@ struct settings {
   int sleep_after;   // idle yields before sleeping
   int sleep_timeout_ms;
   int poll_batch;
+  std::size_t nontemporal_min;  // SIZE_MAX: never (IRIS_NONTEMPORAL_MIN=0)
   bool debug;
   bool stats;
 };

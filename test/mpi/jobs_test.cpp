@@ -30,7 +30,8 @@ struct protocol_config {
 const protocol_config configs[] = {
     {"defaults", {}},
     {"cma", {{"IRIS_RNDV_ENGINE", "cma"}}},
-    {"pipeline", {{"IRIS_RNDV_ENGINE", "pipeline"}}},
+    // Every rendezvous message is written into place around the cache.
+    {"pipeline", {{"IRIS_RNDV_ENGINE", "pipeline"}, {"IRIS_NONTEMPORAL_MIN", "1"}}},
     // One credit and tiny rings: nearly everything goes by rendezvous in
     // 64-byte fragments, and rings fill constantly.
     {"starved",
@@ -65,7 +66,8 @@ const protocol_config configs[] = {
      {{"IRIS_SHM", "0"},
       {"IRIS_NETMOD", "tcp"},
       {"IRIS_NET_EAGER_WINDOW", "128"},
-      {"IRIS_NET_FRAGMENT_SIZE", "64"}},
+      {"IRIS_NET_FRAGMENT_SIZE", "64"},
+      {"IRIS_NONTEMPORAL_MIN", "1"}},
      1,
      "tcp"},
     {"mixed", {{"IRIS_NETMOD", "tcp"}}, 2, "tcp"},

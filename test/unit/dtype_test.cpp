@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "device/dtype.hpp"
+#include "device/stream_copy.hpp"
 #include "include/mpi.h"
 
 namespace iris::device {
@@ -385,6 +386,59 @@ TEST(Dtype, RandomNestedTypesMatchAReferencePackerAtAnyPieceBoundary) {
     }
   }
   EXPECT_GT(unpack_checked, 100) << "too few types without overlaps to check unpacking";
+}
+
+// copy_streaming keeps memcpy's contract at every length and alignment:
+// the bytes land, and not one byte before or after them changes.
+TEST(StreamCopy, EveryLengthAndAlignmentCopiesExactly) {
+  std::mt19937 rng(7);
+  std::vector<std::byte> from(5000);
+  for (std::byte &b : from) b = static_cast<std::byte>(rng());
+  for (std::size_t n :
+       {0, 1, 15, 16, 63, 64, 65, 79, 80, 127, 128, 129, 255, 256, 257, 1000, 4096, 4099}) {
+    for (std::size_t to_at = 0; to_at < 17; ++to_at) {
+      const std::size_t from_at = (to_at * 7) % 19;
+      std::vector<std::byte> to(n + 64, std::byte{0xee});
+      copy_streaming(to.data() + to_at, from.data() + from_at, n);
+      ASSERT_EQ(std::memcmp(to.data() + to_at, from.data() + from_at, n), 0)
+          << n << " bytes to offset " << to_at;
+      for (std::size_t k = 0; k < to.size(); ++k) {
+        if (k < to_at || k >= to_at + n) {
+          ASSERT_EQ(to[k], std::byte{0xee}) << "byte " << k << " outside " << n << " at " << to_at;
+        }
+      }
+    }
+  }
+}
+
+// A streaming unpack (IRIS_NONTEMPORAL_MIN) writes what an ordinary one
+// writes, gaps untouched, for blocks on both sides of streaming_block, at
+// random piece boundaries and misaligned origins.
+TEST(Dtype, StreamingUnpackWritesWhatUnpackWrites) {
+  std::mt19937 rng(11);
+  for (const int block : {1, 63, 64, 65, 200, 1024 + 3}) {  // ints: 4 to 4108 bytes
+    for (const std::size_t misalign : {0, 4, 12}) {
+      SCOPED_TRACE("block of " + std::to_string(block) + " ints, origin +" +
+                   std::to_string(misalign));
+      const dtype v = vector_of_ints(5, block, 2 * block + 1);
+      const int count = 3;
+      const std::size_t total = static_cast<std::size_t>(count) * v.packed_size;
+      std::vector<std::byte> packed(total);
+      for (std::byte &b : packed) b = static_cast<std::byte>(rng());
+      const std::size_t span = static_cast<std::size_t>(count * v.extent) + misalign + 64;
+      std::vector<std::byte> plain(span, std::byte{0xee});
+      std::vector<std::byte> streamed(span, std::byte{0xee});
+      dtype_unpack_range(packed.data(), 0, total, plain.data() + misalign, count, v);
+      for (std::size_t at = 0; at < total;) {
+        const std::size_t n = std::min<std::size_t>(total - at, 1 + rng() % 5000);
+        dtype_unpack_range(packed.data() + at, at, n, streamed.data() + misalign, count, v, true);
+        at += n;
+      }
+      ASSERT_EQ(std::memcmp(plain.data(), streamed.data(), span), 0);
+      EXPECT_EQ(streamed[misalign + static_cast<std::size_t>(block) * 4], std::byte{0xee})
+          << "a gap was written";
+    }
+  }
 }
 
 // ---- iovecs for single-copy reads, and the sender's layout description -----
