@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <string>
@@ -78,9 +79,18 @@ inline run_result run(const std::vector<std::string> &argv, double time_limit_s,
 }
 
 // The value of a variable the test's meson definition must set.
+// A variable meson's test() sets for the test binaries. Without it the
+// binary stops at once with one line naming it (not a job that exits 127).
 inline std::string required_env(const char *name) {
   const char *value = std::getenv(name);
-  return value != nullptr ? value : std::string();
+  if (value == nullptr || *value == '\0') {
+    std::fprintf(stderr,
+                 "%s is not set: run the tests with `meson test -C build` (test/README.md says "
+                 "which variables they need)\n",
+                 name);
+    std::exit(2);
+  }
+  return value;
 }
 
 // Entries of /dev/shm whose names start with `prefix`.

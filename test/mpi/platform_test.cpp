@@ -659,5 +659,14 @@ TEST(Singleton, AProgramStartedWithoutMpiexecIsRankZeroOfOne) {
   EXPECT_NE(r.output.find("ring of 1 ranks"), std::string::npos) << r.output;
 }
 
+// Run by hand without meson's variables, the job tests used to fail every
+// job with exit 127 and no word of why.
+TEST(Harness, AMissingVariableIsNamedAtOnce) {
+  const run_result r =
+      run({programs + "/jobs_test", "--gtest_filter=Singleton.*"}, 30, {{"IRIS_MPIEXEC", ""}});
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("IRIS_MPIEXEC is not set"), std::string::npos) << r.output;
+}
+
 }  // namespace
 }  // namespace iris::test
