@@ -449,6 +449,16 @@ int iris::api::coll::reduce_local(const char *call, const void *inbuf, void *ino
                                   MPI_Datatype datatype, MPI_Op op) {
   if (int err = api::check_initialized(call)) return err;
   const communicator *world = device::comm_lookup(MPI_COMM_WORLD);
+  // MPI_IN_PLACE has no meaning here (the address -1 was read from), and
+  // the two buffers may not be one (MPI-4.1 6.9.7).
+  if (coll::in_place(inbuf) || coll::in_place(inoutbuf)) {
+    return device::error_raise(world, call, MPI_ERR_BUFFER, "%s is MPI_IN_PLACE, which %s refuses",
+                               coll::in_place(inbuf) ? "inbuf" : "inoutbuf", call);
+  }
+  if (count > 0 && inbuf == inoutbuf) {
+    return device::error_raise(world, call, MPI_ERR_BUFFER,
+                               "inbuf and inoutbuf are the same buffer %p", inoutbuf);
+  }
   typed_buffer in;
   typed_buffer inout;
   if (int err = api::check_typed_buffer(call, *world, inbuf, count, datatype, in)) return err;

@@ -715,6 +715,14 @@ static void errors(void) {
   CHECK(MPI_Reduce_local(a, inout, 2, MPI_INT, MPI_SUM) == MPI_SUCCESS && inout[0] == 11 &&
             inout[1] == 22,
         "reduce_local gave %d %d", inout[0], inout[1]);
+  /* MPI_IN_PLACE was read as the address -1 (a crash); aliases were summed. */
+  expect_class(MPI_Reduce_local(MPI_IN_PLACE, inout, 2, MPI_INT, MPI_SUM), MPI_ERR_BUFFER,
+               "reduce_local in place");
+  expect_class(MPI_Reduce_local(inout, MPI_IN_PLACE, 2, MPI_INT, MPI_SUM), MPI_ERR_BUFFER,
+               "reduce_local inout in place");
+  expect_class(MPI_Reduce_local(inout, inout, 2, MPI_INT, MPI_SUM), MPI_ERR_BUFFER,
+               "reduce_local aliased");
+  CHECK(inout[0] == 11 && inout[1] == 22, "reduce_local errors changed %d %d", inout[0], inout[1]);
   /* Root sends two ints where the others expect one: the root's children in
    * the binomial tree (the powers of two) see the truncation. */
   int two[2] = {5, 6};
