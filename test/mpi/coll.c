@@ -751,13 +751,22 @@ static void errors(void) {
   expect_class(MPI_Reduce_local(inout, inout, 2, MPI_INT, MPI_SUM), MPI_ERR_BUFFER,
                "reduce_local aliased");
   CHECK(inout[0] == 11 && inout[1] == 22, "reduce_local errors changed %d %d", inout[0], inout[1]);
-  /* Root sends two ints where the others expect one: the root's children in
-   * the binomial tree (the powers of two) see the truncation. */
+  /* Root sends two ints where the others expect one: every other rank sees
+   * the truncation (a truncated rank passes on one byte more than it holds,
+   * so that the ranks below it in the tree are told too). */
   int two[2] = {5, 6};
-  const int child_of_root = rank > 0 && (rank & (rank - 1)) == 0;
   expect_class(MPI_Bcast(two, rank == 0 ? 2 : 1, MPI_INT, 0, w),
-               child_of_root ? MPI_ERR_TRUNCATE : MPI_SUCCESS, "bcast with mismatched counts");
+               rank == 0 ? MPI_SUCCESS : MPI_ERR_TRUNCATE, "bcast with mismatched counts");
   CHECK(two[0] == 5, "truncated bcast delivered %d", two[0]);
+  /* And the other way: the root sends one int where the others expect two;
+   * every other rank is told (MPICH's errors/coll/bcastlength), also with a
+   * root that is not rank 0. */
+  for (int root = 0; root < size && root < 2; ++root) {
+    two[0] = rank == root ? 7 : -1;
+    expect_class(MPI_Bcast(two, rank == root ? 1 : 2, MPI_INT, root, w),
+                 rank == root ? MPI_SUCCESS : MPI_ERR_TRUNCATE, "bcast of fewer than expected");
+    CHECK(two[0] == 7, "short bcast delivered %d", two[0]);
+  }
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL);
 }
 
