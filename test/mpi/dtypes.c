@@ -326,6 +326,21 @@ static void removed_markers(void) {
     if (in[i] != (data ? (unsigned char)(left * 16 + i) : 0xee)) bad = i;
   }
   CHECK(bad < 0, "LB/UB Sendrecv: byte %d is %d", bad, bad < 0 ? 0 : in[bad]);
+  /* external32 skips the markers; MPI_INTEGER16 is 16 big-endian bytes. */
+  MPI_Aint ext_size = -1, ext_pos = 0;
+  MPI_Pack_external_size("external32", 1, two, &ext_size);
+  unsigned char ext[16];
+  MPI_Pack_external("external32", out + 3, 1, two, ext, sizeof(ext), &ext_pos);
+  CHECK(ext_size == 8 && ext_pos == 8 && ext[0] == out[3] && ext[4] == out[12],
+        "external32 of LB/UB: size %ld pos %ld", (long)ext_size, (long)ext_pos);
+  __extension__ typedef __int128 integer16;
+  integer16 i16 = ((integer16)1 << 64) | 2, back = 0;
+  ext_pos = 0;
+  MPI_Pack_external("external32", &i16, 1, MPI_INTEGER16, ext, sizeof(ext), &ext_pos);
+  CHECK(ext_pos == 16 && ext[7] == 1 && ext[15] == 2 && ext[0] == 0, "external32 of INTEGER16");
+  ext_pos = 0;
+  MPI_Unpack_external("external32", ext, sizeof(ext), &ext_pos, &back, 1, MPI_INTEGER16);
+  CHECK(back == i16, "INTEGER16 back from external32");
   /* Markers and no data: lower bound 10, upper 0 (as MPICH). */
   const int one = 1;
   const MPI_Aint ten = 10;
