@@ -80,6 +80,10 @@ constexpr builtin builtins[] = {
     {MPI_CXX_FLOAT_COMPLEX, 8, "MPI_CXX_FLOAT_COMPLEX"},
     {MPI_CXX_DOUBLE_COMPLEX, 16, "MPI_CXX_DOUBLE_COMPLEX"},
     {MPI_CXX_LONG_DOUBLE_COMPLEX, 32, "MPI_CXX_LONG_DOUBLE_COMPLEX"},
+    {MPI_INTEGER16, 16, "MPI_INTEGER16"},
+    // MPI-1's bound markers: no data (dtype.cpp's predefined() marks them)
+    {MPI_LB, 0, "MPI_LB"},
+    {MPI_UB, 0, "MPI_UB"},
 };
 
 static_assert(sizeof(long) == 8 && sizeof(long double) == 16 && sizeof(wchar_t) == 4,

@@ -143,6 +143,17 @@ constexpr builtin_shape shapes[] = {
 
 // Predefined types, made on first use from the handle table.
 dtype predefined(int handle) {
+  if (handle == MPI_LB || handle == MPI_UB) {
+    // No data and no extent; bounds::add takes them as markers only.
+    dtype t;
+    t.tree = make_run(0, 1, 0);
+    t.committed = true;
+    t.predefined = true;
+    t.lb_marked = handle == MPI_LB;
+    t.ub_marked = handle == MPI_UB;
+    t.name = datatype_name(handle);
+    return t;
+  }
   const auto extent = datatype_extent(handle);
   dtype t = dtype_basic(extent, std::min<std::size_t>(extent, 16));
   for (const builtin_shape &s : shapes) {
@@ -194,6 +205,7 @@ struct bounds {
   std::int64_t true_lb = std::numeric_limits<std::int64_t>::max();
   std::int64_t true_ub = std::numeric_limits<std::int64_t>::min();
   bool any = false;
+  bool any_bounds = false;  // lb_all and ub_all hold something
   bool any_lb_marked = false;
   bool any_ub_marked = false;
 
@@ -201,6 +213,21 @@ struct bounds {
   void add(const dtype &old, std::int64_t displ, std::size_t n, std::int64_t step) {
     if (n == 0) return;
     any = true;
+    if (old.predefined && (old.lb_marked || old.ub_marked)) {
+      // MPI_LB or MPI_UB (MPI-1): a marker at each copy, and nothing else.
+      std::int64_t lo = 0;
+      std::int64_t hi = 0;
+      repeat_bounds(displ, displ, n, step, lo, hi);
+      if (old.lb_marked) {
+        any_lb_marked = true;
+        lb_marked = std::min(lb_marked, lo);
+      } else {
+        any_ub_marked = true;
+        ub_marked = std::max(ub_marked, hi);
+      }
+      return;
+    }
+    any_bounds = true;
     // A negative extent puts the upper bound below the lower one, element
     // by element: the lowest lb and the highest ub are at opposite ends.
     std::int64_t lb_lo = 0;
@@ -229,8 +256,9 @@ struct bounds {
 
   void finish(dtype &t, bool pad) const {
     if (!any) return;  // no data at all: everything stays 0
-    t.lb = any_lb_marked ? lb_marked : lb_all;
-    const std::int64_t ub = any_ub_marked ? ub_marked : ub_all;
+    // With markers only (MPI-1's MPI_LB and MPI_UB), the other bound is 0.
+    t.lb = any_lb_marked ? lb_marked : any_bounds ? lb_all : 0;
+    const std::int64_t ub = any_ub_marked ? ub_marked : any_bounds ? ub_all : 0;
     std::int64_t extent = ub - t.lb;
     // A struct's extent is padded to its strictest alignment, as C pads,
     // unless a resize set its upper bound.
@@ -315,6 +343,13 @@ dtype dtype_basic(std::size_t bytes, std::size_t alignment) {
 dtype dtype_from_blocks(const std::vector<std::int64_t> &byte_displs,
                         const std::vector<int> &blocklens, const std::vector<const dtype *> &olds,
                         bool is_struct) {
+  return dtype_from_wide_blocks(
+      byte_displs, std::vector<std::int64_t>(blocklens.begin(), blocklens.end()), olds, is_struct);
+}
+
+dtype dtype_from_wide_blocks(const std::vector<std::int64_t> &byte_displs,
+                             const std::vector<std::int64_t> &blocklens,
+                             const std::vector<const dtype *> &olds, bool is_struct) {
   dtype t;
   bounds b;
   std::vector<node::entry> entries;
@@ -325,6 +360,7 @@ dtype dtype_from_blocks(const std::vector<std::int64_t> &byte_displs,
     if (blocklens[i] <= 0) continue;
     const auto n = static_cast<std::size_t>(blocklens[i]);
     b.add(old, byte_displs[i], n, old.extent);
+    if (old.predefined && old.size == 0) continue;  // MPI_LB, MPI_UB: bounds only
     list_append(entries, byte_displs[i], block_of(old, n));
     t.size += n * old.size;
     t.packed_size += n * old.packed_size;
@@ -347,7 +383,8 @@ dtype dtype_vector(std::size_t count, std::size_t blocklen, std::int64_t stride,
     return t;
   }
   // Bounds of one block, then of `count` blocks `stride` apart.
-  const dtype block = dtype_from_blocks({0}, {static_cast<int>(blocklen)}, {&old}, false);
+  const dtype block =
+      dtype_from_wide_blocks({0}, {static_cast<std::int64_t>(blocklen)}, {&old}, false);
   bounds b;
   b.add(block, 0, count, stride);
   t.size = count * block.size;

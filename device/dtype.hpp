@@ -125,6 +125,11 @@ dtype dtype_basic(std::size_t bytes, std::size_t alignment);
 dtype dtype_from_blocks(const std::vector<std::int64_t> &byte_displs,
                         const std::vector<int> &blocklens, const std::vector<const dtype *> &olds,
                         bool is_struct);
+// The same with block lengths past 2^31-1 (the `_c` constructors): a block
+// is one run or vector node whatever its length, so this takes no more space.
+dtype dtype_from_wide_blocks(const std::vector<std::int64_t> &byte_displs,
+                             const std::vector<std::int64_t> &blocklens,
+                             const std::vector<const dtype *> &olds, bool is_struct);
 // `count` blocks of `blocklen` elements of `old`, block i at i * stride
 // bytes (MPI_Type_vector and _hvector): constant space whatever the count.
 dtype dtype_vector(std::size_t count, std::size_t blocklen, std::int64_t stride, const dtype &old);

@@ -227,6 +227,8 @@ kernel bitwise(int op) {
   }
 }
 
+__extension__ using int128 = __int128;  // gfortran's INTEGER(16)
+
 // C integer types take every op but the pair ones; the multi-language types
 // (MPI_AINT, MPI_OFFSET, MPI_COUNT) are not in the standard's logical group.
 template <typename T>
@@ -374,6 +376,8 @@ kernel kernel_for(int op, int datatype) {
       return integer<std::int16_t>(op);
     case 49:  // MPI_INTEGER8
       return integer<std::int64_t>(op);
+    case 63:  // MPI_INTEGER16
+      return integer<int128>(op);
     case 56:  // MPI_2INTEGER
       return location<int>(op);
     case 59:  // MPI_CXX_BOOL

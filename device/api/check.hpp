@@ -144,6 +144,15 @@ inline void status_proc_null(MPI_Status *status) {
   status->iris_bytes = 0;
 }
 
+// A probe of MPI_PROC_NULL: as status_proc_null, MPI_ERROR left alone.
+inline void status_probe_proc_null(MPI_Status *status) {
+  if (status == MPI_STATUS_IGNORE) return;
+  status->MPI_SOURCE = MPI_PROC_NULL;
+  status->MPI_TAG = MPI_ANY_TAG;
+  status->iris_cancelled = 0;
+  status->iris_bytes = 0;
+}
+
 // Waits for every buffered send (MPI_Buffer_detach, MPI_Finalize).
 void buffered_sends_drain();
 // A buffered send of checked arguments, as MPI_Bsend makes it (also for
@@ -153,12 +162,13 @@ void buffered_sends_drain();
 int bsend_checked(const char *call, const communicator &c, const device::typed_buffer &tb, int dest,
                   int tag, device::request **held = nullptr);
 
-// The status a probe reports for a message that has not been received.
+// The status a probe reports for a message that has not been received. A
+// probe completes nothing; like every call with a single status it leaves
+// MPI_ERROR alone (MPI-4.1 3.2.5; MPICH and Open MPI do the same).
 inline void status_of_message(MPI_Status *status, const device::unexpected_msg &m) {
   if (status == MPI_STATUS_IGNORE) return;
   status->MPI_SOURCE = m.key.source;
   status->MPI_TAG = m.key.tag;
-  status->MPI_ERROR = MPI_SUCCESS;
   status->iris_cancelled = 0;
   status->iris_bytes = static_cast<MPI_Count>(m.length);
 }

@@ -2,6 +2,7 @@
 // Reduce_scatter(_block), Scan, Exscan, Reduce_local. See coll.hpp for the
 // rules every collective here follows.
 #include <climits>
+#include <cstddef>
 #include <cstdint>
 #include <vector>
 
@@ -288,19 +289,48 @@ int MPI_Bcast(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm
   const coll::channel ch{*c, coll::tag_bcast};
   const int vr = (c->rank - root + c->size) % c->size;
   // A truncated receive still forwards what arrived, so that the subtree
-  // below this rank completes instead of waiting forever.
+  // below this rank completes instead of waiting forever. A short one (the
+  // root sent less than this rank's count takes) is an error too, and only
+  // what arrived goes on, so that the ranks below see it as well.
   int err = MPI_SUCCESS;
+  typed_buffer forward = data;
+  std::size_t got = data.packed_bytes();
   int mask = 1;
   for (; mask < c->size; mask <<= 1) {
     if ((vr & mask) != 0) {
-      err = coll::recv(ch, data, (vr - mask + root) % c->size);
+      device::request *r = nullptr;
+      err = coll::post_recv(ch, data, (vr - mask + root) % c->size, r);
+      if (err == MPI_SUCCESS) {
+        device::progress_until([r] { return r->complete; });
+        got = r->status_bytes;
+        err = coll::wait(r);
+      }
       break;
     }
   }
+  const bool short_message = err == MPI_SUCCESS && got < data.packed_bytes();
+  if (short_message) {
+    forward.count = static_cast<int>(got / data.type->packed_size);
+    if (data.contiguous()) forward = coll::bytes(data.base, got);
+  }
+  // A truncated one goes on a byte longer than this rank holds, so that the
+  // ranks below are told too (their counts match this rank's or not).
+  std::vector<std::byte> longer;
+  if (err == MPI_ERR_TRUNCATE && c->size > 2) {
+    longer.resize(data.packed_bytes() + 1);
+    device::typed_pack(data, longer.data());
+    forward = coll::bytes(longer.data(), longer.size());
+  }
   for (mask >>= 1; mask > 0; mask >>= 1) {
     if (vr + mask >= c->size) continue;
-    const int sent = coll::send(ch, data, (vr + mask + root) % c->size);
+    const int sent = coll::send(ch, forward, (vr + mask + root) % c->size);
     if (err == MPI_SUCCESS) err = sent;
+  }
+  if (short_message && err == MPI_SUCCESS) {
+    return device::error_raise(c, call, MPI_ERR_TRUNCATE,
+                               "the root sent %zu bytes where this rank's count and datatype take "
+                               "%zu: the ranks passed counts or datatypes that do not match",
+                               got, data.packed_bytes());
   }
   return coll::result(call, *c, err);
 }
@@ -449,6 +479,16 @@ int iris::api::coll::reduce_local(const char *call, const void *inbuf, void *ino
                                   MPI_Datatype datatype, MPI_Op op) {
   if (int err = api::check_initialized(call)) return err;
   const communicator *world = device::comm_lookup(MPI_COMM_WORLD);
+  // MPI_IN_PLACE has no meaning here (the address -1 was read from), and
+  // the two buffers may not be one (MPI-4.1 6.9.7).
+  if (coll::in_place(inbuf) || coll::in_place(inoutbuf)) {
+    return device::error_raise(world, call, MPI_ERR_BUFFER, "%s is MPI_IN_PLACE, which %s refuses",
+                               coll::in_place(inbuf) ? "inbuf" : "inoutbuf", call);
+  }
+  if (count > 0 && inbuf == inoutbuf) {
+    return device::error_raise(world, call, MPI_ERR_BUFFER,
+                               "inbuf and inoutbuf are the same buffer %p", inoutbuf);
+  }
   typed_buffer in;
   typed_buffer inout;
   if (int err = api::check_typed_buffer(call, *world, inbuf, count, datatype, in)) return err;

@@ -302,6 +302,11 @@ int MPI_Gatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void 
   if (int err = coll::check_vector(call, *c, recvbuf, recvcounts, displs, recvtype, recv)) {
     return err;
   }
+  for (int i = 0; i < c->size && !coll::in_place(sendbuf); ++i) {  // as MPI_Gather
+    if (int err = coll::check_no_alias(call, *c, send, block_at(recv, displs, recvcounts, i))) {
+      return err;
+    }
+  }
   // Linear: root posts every receive, then waits for them all.
   std::vector<device::request *> pending;
   int err = MPI_SUCCESS;
@@ -346,6 +351,11 @@ int MPI_Scatterv(const void *sendbuf, const int sendcounts[], const int displs[]
   typed_buffer send;
   if (int err = coll::check_vector(call, *c, sendbuf, sendcounts, displs, sendtype, send)) {
     return err;
+  }
+  for (int i = 0; i < c->size && !keep; ++i) {  // as MPI_Scatter
+    if (int err = coll::check_no_alias(call, *c, block_at(send, displs, sendcounts, i), recv)) {
+      return err;
+    }
   }
   std::vector<device::request *> pending;
   int err = MPI_SUCCESS;

@@ -93,6 +93,8 @@ basic_rep rep_of(MPI_Datatype t) {
     case MPI_COMPLEX16:
     case MPI_CXX_DOUBLE_COMPLEX:
       return {16, 16, 2, kind::real};
+    case MPI_INTEGER16:
+      return {16, 16, 1, kind::sint};
     default:
       return {0, 0, 1, kind::unsupported};  // long double types
   }
@@ -139,6 +141,7 @@ int walk(MPI_Datatype t, MPI_Aint at, const visit &f) {
   const device::dtype *d = device::dtype_lookup(t);
   if (d == nullptr) return MPI_ERR_TYPE;
   if (d->predefined) {
+    if (d->size == 0) return MPI_SUCCESS;  // MPI_LB, MPI_UB: bounds, no data
     MPI_Datatype value = MPI_DATATYPE_NULL;
     MPI_Aint index_at = 0;
     if (!pair_members(t, value, index_at)) return f(at, t);

@@ -73,8 +73,9 @@ int MPI_Graph_create(MPI_Comm comm_old, int nnodes, const int index[], const int
   (void)reorder;  // ranks keep their order, which MPI allows
   communicator *c = nullptr;
   if (int err = api::check_intracomm(call, comm_old, c)) return err;
-  if (int err = check_graph_args(call, *c, nnodes, index, edges)) return err;
   if (int err = api::check_not_null(call, c, comm_graph, "comm_graph")) return err;
+  *comm_graph = MPI_COMM_NULL;  // what an error leaves (as MPICH), not garbage
+  if (int err = check_graph_args(call, *c, nnodes, index, edges)) return err;
   device::general_graph graph;
   graph.index.assign(index, index + nnodes);
   if (nnodes > 0) graph.edges.assign(edges, edges + index[nnodes - 1]);

@@ -267,7 +267,7 @@ int MPI_Iprobe(int source, int tag, MPI_Comm comm, int *flag, MPI_Status *status
   if (int err = api::check_not_null(call, c, flag, "flag")) return err;
   if (source == MPI_PROC_NULL) {
     *flag = 1;
-    api::status_proc_null(status);
+    api::status_probe_proc_null(status);
     return MPI_SUCCESS;
   }
   device::progress_poll();
@@ -283,7 +283,7 @@ int MPI_Probe(int source, int tag, MPI_Comm comm, MPI_Status *status) {
   communicator *c = nullptr;
   if (int err = probe_checks(call, source, tag, comm, c)) return err;
   if (source == MPI_PROC_NULL) {
-    api::status_proc_null(status);
+    api::status_probe_proc_null(status);
     return MPI_SUCCESS;
   }
   const device::unexpected_msg *m = nullptr;
@@ -306,7 +306,7 @@ int MPI_Improbe(int source, int tag, MPI_Comm comm, int *flag, MPI_Message *mess
   if (source == MPI_PROC_NULL) {
     *flag = 1;
     *message = MPI_MESSAGE_NO_PROC;
-    api::status_proc_null(status);
+    api::status_probe_proc_null(status);
     return MPI_SUCCESS;
   }
   device::progress_poll();
@@ -327,7 +327,7 @@ int MPI_Mprobe(int source, int tag, MPI_Comm comm, MPI_Message *message, MPI_Sta
   if (int err = api::check_not_null(call, c, message, "message")) return err;
   if (source == MPI_PROC_NULL) {
     *message = MPI_MESSAGE_NO_PROC;
-    api::status_proc_null(status);
+    api::status_probe_proc_null(status);
     return MPI_SUCCESS;
   }
   device::unexpected_msg *m = nullptr;

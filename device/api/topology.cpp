@@ -62,12 +62,13 @@ int MPI_Cart_create(MPI_Comm comm_old, int ndims, const int dims[], const int pe
   (void)reorder;  // ranks keep their order, which MPI allows
   communicator *c = nullptr;
   if (int err = api::check_intracomm(call, comm_old, c)) return err;
+  if (int err = api::check_not_null(call, c, comm_cart, "comm_cart")) return err;
+  *comm_cart = MPI_COMM_NULL;  // what an error leaves (as MPICH), not garbage
   if (int err = check_ndims(call, c, ndims)) return err;
   if (ndims > 0) {
     if (int err = api::check_not_null(call, c, dims, "dims")) return err;
     if (int err = api::check_not_null(call, c, periods, "periods")) return err;
   }
-  if (int err = api::check_not_null(call, c, comm_cart, "comm_cart")) return err;
   device::cart_topology grid;
   long long n = 1;
   for (int i = 0; i < ndims; ++i) {

@@ -1,13 +1,18 @@
 // The large-count (`_c`) bindings of the datatype calls. Counts, block
 // lengths and displacements that fit the int (or MPI_Aint) calls go through
 // them; MPI_Type_contiguous_c and the Pack calls also take counts past
-// 2^31-1 of a dense type (bigcount.hpp); any other count past 2^31-1 is
-// MPI_ERR_COUNT naming the call.
+// 2^31-1 of a dense type (bigcount.hpp); the vector, indexed and struct
+// constructors take block lengths (and vectors counts, indexed kinds
+// displacements) past 2^31-1 of any type, built by the device directly
+// (build_wide); a count of blocks past 2^31-1 for the indexed and struct
+// kinds (arrays of 2^31 entries) is MPI_ERR_COUNT naming the call.
 #include <cstddef>
+#include <cstdint>
 #include <vector>
 
 #include "device/api/bigcount.hpp"
 #include "device/api/check.hpp"
+#include "device/dtype.hpp"
 
 using namespace iris;
 using iris::api::big_count;
@@ -67,6 +72,79 @@ int packed_bytes(const char *call, MPI_Count count, MPI_Datatype type, const dev
   return MPI_SUCCESS;
 }
 
+bool all_fit(MPI_Count n, const MPI_Count in[]) {
+  for (MPI_Count i = 0; i < n; ++i) {
+    if (!fits_int(in[i])) return false;
+  }
+  return true;
+}
+
+// A constructor whose block lengths or displacements do not fit the int
+// binding: the device builds blocks of any length directly (a block is one
+// node of the type's tree whatever its length). `unit` turns displacements
+// into bytes (the old type's extent for the indexed kinds, 1 for the
+// h-kinds); `lens` has `count` entries, or one for the _block kinds. Such a
+// type has no envelope record: MPI_Type_get_envelope reports it as
+// MPI_COMBINER_NAMED.
+int build_wide(const char *call, MPI_Count count, const MPI_Count lens[], bool one_len,
+               const MPI_Count displs[], std::int64_t unit, const MPI_Datatype types[],
+               bool is_struct, MPI_Datatype *newtype) {
+  if (int err = api::check_initialized(call)) return err;
+  if (count < 0) {
+    return device::error_raise(nullptr, call, MPI_ERR_COUNT, "negative count %lld",
+                               static_cast<long long>(count));
+  }
+  if (int err = api::check_not_null(call, nullptr, newtype, "newtype")) return err;
+  if (count > 0 && (lens == nullptr || displs == nullptr || types == nullptr)) {
+    return device::error_raise(nullptr, call, MPI_ERR_ARG,
+                               "an array of block lengths, displacements or types is NULL");
+  }
+  const auto n = static_cast<std::size_t>(count);
+  std::vector<std::int64_t> bytes(n), blocks(n);
+  std::vector<const device::dtype *> olds(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    blocks[i] = lens[one_len ? 0 : i];
+    if (blocks[i] < 0) {
+      return device::error_raise(nullptr, call, MPI_ERR_ARG, "negative block length %lld",
+                                 static_cast<long long>(blocks[i]));
+    }
+    olds[i] = device::dtype_lookup(types[is_struct ? i : 0]);
+    if (olds[i] == nullptr) {
+      return device::error_raise(nullptr, call, MPI_ERR_TYPE, "invalid datatype handle 0x%x",
+                                 static_cast<unsigned>(types[is_struct ? i : 0]));
+    }
+    bytes[i] = displs[i] * unit;
+  }
+  *newtype = device::dtype_register(device::dtype_from_wide_blocks(bytes, blocks, olds, is_struct));
+  return MPI_SUCCESS;
+}
+
+std::int64_t extent_of(MPI_Datatype handle) {
+  const device::dtype *t = device::dtype_lookup(handle);
+  return t != nullptr ? t->extent : 0;
+}
+
+// MPI_Type_vector_c and _hvector_c past 2^31-1: the device's vector takes
+// any count and block length in constant space.
+int vector_wide(const char *call, MPI_Count count, MPI_Count blocklength, std::int64_t stride,
+                MPI_Datatype oldtype, MPI_Datatype *newtype) {
+  if (int err = api::check_initialized(call)) return err;
+  if (count < 0 || blocklength < 0) {
+    return device::error_raise(nullptr, call, MPI_ERR_COUNT,
+                               "negative count %lld or block length %lld",
+                               static_cast<long long>(count), static_cast<long long>(blocklength));
+  }
+  if (int err = api::check_not_null(call, nullptr, newtype, "newtype")) return err;
+  const device::dtype *t = device::dtype_lookup(oldtype);
+  if (t == nullptr) {
+    return device::error_raise(nullptr, call, MPI_ERR_TYPE, "invalid datatype handle 0x%x",
+                               static_cast<unsigned>(oldtype));
+  }
+  *newtype = device::dtype_register(device::dtype_vector(
+      static_cast<std::size_t>(count), static_cast<std::size_t>(blocklength), stride, *t));
+  return MPI_SUCCESS;
+}
+
 }  // namespace
 
 extern "C" {
@@ -86,6 +164,9 @@ int MPI_Type_vector_c(MPI_Count count, MPI_Count blocklength, MPI_Count stride,
                       MPI_Datatype oldtype, MPI_Datatype *newtype) {
   const device::api_guard guard;
   const char *call = "MPI_Type_vector_c";
+  if (!fits_int(count) || !fits_int(blocklength) || !fits_int(stride)) {
+    return vector_wide(call, count, blocklength, stride * extent_of(oldtype), oldtype, newtype);
+  }
   int n = 0, len = 0, st = 0;
   if (int err = count_of(call, count, n, "count")) return err;
   if (int err = count_of(call, blocklength, len, "blocklength")) return err;
@@ -97,6 +178,9 @@ int MPI_Type_create_hvector_c(MPI_Count count, MPI_Count blocklength, MPI_Count 
                               MPI_Datatype oldtype, MPI_Datatype *newtype) {
   const device::api_guard guard;
   const char *call = "MPI_Type_create_hvector_c";
+  if (!fits_int(count) || !fits_int(blocklength)) {
+    return vector_wide(call, count, blocklength, stride, oldtype, newtype);
+  }
   int n = 0, len = 0;
   if (int err = count_of(call, count, n, "count")) return err;
   if (int err = count_of(call, blocklength, len, "blocklength")) return err;
@@ -107,6 +191,10 @@ int MPI_Type_indexed_c(MPI_Count count, const MPI_Count blocklens[], const MPI_C
                        MPI_Datatype oldtype, MPI_Datatype *newtype) {
   const device::api_guard guard;
   const char *call = "MPI_Type_indexed_c";
+  if (fits_int(count) && (!all_fit(count, blocklens) || !all_fit(count, displs))) {
+    return build_wide(call, count, blocklens, false, displs, extent_of(oldtype), &oldtype, false,
+                      newtype);
+  }
   int n = 0;
   std::vector<int> lens, ds;
   if (int err = count_of(call, count, n, "count")) return err;
@@ -120,6 +208,9 @@ int MPI_Type_create_hindexed_c(MPI_Count count, const MPI_Count blocklens[],
                                MPI_Datatype *newtype) {
   const device::api_guard guard;
   const char *call = "MPI_Type_create_hindexed_c";
+  if (fits_int(count) && !all_fit(count, blocklens)) {
+    return build_wide(call, count, blocklens, false, displs, 1, &oldtype, false, newtype);
+  }
   int n = 0;
   std::vector<int> lens;
   std::vector<MPI_Aint> ds;
@@ -134,6 +225,10 @@ int MPI_Type_create_indexed_block_c(MPI_Count count, MPI_Count blocklength,
                                     MPI_Datatype *newtype) {
   const device::api_guard guard;
   const char *call = "MPI_Type_create_indexed_block_c";
+  if (fits_int(count) && (!fits_int(blocklength) || !all_fit(count, displs))) {
+    return build_wide(call, count, &blocklength, true, displs, extent_of(oldtype), &oldtype, false,
+                      newtype);
+  }
   int n = 0, len = 0;
   std::vector<int> ds;
   if (int err = count_of(call, count, n, "count")) return err;
@@ -147,6 +242,9 @@ int MPI_Type_create_hindexed_block_c(MPI_Count count, MPI_Count blocklength,
                                      MPI_Datatype *newtype) {
   const device::api_guard guard;
   const char *call = "MPI_Type_create_hindexed_block_c";
+  if (fits_int(count) && !fits_int(blocklength)) {
+    return build_wide(call, count, &blocklength, true, displs, 1, &oldtype, false, newtype);
+  }
   int n = 0, len = 0;
   std::vector<MPI_Aint> ds;
   if (int err = count_of(call, count, n, "count")) return err;
@@ -159,6 +257,9 @@ int MPI_Type_create_struct_c(MPI_Count count, const MPI_Count blocklens[], const
                              const MPI_Datatype types[], MPI_Datatype *newtype) {
   const device::api_guard guard;
   const char *call = "MPI_Type_create_struct_c";
+  if (fits_int(count) && !all_fit(count, blocklens)) {
+    return build_wide(call, count, blocklens, false, displs, 1, types, true, newtype);
+  }
   int n = 0;
   std::vector<int> lens;
   std::vector<MPI_Aint> ds;

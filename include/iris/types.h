@@ -206,6 +206,14 @@ typedef struct MPI_Status {
 #define MPI_CXX_FLOAT_COMPLEX IRIS_BUILTIN_TYPE(8, 60)
 #define MPI_CXX_DOUBLE_COMPLEX IRIS_BUILTIN_TYPE(16, 61)
 #define MPI_CXX_LONG_DOUBLE_COMPLEX IRIS_BUILTIN_TYPE(32, 62)
+/* gfortran's INTEGER(16), a 16-byte two's-complement integer. */
+#define MPI_INTEGER16 IRIS_BUILTIN_TYPE(16, 63)
+/* MPI-1's bound markers, removed in MPI-3 and still in MPICH 4 and Open MPI
+ * for old codes (include/README.md): size and extent 0; in a struct,
+ * MPI_LB at d sets the lower bound to d and MPI_UB the upper bound, as
+ * MPI_Type_create_resized does. */
+#define MPI_LB IRIS_BUILTIN_TYPE(0, 64)
+#define MPI_UB IRIS_BUILTIN_TYPE(0, 65)
 #define MPI_TYPECLASS_REAL 1
 #define MPI_TYPECLASS_INTEGER 2
 #define MPI_TYPECLASS_COMPLEX 3

@@ -124,8 +124,18 @@ static void small_counts(void) {
   MPI_Type_commit(&gappy);
   int err = MPI_Send_c(grid, huge, gappy, right, 9, MPI_COMM_WORLD);
   CHECK(err == MPI_ERR_COUNT, "Send_c of 3e9 strided elements: %d", err);
+  /* A vector of 3e9 blocks is described in constant space; an indexed
+   * type of 3e9 blocks would need arrays of 3e9 entries. */
   err = MPI_Type_vector_c(huge, 1, 2, MPI_INT, &t);
-  CHECK(err == MPI_ERR_COUNT, "Type_vector_c(3e9): %d", err);
+  MPI_Count vsize = -1, tlb = -1, textent = -1;
+  MPI_Type_size_c(t, &vsize);
+  MPI_Type_get_extent_c(t, &tlb, &textent);
+  CHECK(err == MPI_SUCCESS && vsize == huge * 4 && tlb == 0 && textent == (huge - 1) * 8 + 4,
+        "Type_vector_c(3e9): %d, size %lld extent %lld", err, (long long)vsize, (long long)textent);
+  MPI_Type_free(&t);
+  const MPI_Count one[1] = {1};
+  err = MPI_Type_indexed_c(huge, one, one, MPI_INT, &t);
+  CHECK(err == MPI_ERR_COUNT, "Type_indexed_c(3e9): %d", err);
   err = MPI_Send_c(grid, -1, MPI_INT, right, 9, MPI_COMM_WORLD);
   CHECK(err == MPI_ERR_COUNT, "Send_c of -1: %d", err);
   MPI_Type_free(&gappy);

@@ -691,6 +691,34 @@ static void errors(void) {
   expect_class(MPI_Allreduce(a, a + 1, 2, MPI_INT, MPI_SUM, w), MPI_ERR_BUFFER,
                "overlapping buffers");
   expect_class(MPI_Allgather(b, 1, MPI_INT, b, 1, MPI_INT, w), MPI_ERR_BUFFER, "aliased allgather");
+  /* The calls that did not check (MPICH's errors/coll/noalias2 and 3): the
+   * rooted ones at the root only, which must fail before waiting for
+   * anyone; the others on every rank. */
+  {
+    int counts[8], displs[8];
+    MPI_Datatype types[8];
+    for (int i = 0; i < 8; ++i) counts[i] = 1, displs[i] = i, types[i] = MPI_INT;
+    MPI_Request r = MPI_REQUEST_NULL;
+    if (rank == 0) {
+      expect_class(MPI_Gatherv(b, 1, MPI_INT, b, counts, displs, MPI_INT, 0, w), MPI_ERR_BUFFER,
+                   "aliased gatherv");
+      expect_class(MPI_Scatterv(b, counts, displs, MPI_INT, b, 1, MPI_INT, 0, w), MPI_ERR_BUFFER,
+                   "aliased scatterv");
+      expect_class(MPI_Igather(b, 1, MPI_INT, b, 1, MPI_INT, 0, w, &r), MPI_ERR_BUFFER,
+                   "aliased igather");
+      expect_class(MPI_Iscatterv(b, counts, displs, MPI_INT, b, 1, MPI_INT, 0, w, &r),
+                   MPI_ERR_BUFFER, "aliased iscatterv");
+    }
+    expect_class(MPI_Iallgather(&b[rank], 1, MPI_INT, b, 1, MPI_INT, w, &r), MPI_ERR_BUFFER,
+                 "iallgather from its own block");
+    expect_class(MPI_Ialltoall(b, 1, MPI_INT, b, 1, MPI_INT, w, &r), MPI_ERR_BUFFER,
+                 "aliased ialltoall");
+    expect_class(MPI_Ialltoallv(b, counts, displs, MPI_INT, b, counts, displs, MPI_INT, w, &r),
+                 MPI_ERR_BUFFER, "aliased ialltoallv");
+    expect_class(MPI_Alltoallw(b, counts, displs, types, b, counts, displs, types, w),
+                 MPI_ERR_BUFFER, "aliased alltoallw");
+    CHECK(r == MPI_REQUEST_NULL, "an aliased nonblocking call made a request");
+  }
   expect_class(MPI_Alltoall(a, 1, MPI_INT, MPI_IN_PLACE, 1, MPI_INT, w), MPI_ERR_BUFFER,
                "in-place receive buffer");
   expect_class(MPI_Bcast(a, -1, MPI_INT, 0, w), MPI_ERR_COUNT, "bcast count -1");
@@ -715,13 +743,30 @@ static void errors(void) {
   CHECK(MPI_Reduce_local(a, inout, 2, MPI_INT, MPI_SUM) == MPI_SUCCESS && inout[0] == 11 &&
             inout[1] == 22,
         "reduce_local gave %d %d", inout[0], inout[1]);
-  /* Root sends two ints where the others expect one: the root's children in
-   * the binomial tree (the powers of two) see the truncation. */
+  /* MPI_IN_PLACE was read as the address -1 (a crash); aliases were summed. */
+  expect_class(MPI_Reduce_local(MPI_IN_PLACE, inout, 2, MPI_INT, MPI_SUM), MPI_ERR_BUFFER,
+               "reduce_local in place");
+  expect_class(MPI_Reduce_local(inout, MPI_IN_PLACE, 2, MPI_INT, MPI_SUM), MPI_ERR_BUFFER,
+               "reduce_local inout in place");
+  expect_class(MPI_Reduce_local(inout, inout, 2, MPI_INT, MPI_SUM), MPI_ERR_BUFFER,
+               "reduce_local aliased");
+  CHECK(inout[0] == 11 && inout[1] == 22, "reduce_local errors changed %d %d", inout[0], inout[1]);
+  /* Root sends two ints where the others expect one: every other rank sees
+   * the truncation (a truncated rank passes on one byte more than it holds,
+   * so that the ranks below it in the tree are told too). */
   int two[2] = {5, 6};
-  const int child_of_root = rank > 0 && (rank & (rank - 1)) == 0;
   expect_class(MPI_Bcast(two, rank == 0 ? 2 : 1, MPI_INT, 0, w),
-               child_of_root ? MPI_ERR_TRUNCATE : MPI_SUCCESS, "bcast with mismatched counts");
+               rank == 0 ? MPI_SUCCESS : MPI_ERR_TRUNCATE, "bcast with mismatched counts");
   CHECK(two[0] == 5, "truncated bcast delivered %d", two[0]);
+  /* And the other way: the root sends one int where the others expect two;
+   * every other rank is told (MPICH's errors/coll/bcastlength), also with a
+   * root that is not rank 0. */
+  for (int root = 0; root < size && root < 2; ++root) {
+    two[0] = rank == root ? 7 : -1;
+    expect_class(MPI_Bcast(two, rank == root ? 1 : 2, MPI_INT, root, w),
+                 rank == root ? MPI_SUCCESS : MPI_ERR_TRUNCATE, "bcast of fewer than expected");
+    CHECK(two[0] == 7, "short bcast delivered %d", two[0]);
+  }
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL);
 }
 

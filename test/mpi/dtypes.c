@@ -2,7 +2,8 @@
  * against hand-written ones (and back), envelopes and contents of every
  * combiner (inner types freed first), subarray and darray type maps checked
  * against reference loops in both orders, a subarray sent between ranks,
- * the f90 types, and the error classes of bad arguments. */
+ * the f90 types, the error classes of bad arguments, MPI-1's MPI_LB and
+ * MPI_UB markers, and the _c constructors' blocks past 2^31-1. */
 #include <complex.h>
 #include <string.h>
 
@@ -291,6 +292,110 @@ static void bottom(void) {
   MPI_Type_free(&in2);
 }
 
+/* MPI-1's MPI_LB and MPI_UB (include/README.md): bound markers in a struct,
+ * kept by the types built over it, and moving no data. */
+static void removed_markers(void) {
+  const int blocks[3] = {1, 4, 1};
+  const MPI_Aint displs[3] = {-3, 0, 6};
+  const MPI_Datatype types[3] = {MPI_LB, MPI_BYTE, MPI_UB};
+  MPI_Datatype evil, two, only_lb;
+  MPI_Type_create_struct(3, blocks, displs, types, &evil);
+  int sz = -1;
+  MPI_Aint lb = 0, extent = 0, tlb = -1, text = -1;
+  MPI_Type_size(evil, &sz);
+  MPI_Type_get_extent(evil, &lb, &extent);
+  MPI_Type_get_true_extent(evil, &tlb, &text);
+  CHECK(sz == 4 && lb == -3 && extent == 9 && tlb == 0 && text == 4,
+        "LB/UB struct: size %d lb %ld extent %ld true %ld+%ld", sz, (long)lb, (long)extent,
+        (long)tlb, (long)text);
+  MPI_Type_contiguous(2, evil, &two);
+  MPI_Type_commit(&two);
+  MPI_Type_size(two, &sz);
+  MPI_Type_get_extent(two, &lb, &extent);
+  CHECK(sz == 8 && lb == -3 && extent == 18, "contiguous of LB/UB: size %d lb %ld extent %ld", sz,
+        (long)lb, (long)extent);
+  /* Two elements 9 bytes apart: bytes 0-3 and 9-12 travel, the rest not. */
+  unsigned char out[16], in[16];
+  for (int i = 0; i < 16; ++i) out[i] = (unsigned char)(rank * 16 + i), in[i] = 0xee;
+  const int right = (rank + 1) % size, left = (rank + size - 1) % size;
+  MPI_Sendrecv(out + 3, 1, two, right, 8, in + 3, 1, two, left, 8, MPI_COMM_WORLD,
+               MPI_STATUS_IGNORE);
+  int bad = -1;
+  for (int i = 0; i < 16 && bad < 0; ++i) {
+    const int data = (i >= 3 && i < 7) || (i >= 12 && i < 16);
+    if (in[i] != (data ? (unsigned char)(left * 16 + i) : 0xee)) bad = i;
+  }
+  CHECK(bad < 0, "LB/UB Sendrecv: byte %d is %d", bad, bad < 0 ? 0 : in[bad]);
+  /* external32 skips the markers; MPI_INTEGER16 is 16 big-endian bytes. */
+  MPI_Aint ext_size = -1, ext_pos = 0;
+  MPI_Pack_external_size("external32", 1, two, &ext_size);
+  unsigned char ext[16];
+  MPI_Pack_external("external32", out + 3, 1, two, ext, sizeof(ext), &ext_pos);
+  CHECK(ext_size == 8 && ext_pos == 8 && ext[0] == out[3] && ext[4] == out[12],
+        "external32 of LB/UB: size %ld pos %ld", (long)ext_size, (long)ext_pos);
+  __extension__ typedef __int128 integer16;
+  integer16 i16 = ((integer16)1 << 64) | 2, back = 0;
+  ext_pos = 0;
+  MPI_Pack_external("external32", &i16, 1, MPI_INTEGER16, ext, sizeof(ext), &ext_pos);
+  CHECK(ext_pos == 16 && ext[7] == 1 && ext[15] == 2 && ext[0] == 0, "external32 of INTEGER16");
+  ext_pos = 0;
+  MPI_Unpack_external("external32", ext, sizeof(ext), &ext_pos, &back, 1, MPI_INTEGER16);
+  CHECK(back == i16, "INTEGER16 back from external32");
+  /* Markers and no data: lower bound 10, upper 0 (as MPICH). */
+  const int one = 1;
+  const MPI_Aint ten = 10;
+  const MPI_Datatype lbt = MPI_LB;
+  MPI_Type_create_struct(1, &one, &ten, &lbt, &only_lb);
+  MPI_Type_size(only_lb, &sz);
+  MPI_Type_get_extent(only_lb, &lb, &extent);
+  CHECK(sz == 0 && lb == 10 && extent == -10, "LB only: size %d lb %ld extent %ld", sz, (long)lb,
+        (long)extent);
+  char name[MPI_MAX_OBJECT_NAME];
+  int len = 0;
+  MPI_Type_get_name(MPI_UB, name, &len);
+  MPI_Type_size(MPI_LB, &sz);
+  CHECK(strcmp(name, "MPI_UB") == 0 && sz == 0, "MPI_UB's name %s, MPI_LB's size %d", name, sz);
+  MPI_Type_free(&evil);
+  MPI_Type_free(&two);
+  MPI_Type_free(&only_lb);
+}
+
+/* The _c constructors with block lengths past 2^31-1: described, never
+ * sent (they cover gigabytes). */
+static void wide_blocks(void) {
+  const MPI_Count big = (1LL << 31) + 5;
+  const MPI_Count lens[2] = {3, big}, displs[2] = {0, 64};
+  MPI_Datatype h, ib, v, st;
+  MPI_Type_create_hindexed_c(2, lens, displs, MPI_INT, &h);
+  MPI_Count sz = -1, lb = -1, extent = -1;
+  MPI_Type_size_c(h, &sz);
+  MPI_Type_get_extent_c(h, &lb, &extent);
+  CHECK(sz == (3 + big) * 4 && lb == 0 && extent == 64 + big * 4,
+        "hindexed_c: size %lld lb %lld extent %lld", (long long)sz, (long long)lb,
+        (long long)extent);
+  const MPI_Count at[2] = {0, big};
+  MPI_Type_create_indexed_block_c(2, big, at, MPI_SHORT, &ib);
+  MPI_Type_size_c(ib, &sz);
+  MPI_Type_get_extent_c(ib, &lb, &extent);
+  CHECK(sz == 4 * big && extent == 4 * big, "indexed_block_c: size %lld extent %lld", (long long)sz,
+        (long long)extent);
+  MPI_Type_vector_c(2, big, big + 1, MPI_CHAR, &v);
+  MPI_Type_size_c(v, &sz);
+  MPI_Type_get_extent_c(v, &lb, &extent);
+  CHECK(sz == 2 * big && extent == 2 * big + 1, "vector_c: size %lld extent %lld", (long long)sz,
+        (long long)extent);
+  const MPI_Datatype types[2] = {MPI_DOUBLE, v};
+  const MPI_Count one[2] = {1, 2}, where[2] = {0, 8};
+  MPI_Type_create_struct_c(2, one, where, types, &st);
+  MPI_Type_size_c(st, &sz);
+  CHECK(sz == 8 + 4 * big, "struct_c: size %lld", (long long)sz);
+  MPI_Type_commit(&st);
+  MPI_Type_free(&h);
+  MPI_Type_free(&ib);
+  MPI_Type_free(&v);
+  MPI_Type_free(&st);
+}
+
 int main(int argc, char **argv) {
   MPI_Init(&argc, &argv);
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
@@ -299,6 +404,8 @@ int main(int argc, char **argv) {
   envelopes();
   arrays();
   bottom();
+  removed_markers();
+  wide_blocks();
   MPI_Barrier(MPI_COMM_WORLD);
   if (rank == 0 && check_failures == 0) printf("dtypes: all checks passed on %d ranks\n", size);
   return finish();

@@ -126,6 +126,7 @@ static void fortran_types(void) {
                {MPI_DOUBLE_COMPLEX, 16, "MPI_DOUBLE_COMPLEX"},
                {MPI_INTEGER1, 1, "MPI_INTEGER1"},
                {MPI_INTEGER8, 8, "MPI_INTEGER8"},
+               {MPI_INTEGER16, 16, "MPI_INTEGER16"},
                {MPI_REAL8, 8, "MPI_REAL8"},
                {MPI_2INTEGER, 8, "MPI_2INTEGER"},
                {MPI_CXX_BOOL, 1, "MPI_CXX_BOOL"},
@@ -145,6 +146,10 @@ static void fortran_types(void) {
   int n = rank + 1, sum = 0;
   MPI_Allreduce(&n, &sum, 1, MPI_INTEGER, MPI_SUM, MPI_COMM_WORLD);
   CHECK(sum == size * (size + 1) / 2, "INTEGER sum %d", sum);
+  __extension__ typedef __int128 integer16; /* gfortran's INTEGER(16) */
+  integer16 big = (integer16)(rank + 1) << 70, bigsum = 0;
+  MPI_Allreduce(&big, &bigsum, 1, MPI_INTEGER16, MPI_SUM, MPI_COMM_WORLD);
+  CHECK(bigsum == ((integer16)(size * (size + 1) / 2) << 70), "INTEGER16 sum");
   double d = rank, dmax = -1;
   MPI_Allreduce(&d, &dmax, 1, MPI_DOUBLE_PRECISION, MPI_MAX, MPI_COMM_WORLD);
   CHECK(dmax == size - 1, "DOUBLE_PRECISION max %g", dmax);

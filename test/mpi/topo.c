@@ -144,6 +144,15 @@ static void errors(void) {
     CHECK(err == MPI_ERR_RANK, "Graph_neighbors_count of rank 3: %d", err);
     MPI_Comm_free(&g);
   }
+  /* A grid larger than the communicator: an error, and MPI_COMM_NULL. */
+  MPI_Comm too_big = MPI_COMM_WORLD;
+  const int wide[2] = {size + 1, 1}, flat[2] = {0, 0};
+  err = MPI_Cart_create(MPI_COMM_WORLD, 2, wide, flat, 0, &too_big);
+  CHECK(err == MPI_ERR_DIMS && too_big == MPI_COMM_NULL, "Cart_create too big: %d", err);
+  MPI_Comm no_graph = MPI_COMM_WORLD;
+  const int bad_index[1] = {-1};
+  err = MPI_Graph_create(MPI_COMM_WORLD, 1, bad_index, edges, 0, &no_graph);
+  CHECK(err != MPI_SUCCESS && no_graph == MPI_COMM_NULL, "Graph_create bad index: %d", err);
   const int zero[1] = {0};
   err = MPI_Cart_map(MPI_COMM_WORLD, 1, zero, zero, &n);
   CHECK(err == MPI_ERR_DIMS, "Cart_map of dims 0: %d", err);
