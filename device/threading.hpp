@@ -33,6 +33,14 @@ namespace iris::device {
 // Takes the call lock (a recursion level when this thread holds it).
 void call_lock_enter();
 void call_lock_leave();
+// Takes the call lock only when it is free (or held by this thread: a
+// recursion level), without registering as a waiter: a thread that spins on
+// its requests' completion without the lock (MULTIPLE's Wait, Test and
+// Waitall) polls only when nobody else does, and never makes a polling
+// thread give the lock up for it. Runs call_lock_entered like a fresh take.
+bool call_lock_try_enter();
+// Whether this thread holds the call lock (a binding called from a callback).
+bool call_lock_held();
 // Called by a waiting thread between polls: when another thread waits for
 // the lock, or `idle` (the caller would yield anyway), gives the lock up
 // across a sched_yield and takes it back at the same recursion depth.
