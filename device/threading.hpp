@@ -80,14 +80,15 @@ inline int api_call(Body body) {
   return result;
 }
 
-// MPI_Send's, MPI_Isend's and MPI_Irecv's api_call: below MULTIPLE runs
+// MPI_Send's, MPI_Isend's, MPI_Irecv's, MPI_Wait's, MPI_Test's and
+// MPI_Waitall's api_call: below MULTIPLE runs
 // `body` as api_call does; under MULTIPLE runs `multiple` instead, a call of
 // an out-of-line function that first tries the call without the call lock
 // (an eager message that goes out at once under its VC's lock: send.hpp,
 // send_unlocked; a receive handed to the next holder of the call lock:
-// recv_multiple.hpp) and otherwise takes the call lock (api_guard) and runs
-// the binding's body. Out of line, so that below MULTIPLE the binding keeps
-// no registers for it.
+// recv_multiple.hpp; a wait spinning on request_done: api/wait.cpp) and otherwise takes the call
+// lock (api_guard) and runs the binding's body. Out of line, so that below MULTIPLE the binding
+// keeps no registers for it.
 template <typename Body, typename Multiple>
 inline int api_send_call(Body body, Multiple multiple) {
   if (!threads_enabled) [[likely]] {

@@ -340,18 +340,27 @@ bool finish_at_once(MPI_Request *handle, device::request &r, MPI_Status *status)
 extern "C" {
 
 int MPI_Wait(MPI_Request *request, MPI_Status *status) {
-  return device::api_send_call([&] { return wait_body(request, status); },
-                               [&] { return wait_multiple(request, status); });
+  return device::api_send_call(
+      // below MULTIPLE
+      [&] { return wait_body(request, status); },
+      // MULTIPLE: without the call lock when it can
+      [&] { return wait_multiple(request, status); });
 }
 
 int MPI_Test(MPI_Request *request, int *flag, MPI_Status *status) {
-  return device::api_send_call([&] { return test_body(request, flag, status); },
-                               [&] { return test_multiple(request, flag, status); });
+  return device::api_send_call(
+      // below MULTIPLE
+      [&] { return test_body(request, flag, status); },
+      // MULTIPLE: without the call lock when it can
+      [&] { return test_multiple(request, flag, status); });
 }
 
 int MPI_Waitall(int count, MPI_Request requests[], MPI_Status statuses[]) {
-  return device::api_send_call([&] { return waitall_body(count, requests, statuses); },
-                               [&] { return waitall_multiple(count, requests, statuses); });
+  return device::api_send_call(
+      // below MULTIPLE
+      [&] { return waitall_body(count, requests, statuses); },
+      // MULTIPLE: without the call lock when it can
+      [&] { return waitall_multiple(count, requests, statuses); });
 }
 
 int MPI_Testall(int count, MPI_Request requests[], int *flag, MPI_Status statuses[]) {
