@@ -80,8 +80,8 @@ struct request {
   request *next = nullptr;  // free list, posted queue, or a VC's send/stream queue
   request *prev = nullptr;
   std::uint32_t index = 0;
-  std::uint32_t generation =
-      0;            // bumped at every allocation (per request: a wire id names one use)
+  // Bumped at every allocation, per request (a wire id names one use).
+  std::uint32_t generation = 0;
   match_key key{};  // recv: pattern (may hold wildcards); send: the message's key
   request_kind kind = request_kind::send;
   bool in_use = false;
