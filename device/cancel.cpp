@@ -51,6 +51,7 @@ void request_cancel(request &r) {
   // Sent and maybe unmatched: ask the receiver.
   r.cancel_pending = true;
   r.complete = false;
+  r.at_once = false;  // its waiter now finishes it under the call lock
   packet_header h{};
   h.type = packet_type::cancel_send;
   h.sender_request = request_id(r);

@@ -47,6 +47,20 @@ void request_cache_put(request *r) {
   c.items[c.count++] = r;
 }
 
+bool request_cache_recycle(request *r) {
+  request_cache &c = cache;
+  if (c.count == request_cache::capacity || c.serial != rt->serial) return false;
+  const std::uint32_t index = r->index;
+  const std::uint32_t generation = r->generation + 1;  // ids of its last use are refused
+  r->~request();
+  new (r) request;
+  r->index = index;
+  r->generation = generation;
+  r->in_use = true;
+  c.items[c.count++] = r;
+  return true;
+}
+
 void request_cache_fill() {
   request_cache &c = cache;
   runtime &now = *rt;

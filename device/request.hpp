@@ -4,6 +4,7 @@
 // stale or forged id is refused instead of touching a reused request.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -79,8 +80,9 @@ struct request {
   request *next = nullptr;  // free list, posted queue, or a VC's send/stream queue
   request *prev = nullptr;
   std::uint32_t index = 0;
-  std::uint32_t generation = 0;  // bumped at every allocation
-  match_key key{};               // recv: pattern (may hold wildcards); send: the message's key
+  // Bumped at every allocation, per request (a wire id names one use).
+  std::uint32_t generation = 0;
+  match_key key{};  // recv: pattern (may hold wildcards); send: the message's key
   request_kind kind = request_kind::send;
   bool in_use = false;
   bool complete = false;
@@ -89,7 +91,11 @@ struct request {
   bool cancelled = false;       // the operation was cancelled
   bool cancel_pending = false;  // send: waiting for the receiver's cancel_reply
   bool active = false;          // persistent: started and not yet waited for
-  persistent_args persistent;   // persistent.op != none: made by MPI_*_init
+  // MULTIPLE: completed at once by send_unlocked and known to nobody else,
+  // so its waiter recycles it into its thread's cache without the call lock
+  // (request_cache_recycle); request_cancel clears it.
+  bool at_once = false;
+  persistent_args persistent;  // persistent.op != none: made by MPI_*_init
   // A non-contiguous datatype. A send of at most the eager limit travels
   // packed whole through `scratch` (freed with the request). Receives and
   // longer sends stream (`typed_stream`): `buffer` is unused, and each piece
@@ -165,7 +171,7 @@ class request_pool {
  public:
   request *allocate(request_kind kind, const communicator *comm) {
     request *r = pool_.allocate();
-    r->generation = ++generation_;
+    ++r->generation;  // the pool keeps it: per request, so a thread may bump it too
     r->kind = kind;
     r->comm = comm;
     r->in_use = true;
@@ -187,7 +193,7 @@ class request_pool {
     r->~request();
     new (r) request;
     r->index = keep.index;
-    r->generation = ++generation_;
+    r->generation = keep.generation + 1;
     r->kind = keep.kind;
     r->comm = keep.comm;
     r->in_use = true;
@@ -226,7 +232,6 @@ class request_pool {
   }
 
   pool<request> pool_;
-  std::uint32_t generation_ = 0;
 };
 
 // The lifecycle (request.cpp): allocated by a send or receive, completed by
@@ -235,16 +240,26 @@ class request_pool {
 
 // Marks `r` complete (while a cancel is pending, that waits for the answer);
 // a request the user freed is released here (request_release_freed).
-// Inline: every message completes one.
+// Inline: every message completes one. The store is a release, after the
+// status fields: under MULTIPLE a thread waiting without the call lock reads
+// `complete` with request_done (an acquire) and may then read the outcome.
+// On x86 both are the plain `mov` they were (bench/README.md, callgrind).
 void request_release_freed(request &r);
 inline void request_complete(request &r) {
   if (r.cancel_pending) [[unlikely]] {
     return;  // cancel_on_reply completes it
   }
-  r.complete = true;
+  std::atomic_ref<bool>(r.complete).store(true, std::memory_order_release);
   if (r.freed) [[unlikely]] {
     request_release_freed(r);
   }
+}
+
+// Whether `r` is complete, read without the call lock (MULTIPLE): an
+// acquire load that pairs with request_complete's release, so the status
+// fields written before it are seen.
+inline bool request_done(const request &r) {
+  return std::atomic_ref<bool>(const_cast<bool &>(r.complete)).load(std::memory_order_acquire);
 }
 
 // Waits for `r` to complete and releases it.
@@ -258,6 +273,11 @@ void request_wait_release(request *r);
 request *request_cache_take();
 // Without a lock: gives back a request taken and not used.
 void request_cache_put(request *r);
+// Without a lock: takes back `r`, a request of this thread's completed at
+// once (at_once) whose outcome has been read, as a fresh send request with
+// a new generation. False (nothing done) when the cache is full or belongs
+// to another runtime: then `r` goes back to the pool under the call lock.
+bool request_cache_recycle(request *r);
 // Under the call lock: fills this thread's cache.
 void request_cache_fill();
 // Under the call lock: returns this thread's cache to the pool (MPI_Finalize).

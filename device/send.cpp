@@ -201,7 +201,10 @@ bool send_unlocked(vc &to, const communicator &comm, std::uint32_t context, cons
     ++to.unlocked_eager;
   }
   to.send_lock.unlock();
-  if (sent && r != nullptr) r->complete = true;  // nobody else holds it yet
+  if (sent && r != nullptr) {
+    r->complete = true;  // nobody else holds it yet
+    r->at_once = true;
+  }
   return sent;
 }
 

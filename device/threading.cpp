@@ -62,6 +62,26 @@ void call_lock_enter() {
   if (call_lock_entered != nullptr) call_lock_entered();
 }
 
+bool call_lock_try_enter() {
+  const pthread_t self = pthread_self();
+  if (call_owner.load(std::memory_order_relaxed) == self) {
+    ++call_depth;
+    return true;
+  }
+  if (call_locked.load(std::memory_order_relaxed) ||
+      call_locked.exchange(true, std::memory_order_acquire)) {
+    return false;
+  }
+  call_owner.store(self, std::memory_order_relaxed);
+  call_depth = 1;
+  if (call_lock_entered != nullptr) call_lock_entered();
+  return true;
+}
+
+bool call_lock_held() {
+  return call_owner.load(std::memory_order_relaxed) == pthread_self();
+}
+
 void call_lock_leave() {
   if (--call_depth != 0) return;
   call_owner.store(pthread_t{}, std::memory_order_relaxed);

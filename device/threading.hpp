@@ -33,6 +33,14 @@ namespace iris::device {
 // Takes the call lock (a recursion level when this thread holds it).
 void call_lock_enter();
 void call_lock_leave();
+// Takes the call lock only when it is free (or held by this thread: a
+// recursion level), without registering as a waiter: a thread that spins on
+// its requests' completion without the lock (MULTIPLE's Wait, Test and
+// Waitall) polls only when nobody else does, and never makes a polling
+// thread give the lock up for it. Runs call_lock_entered like a fresh take.
+bool call_lock_try_enter();
+// Whether this thread holds the call lock (a binding called from a callback).
+bool call_lock_held();
 // Called by a waiting thread between polls: when another thread waits for
 // the lock, or `idle` (the caller would yield anyway), gives the lock up
 // across a sched_yield and takes it back at the same recursion depth.
@@ -72,14 +80,15 @@ inline int api_call(Body body) {
   return result;
 }
 
-// MPI_Send's, MPI_Isend's and MPI_Irecv's api_call: below MULTIPLE runs
+// MPI_Send's, MPI_Isend's, MPI_Irecv's, MPI_Wait's, MPI_Test's and
+// MPI_Waitall's api_call: below MULTIPLE runs
 // `body` as api_call does; under MULTIPLE runs `multiple` instead, a call of
 // an out-of-line function that first tries the call without the call lock
 // (an eager message that goes out at once under its VC's lock: send.hpp,
 // send_unlocked; a receive handed to the next holder of the call lock:
-// recv_multiple.hpp) and otherwise takes the call lock (api_guard) and runs
-// the binding's body. Out of line, so that below MULTIPLE the binding keeps
-// no registers for it.
+// recv_multiple.hpp; a wait spinning on request_done: api/wait.cpp) and otherwise takes the call
+// lock (api_guard) and runs the binding's body. Out of line, so that below MULTIPLE the binding
+// keeps no registers for it.
 template <typename Body, typename Multiple>
 inline int api_send_call(Body body, Multiple multiple) {
   if (!threads_enabled) [[likely]] {

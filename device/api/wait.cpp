@@ -1,4 +1,6 @@
 // MPI completion bindings: the Wait and Test families, Request_free, Cancel.
+#include <sched.h>
+
 #include "device/api/check.hpp"
 
 using namespace iris;
@@ -139,67 +141,226 @@ int finish_some(int count, MPI_Request requests[], int indices[], MPI_Status sta
   return any_active ? done : MPI_UNDEFINED;
 }
 
+// The bodies of MPI_Wait, MPI_Test and MPI_Waitall: the whole call below
+// MULTIPLE, and under MULTIPLE (with the call lock held) whatever cannot run
+// without it.
+[[gnu::always_inline]] inline int wait_body(MPI_Request *request, MPI_Status *status) {
+  const char *call = "MPI_Wait";
+  if (int err = api::check_not_null(call, nullptr, request, "request")) return err;
+  if (int err = check_requests(call, 1, request)) return err;
+  if (*request == MPI_REQUEST_NULL) {
+    api::status_empty(status);
+    return MPI_SUCCESS;
+  }
+  device::request &r = live(*request);
+  device::progress_until([&r] { return is_done(r); });
+  const device::communicator *comm = r.comm;
+  return single_result(call, comm, request_finish(request, status));
+}
+
+[[gnu::always_inline]] inline int test_body(MPI_Request *request, int *flag, MPI_Status *status) {
+  const char *call = "MPI_Test";
+  if (int err = api::check_not_null(call, nullptr, request, "request")) return err;
+  if (int err = api::check_not_null(call, nullptr, flag, "flag")) return err;
+  if (int err = check_requests(call, 1, request)) return err;
+  if (*request == MPI_REQUEST_NULL) {
+    *flag = 1;
+    api::status_empty(status);
+    return MPI_SUCCESS;
+  }
+  device::request &r = live(*request);
+  if (!is_done(r)) device::progress_poll();
+  *flag = is_done(r) ? 1 : 0;
+  if (*flag == 0) return MPI_SUCCESS;
+  const device::communicator *comm = r.comm;
+  return single_result(call, comm, request_finish(request, status));
+}
+
+[[gnu::always_inline]] inline int waitall_body(int count, MPI_Request requests[],
+                                               MPI_Status statuses[]) {
+  const char *call = "MPI_Waitall";
+  int first_open = 0;  // everything before it is complete
+  if (int err = check_requests(call, count, requests, &first_open)) return err;
+  device::progress_until([&] {
+    while (first_open < count && finished(requests[first_open])) ++first_open;
+    return first_open == count;
+  });
+  bool any_error = false;
+  for (int i = 0; i < count; ++i) {
+    MPI_Status *status = status_at(statuses, i);
+    if (requests[i] == MPI_REQUEST_NULL) {
+      api::status_empty(status);
+      continue;
+    }
+    const int error = request_finish(&requests[i], status);
+    any_error = any_error || error != MPI_SUCCESS;
+  }
+  return in_status_result(call, any_error);
+}
+
+// MPI_THREAD_MULTIPLE's Wait, Test and Waitall (device/README.md,
+// "Threads"): an ordinary send or receive request is looked up and its
+// completion read without the call lock (request_done: an acquire that
+// pairs with request_complete's release). The waiting thread takes the lock
+// only to poll, with a try-lock: while another thread polls it spins on its
+// requests instead of queueing behind that thread. A request complete at
+// once (an unlocked MPI_Isend's) goes back into this thread's cache without
+// the lock; any other is finished under it. Anything else (null or bad
+// arguments, persistent, extended or collective requests, a call from inside
+// a callback that holds the lock) runs the body under the call lock.
+
+// An ordinary request named by `handle`, which this thread may wait for
+// without the call lock, or nullptr. Reads only what the request's creator
+// wrote before the handle was handed out (the pool's table is stable:
+// pool.hpp).
+device::request *unlocked_request(MPI_Request handle) {
+  device::request *r = device::rt->requests.from_handle(handle);
+  if (r == nullptr || r->ext != nullptr || r->kind == device::request_kind::coll ||
+      r->persistent.op != device::persistent_op::none) {
+    return nullptr;
+  }
+  return r;
+}
+
+// Whether the arguments allow the unlocked path at all.
+bool unlocked_ok() {
+  return device::rt != nullptr && !device::call_lock_held();
+}
+
+// Until done(): polls when the call lock is free, else spins on done(); gives
+// the core away after IRIS_SPIN_COUNT passes without an event.
+template <typename Done>
+void unlocked_until(Done done) {
+  int idle = 0;
+  const int spin_limit = device::rt->spin_limit;
+  while (!done()) {
+    int events = 0;
+    if (device::call_lock_try_enter()) {
+      events = device::progress_poll();
+      device::call_lock_leave();
+    }
+    if (events > 0) {
+      idle = 0;
+    } else if (++idle > spin_limit) {
+      sched_yield();
+    }
+  }
+}
+
+// Recycles a complete request of this thread's that was complete at once,
+// after filling `status`; false when it must be finished under the lock.
+bool finish_at_once(MPI_Request *handle, device::request &r, MPI_Status *status) {
+  if (!r.at_once) return false;
+  api::status_fill(status, r);
+  if (!device::request_cache_recycle(&r)) return false;
+  *handle = MPI_REQUEST_NULL;
+  return true;
+}
+
+[[gnu::noinline, gnu::cold]] int wait_multiple(MPI_Request *request, MPI_Status *status) {
+  device::request *r = nullptr;
+  if (request != nullptr && *request != MPI_REQUEST_NULL && unlocked_ok()) {
+    r = unlocked_request(*request);
+  }
+  if (r != nullptr) {
+    unlocked_until([r] { return device::request_done(*r); });
+    if (finish_at_once(request, *r, status)) return MPI_SUCCESS;
+  }
+  const device::api_guard guard;
+  return wait_body(request, status);
+}
+
+[[gnu::noinline, gnu::cold]] int test_multiple(MPI_Request *request, int *flag,
+                                               MPI_Status *status) {
+  device::request *r = nullptr;
+  if (request != nullptr && flag != nullptr && *request != MPI_REQUEST_NULL && unlocked_ok()) {
+    r = unlocked_request(*request);
+  }
+  if (r != nullptr) {
+    if (!device::request_done(*r) && device::call_lock_try_enter()) {
+      device::progress_poll();
+      device::call_lock_leave();
+    }
+    if (!device::request_done(*r)) {
+      *flag = 0;
+      return MPI_SUCCESS;
+    }
+    if (finish_at_once(request, *r, status)) {
+      *flag = 1;
+      return MPI_SUCCESS;
+    }
+  }
+  const device::api_guard guard;
+  return test_body(request, flag, status);
+}
+
+[[gnu::noinline, gnu::cold]] int waitall_multiple(int count, MPI_Request requests[],
+                                                  MPI_Status statuses[]) {
+  bool unlocked = count > 0 && requests != nullptr && unlocked_ok();
+  for (int i = 0; unlocked && i < count; ++i) {
+    unlocked = requests[i] == MPI_REQUEST_NULL || unlocked_request(requests[i]) != nullptr;
+  }
+  if (unlocked) {
+    int first_open = 0;  // everything before it is complete
+    unlocked_until([&] {
+      while (first_open < count &&
+             (requests[first_open] == MPI_REQUEST_NULL ||
+              device::request_done(*device::rt->requests.from_handle(requests[first_open])))) {
+        ++first_open;
+      }
+      return first_open == count;
+    });
+    // Null entries report an empty status now: the body below sees the
+    // recycled ones as null too, and their statuses are already filled.
+    bool rest = false;
+    for (int i = 0; i < count; ++i) {
+      MPI_Status *status = status_at(statuses, i);
+      if (requests[i] == MPI_REQUEST_NULL) {
+        api::status_empty(status);
+      } else if (!finish_at_once(&requests[i], *device::rt->requests.from_handle(requests[i]),
+                                 status)) {
+        rest = true;
+      }
+    }
+    if (!rest) return MPI_SUCCESS;
+    const device::api_guard guard;
+    bool any_error = false;
+    for (int i = 0; i < count; ++i) {
+      if (requests[i] == MPI_REQUEST_NULL) continue;
+      const int error = request_finish(&requests[i], status_at(statuses, i));
+      any_error = any_error || error != MPI_SUCCESS;
+    }
+    return in_status_result("MPI_Waitall", any_error);
+  }
+  const device::api_guard guard;
+  return waitall_body(count, requests, statuses);
+}
 }  // namespace
 
 extern "C" {
 
 int MPI_Wait(MPI_Request *request, MPI_Status *status) {
-  return device::api_call([&] {
-    const char *call = "MPI_Wait";
-    if (int err = api::check_not_null(call, nullptr, request, "request")) return err;
-    if (int err = check_requests(call, 1, request)) return err;
-    if (*request == MPI_REQUEST_NULL) {
-      api::status_empty(status);
-      return MPI_SUCCESS;
-    }
-    device::request &r = live(*request);
-    device::progress_until([&r] { return is_done(r); });
-    const device::communicator *comm = r.comm;
-    return single_result(call, comm, request_finish(request, status));
-  });
+  return device::api_send_call(
+      // below MULTIPLE
+      [&] { return wait_body(request, status); },
+      // MULTIPLE: without the call lock when it can
+      [&] { return wait_multiple(request, status); });
 }
 
 int MPI_Test(MPI_Request *request, int *flag, MPI_Status *status) {
-  return device::api_call([&] {
-    const char *call = "MPI_Test";
-    if (int err = api::check_not_null(call, nullptr, request, "request")) return err;
-    if (int err = api::check_not_null(call, nullptr, flag, "flag")) return err;
-    if (int err = check_requests(call, 1, request)) return err;
-    if (*request == MPI_REQUEST_NULL) {
-      *flag = 1;
-      api::status_empty(status);
-      return MPI_SUCCESS;
-    }
-    device::request &r = live(*request);
-    if (!is_done(r)) device::progress_poll();
-    *flag = is_done(r) ? 1 : 0;
-    if (*flag == 0) return MPI_SUCCESS;
-    const device::communicator *comm = r.comm;
-    return single_result(call, comm, request_finish(request, status));
-  });
+  return device::api_send_call(
+      // below MULTIPLE
+      [&] { return test_body(request, flag, status); },
+      // MULTIPLE: without the call lock when it can
+      [&] { return test_multiple(request, flag, status); });
 }
 
 int MPI_Waitall(int count, MPI_Request requests[], MPI_Status statuses[]) {
-  return device::api_call([&] {
-    const char *call = "MPI_Waitall";
-    int first_open = 0;  // everything before it is complete
-    if (int err = check_requests(call, count, requests, &first_open)) return err;
-    device::progress_until([&] {
-      while (first_open < count && finished(requests[first_open])) ++first_open;
-      return first_open == count;
-    });
-    bool any_error = false;
-    for (int i = 0; i < count; ++i) {
-      MPI_Status *status = status_at(statuses, i);
-      if (requests[i] == MPI_REQUEST_NULL) {
-        api::status_empty(status);
-        continue;
-      }
-      const int error = request_finish(&requests[i], status);
-      any_error = any_error || error != MPI_SUCCESS;
-    }
-    return in_status_result(call, any_error);
-  });
+  return device::api_send_call(
+      // below MULTIPLE
+      [&] { return waitall_body(count, requests, statuses); },
+      // MULTIPLE: without the call lock when it can
+      [&] { return waitall_multiple(count, requests, statuses); });
 }
 
 int MPI_Testall(int count, MPI_Request requests[], int *flag, MPI_Status statuses[]) {

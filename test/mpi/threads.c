@@ -20,6 +20,12 @@
  *      the next thread that holds the call lock, device/recv_multiple.hpp).
  *      Threads 2 and 3 make no call. The sleep only makes that order likely;
  *      nothing is timed.
+ *   H. small messages finished without the call lock: each thread, on its
+ *      own communicator, 300 windows of 8 Irecvs and 8 Isends of 0-64 bytes
+ *      (most go at once, so their requests return to the thread's cache and
+ *      their handles come back), finished in turn by MPI_Waitall, MPI_Wait
+ *      on each (sends first) and MPI_Test loops; every byte, count, source
+ *      and tag checked, and every handle MPI_REQUEST_NULL after.
  * Usage: threads [messages per thread] */
 #define _POSIX_C_SOURCE 200809L
 #include <pthread.h>
@@ -113,6 +119,52 @@ static void *own_ring(void *arg) {
   for (int w = 0; w < W; ++w) {
     free(out[w]);
     free(in[w]);
+  }
+  return NULL;
+}
+
+/* H. Windows of small messages finished three ways. */
+static void *small_windows(void *arg) {
+  const int t = (int)*(long *)arg;
+  const int to = (rank + 1) % size, from = (rank + size - 1) % size;
+  enum { W = 8, ROUNDS = 300 };
+  unsigned char out[W][64], in[W][64];
+  for (int round = 0; round < ROUNDS; ++round) {
+    MPI_Request reqs[2 * W];
+    MPI_Status statuses[2 * W];
+    for (int w = 0; w < W; ++w) {
+      const int seq = round * W + w;
+      const int n = (seq * 7 + t) % 65;
+      MPI_Irecv(in[w], 64, MPI_BYTE, from, t, own[t], &reqs[w]);
+      fill(out[w], n, rank, t, seq);
+      MPI_Isend(out[w], n, MPI_BYTE, to, t, own[t], &reqs[W + w]);
+    }
+    const int mode = round % 3;
+    if (mode == 0) {
+      TCHECK(MPI_Waitall(2 * W, reqs, statuses) == MPI_SUCCESS, "thread %d waitall", t);
+    } else {
+      for (int k = 0; k < 2 * W; ++k) {
+        const int i = (k + W) % (2 * W); /* the sends first: complete at once */
+        if (mode == 1) {
+          TCHECK(MPI_Wait(&reqs[i], &statuses[i]) == MPI_SUCCESS, "thread %d wait", t);
+        } else {
+          int flag = 0;
+          while (!flag) MPI_Test(&reqs[i], &flag, &statuses[i]);
+        }
+      }
+    }
+    for (int w = 0; w < W; ++w) {
+      const int seq = round * W + w;
+      const int n = (seq * 7 + t) % 65;
+      int count = -1;
+      MPI_Get_count(&statuses[w], MPI_BYTE, &count);
+      TCHECK(count == n, "thread %d message %d: %d bytes, not %d", t, seq, count, n);
+      TCHECK(statuses[w].MPI_SOURCE == from && statuses[w].MPI_TAG == t, "thread %d status", t);
+      const int at = bad_byte(in[w], count, from, t, seq);
+      TCHECK(at < 0, "thread %d message %d: byte %d differs", t, seq, at);
+      TCHECK(reqs[w] == MPI_REQUEST_NULL && reqs[W + w] == MPI_REQUEST_NULL,
+             "thread %d round %d: a request left", t, round);
+    }
   }
   return NULL;
 }
@@ -396,6 +448,7 @@ int main(int argc, char **argv) {
     pthread_barrier_destroy(&posted);
     pthread_barrier_destroy(&sent);
   }
+  run_threads(small_windows);
 
   check_failures += __atomic_load_n(&failures, __ATOMIC_RELAXED);
   for (int t = 0; t < T; ++t) MPI_Comm_free(&own[t]);

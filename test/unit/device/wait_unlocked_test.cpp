@@ -1,0 +1,240 @@
+// MPI_THREAD_MULTIPLE's completion read without the call lock (device/README.md,
+// "Threads", steps 1 and 2), one seeded stress test per step, run under
+// ThreadSanitizer by test/suite.sh:
+//   - request_complete's release store and request_done's acquire load: the
+//     outcome written before a request completes is what its waiter reads;
+//   - the request pool's table of chunks: lookups from several threads while
+//     the call lock's holder grows the pool;
+//   - MPI_Wait, MPI_Test and MPI_Waitall from three threads on their own
+//     requests, which a fourth completes under the call lock in a shuffled
+//     order; requests complete at once (an unlocked MPI_Isend's) go back
+//     into their thread's cache.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <atomic>
+#include <random>
+#include <thread>
+#include <vector>
+
+#include "device/api/check.hpp"
+#include "device/runtime.hpp"
+#include "device/threading.hpp"
+
+namespace iris::device {
+namespace {
+
+struct multiple_runtime {
+  multiple_runtime() {
+    rt = new runtime;
+    rt->rank = 0;
+    rt->size = 1;
+    rt->spin_limit = 50;
+    threads_enabled = true;
+  }
+  ~multiple_runtime() {
+    threads_enabled = false;
+    delete rt;
+    rt = nullptr;
+  }
+};
+
+TEST(UnlockedCompletion, SeededStressOutcomeWrittenBeforeCompleteIsSeen) {
+  ASSERT_EQ(rt, nullptr);
+  const multiple_runtime on;
+  constexpr int waiters = 3;
+  constexpr int each = 3000;
+  std::vector<request *> all;
+  call_lock_enter();
+  for (int i = 0; i < waiters * each; ++i)
+    all.push_back(rt->requests.allocate(request_kind::recv, nullptr));
+  call_lock_leave();
+  std::vector<request *> order = all;
+  std::shuffle(order.begin(), order.end(), std::mt19937(7));
+  std::thread completer([&] {
+    std::mt19937 random(11);
+    for (request *r : order) {
+      r->status_source = static_cast<int>(r->index);
+      r->status_tag = static_cast<int>(r->index) * 3;
+      r->status_bytes = r->index + 17;
+      request_complete(*r);  // a release: the three fields above go first
+      if (random() % 128 == 0) std::this_thread::yield();
+    }
+  });
+  std::atomic<int> bad{0};
+  std::vector<std::thread> pool;
+  for (int w = 0; w < waiters; ++w) {
+    pool.emplace_back([&, w] {
+      for (int i = 0; i < each; ++i) {
+        const request &r = *all[static_cast<std::size_t>(w * each + i)];
+        while (!request_done(r)) std::this_thread::yield();
+        if (r.status_source != static_cast<int>(r.index) ||
+            r.status_tag != static_cast<int>(r.index) * 3 || r.status_bytes != r.index + 17) {
+          bad.fetch_add(1);
+        }
+      }
+    });
+  }
+  completer.join();
+  for (auto &t : pool) t.join();
+  EXPECT_EQ(bad.load(), 0);
+  for (request *r : all) rt->requests.release(r);
+}
+
+TEST(UnlockedCompletion, SeededStressLookupsWhileThePoolGrows) {
+  ASSERT_EQ(rt, nullptr);
+  const multiple_runtime on;
+  constexpr int readers = 3;
+  constexpr int grown = 40000;  // chunks 0..7: seven grows while the readers look
+  // Handles published one by one (release), as MPI_Isend hands one to the user.
+  std::vector<std::atomic<int>> handles(grown);
+  std::atomic<int> published{0};
+  std::thread grower([&] {
+    std::mt19937 random(5);
+    for (int i = 0; i < grown; ++i) {
+      call_lock_enter();
+      request *r = rt->requests.allocate(request_kind::send, nullptr);
+      call_lock_leave();
+      handles[static_cast<std::size_t>(i)].store(request_handle(*r), std::memory_order_relaxed);
+      published.store(i + 1, std::memory_order_release);
+      if (random() % 512 == 0) std::this_thread::yield();
+    }
+  });
+  std::atomic<int> bad{0};
+  std::vector<std::thread> pool;
+  for (int id = 0; id < readers; ++id) {
+    pool.emplace_back([&, id] {
+      std::mt19937 random(static_cast<unsigned>(23 + id));
+      for (;;) {
+        const int n = published.load(std::memory_order_acquire);
+        if (n == 0) continue;
+        const int i = static_cast<int>(random() % static_cast<unsigned>(n));
+        const int handle = handles[static_cast<std::size_t>(i)].load(std::memory_order_relaxed);
+        const request *r = rt->requests.from_handle(handle);
+        if (r == nullptr || request_handle(*r) != handle) bad.fetch_add(1);
+        if (n == grown) break;
+      }
+      // An index past the last chunk names nothing.
+      if (rt->requests.from_handle(request_handle_kind | 0x0ffffff0) != nullptr) bad.fetch_add(1);
+    });
+  }
+  grower.join();
+  for (auto &t : pool) t.join();
+  EXPECT_EQ(bad.load(), 0);
+  EXPECT_EQ(rt->requests.live(), static_cast<std::size_t>(grown));
+}
+
+TEST(UnlockedCompletion, SeededStressWaitTestWaitallWithoutTheCallLock) {
+  ASSERT_EQ(rt, nullptr);
+  const multiple_runtime on;
+  constexpr int waiters = 3;
+  constexpr int rounds = 300;
+  constexpr int window = 4;
+  // Each round a waiter gets `window` receives that the completer finishes
+  // in a shuffled order, and one send complete at once (as send_unlocked
+  // leaves it), which it finishes into its cache.
+  struct round {
+    std::atomic<int> handles[window];
+  };
+  std::vector<std::vector<round>> work(waiters);
+  for (auto &w : work) w = std::vector<round>(rounds);
+  std::vector<request *> to_complete;
+  call_lock_enter();
+  for (int w = 0; w < waiters; ++w) {
+    for (int k = 0; k < rounds; ++k) {
+      for (int j = 0; j < window; ++j) {
+        request *r = rt->requests.allocate(request_kind::recv, nullptr);
+        work[static_cast<std::size_t>(w)][static_cast<std::size_t>(k)].handles[j].store(
+            request_handle(*r), std::memory_order_relaxed);
+        to_complete.push_back(r);
+      }
+    }
+  }
+  call_lock_leave();
+  std::shuffle(to_complete.begin(), to_complete.end(), std::mt19937(3));
+  std::thread completer([&] {
+    std::mt19937 random(9);
+    std::size_t next = 0;
+    while (next < to_complete.size()) {
+      call_lock_enter();  // as a poll completes requests: a few under one hold
+      for (int n = static_cast<int>(random() % 8); n >= 0 && next < to_complete.size(); --n) {
+        request *r = to_complete[next++];
+        r->status_source = 1;
+        r->status_tag = static_cast<int>(r->index);
+        r->status_bytes = r->index;
+        request_complete(*r);
+      }
+      call_lock_leave();
+      if (random() % 4 == 0) std::this_thread::yield();
+    }
+  });
+  std::atomic<int> bad{0};
+  std::vector<std::thread> pool;
+  for (int w = 0; w < waiters; ++w) {
+    pool.emplace_back([&, w] {
+      std::mt19937 random(static_cast<unsigned>(41 + w));
+      call_lock_enter();
+      request_cache_fill();
+      call_lock_leave();
+      for (int k = 0; k < rounds; ++k) {
+        round &here = work[static_cast<std::size_t>(w)][static_cast<std::size_t>(k)];
+        MPI_Request reqs[window + 1];
+        int tags[window];
+        for (int j = 0; j < window; ++j) {
+          reqs[j] = here.handles[j].load(std::memory_order_relaxed);
+          tags[j] = static_cast<int>(rt->requests.from_handle(reqs[j])->index);
+        }
+        request *at_once = request_cache_take();  // as an unlocked MPI_Isend
+        if (at_once == nullptr) {
+          bad.fetch_add(1);
+          return;
+        }
+        at_once->complete = true;
+        at_once->at_once = true;
+        at_once->status_tag = -7;
+        reqs[window] = request_handle(*at_once);
+        MPI_Status st[window + 1];
+        switch (random() % 3) {
+          case 0:
+            for (int j = 0; j <= window; ++j) {
+              if (MPI_Wait(&reqs[j], &st[j]) != MPI_SUCCESS) bad.fetch_add(1);
+            }
+            break;
+          case 1:
+            for (int j = 0; j <= window; ++j) {
+              int flag = 0;
+              while (flag == 0) {
+                if (MPI_Test(&reqs[j], &flag, &st[j]) != MPI_SUCCESS) bad.fetch_add(1);
+              }
+            }
+            break;
+          default:
+            if (MPI_Waitall(window + 1, reqs, st) != MPI_SUCCESS) bad.fetch_add(1);
+        }
+        for (int j = 0; j <= window; ++j) {
+          if (reqs[j] != MPI_REQUEST_NULL) bad.fetch_add(1);
+        }
+        for (int j = 0; j < window; ++j) {
+          if (st[j].MPI_SOURCE != 1 || st[j].MPI_TAG != tags[j]) bad.fetch_add(1);
+        }
+        if (st[window].MPI_TAG != -7) bad.fetch_add(1);
+        // Recycled, not released: the same request is this thread's next.
+        request *again = request_cache_take();
+        if (again != at_once || again->complete || again->at_once || !again->in_use) {
+          bad.fetch_add(1);
+        }
+        request_cache_put(again);
+      }
+      call_lock_enter();
+      request_cache_drop();
+      call_lock_leave();
+    });
+  }
+  completer.join();
+  for (auto &t : pool) t.join();
+  EXPECT_EQ(bad.load(), 0);
+  EXPECT_EQ(rt->requests.live(), 0U);  // every receive released, every cache dropped
+}
+
+}  // namespace
+}  // namespace iris::device
