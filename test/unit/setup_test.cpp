@@ -138,7 +138,9 @@ TEST(Segment, PopulateMapsTheRingsOfOneRankUpFront) {
   EXPECT_GE(cold_faults, pages / 2) << "the check cannot see faults";
   const long warm_faults = faults_for_a_lap(warm);
   EXPECT_GE(warm_faults, 0);
-  EXPECT_LT(warm_faults, pages / 16)
+  // Under ASan the checks of memset and the read fault in the lap's shadow
+  // (a page per 8 of data: 8 here); without populate it is a fault a page.
+  EXPECT_LT(warm_faults, pages / 4)
       << "populate(1) left ring 1->0 unmapped (" << cold_faults << " faults without)";
 }
 
