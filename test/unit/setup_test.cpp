@@ -133,14 +133,16 @@ TEST(Segment, PopulateMapsTheRingsOfOneRankUpFront) {
   cold.mark_attached();
   warm.mark_attached();
   warm.populate(1);
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+  // Their shadow memory faults too (TSan: 516 faults for a populated lap).
+  GTEST_SKIP() << "a sanitizer's shadow pages drown the count";
+#endif
   const long pages = 256 * 1024 / sysconf(_SC_PAGESIZE);
   const long cold_faults = faults_for_a_lap(cold);
   EXPECT_GE(cold_faults, pages / 2) << "the check cannot see faults";
   const long warm_faults = faults_for_a_lap(warm);
   EXPECT_GE(warm_faults, 0);
-  // Under ASan the checks of memset and the read fault in the lap's shadow
-  // (a page per 8 of data: 8 here); without populate it is a fault a page.
-  EXPECT_LT(warm_faults, pages / 4)
+  EXPECT_LT(warm_faults, pages / 16)
       << "populate(1) left ring 1->0 unmapped (" << cold_faults << " faults without)";
 }
 
