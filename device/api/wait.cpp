@@ -134,7 +134,7 @@ int finish_some(int count, MPI_Request requests[], int indices[], MPI_Status sta
     any_active = true;
     if (!is_done(live(requests[i]))) continue;
     const int error = request_finish(&requests[i], status_at(statuses, done));
-    if (statuses != MPI_STATUSES_IGNORE) statuses[done].MPI_ERROR = error;
+    api::status_set_error(status_at(statuses, done), error);
     any_error = any_error || error != MPI_SUCCESS;
     indices[done++] = i;
   }
@@ -193,6 +193,7 @@ int finish_some(int count, MPI_Request requests[], int indices[], MPI_Status sta
       continue;
     }
     const int error = request_finish(&requests[i], status);
+    api::status_set_error(status, error);
     any_error = any_error || error != MPI_SUCCESS;
   }
   return in_status_result(call, any_error);
@@ -317,8 +318,10 @@ bool finish_at_once(MPI_Request *handle, device::request &r, MPI_Status *status)
       MPI_Status *status = status_at(statuses, i);
       if (requests[i] == MPI_REQUEST_NULL) {
         api::status_empty(status);
-      } else if (!finish_at_once(&requests[i], *device::rt->requests.from_handle(requests[i]),
-                                 status)) {
+      } else if (finish_at_once(&requests[i], *device::rt->requests.from_handle(requests[i]),
+                                status)) {
+        api::status_set_error(status, MPI_SUCCESS);
+      } else {
         rest = true;
       }
     }
@@ -328,6 +331,7 @@ bool finish_at_once(MPI_Request *handle, device::request &r, MPI_Status *status)
     for (int i = 0; i < count; ++i) {
       if (requests[i] == MPI_REQUEST_NULL) continue;
       const int error = request_finish(&requests[i], status_at(statuses, i));
+      api::status_set_error(status_at(statuses, i), error);
       any_error = any_error || error != MPI_SUCCESS;
     }
     return in_status_result("MPI_Waitall", any_error);
@@ -380,7 +384,9 @@ int MPI_Testall(int count, MPI_Request requests[], int *flag, MPI_Status statuse
       api::status_empty(status_at(statuses, i));
       continue;
     }
-    any_error = request_finish(&requests[i], status_at(statuses, i)) != MPI_SUCCESS || any_error;
+    const int error = request_finish(&requests[i], status_at(statuses, i));
+    api::status_set_error(status_at(statuses, i), error);
+    any_error = any_error || error != MPI_SUCCESS;
   }
   return in_status_result(call, any_error);
 }

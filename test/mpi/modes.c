@@ -139,15 +139,18 @@ static void matched_probe(void) {
   MPI_Iprobe(p, MPI_ANY_TAG, MPI_COMM_WORLD, &flag, &st);
   CHECK(!flag, "a claimed message is still probed (tag %d)", st.MPI_TAG);
   int got = 0;
+  st.MPI_ERROR = MPI_ERR_DIMS; /* so do Mrecv and Wait (MPICH's pt2pt/mprobe) */
   MPI_Mrecv(&got, 1, MPI_INT, &m2, &st);
-  CHECK(got == 77 && m2 == MPI_MESSAGE_NULL, "Mrecv small %d", got);
+  CHECK(got == 77 && m2 == MPI_MESSAGE_NULL && st.MPI_ERROR == MPI_ERR_DIMS,
+        "Mrecv small %d, error %d", got, st.MPI_ERROR);
   char *in = calloc(big, 1);
   MPI_Request r;
   MPI_Imrecv(in, big, MPI_CHAR, &m1, &r);
   MPI_Wait(&r, &st);
   int count = 0;
   MPI_Get_count(&st, MPI_CHAR, &count);
-  CHECK(count == big && in[0] == 'x' && in[big - 1] == 'x', "Imrecv large %d", count);
+  CHECK(count == big && in[0] == 'x' && in[big - 1] == 'x' && st.MPI_ERROR == MPI_ERR_DIMS,
+        "Imrecv large %d, error %d", count, st.MPI_ERROR);
   MPI_Waitall(2, s, MPI_STATUSES_IGNORE);
   MPI_Message none;
   st.MPI_ERROR = MPI_ERR_TOPOLOGY;

@@ -151,10 +151,12 @@ static void truncation(void) {
     unsigned char in[64 + 16];
     memset(in, 0xEE, sizeof(in));
     MPI_Status st;
+    st.MPI_ERROR = MPI_ERR_DIMS; /* a call with one status leaves it alone */
     const int err = MPI_Recv(in, 64, MPI_BYTE, p, 11, MPI_COMM_WORLD, &st);
     int cls = -1;
     MPI_Error_class(err, &cls);
     CHECK(cls == MPI_ERR_TRUNCATE, "truncated receive returned class %d", cls);
+    CHECK(st.MPI_ERROR == MPI_ERR_DIMS, "Recv wrote MPI_ERROR %d", st.MPI_ERROR);
     CHECK(same(in, 64, 3), "the part that fits was not delivered");
     for (int i = 64; i < 80; ++i) CHECK(in[i] == 0xEE, "byte %d past the buffer written", i);
     MPI_Wait(&s, MPI_STATUS_IGNORE);
@@ -168,9 +170,29 @@ static void truncation(void) {
   MPI_Isend(big, 8, MPI_INT, p, 12, MPI_COMM_WORLD, &s);
   MPI_Irecv(small, 2, MPI_INT, p, 12, MPI_COMM_WORLD, &r);
   MPI_Status st;
+  st.MPI_ERROR = MPI_ERR_DIMS;
   const int err = MPI_Wait(&r, &st);
-  CHECK(err == MPI_ERR_TRUNCATE && st.MPI_ERROR == MPI_ERR_TRUNCATE, "Wait returned %d", err);
+  CHECK(err == MPI_ERR_TRUNCATE && st.MPI_ERROR == MPI_ERR_DIMS, "Wait returned %d, MPI_ERROR %d",
+        err, st.MPI_ERROR);
+  CHECK(st.MPI_TAG == 12 && st.MPI_SOURCE == p, "Wait's status: source %d tag %d", st.MPI_SOURCE,
+        st.MPI_TAG);
   CHECK(r == MPI_REQUEST_NULL, "request not freed");
+  MPI_Wait(&s, MPI_STATUS_IGNORE);
+  /* An array of statuses: MPI_ERR_IN_STATUS, and each status says which. */
+  MPI_Request rs[3];
+  MPI_Status sts[3];
+  int fits[8] = {0};
+  MPI_Isend(big, 8, MPI_INT, p, 14, MPI_COMM_WORLD, &rs[0]);
+  MPI_Irecv(small, 2, MPI_INT, p, 14, MPI_COMM_WORLD, &rs[1]);
+  MPI_Isend(big, 8, MPI_INT, p, 15, MPI_COMM_WORLD, &s);
+  MPI_Irecv(fits, 8, MPI_INT, p, 15, MPI_COMM_WORLD, &rs[2]);
+  for (int i = 0; i < 3; ++i) sts[i].MPI_ERROR = MPI_ERR_DIMS;
+  const int all = MPI_Waitall(3, rs, sts);
+  CHECK(all == MPI_ERR_IN_STATUS && sts[0].MPI_ERROR == MPI_SUCCESS &&
+            sts[1].MPI_ERROR == MPI_ERR_TRUNCATE && sts[2].MPI_ERROR == MPI_SUCCESS,
+        "Waitall returned %d, errors %d %d %d", all, sts[0].MPI_ERROR, sts[1].MPI_ERROR,
+        sts[2].MPI_ERROR);
+  CHECK(fits[7] == 8, "the receive that fits got %d", fits[7]);
   MPI_Wait(&s, MPI_STATUS_IGNORE);
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL);
 }
