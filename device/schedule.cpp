@@ -42,6 +42,43 @@ void schedule::recv(const typed_buffer &where, int from, int sub) {
   steps_.push_back({step_kind::recv, where, {}, from, sub, 0, 0, on_local_});
 }
 
+std::size_t schedule::recv_exact(const typed_buffer &where, int from, int sub) {
+  recv(where, from, sub);
+  steps_.back().exact = true;
+  return steps_.size() - 1;
+}
+
+void schedule::relay(std::size_t received, int to, int sub) {
+  steps_.push_back({step_kind::relay, steps_[received].a, {}, to, sub, 0, 0, on_local_});
+  steps_.back().received = received;
+}
+
+// Notes what arrived for receive step `s`; an exact one that came short is
+// MPI_ERR_TRUNCATE, and a truncated one keeps its data and a byte more for
+// relay().
+void schedule::received(const request &r, step &s) {
+  s.received = r.status_bytes;
+  s.outcome = r.status_error;
+  if (s.exact && s.outcome == MPI_SUCCESS && s.received < s.a.packed_bytes()) {
+    s.outcome = MPI_ERR_TRUNCATE;
+  }
+  if (s.outcome != MPI_SUCCESS && error_ == MPI_SUCCESS) error_ = s.outcome;
+  if (s.exact && r.status_error == MPI_ERR_TRUNCATE) {
+    longer_.assign(s.a.packed_bytes() + 1, std::byte{0});
+    typed_pack(s.a, longer_.data());
+  }
+}
+
+typed_buffer schedule::relayed(const step &received) {
+  const std::size_t want = received.a.packed_bytes();
+  if (received.outcome == MPI_SUCCESS) return received.a;
+  if (received.received >= want) return typed_bytes(longer_.data(), longer_.size());
+  if (received.a.contiguous()) return typed_bytes(received.a.base, received.received);
+  typed_buffer part = received.a;
+  part.count = static_cast<int>(received.received / part.type->packed_size);
+  return part;
+}
+
 // The program may free op (and the type) while the schedule is pending: the
 // schedule holds op until it is destroyed, and takes the extent from `in`.
 void schedule::reduce(const typed_buffer &in, const typed_buffer &inout, int op, int datatype) {
@@ -102,6 +139,10 @@ void schedule::run(const step &s) {
     case step_kind::recv:
       status = typed_recv_start(to, to.collective_context(), s.a, s.peer, tag_ + s.sub, r);
       break;
+    case step_kind::relay:
+      status = typed_send_start(to, to.collective_context(), relayed(steps_[s.received]), s.peer,
+                                tag_ + s.sub, send_mode::standard, true, r);
+      break;
     case step_kind::reduce:
       op_apply(s.op, s.a.base, s.b.base, s.elements, s.datatype, s.extent);
       break;
@@ -113,20 +154,17 @@ void schedule::run(const step &s) {
       break;
   }
   if (status != typed_status::done && error_ == MPI_SUCCESS) error_ = MPI_ERR_NO_MEM;
-  if (r != nullptr) pending_.push_back(r);
+  if (r != nullptr) pending_.push_back({r, static_cast<std::size_t>(&s - steps_.data())});
 }
 
 bool schedule::advance() {
   for (;;) {
-    for (request *r : pending_) {
-      if (!r->complete) return false;
+    for (const posted &p : pending_) {
+      if (!p.r->complete) return false;
     }
-    for (request *r : pending_) {
-      if (r->kind == request_kind::recv && r->status_error != MPI_SUCCESS &&
-          error_ == MPI_SUCCESS) {
-        error_ = r->status_error;
-      }
-      rt->requests.release(r);
+    for (const posted &p : pending_) {
+      if (p.r->kind == request_kind::recv) received(*p.r, steps_[p.step]);
+      rt->requests.release(p.r);
     }
     pending_.clear();
     if (next_ == steps_.size()) return true;

@@ -57,6 +57,15 @@ class schedule {
   // Steps, in order. `sub` is a sub-tag (0 .. nbc_sub_tags - 1).
   void send(const typed_buffer &what, int to, int sub = 0);
   void recv(const typed_buffer &where, int from, int sub = 0);
+  // A receive whose message must fill `where` exactly, as in a broadcast,
+  // where every rank passes the same count: a shorter message is
+  // MPI_ERR_TRUNCATE as a longer one is. Returns the step, for relay().
+  std::size_t recv_exact(const typed_buffer &where, int from, int sub = 0);
+  // Sends on what the receive step `received` (from recv_exact) brought:
+  // the whole buffer when the message fit, only what arrived when it was
+  // short, and one byte more than the buffer holds when it was truncated,
+  // so that the ranks below are told of a count mismatch too.
+  void relay(std::size_t received, int to, int sub = 0);
   // inout = in o inout for `count` elements of `datatype` (device::op_apply).
   void reduce(const typed_buffer &in, const typed_buffer &inout, int op, int datatype);
   void copy(const typed_buffer &from, const typed_buffer &to);
@@ -78,7 +87,7 @@ class schedule {
   int error() const { return error_; }
 
  private:
-  enum class step_kind : std::uint8_t { send, recv, reduce, copy, fence, call };
+  enum class step_kind : std::uint8_t { send, recv, reduce, copy, fence, call, relay };
   struct step {
     step_kind kind;
     typed_buffer a;  // send: data; recv: where; reduce: in; copy: from
@@ -87,11 +96,21 @@ class schedule {
     int sub = 0;
     int op = 0;  // reduce: the op; call: its index in calls_
     int datatype = 0;
-    bool local = false;        // send, recv: to a rank of the local group
-    std::size_t elements = 0;  // reduce: elements of `datatype`
-    std::int64_t extent = 0;   // reduce: of one element of `datatype`
+    bool local = false;         // send, recv: to a rank of the local group
+    std::size_t elements = 0;   // reduce: elements of `datatype`
+    std::int64_t extent = 0;    // reduce: of one element of `datatype`
+    bool exact = false;         // recv: a short message is an error too
+    std::size_t received = 0;   // recv: bytes that arrived; relay: the recv step
+    int outcome = MPI_SUCCESS;  // recv: its error class
+  };
+  // A posted send or receive and the step that posted it.
+  struct posted {
+    request *r;
+    std::size_t step;
   };
   void run(const step &s);
+  void received(const request &r, step &s);
+  typed_buffer relayed(const step &received);
 
   communicator *comm_;
   std::unique_ptr<communicator> local_;  // an intercommunicator's local group
@@ -100,7 +119,8 @@ class schedule {
   std::vector<step> steps_;
   std::vector<std::unique_ptr<typed_image>> images_;
   std::vector<std::function<void(schedule &)>> calls_;
-  std::vector<request *> pending_;
+  std::vector<posted> pending_;
+  std::vector<std::byte> longer_;  // a truncated receive's data and one byte
   std::size_t next_ = 0;
   int error_ = MPI_SUCCESS;
 };

@@ -73,20 +73,31 @@ typed_buffer reduce_tree(schedule &s, const typed_buffer &src, MPI_Op op, MPI_Da
   return acc;
 }
 
-// Binomial broadcast of `buf` from `root`, as MPI_Bcast.
+// Binomial broadcast of `buf` from `root`, as MPI_Bcast. A rank whose count
+// does not match the root's is told (MPI_ERR_TRUNCATE) and relays what
+// arrived, or a byte more than it holds, so that the ranks below it are told
+// too rather than sent bytes the root never sent.
 void bcast_tree(schedule &s, const typed_buffer &buf, int root) {
   const communicator &c = s.group();
   const int vr = (c.rank - root + c.size) % c.size;
   int mask = 1;
+  bool relay = false;
+  std::size_t received = 0;
   for (; mask < c.size; mask <<= 1) {
     if ((vr & mask) != 0) {
-      s.recv(buf, (vr - mask + root) % c.size);
+      received = s.recv_exact(buf, (vr - mask + root) % c.size);
+      relay = true;
       s.fence();
       break;
     }
   }
   for (mask >>= 1; mask > 0; mask >>= 1) {
-    if (vr + mask < c.size) s.send(buf, (vr + mask + root) % c.size);
+    if (vr + mask >= c.size) continue;
+    if (relay) {
+      s.relay(received, (vr + mask + root) % c.size);
+    } else {
+      s.send(buf, (vr + mask + root) % c.size);
+    }
   }
   s.fence();
 }

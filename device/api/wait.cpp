@@ -98,7 +98,9 @@ int request_finish(MPI_Request *handle, MPI_Status *status) {
 
 int single_result(const char *call, const device::communicator *comm, int error) {
   if (error == MPI_SUCCESS) return MPI_SUCCESS;
-  return device::error_raise(comm, call, error, "receive buffer too small for the message");
+  return device::error_raise(comm, call, error,
+                             "a message did not fit its receive: a buffer too small, or ranks of a "
+                             "collective passing counts that do not match");
 }
 
 int in_status_result(const char *call, bool any_error) {

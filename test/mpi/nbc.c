@@ -655,6 +655,38 @@ static void test_errors(void) {
   CHECK(MPI_Ibcast(&x, 1, MPI_INT, 0, comm, &r) == MPI_SUCCESS, "ibcast after errors");
   MPI_Wait(&r, MPI_STATUS_IGNORE);
   CHECK(x == 5, "ibcast after errors: %d", x);
+  /* Counts that do not match the root's: every other rank is told, deep in
+   * the tree too (a rank relays what arrived, or a byte more than it holds),
+   * through MPI_Ibcast and a persistent MPI_Bcast_init, from two roots
+   * (MPICH's errors/coll/ibcastlength). */
+  for (int root = 0; root < size && root < 2; ++root) {
+    for (int longer = 0; longer < 2; ++longer) {
+      for (int persistent = 0; persistent < 2; ++persistent) {
+        int two[2] = {rank == root ? 9 : -1, rank == root ? 10 : -2};
+        const int n = (rank == root) == (longer == 1) ? 2 : 1;
+        if (persistent) {
+          MPI_Bcast_init(two, n, MPI_INT, root, comm, MPI_INFO_NULL, &r);
+          for (int start = 0; start < 2; ++start) {
+            MPI_Start(&r);
+            err = MPI_Wait(&r, MPI_STATUS_IGNORE);
+            MPI_Error_class(err, &cls);
+            CHECK(cls == (rank == root ? MPI_SUCCESS : MPI_ERR_TRUNCATE),
+                  "bcast_init root %d sending %s, start %d: class %d", root,
+                  longer ? "more" : "less", start, cls);
+          }
+          MPI_Request_free(&r);
+        } else {
+          MPI_Ibcast(two, n, MPI_INT, root, comm, &r);
+          err = MPI_Wait(&r, MPI_STATUS_IGNORE);
+          MPI_Error_class(err, &cls);
+          CHECK(cls == (rank == root ? MPI_SUCCESS : MPI_ERR_TRUNCATE),
+                "ibcast root %d sending %s: class %d", root, longer ? "more" : "less", cls);
+        }
+        CHECK(two[0] == 9, "mismatched ibcast delivered %d", two[0]);
+        if (!longer && rank != root) CHECK(two[1] == -2, "a short ibcast wrote %d", two[1]);
+      }
+    }
+  }
   MPI_Comm_free(&comm);
 }
 
