@@ -169,6 +169,10 @@ void buffered_sends_drain();
 // (MPI_Ibsend's request, to cancel it; see modes.cpp), or nullptr.
 int bsend_checked(const char *call, const communicator &c, const device::typed_buffer &tb, int dest,
                   int tag, device::request **held = nullptr);
+// Lets MPI_Cancel reach `sent`, the held send of a buffered copy, through
+// `r` (MPI_Ibsend's request, or a started MPI_Bsend_init's), replacing what
+// an earlier start of `r` attached.
+void bsend_attach(device::request &r, device::request *sent);
 
 // The status a probe reports for a message that has not been received. A
 // probe completes nothing; like every call with a single status it leaves

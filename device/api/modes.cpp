@@ -132,12 +132,14 @@ struct ibsend_ext final : device::request_ext {
   device::request *send = nullptr;
   bool cancelling = false;
 
-  void poll(device::request &r) override { r.complete = send->complete && !send->cancel_pending; }
+  void poll(device::request &r) override {
+    if (send != nullptr) r.complete = send->complete && !send->cancel_pending;
+  }
   int peek(device::request &r, void *status) override {
     (void)r;
     auto *s = static_cast<MPI_Status *>(status);
     api::status_empty(s);
-    if (s != nullptr) s->iris_cancelled = cancelling && send->cancelled ? 1 : 0;
+    if (s != nullptr) s->iris_cancelled = cancelling && send != nullptr && send->cancelled ? 1 : 0;
     return MPI_SUCCESS;
   }
   int finish(device::request &r, void *status) override {
@@ -146,7 +148,7 @@ struct ibsend_ext final : device::request_ext {
     return err;
   }
   void cancel(device::request &r) override {
-    if (cancelling) return;
+    if (cancelling || send == nullptr) return;  // an inactive MPI_Bsend_init's: nothing sent
     // Even a send complete here (an eager message) may still be unmatched
     // there: request_cancel asks the receiver whenever that can be.
     cancelling = true;
@@ -240,11 +242,7 @@ int bsend(const char *call, const void *buf, int count, MPI_Datatype type, int d
   if (request != nullptr) {
     // The data is copied: the user's request is complete at once.
     device::request *r = api::proc_null_request(*c, device::request_kind::send);
-    if (sent != nullptr) {
-      auto *ext = new ibsend_ext;
-      ext->send = sent;
-      r->ext = ext;
-    }
+    api::bsend_attach(*r, sent);
     *request = device::request_handle(*r);
   }
   return MPI_SUCCESS;
@@ -253,6 +251,15 @@ int bsend(const char *call, const void *buf, int count, MPI_Datatype type, int d
 }  // namespace
 
 namespace iris::api {
+
+void bsend_attach(device::request &r, device::request *sent) {
+  delete r.ext;  // an earlier start's, which its finish let go of
+  r.ext = nullptr;
+  if (sent == nullptr) return;
+  auto *ext = new ibsend_ext;
+  ext->send = sent;
+  r.ext = ext;
+}
 
 int bsend_checked(const char *call, const communicator &c, const device::typed_buffer &tb, int dest,
                   int tag, device::request **held) {

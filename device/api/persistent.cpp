@@ -53,9 +53,15 @@ int start(device::request &r) {
       return api::typed_result("MPI_Start", c,
                                device::typed_recv_start(c, c.context, tb, a.peer, a.tag, out, &r),
                                a.bytes);
-    case device::persistent_op::bsend:
-      r.complete = true;  // copied into the attached buffer, or an error
-      return api::bsend_checked("MPI_Start", c, tb, a.peer, a.tag);
+    case device::persistent_op::bsend: {
+      // Copied into the attached buffer (or an error), so complete; the
+      // copy's send stays held for MPI_Cancel, as MPI_Ibsend's does.
+      r.complete = true;
+      device::request *sent = nullptr;
+      const int err = api::bsend_checked("MPI_Start", c, tb, a.peer, a.tag, &sent);
+      api::bsend_attach(r, sent);
+      return err;
+    }
     case device::persistent_op::send:
     case device::persistent_op::ssend:
       return api::typed_result("MPI_Start", c,
@@ -85,7 +91,7 @@ int start_checked(const char *call, MPI_Request handle) {
                                "request 0x%x is already active; wait for it first",
                                static_cast<unsigned>(handle));
   }
-  if (r->ext != nullptr) return r->ext->start(*r);
+  if (r->persistent.op == device::persistent_op::ext) return r->ext->start(*r);
   return start(*r);
 }
 

@@ -204,6 +204,34 @@ static void cancel(void) {
     MPI_Wait(&r, &st);
     MPI_Test_cancelled(&st, &flag);
     CHECK(flag, "an unmatched Ibsend of %d bytes was not cancelled", sizes[k]);
+    /* The same through a started MPI_Bsend_init (MPICH's pscancel), twice on
+     * one request, then a start that is not cancelled and is received. */
+    out = calloc((size_t)sizes[k], 1);
+    out[0] = (char)(k + 1);
+    MPI_Bsend_init(out, sizes[k], MPI_CHAR, p, 61, MPI_COMM_WORLD, &r);
+    for (int start = 0; start < 2; ++start) {
+      MPI_Start(&r);
+      MPI_Cancel(&r);
+      MPI_Wait(&r, &st);
+      MPI_Test_cancelled(&st, &flag);
+      CHECK(flag && r != MPI_REQUEST_NULL,
+            "an unmatched persistent Bsend of %d bytes was not cancelled (start %d)", sizes[k],
+            start);
+    }
+    MPI_Cancel(&r); /* inactive: nothing to cancel */
+    MPI_Start(&r);
+    MPI_Wait(&r, &st);
+    MPI_Test_cancelled(&st, &flag);
+    CHECK(!flag, "a persistent Bsend nobody cancelled was reported cancelled");
+    MPI_Request_free(&r);
+    char *in = calloc((size_t)sizes[k], 1);
+    MPI_Recv(in, sizes[k], MPI_CHAR, p, 61, MPI_COMM_WORLD, &st);
+    int got = 0;
+    MPI_Get_count(&st, MPI_CHAR, &got);
+    CHECK(got == sizes[k] && in[0] == (char)(k + 1), "the persistent Bsend brought %d bytes, %d",
+          got, in[0]);
+    free(in);
+    free(out);
   }
   void *back = NULL;
   int back_size = 0;
