@@ -12,6 +12,12 @@ namespace {
 // Reports a truncated receive through the error handler, as MPI_Recv must.
 int recv_result(const char *call, const communicator &comm, const device::request &r) {
   if (r.status_error == MPI_SUCCESS) return MPI_SUCCESS;
+  if (r.status_error == MPI_ERR_TYPE) {
+    return device::error_raise(&comm, call, MPI_ERR_TYPE,
+                               "message of rank %d tag %d (%zu bytes) ends part-way through an "
+                               "element of the receive datatype: the type signatures differ",
+                               r.status_source, r.status_tag, r.status_bytes);
+  }
   return device::error_raise(&comm, call, r.status_error,
                              "message of rank %d tag %d truncated: receive buffer holds %zu bytes",
                              r.status_source, r.status_tag, r.bytes);

@@ -98,6 +98,11 @@ int request_finish(MPI_Request *handle, MPI_Status *status) {
 
 int single_result(const char *call, const device::communicator *comm, int error) {
   if (error == MPI_SUCCESS) return MPI_SUCCESS;
+  if (error == MPI_ERR_TYPE) {
+    return device::error_raise(comm, call, error,
+                               "a message ends part-way through an element of the receive "
+                               "datatype: the type signatures differ");
+  }
   return device::error_raise(comm, call, error,
                              "a message did not fit its receive: a buffer too small, or ranks of a "
                              "collective passing counts that do not match");
@@ -106,7 +111,7 @@ int single_result(const char *call, const device::communicator *comm, int error)
 int in_status_result(const char *call, bool any_error) {
   if (!any_error) return MPI_SUCCESS;
   return device::error_raise(nullptr, call, MPI_ERR_IN_STATUS,
-                             "a receive buffer was too small; see the statuses");
+                             "a message did not fit its receive; see the statuses");
 }
 
 MPI_Status *status_at(MPI_Status statuses[], int i) {

@@ -596,6 +596,57 @@ static void expect_class(int err, int want, const char *what) {
   CHECK(cls == want, "%s: class %d, expected %d", what, cls, want);
 }
 
+/* A message that ends part-way through an int of a strided receive type
+ * (MPICH's errors/pt2pt/truncmsg2): MPI_ERR_TYPE from Recv, Wait and, in its
+ * status, Waitall, eager and rendezvous; the bytes that came are still
+ * delivered. */
+static void signature_mismatch(void) {
+  const int n = (int)(iris_limit("eager_limit") / (int)sizeof(int)) + 64;
+  const int sizes[] = {3, 4 * n - 1};
+  MPI_Datatype strided;
+  MPI_Type_vector(n, 1, 2, MPI_INT, &strided);
+  MPI_Type_commit(&strided);
+  unsigned char *out = malloc((size_t)(4 * n));
+  int *in = malloc(sizeof(int) * (size_t)(2 * n));
+  memset(out, 0x5a, (size_t)(4 * n));
+  for (int k = 0; k < 2; ++k) {
+    for (int how = 0; how < 3; ++how) {
+      memset(in, 0, sizeof(int) * (size_t)(2 * n));
+      MPI_Request s;
+      MPI_Request r;
+      MPI_Status st;
+      MPI_Isend(out, sizes[k], MPI_BYTE, right(), 90 + how, MPI_COMM_WORLD, &s);
+      int err = MPI_SUCCESS;
+      if (how == 0) {
+        err = MPI_Recv(in, 1, strided, left(), 90, MPI_COMM_WORLD, &st);
+      } else {
+        MPI_Irecv(in, 1, strided, left(), 90 + how, MPI_COMM_WORLD, &r);
+        if (how == 1) {
+          err = MPI_Wait(&r, &st);
+        } else {
+          st.MPI_ERROR = MPI_SUCCESS;
+          const int all = MPI_Waitall(1, &r, &st);
+          CHECK(all == MPI_ERR_IN_STATUS, "Waitall of a mismatched signature returned %d", all);
+          err = st.MPI_ERROR;
+        }
+      }
+      int cls = -1;
+      MPI_Error_class(err, &cls);
+      CHECK(cls == MPI_ERR_TYPE, "%d bytes into ints (way %d): class %d", sizes[k], how, cls);
+      int count = 0;
+      MPI_Get_count(&st, MPI_BYTE, &count);
+      CHECK(count == sizes[k], "the status of %d mismatched bytes says %d", sizes[k], count);
+      CHECK(in[0] == 0x5a5a5a5a || (sizes[k] == 3 && (in[0] & 0xffffff) == 0x5a5a5a),
+            "the bytes that came were not delivered: %#x", in[0]);
+      CHECK(in[1] == 0, "a gap of the strided type was written: %#x", in[1]);
+      MPI_Wait(&s, MPI_STATUS_IGNORE);
+    }
+  }
+  free(out);
+  free(in);
+  MPI_Type_free(&strided);
+}
+
 /* Every rank makes the same bad call, so none waits for another. */
 static void errors(void) {
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
@@ -636,6 +687,7 @@ static void errors(void) {
                "Allreduce uncommitted");
   CHECK(r == MPI_REQUEST_NULL, "a refused init made a request");
   MPI_Type_free(&loose);
+  signature_mismatch();
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL);
   vb_free(&a);
   vb_free(&b);
