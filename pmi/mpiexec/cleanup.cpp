@@ -91,7 +91,8 @@ struct guard_state {
   char tmp_path[4096] = {};
   std::unique_ptr<std::atomic<pid_t>[]> pids;  // 0: not started or already reaped
   int nranks = 0;
-  std::atomic<int> exit_code{-1};  // -1: not decided yet
+  std::atomic<int> exit_code{-1};    // -1: not decided yet
+  std::atomic<bool> faulted{false};  // a thread is in on_fault already
 };
 
 guard_state *guard = nullptr;  // set while a fault_guard exists
@@ -103,6 +104,11 @@ void write_line(const char *text) noexcept {
 
 // Async-signal-safe from here to _exit.
 void on_fault(int sig) {
+  // A second thread that faults meanwhile (libpmix's, as the ranks' sockets
+  // close) waits for the first one's _exit: one report, one cleanup.
+  if (guard->faulted.exchange(true)) {
+    for (;;) ::pause();
+  }
   const int decided = guard->exit_code.load();
   if (decided < 0) {
     const char *name = ::sigabbrev_np(sig);
