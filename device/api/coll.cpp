@@ -122,6 +122,42 @@ int reduce_to(const reduction &red, image &acc, void *out, int root) {
 // rank ^ 2^k and combines, lower ranks' part first. With a size that is not a
 // power of two, the first 2 * rem ranks pair up beforehand (the odd one
 // carries the pair) and the even ones get the result at the end.
+// Sends `out`, or after a mismatch (`err` set) a byte more than this rank's
+// count takes, so that the receiver is told too.
+int send_told(const reduction &red, const image &out, int to, int err) {
+  if (err == MPI_SUCCESS) return coll::send(red.ch, out.view(), to);
+  std::vector<std::byte> longer(out.view().packed_bytes() + 1);
+  device::typed_pack(out.view(), longer.data());
+  coll::send(red.ch, coll::bytes(longer.data(), longer.size()), to);
+  return err;
+}
+
+// Receives into `in`, which the message must fill exactly; returns the first
+// error, `err` if set.
+int recv_told(const reduction &red, image &in, int from, int err) {
+  device::request *r = nullptr;
+  const int posted = coll::post_recv(red.ch, in.view(), from, r);
+  const int got = coll::wait_exact(r, in.view().packed_bytes());
+  if (err != MPI_SUCCESS) return err;
+  return posted != MPI_SUCCESS ? posted : got;
+}
+
+// One step of a recursive doubling that tells both ends of a count
+// mismatch (send_told, recv_told). Returns the first error.
+int exchange(const reduction &red, const image &out, int to, image &in, int from, int err) {
+  device::request *r = nullptr;
+  const int posted = coll::post_recv(red.ch, in.view(), from, r);
+  const int sent = send_told(red, out, to, err);
+  const int got = coll::wait_exact(r, in.view().packed_bytes());
+  if (err != MPI_SUCCESS) return err;
+  if (posted != MPI_SUCCESS) return posted;
+  return sent != MPI_SUCCESS ? sent : got;
+}
+
+// Recursive doubling (ranks past the largest power of two fold into a
+// partner first and get the result from it last). A mismatch goes on to
+// the end rather than leaving later partners waiting, and reaches every
+// rank (exchange): MPICH's errors/coll/allreducelength hung here.
 int allreduce_doubling(const reduction &red, image &acc) {
   const int rank = red.ch.comm.rank;
   const int size = red.ch.comm.size;
@@ -130,12 +166,13 @@ int allreduce_doubling(const reduction &red, image &acc) {
   const int rem = size - pof2;
   image tmp = red.empty();
   int newrank = rank - rem;
+  int err = MPI_SUCCESS;
   if (rank < 2 * rem) {
     if (rank % 2 == 0) {
-      if (int err = coll::send(red.ch, acc.view(), rank + 1)) return err;
+      err = coll::send(red.ch, acc.view(), rank + 1);
       newrank = -1;
     } else {
-      if (int err = coll::recv(red.ch, tmp.view(), rank - 1)) return err;
+      err = recv_told(red, tmp, rank - 1, err);
       combine(red, tmp, acc);
       newrank = rank / 2;
     }
@@ -143,7 +180,7 @@ int allreduce_doubling(const reduction &red, image &acc) {
   for (int mask = 1; newrank >= 0 && mask < pof2; mask <<= 1) {
     const int peer_new = newrank ^ mask;
     const int peer = peer_new < rem ? peer_new * 2 + 1 : peer_new + rem;
-    if (int err = coll::sendrecv(red.ch, acc.view(), peer, tmp.view(), peer)) return err;
+    err = exchange(red, acc, peer, tmp, peer, err);
     if (peer < rank) {
       combine(red, tmp, acc);
     } else {
@@ -152,10 +189,10 @@ int allreduce_doubling(const reduction &red, image &acc) {
     }
   }
   if (rank < 2 * rem) {
-    if (rank % 2 == 1) return coll::send(red.ch, acc.view(), rank - 1);
-    return coll::recv(red.ch, acc.view(), rank + 1);
+    if (rank % 2 == 1) return send_told(red, acc, rank - 1, err);
+    return recv_told(red, acc, rank + 1, err);
   }
-  return MPI_SUCCESS;
+  return err;
 }
 
 // Checks shared by the reductions: communicator, op, datatype, count and the

@@ -105,6 +105,16 @@ inline int sendrecv(const channel &ch, const typed_buffer &out, int to, const ty
   return sent != MPI_SUCCESS ? sent : got;
 }
 
+// As wait, for a receive whose message must fill `want` bytes exactly: a
+// shorter one is MPI_ERR_TRUNCATE too (every rank passes the same count).
+inline int wait_exact(device::request *r, std::size_t want) {
+  if (r == nullptr) return MPI_SUCCESS;
+  device::progress_until([r] { return r->complete; });
+  const std::size_t got = r->status_bytes;
+  const int err = wait(r);
+  return err == MPI_SUCCESS && got < want ? MPI_ERR_TRUNCATE : err;
+}
+
 // Raw bytes (packed data passing through) as a message buffer.
 inline typed_buffer bytes(const void *data, std::size_t n) {
   return device::typed_bytes(data, n);

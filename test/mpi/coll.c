@@ -767,6 +767,21 @@ static void errors(void) {
                  rank == root ? MPI_SUCCESS : MPI_ERR_TRUNCATE, "bcast of fewer than expected");
     CHECK(two[0] == 7, "short bcast delivered %d", two[0]);
   }
+  /* Allreduce with counts that differ between ranks: every rank is told,
+   * none waits forever (MPICH's errors/coll/allreducelength, which hangs
+   * MPICH too), in both directions; then a matching one works. */
+  for (int longer = 0; longer < 2 && size > 1; ++longer) {
+    int in[2] = {1, 1};
+    int out[2] = {0, 0};
+    const int n = (rank == 0) == (longer == 1) ? 2 : 1;
+    expect_class(MPI_Allreduce(in, out, n, MPI_INT, MPI_SUM, w), MPI_ERR_TRUNCATE,
+                 "allreduce with mismatched counts");
+  }
+  int one = 1;
+  int total = 0;
+  expect_class(MPI_Allreduce(&one, &total, 1, MPI_INT, MPI_SUM, w), MPI_SUCCESS,
+               "allreduce after a mismatch");
+  CHECK(total == size, "allreduce after a mismatch: %d", total);
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL);
 }
 
