@@ -24,8 +24,10 @@
  *      own communicator, 300 windows of 8 Irecvs and 8 Isends of 0-64 bytes
  *      (most go at once, so their requests return to the thread's cache and
  *      their handles come back), finished in turn by MPI_Waitall, MPI_Wait
- *      on each (sends first) and MPI_Test loops; every byte, count, source
- *      and tag checked, and every handle MPI_REQUEST_NULL after;
+ *      on each (sends first), MPI_Test loops, and MPI_Waitany, MPI_Testany,
+ *      MPI_Testall, MPI_Waitsome and MPI_Testsome loops (then once more on
+ *      the all-null array: MPI_UNDEFINED); every byte, count, source and tag
+ *      checked, and every handle MPI_REQUEST_NULL after;
  *   I. intercommunicators from every thread at once: each thread splits a
  *      duplicate of its own communicator into the even and the odd ranks and
  *      joins the halves with MPI_Intercomm_create, duplicates the result
@@ -131,7 +133,80 @@ static void *own_ring(void *arg) {
   return NULL;
 }
 
-/* H. Windows of small messages finished three ways. */
+/* H, modes 3-7: a window finished by MPI_Waitany, MPI_Testany, MPI_Testall,
+ * MPI_Waitsome or MPI_Testsome, each status stored at its request's place;
+ * then the all-null array: MPI_UNDEFINED. */
+static void finish_window(int mode, int n, MPI_Request reqs[], MPI_Status statuses[], int t) {
+  int left = n, index = -2, flag = 0, outcount = -2;
+  int indices[16];
+  MPI_Status one, some[16];
+  while (left > 0) {
+    switch (mode) {
+      case 3:
+      case 4:
+        if (mode == 3) {
+          TCHECK(MPI_Waitany(n, reqs, &index, &one) == MPI_SUCCESS, "thread %d waitany", t);
+          flag = 1;
+        } else {
+          TCHECK(MPI_Testany(n, reqs, &index, &flag, &one) == MPI_SUCCESS, "thread %d testany", t);
+        }
+        if (!flag) {
+          TCHECK(index == MPI_UNDEFINED, "thread %d: testany index %d without a flag", t, index);
+          break;
+        }
+        TCHECK(index >= 0 && index < n && reqs[index] == MPI_REQUEST_NULL, "thread %d: index %d", t,
+               index);
+        if (index < 0 || index >= n) return;
+        statuses[index] = one;
+        --left;
+        break;
+      case 5:
+        TCHECK(MPI_Testall(n, reqs, &flag, statuses) == MPI_SUCCESS, "thread %d testall", t);
+        if (flag) left = 0;
+        break;
+      default:
+        if (mode == 6) {
+          TCHECK(MPI_Waitsome(n, reqs, &outcount, indices, some) == MPI_SUCCESS,
+                 "thread %d waitsome", t);
+          TCHECK(outcount >= 1, "thread %d: waitsome outcount %d", t, outcount);
+        } else {
+          TCHECK(MPI_Testsome(n, reqs, &outcount, indices, some) == MPI_SUCCESS,
+                 "thread %d testsome", t);
+        }
+        if (outcount < 0 || outcount > left) return;
+        for (int k = 0; k < outcount; ++k) {
+          const int i = indices[k];
+          TCHECK(i >= 0 && i < n && reqs[i] == MPI_REQUEST_NULL, "thread %d: index %d", t, i);
+          if (i >= 0 && i < n) statuses[i] = some[k];
+        }
+        left -= outcount;
+    }
+  }
+  index = flag = outcount = -2;
+  switch (mode) {
+    case 3:
+      MPI_Waitany(n, reqs, &index, MPI_STATUS_IGNORE);
+      TCHECK(index == MPI_UNDEFINED, "thread %d: waitany on nulls: %d", t, index);
+      break;
+    case 4:
+      MPI_Testany(n, reqs, &index, &flag, MPI_STATUS_IGNORE);
+      TCHECK(index == MPI_UNDEFINED && flag == 1, "thread %d: testany on nulls", t);
+      break;
+    case 5:
+      MPI_Testall(n, reqs, &flag, MPI_STATUSES_IGNORE);
+      TCHECK(flag == 1, "thread %d: testall on nulls", t);
+      break;
+    default:
+      if (mode == 6) {
+        MPI_Waitsome(n, reqs, &outcount, indices, MPI_STATUSES_IGNORE);
+      } else {
+        MPI_Testsome(n, reqs, &outcount, indices, MPI_STATUSES_IGNORE);
+      }
+      TCHECK(outcount == MPI_UNDEFINED, "thread %d: some on nulls: %d", t, outcount);
+  }
+}
+
+/* H. Windows of small messages finished eight ways. */
 static void *small_windows(void *arg) {
   const int t = (int)*(long *)arg;
   const int to = (rank + 1) % size, from = (rank + size - 1) % size;
@@ -147,8 +222,10 @@ static void *small_windows(void *arg) {
       fill(out[w], n, rank, t, seq);
       MPI_Isend(out[w], n, MPI_BYTE, to, t, own[t], &reqs[W + w]);
     }
-    const int mode = round % 3;
-    if (mode == 0) {
+    const int mode = round % 8;
+    if (mode >= 3) {
+      finish_window(mode, 2 * W, reqs, statuses, t);
+    } else if (mode == 0) {
       TCHECK(MPI_Waitall(2 * W, reqs, statuses) == MPI_SUCCESS, "thread %d waitall", t);
     } else {
       for (int k = 0; k < 2 * W; ++k) {
