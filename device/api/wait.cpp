@@ -257,6 +257,36 @@ bool finish_at_once(MPI_Request *handle, device::request &r, MPI_Status *status)
   return true;
 }
 
+// A Test's one poll, when no other thread holds the call lock: its events
+// (0 when the lock is taken).
+int poll_if_free() {
+  if (!device::call_lock_try_enter()) return 0;
+  const int events = device::progress_poll();
+  device::call_lock_leave();
+  return events;
+}
+
+// Tests in a row on this thread (MULTIPLE only) that found nothing complete
+// and polled no event. Past IRIS_SPIN_COUNT each gives the core away, as a
+// wait's spin does (unlocked_until): threads looping on a Test would
+// otherwise keep the call lock's holder, and other ranks, off the cores
+// whenever threads outnumber them (test/mpi/threads.c, phase H, at 4 ranks
+// with the load at 27: 38 s of MPI_Test loops against 0.03 s of MPI_Wait).
+constinit thread_local int tests_idle = 0;
+
+void test_idle(int events) {
+  int &idle = tests_idle;  // one lookup of the thread_local
+  if (events > 0 || (idle = idle + 1) <= device::rt->spin_limit) {
+    if (events > 0) idle = 0;
+    return;
+  }
+  sched_yield();
+}
+
+void test_found() {
+  tests_idle = 0;
+}
+
 [[gnu::noinline, gnu::cold]] int wait_multiple(MPI_Request *request, MPI_Status *status) {
   device::request *r = nullptr;
   if (request != nullptr && *request != MPI_REQUEST_NULL && unlocked_ok()) {
@@ -277,14 +307,13 @@ bool finish_at_once(MPI_Request *handle, device::request &r, MPI_Status *status)
     r = unlocked_request(*request);
   }
   if (r != nullptr) {
-    if (!device::request_done(*r) && device::call_lock_try_enter()) {
-      device::progress_poll();
-      device::call_lock_leave();
-    }
+    const int events = device::request_done(*r) ? 0 : poll_if_free();
     if (!device::request_done(*r)) {
+      test_idle(events);
       *flag = 0;
       return MPI_SUCCESS;
     }
+    test_found();
     if (finish_at_once(request, *r, status)) {
       *flag = 1;
       return MPI_SUCCESS;
@@ -477,14 +506,6 @@ bool all_done_unlocked(int count, const MPI_Request requests[]) {
   return true;
 }
 
-// A Test's one poll, when no other thread holds the call lock.
-void poll_if_free() {
-  if (device::call_lock_try_enter()) {
-    device::progress_poll();
-    device::call_lock_leave();
-  }
-}
-
 // The calls with an array of statuses write MPI_ERROR only when they return
 // MPI_ERR_IN_STATUS: into status k from the first error on, and MPI_SUCCESS
 // into the statuses before it.
@@ -581,12 +602,14 @@ int finish_some_unlocked(const char *call, int count, MPI_Request requests[], in
   if (index != nullptr && flag != nullptr && unlocked_array(count, requests)) {
     int found = first_done_unlocked(count, requests);
     if (found < 0) {
-      poll_if_free();
+      const int events = poll_if_free();
       found = first_done_unlocked(count, requests);
+      if (found < 0) test_idle(events);
     }
     *flag = found >= 0 ? 1 : 0;
     *index = found >= 0 ? found : MPI_UNDEFINED;
     if (found < 0) return MPI_SUCCESS;
+    test_found();
     return finish_one_unlocked("MPI_Testany", requests, found, status);
   }
   const device::api_guard guard;
@@ -597,12 +620,14 @@ int finish_some_unlocked(const char *call, int count, MPI_Request requests[], in
                                                   MPI_Status statuses[]) {
   if (flag != nullptr && unlocked_array(count, requests)) {
     if (!all_done_unlocked(count, requests)) {
-      poll_if_free();
+      const int events = poll_if_free();
       if (!all_done_unlocked(count, requests)) {
+        test_idle(events);
         *flag = 0;
         return MPI_SUCCESS;
       }
     }
+    test_found();
     *flag = 1;
     return finish_all_unlocked("MPI_Testall", count, requests, statuses);
   }
@@ -625,7 +650,16 @@ int finish_some_unlocked(const char *call, int count, MPI_Request requests[], in
                                                    int *outcount, int indices[],
                                                    MPI_Status statuses[]) {
   if (outcount != nullptr && indices != nullptr && unlocked_array(incount, requests)) {
-    if (first_done_unlocked(incount, requests) < 0) poll_if_free();
+    if (first_done_unlocked(incount, requests) >= 0) {
+      test_found();
+    } else {
+      const int events = poll_if_free();
+      if (first_done_unlocked(incount, requests) < 0) {
+        test_idle(events);
+      } else {
+        test_found();
+      }
+    }
     return finish_some_unlocked("MPI_Testsome", incount, requests, outcount, indices, statuses);
   }
   const device::api_guard guard;
