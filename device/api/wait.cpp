@@ -276,11 +276,11 @@ constinit thread_local int tests_idle = 0;
 
 void test_idle(int events) {
   int &idle = tests_idle;  // one lookup of the thread_local
-  if (events > 0 || (idle = idle + 1) <= device::rt->spin_limit) {
-    if (events > 0) idle = 0;
+  if (events > 0) {
+    idle = 0;
     return;
   }
-  sched_yield();
+  if (++idle > device::rt->spin_limit) sched_yield();
 }
 
 void test_found() {
