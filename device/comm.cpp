@@ -98,6 +98,13 @@ std::uint32_t context_agree(const communicator &parent) {
       parent, parent.size, parent.rank, [](int i) { return i; }, tag_context_agree);
 }
 
+std::uint32_t context_propose(const communicator &parent) {
+  std::uint32_t proposal = rt->next_context;
+  if (threads_enabled) proposal += context_spread(parent.context, 0);
+  return agree_max(
+      parent, parent.size, parent.rank, [](int i) { return i; }, tag_context_agree, proposal);
+}
+
 std::uint32_t context_agree_among(const communicator &parent, const std::vector<int> &members,
                                   int tag) {
   const int me =
@@ -105,6 +112,61 @@ std::uint32_t context_agree_among(const communicator &parent, const std::vector<
   return agree(
       parent, static_cast<int>(members.size()), me,
       [&](int i) { return members[static_cast<std::size_t>(i)]; }, tag);
+}
+
+std::uint32_t context_confirm(std::uint32_t first, std::uint32_t spread,
+                              const std::function<std::uint32_t(std::uint32_t)> &max_all) {
+  std::uint32_t agreed = first;
+  for (std::uint32_t attempt = 1;; ++attempt) {
+    // As agree's second round: checked and made tentative in one step under
+    // the call lock, so of two agreements that meet on one value in this
+    // process the later sees the earlier.
+    const bool clash = context_clashes(agreed);
+    rt->contexts_tentative.push_back(agreed);
+    const bool any_clash = max_all(clash ? 1 : 0) != 0;
+    rt->contexts_tentative.erase(
+        std::find(rt->contexts_tentative.begin(), rt->contexts_tentative.end(), agreed));
+    if (!any_clash) break;
+    rt->next_context = std::max(rt->next_context, agreed + 2);
+    agreed = max_all(rt->next_context + context_spread(spread, attempt));
+  }
+  rt->contexts_agreed.push_back(agreed);
+  return agreed;
+}
+
+namespace {
+
+// The maximum of `value` over both groups: among `local`, then between the
+// leaders, then from each leader to its group.
+std::uint32_t inter_max(const communicator &local, int leader, const inter_link &link,
+                        std::uint32_t value) {
+  value = agree_max(
+      local, local.size, local.rank, [](int i) { return i; }, tag_context_agree, value);
+  std::vector<int> theirs;
+  if (local.rank == leader) {
+    theirs = leader_exchange(*link.channel, link.context, link.peer, link.tag,
+                             {static_cast<int>(value)});
+  }
+  group_bcast(local, leader, theirs);
+  return std::max(value, static_cast<std::uint32_t>(theirs.at(0)));
+}
+
+}  // namespace
+
+// Two intercommunicators built at once in one process would otherwise meet
+// on one context: each group's own value was confirmed among that group
+// only, and the larger of the two (plus two) is new to the other group, so
+// another agreement under way there could settle on it too.
+std::uint32_t context_agree_inter(const communicator &local, int leader, const inter_link &link,
+                                  std::uint32_t first) {
+  std::uint32_t agreed = first;
+  if (threads_enabled) {
+    agreed = context_confirm(first, local.context, [&](std::uint32_t value) {
+      return inter_max(local, leader, link, value);
+    });
+  }
+  rt->next_context = std::max(rt->next_context, agreed + 2);
+  return agreed;
 }
 
 int comm_node_of(const communicator &comm, int rank) {

@@ -85,6 +85,12 @@ std::uint32_t context_agree(const communicator &parent);
 std::uint32_t context_agree_among(const communicator &parent, const std::vector<int> &members,
                                   int tag);
 
+// The first round of context_agree alone: the largest of the members' next
+// free ids (above it by the spread under MULTIPLE), confirmed nowhere and
+// moved past by nobody. MPI_Intercomm_merge's proposal for
+// context_agree_inter.
+std::uint32_t context_propose(const communicator &parent);
+
 class schedule;
 // Nonblocking (MPI_Comm_idup): adds to `s` (a schedule over `parent`) the
 // rounds of an agreement, over every member of parent (both groups of an
@@ -115,6 +121,31 @@ int comm_register(std::vector<int> world_ranks, std::uint32_t context, int errha
 // and `remote`, on `context`, its local group on `local_context`.
 int comm_register_inter(std::vector<int> local, std::vector<int> remote, std::uint32_t context,
                         std::uint32_t local_context, int errhandler);
+// How the leader of a group reaches the other group's leader while an
+// intercommunicator is built: rank `peer` of `channel`, on `context`, with
+// `tag` (unused on the other members).
+struct inter_link {
+  const communicator *channel = nullptr;
+  std::uint32_t context = 0;
+  int peer = 0;
+  int tag = 0;
+};
+
+// Collective over both groups of an intercommunicator being built (`local`
+// is this process's group, `leader` its leader there): the context id of
+// the result, from `first`, the same on every member of both groups (the
+// larger of the two groups' values). Below MULTIPLE that is the context. Under
+// MULTIPLE it is tentative until a round over both groups finds that no
+// member saw it clash (context_confirm); on a clash anywhere every member
+// proposes again above it. Every member moves past the result.
+std::uint32_t context_agree_inter(const communicator &local, int leader, const inter_link &link,
+                                  std::uint32_t first);
+// The confirming rounds of context_agree_inter under MULTIPLE, apart from
+// the messages, for tests: `max_all(v)` returns the maximum of v over every
+// member (this one included); `spread` picks the retries' offsets.
+std::uint32_t context_confirm(std::uint32_t first, std::uint32_t spread,
+                              const std::function<std::uint32_t(std::uint32_t)> &max_all);
+
 // The local group of intercommunicator `inter` as an intracommunicator on
 // its local context (not registered: for agreements among the group).
 communicator inter_local_group(const communicator &inter);

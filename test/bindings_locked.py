@@ -2,10 +2,11 @@
 """Checks that every MPI binding in device/api/ takes the call lock of
 MPI_THREAD_MULTIPLE (device/README.md, "Threads"): its body opens with
 `const device::api_guard guard;` or is wrapped in `device::api_call` (or,
-MPI_Send, MPI_Isend, MPI_Irecv, MPI_Wait, MPI_Test and MPI_Waitall,
+MPI_Send, MPI_Isend, MPI_Irecv and the Wait and Test families (Wait, Test,
+Waitall, Waitany, Waitsome, Testall, Testany, Testsome),
 `device::api_send_call`, which first tries an eager send under one VC's
-lock, hands a receive to the next holder of the call lock, or spins on a
-request's completion polling through a try-lock, and takes the call lock
+lock, hands a receive to the next holder of the call lock, or spins on
+requests' completion polling through a try-lock, and takes the call lock
 otherwise). The
 table of unsupported functions needs neither: error_raise takes the lock.
 Prints each binding that does not and exits 1."""

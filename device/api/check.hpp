@@ -116,19 +116,14 @@ inline int check_not_null(const char *call, const communicator *comm, const void
 // Fills a status from a completed request (MPI_STATUS_IGNORE allowed). It
 // leaves MPI_ERROR alone: a call with one status returns the error itself
 // (MPI-4.1 3.2.5; MPICH and Open MPI leave the field as it was too), and the
-// calls with an array of statuses write it beside (`status_set_error`).
+// calls with an array of statuses write it when they return MPI_ERR_IN_STATUS
+// (wait.cpp's `status_error_note`).
 inline void status_fill(MPI_Status *status, const device::request &r) {
   if (status == MPI_STATUS_IGNORE) return;
   status->MPI_SOURCE = r.status_source;
   status->MPI_TAG = r.status_tag;
   status->iris_cancelled = r.cancelled ? 1 : 0;
   status->iris_bytes = static_cast<MPI_Count>(r.cancelled ? 0 : r.status_bytes);
-}
-
-// The error field of one status of an array (Waitall, Testall, Waitsome,
-// Testsome), which MPI_ERR_IN_STATUS points the caller to.
-inline void status_set_error(MPI_Status *status, int error) {
-  if (status != MPI_STATUS_IGNORE) status->MPI_ERROR = error;
 }
 
 // The empty status a null or inactive request reports.

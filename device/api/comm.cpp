@@ -24,7 +24,8 @@ namespace {
 // callbacks of c's attributes return. A failed callback frees it again.
 // Collective over both groups of intercommunicator `c`: each group agrees
 // on a fresh local context, the leaders (rank 0 of each group) exchange
-// theirs, and two above the larger is fresh for everyone.
+// theirs, and two above the larger is fresh for everyone (confirmed over
+// both groups under MULTIPLE: context_agree_inter).
 MPI_Comm inter_dup(communicator *c) {
   device::communicator local = device::inter_local_group(*c);
   ++device::rt->agreeing;  // the other group may start sending first
@@ -35,8 +36,9 @@ MPI_Comm inter_dup(communicator *c) {
                                      {static_cast<int>(mine)});
   }
   device::group_bcast(local, 0, theirs);
-  const std::uint32_t context = std::max(mine, static_cast<std::uint32_t>(theirs.at(0))) + 2;
-  device::rt->next_context = std::max(device::rt->next_context, context + 2);
+  const std::uint32_t context = device::context_agree_inter(
+      local, 0, {c, c->collective_context(), 0, device::tag_inter_leaders},
+      std::max(mine, static_cast<std::uint32_t>(theirs.at(0))) + 2);
   --device::rt->agreeing;
   return device::comm_register_inter(c->local_world_rank, c->world_rank, context, mine,
                                      c->errhandler);

@@ -33,7 +33,8 @@ std::vector<int> members_of(const std::vector<std::pair<int, int>> &table,
 
 // As MPI_Comm_dup of an intercommunicator: each group agrees on a fresh
 // local context, the leaders exchange theirs with their group's table, and
-// two above the larger context is fresh for everyone. The new
+// two above the larger context is fresh for everyone (confirmed over both
+// groups under MULTIPLE: context_agree_inter). The new
 // intercommunicators of different colors share these contexts: their
 // members are disjoint.
 MPI_Comm iris::api::inter_split(device::communicator &inter,
@@ -52,8 +53,9 @@ MPI_Comm iris::api::inter_split(device::communicator &inter,
                                      device::tag_inter_leaders, sent);
   }
   device::group_bcast(local, 0, theirs);
-  const std::uint32_t context = std::max(mine, static_cast<std::uint32_t>(theirs.at(0))) + 2;
-  device::rt->next_context = std::max(device::rt->next_context, context + 2);
+  const std::uint32_t context = device::context_agree_inter(
+      local, 0, {&inter, inter.collective_context(), 0, device::tag_inter_leaders},
+      std::max(mine, static_cast<std::uint32_t>(theirs.at(0))) + 2);
   --device::rt->agreeing;
   if (color == MPI_UNDEFINED) return MPI_COMM_NULL;
   std::vector<std::pair<int, int>> remote_table;
@@ -71,7 +73,9 @@ extern "C" {
 // Each group agrees on a fresh context of its own (the intercommunicator's
 // local context), the leaders exchange theirs and their groups over
 // peer_comm with `tag`, each leader broadcasts what it heard to its group,
-// and two above the larger context is fresh for both groups.
+// and two above the larger context is fresh for both groups (confirmed over
+// both groups under MULTIPLE, through the leaders' same link:
+// context_agree_inter).
 int MPI_Intercomm_create(MPI_Comm local_comm, int local_leader, MPI_Comm peer_comm,
                          int remote_leader, int tag, MPI_Comm *newintercomm) {
   const device::api_guard guard;
@@ -103,8 +107,9 @@ int MPI_Intercomm_create(MPI_Comm local_comm, int local_leader, MPI_Comm peer_co
     theirs = device::leader_exchange(*peer, peer->context, remote_leader, tag, sent);
   }
   device::group_bcast(*local, local_leader, theirs);
-  const std::uint32_t context = std::max(mine, static_cast<std::uint32_t>(theirs.at(0))) + 2;
-  device::rt->next_context = std::max(device::rt->next_context, context + 2);
+  const std::uint32_t context = device::context_agree_inter(
+      *local, local_leader, {peer, peer != nullptr ? peer->context : 0, remote_leader, tag},
+      std::max(mine, static_cast<std::uint32_t>(theirs.at(0))) + 2);
   --device::rt->agreeing;
   std::vector<int> remote(theirs.begin() + 1, theirs.end());
   for (int w : remote) {
@@ -120,8 +125,9 @@ int MPI_Intercomm_create(MPI_Comm local_comm, int local_leader, MPI_Comm peer_co
 }
 
 // The group that passed high = 0 comes first (both alike: the group whose
-// first member has the lower world rank); the context is agreed as in
-// MPI_Comm_dup of an intercommunicator, without the +2 (no local context).
+// first member has the lower world rank); each group proposes its members'
+// next free id and the larger is the context (no local context is kept),
+// confirmed over both groups under MULTIPLE (context_agree_inter).
 int MPI_Intercomm_merge(MPI_Comm intercomm, int high, MPI_Comm *newintracomm) {
   const device::api_guard guard;
   const char *call = "MPI_Intercomm_merge";
@@ -131,15 +137,17 @@ int MPI_Intercomm_merge(MPI_Comm intercomm, int high, MPI_Comm *newintracomm) {
   if (!c->inter) return device::error_raise(c, call, MPI_ERR_COMM, "not an intercommunicator");
   device::communicator local = device::inter_local_group(*c);
   ++device::rt->agreeing;
-  const std::uint32_t mine = device::context_agree(local);
-  std::vector<int> theirs;  // their context and their high
+  // A proposal only: the local group keeps no context of its own here.
+  const std::uint32_t mine = device::context_propose(local);
+  std::vector<int> theirs;  // their proposal and their high
+  const device::inter_link link{c, c->collective_context(), 0, device::tag_inter_leaders};
   if (c->rank == 0) {
-    theirs = device::leader_exchange(*c, c->collective_context(), 0, device::tag_inter_leaders,
+    theirs = device::leader_exchange(*c, link.context, 0, link.tag,
                                      {static_cast<int>(mine), high != 0 ? 1 : 0});
   }
   device::group_bcast(local, 0, theirs);
-  const std::uint32_t context = std::max(mine, static_cast<std::uint32_t>(theirs.at(0)));
-  device::rt->next_context = std::max(device::rt->next_context, context + 2);
+  const std::uint32_t context = device::context_agree_inter(
+      local, 0, link, std::max(mine, static_cast<std::uint32_t>(theirs.at(0))));
   --device::rt->agreeing;
   const bool mine_high = high != 0;
   const bool theirs_high = theirs.at(1) != 0;

@@ -118,6 +118,19 @@ MPI_Status *status_at(MPI_Status statuses[], int i) {
   return statuses == MPI_STATUSES_IGNORE ? MPI_STATUS_IGNORE : &statuses[i];
 }
 
+// The calls with an array of statuses write MPI_ERROR only when they return
+// MPI_ERR_IN_STATUS: into status k from the first error on, and MPI_SUCCESS
+// into the statuses before it.
+void status_error_note(MPI_Status statuses[], int k, int error, bool &any_error) {
+  const bool first = error != MPI_SUCCESS && !any_error;
+  any_error = any_error || error != MPI_SUCCESS;
+  if (statuses == MPI_STATUSES_IGNORE || !any_error) return;
+  if (first) {
+    for (int j = 0; j < k; ++j) statuses[j].MPI_ERROR = MPI_SUCCESS;
+  }
+  statuses[k].MPI_ERROR = error;
+}
+
 // The index of the first completed non-null request, -1 if none, or
 // MPI_UNDEFINED when all are null.
 int first_finished(int count, const MPI_Request requests[]) {
@@ -141,8 +154,7 @@ int finish_some(int count, MPI_Request requests[], int indices[], MPI_Status sta
     any_active = true;
     if (!is_done(live(requests[i]))) continue;
     const int error = request_finish(&requests[i], status_at(statuses, done));
-    api::status_set_error(status_at(statuses, done), error);
-    any_error = any_error || error != MPI_SUCCESS;
+    status_error_note(statuses, done, error, any_error);
     indices[done++] = i;
   }
   return any_active ? done : MPI_UNDEFINED;
@@ -200,8 +212,7 @@ int finish_some(int count, MPI_Request requests[], int indices[], MPI_Status sta
       continue;
     }
     const int error = request_finish(&requests[i], status);
-    api::status_set_error(status, error);
-    any_error = any_error || error != MPI_SUCCESS;
+    status_error_note(statuses, i, error, any_error);
   }
   return in_status_result(call, any_error);
 }
@@ -265,6 +276,36 @@ bool finish_at_once(MPI_Request *handle, device::request &r, MPI_Status *status)
   return true;
 }
 
+// A Test's one poll, when no other thread holds the call lock: its events
+// (0 when the lock is taken).
+int poll_if_free() {
+  if (!device::call_lock_try_enter()) return 0;
+  const int events = device::progress_poll();
+  device::call_lock_leave();
+  return events;
+}
+
+// Tests in a row on this thread (MULTIPLE only) that found nothing complete
+// and polled no event. Past IRIS_SPIN_COUNT each gives the core away, as a
+// wait's spin does (unlocked_until): threads looping on a Test would
+// otherwise keep the call lock's holder, and other ranks, off the cores
+// whenever threads outnumber them (test/mpi/threads.c, phase H, at 4 ranks
+// with the load at 27: 38 s of MPI_Test loops against 0.03 s of MPI_Wait).
+constinit thread_local int tests_idle = 0;
+
+void test_idle(int events) {
+  int &idle = tests_idle;  // one lookup of the thread_local
+  if (events > 0) {
+    idle = 0;
+    return;
+  }
+  if (++idle > device::rt->spin_limit) sched_yield();
+}
+
+void test_found() {
+  tests_idle = 0;
+}
+
 [[gnu::noinline, gnu::cold]] int wait_multiple(MPI_Request *request, MPI_Status *status) {
   device::request *r = nullptr;
   if (request != nullptr && *request != MPI_REQUEST_NULL && unlocked_ok()) {
@@ -285,14 +326,13 @@ bool finish_at_once(MPI_Request *handle, device::request &r, MPI_Status *status)
     r = unlocked_request(*request);
   }
   if (r != nullptr) {
-    if (!device::request_done(*r) && device::call_lock_try_enter()) {
-      device::progress_poll();
-      device::call_lock_leave();
-    }
+    const int events = device::request_done(*r) ? 0 : poll_if_free();
     if (!device::request_done(*r)) {
+      test_idle(events);
       *flag = 0;
       return MPI_SUCCESS;
     }
+    test_found();
     if (finish_at_once(request, *r, status)) {
       *flag = 1;
       return MPI_SUCCESS;
@@ -325,10 +365,8 @@ bool finish_at_once(MPI_Request *handle, device::request &r, MPI_Status *status)
       MPI_Status *status = status_at(statuses, i);
       if (requests[i] == MPI_REQUEST_NULL) {
         api::status_empty(status);
-      } else if (finish_at_once(&requests[i], *device::rt->requests.from_handle(requests[i]),
-                                status)) {
-        api::status_set_error(status, MPI_SUCCESS);
-      } else {
+      } else if (!finish_at_once(&requests[i], *device::rt->requests.from_handle(requests[i]),
+                                 status)) {
         rest = true;
       }
     }
@@ -336,15 +374,305 @@ bool finish_at_once(MPI_Request *handle, device::request &r, MPI_Status *status)
     const device::api_guard guard;
     bool any_error = false;
     for (int i = 0; i < count; ++i) {
-      if (requests[i] == MPI_REQUEST_NULL) continue;
-      const int error = request_finish(&requests[i], status_at(statuses, i));
-      api::status_set_error(status_at(statuses, i), error);
-      any_error = any_error || error != MPI_SUCCESS;
+      // Null now: null before, or finished above (its status is filled).
+      const int error = requests[i] == MPI_REQUEST_NULL
+                            ? MPI_SUCCESS
+                            : request_finish(&requests[i], status_at(statuses, i));
+      status_error_note(statuses, i, error, any_error);
     }
     return in_status_result("MPI_Waitall", any_error);
   }
   const device::api_guard guard;
   return waitall_body(count, requests, statuses);
+}
+
+// The bodies of MPI_Testall, MPI_Waitany, MPI_Testany, MPI_Waitsome and
+// MPI_Testsome: the whole call below MULTIPLE, and under MULTIPLE (with the
+// call lock held) whatever cannot run without it. Templates only so that
+// the MULTIPLE fallback's copy (Fallback) has lambdas of its own: with one
+// copy, progress_until's instance for Waitany's lambda had two callers and
+// was no longer inlined below MULTIPLE (callgrind: 25 more instructions a
+// Waitany).
+template <bool Fallback>
+[[gnu::always_inline]] inline int testall_body(int count, MPI_Request requests[], int *flag,
+                                               MPI_Status statuses[]) {
+  const char *call = "MPI_Testall";
+  if (int err = api::check_not_null(call, nullptr, flag, "flag")) return err;
+  if (int err = check_requests(call, count, requests)) return err;
+  device::progress_poll();
+  *flag = 0;
+  for (int i = 0; i < count; ++i) {
+    if (!finished(requests[i])) return MPI_SUCCESS;
+  }
+  *flag = 1;
+  bool any_error = false;
+  for (int i = 0; i < count; ++i) {
+    if (requests[i] == MPI_REQUEST_NULL) {
+      api::status_empty(status_at(statuses, i));
+      continue;
+    }
+    const int error = request_finish(&requests[i], status_at(statuses, i));
+    status_error_note(statuses, i, error, any_error);
+  }
+  return in_status_result(call, any_error);
+}
+
+template <bool Fallback>
+[[gnu::always_inline]] inline int waitany_body(int count, MPI_Request requests[], int *index,
+                                               MPI_Status *status) {
+  const char *call = "MPI_Waitany";
+  if (int err = api::check_not_null(call, nullptr, index, "index")) return err;
+  if (int err = check_requests(call, count, requests)) return err;
+  int found = -1;
+  device::progress_until([&] { return (found = first_finished(count, requests)) != -1; });
+  *index = found;
+  if (found == MPI_UNDEFINED) {
+    api::status_empty(status);
+    return MPI_SUCCESS;
+  }
+  const device::communicator *comm = live(requests[found]).comm;
+  return single_result(call, comm, request_finish(&requests[found], status));
+}
+
+template <bool Fallback>
+[[gnu::always_inline]] inline int testany_body(int count, MPI_Request requests[], int *index,
+                                               int *flag, MPI_Status *status) {
+  const char *call = "MPI_Testany";
+  if (int err = api::check_not_null(call, nullptr, index, "index")) return err;
+  if (int err = api::check_not_null(call, nullptr, flag, "flag")) return err;
+  if (int err = check_requests(call, count, requests)) return err;
+  device::progress_poll();
+  const int found = first_finished(count, requests);
+  *flag = found != -1 ? 1 : 0;
+  *index = found == -1 ? MPI_UNDEFINED : found;
+  if (found == -1) return MPI_SUCCESS;
+  if (found == MPI_UNDEFINED) {
+    api::status_empty(status);
+    return MPI_SUCCESS;
+  }
+  const device::communicator *comm = live(requests[found]).comm;
+  return single_result(call, comm, request_finish(&requests[found], status));
+}
+
+template <bool Fallback>
+[[gnu::always_inline]] inline int waitsome_body(int incount, MPI_Request requests[], int *outcount,
+                                                int indices[], MPI_Status statuses[]) {
+  const char *call = "MPI_Waitsome";
+  if (int err = api::check_not_null(call, nullptr, outcount, "outcount")) return err;
+  if (int err = check_requests(call, incount, requests)) return err;
+  if (incount > 0) {
+    if (int err = api::check_not_null(call, nullptr, indices, "array_of_indices")) return err;
+  }
+  device::progress_until([&] { return first_finished(incount, requests) != -1; });
+  bool any_error = false;
+  *outcount = finish_some(incount, requests, indices, statuses, any_error);
+  return in_status_result(call, any_error);
+}
+
+template <bool Fallback>
+[[gnu::always_inline]] inline int testsome_body(int incount, MPI_Request requests[], int *outcount,
+                                                int indices[], MPI_Status statuses[]) {
+  const char *call = "MPI_Testsome";
+  if (int err = api::check_not_null(call, nullptr, outcount, "outcount")) return err;
+  if (int err = check_requests(call, incount, requests)) return err;
+  if (incount > 0) {
+    if (int err = api::check_not_null(call, nullptr, indices, "array_of_indices")) return err;
+  }
+  device::progress_poll();
+  bool any_error = false;
+  *outcount = finish_some(incount, requests, indices, statuses, any_error);
+  return in_status_result(call, any_error);
+}
+
+// MPI_THREAD_MULTIPLE's Waitany, Waitsome, Testall, Testany and Testsome,
+// as waitall_multiple: when every handle of the array is null or names an
+// ordinary send or receive request (unlocked_request), and one at least is
+// not null, the completions are read without the call lock and the waits
+// poll through the try-lock (unlocked_until; a Test polls once, if the lock
+// is free). Requests complete at once go back to this thread's cache
+// (finish_at_once); any other is finished under the call lock. Anything
+// else (all null, bad arguments, persistent, extended or collective
+// requests, a callback's call) runs the body under the call lock.
+
+// Whether `requests` allows the unlocked path: see above.
+bool unlocked_array(int count, const MPI_Request requests[]) {
+  if (count <= 0 || requests == nullptr || !unlocked_ok()) return false;
+  bool any = false;
+  for (int i = 0; i < count; ++i) {
+    if (requests[i] == MPI_REQUEST_NULL) continue;
+    if (unlocked_request(requests[i]) == nullptr) return false;
+    any = true;
+  }
+  return any;
+}
+
+// The index of the first complete request of an array unlocked_array
+// accepted, or -1.
+int first_done_unlocked(int count, const MPI_Request requests[]) {
+  for (int i = 0; i < count; ++i) {
+    if (requests[i] != MPI_REQUEST_NULL &&
+        device::request_done(*device::rt->requests.from_handle(requests[i]))) {
+      return i;
+    }
+  }
+  return -1;
+}
+
+bool all_done_unlocked(int count, const MPI_Request requests[]) {
+  for (int i = 0; i < count; ++i) {
+    if (requests[i] != MPI_REQUEST_NULL &&
+        !device::request_done(*device::rt->requests.from_handle(requests[i]))) {
+      return false;
+    }
+  }
+  return true;
+}
+
+// MPI_Waitany's and MPI_Testany's end: finishes complete request `i`.
+int finish_one_unlocked(const char *call, MPI_Request requests[], int i, MPI_Status *status) {
+  device::request &r = *device::rt->requests.from_handle(requests[i]);
+  if (finish_at_once(&requests[i], r, status)) return MPI_SUCCESS;
+  const device::api_guard guard;
+  const device::communicator *comm = r.comm;
+  return single_result(call, comm, request_finish(&requests[i], status));
+}
+
+// MPI_Testall's end, every request complete.
+int finish_all_unlocked(const char *call, int count, MPI_Request requests[],
+                        MPI_Status statuses[]) {
+  bool rest = false;
+  for (int i = 0; i < count; ++i) {
+    MPI_Status *status = status_at(statuses, i);
+    if (requests[i] == MPI_REQUEST_NULL) {
+      api::status_empty(status);
+    } else if (!finish_at_once(&requests[i], *device::rt->requests.from_handle(requests[i]),
+                               status)) {
+      rest = true;
+    }
+  }
+  if (!rest) return MPI_SUCCESS;
+  bool any_error = false;
+  {
+    const device::api_guard guard;
+    for (int i = 0; i < count; ++i) {
+      // Null now: null before, or finished above (its status is filled).
+      const int error = requests[i] == MPI_REQUEST_NULL
+                            ? MPI_SUCCESS
+                            : request_finish(&requests[i], status_at(statuses, i));
+      status_error_note(statuses, i, error, any_error);
+    }
+  }
+  return in_status_result(call, any_error);
+}
+
+// MPI_Waitsome's and MPI_Testsome's end: finishes every complete request.
+int finish_some_unlocked(const char *call, int count, MPI_Request requests[], int *outcount,
+                         int indices[], MPI_Status statuses[]) {
+  int done = 0;
+  bool rest = false;
+  for (int i = 0; i < count; ++i) {
+    if (requests[i] == MPI_REQUEST_NULL) continue;
+    device::request &r = *device::rt->requests.from_handle(requests[i]);
+    if (!device::request_done(r)) continue;
+    if (finish_at_once(&requests[i], r, status_at(statuses, done))) {
+      indices[done++] = i;
+    } else {
+      rest = true;
+    }
+  }
+  bool any_error = false;
+  if (rest) {
+    const device::api_guard guard;
+    for (int i = 0; i < count; ++i) {
+      if (requests[i] == MPI_REQUEST_NULL || !device::request_done(live(requests[i]))) continue;
+      const int error = request_finish(&requests[i], status_at(statuses, done));
+      status_error_note(statuses, done, error, any_error);
+      indices[done++] = i;
+    }
+  }
+  *outcount = done;
+  return in_status_result(call, any_error);
+}
+
+[[gnu::noinline, gnu::cold]] int waitany_multiple(int count, MPI_Request requests[], int *index,
+                                                  MPI_Status *status) {
+  if (index != nullptr && unlocked_array(count, requests)) {
+    int found = -1;
+    unlocked_until([&] { return (found = first_done_unlocked(count, requests)) >= 0; });
+    *index = found;
+    return finish_one_unlocked("MPI_Waitany", requests, found, status);
+  }
+  const device::api_guard guard;
+  return waitany_body<true>(count, requests, index, status);
+}
+
+[[gnu::noinline, gnu::cold]] int testany_multiple(int count, MPI_Request requests[], int *index,
+                                                  int *flag, MPI_Status *status) {
+  if (index != nullptr && flag != nullptr && unlocked_array(count, requests)) {
+    int found = first_done_unlocked(count, requests);
+    if (found < 0) {
+      const int events = poll_if_free();
+      found = first_done_unlocked(count, requests);
+      if (found < 0) test_idle(events);
+    }
+    *flag = found >= 0 ? 1 : 0;
+    *index = found >= 0 ? found : MPI_UNDEFINED;
+    if (found < 0) return MPI_SUCCESS;
+    test_found();
+    return finish_one_unlocked("MPI_Testany", requests, found, status);
+  }
+  const device::api_guard guard;
+  return testany_body<true>(count, requests, index, flag, status);
+}
+
+[[gnu::noinline, gnu::cold]] int testall_multiple(int count, MPI_Request requests[], int *flag,
+                                                  MPI_Status statuses[]) {
+  if (flag != nullptr && unlocked_array(count, requests)) {
+    if (!all_done_unlocked(count, requests)) {
+      const int events = poll_if_free();
+      if (!all_done_unlocked(count, requests)) {
+        test_idle(events);
+        *flag = 0;
+        return MPI_SUCCESS;
+      }
+    }
+    test_found();
+    *flag = 1;
+    return finish_all_unlocked("MPI_Testall", count, requests, statuses);
+  }
+  const device::api_guard guard;
+  return testall_body<true>(count, requests, flag, statuses);
+}
+
+[[gnu::noinline, gnu::cold]] int waitsome_multiple(int incount, MPI_Request requests[],
+                                                   int *outcount, int indices[],
+                                                   MPI_Status statuses[]) {
+  if (outcount != nullptr && indices != nullptr && unlocked_array(incount, requests)) {
+    unlocked_until([&] { return first_done_unlocked(incount, requests) >= 0; });
+    return finish_some_unlocked("MPI_Waitsome", incount, requests, outcount, indices, statuses);
+  }
+  const device::api_guard guard;
+  return waitsome_body<true>(incount, requests, outcount, indices, statuses);
+}
+
+[[gnu::noinline, gnu::cold]] int testsome_multiple(int incount, MPI_Request requests[],
+                                                   int *outcount, int indices[],
+                                                   MPI_Status statuses[]) {
+  if (outcount != nullptr && indices != nullptr && unlocked_array(incount, requests)) {
+    if (first_done_unlocked(incount, requests) >= 0) {
+      test_found();
+    } else {
+      const int events = poll_if_free();
+      if (first_done_unlocked(incount, requests) < 0) {
+        test_idle(events);
+      } else {
+        test_found();
+      }
+    }
+    return finish_some_unlocked("MPI_Testsome", incount, requests, outcount, indices, statuses);
+  }
+  const device::api_guard guard;
+  return testsome_body<true>(incount, requests, outcount, indices, statuses);
 }
 }  // namespace
 
@@ -375,92 +703,45 @@ int MPI_Waitall(int count, MPI_Request requests[], MPI_Status statuses[]) {
 }
 
 int MPI_Testall(int count, MPI_Request requests[], int *flag, MPI_Status statuses[]) {
-  const device::api_guard guard;
-  const char *call = "MPI_Testall";
-  if (int err = api::check_not_null(call, nullptr, flag, "flag")) return err;
-  if (int err = check_requests(call, count, requests)) return err;
-  device::progress_poll();
-  *flag = 0;
-  for (int i = 0; i < count; ++i) {
-    if (!finished(requests[i])) return MPI_SUCCESS;
-  }
-  *flag = 1;
-  bool any_error = false;
-  for (int i = 0; i < count; ++i) {
-    if (requests[i] == MPI_REQUEST_NULL) {
-      api::status_empty(status_at(statuses, i));
-      continue;
-    }
-    const int error = request_finish(&requests[i], status_at(statuses, i));
-    api::status_set_error(status_at(statuses, i), error);
-    any_error = any_error || error != MPI_SUCCESS;
-  }
-  return in_status_result(call, any_error);
+  return device::api_send_call(
+      // below MULTIPLE
+      [&] { return testall_body<false>(count, requests, flag, statuses); },
+      // MULTIPLE: without the call lock when it can
+      [&] { return testall_multiple(count, requests, flag, statuses); });
 }
 
 int MPI_Waitany(int count, MPI_Request requests[], int *index, MPI_Status *status) {
-  const device::api_guard guard;
-  const char *call = "MPI_Waitany";
-  if (int err = api::check_not_null(call, nullptr, index, "index")) return err;
-  if (int err = check_requests(call, count, requests)) return err;
-  int found = -1;
-  device::progress_until([&] { return (found = first_finished(count, requests)) != -1; });
-  *index = found;
-  if (found == MPI_UNDEFINED) {
-    api::status_empty(status);
-    return MPI_SUCCESS;
-  }
-  const device::communicator *comm = live(requests[found]).comm;
-  return single_result(call, comm, request_finish(&requests[found], status));
+  return device::api_send_call(
+      // below MULTIPLE
+      [&] { return waitany_body<false>(count, requests, index, status); },
+      // MULTIPLE: without the call lock when it can
+      [&] { return waitany_multiple(count, requests, index, status); });
 }
 
 int MPI_Testany(int count, MPI_Request requests[], int *index, int *flag, MPI_Status *status) {
-  const device::api_guard guard;
-  const char *call = "MPI_Testany";
-  if (int err = api::check_not_null(call, nullptr, index, "index")) return err;
-  if (int err = api::check_not_null(call, nullptr, flag, "flag")) return err;
-  if (int err = check_requests(call, count, requests)) return err;
-  device::progress_poll();
-  const int found = first_finished(count, requests);
-  *flag = found != -1 ? 1 : 0;
-  *index = found == -1 ? MPI_UNDEFINED : found;
-  if (found == -1) return MPI_SUCCESS;
-  if (found == MPI_UNDEFINED) {
-    api::status_empty(status);
-    return MPI_SUCCESS;
-  }
-  const device::communicator *comm = live(requests[found]).comm;
-  return single_result(call, comm, request_finish(&requests[found], status));
+  return device::api_send_call(
+      // below MULTIPLE
+      [&] { return testany_body<false>(count, requests, index, flag, status); },
+      // MULTIPLE: without the call lock when it can
+      [&] { return testany_multiple(count, requests, index, flag, status); });
 }
 
 int MPI_Waitsome(int incount, MPI_Request requests[], int *outcount, int indices[],
                  MPI_Status statuses[]) {
-  const device::api_guard guard;
-  const char *call = "MPI_Waitsome";
-  if (int err = api::check_not_null(call, nullptr, outcount, "outcount")) return err;
-  if (int err = check_requests(call, incount, requests)) return err;
-  if (incount > 0) {
-    if (int err = api::check_not_null(call, nullptr, indices, "array_of_indices")) return err;
-  }
-  device::progress_until([&] { return first_finished(incount, requests) != -1; });
-  bool any_error = false;
-  *outcount = finish_some(incount, requests, indices, statuses, any_error);
-  return in_status_result(call, any_error);
+  return device::api_send_call(
+      // below MULTIPLE
+      [&] { return waitsome_body<false>(incount, requests, outcount, indices, statuses); },
+      // MULTIPLE: without the call lock when it can
+      [&] { return waitsome_multiple(incount, requests, outcount, indices, statuses); });
 }
 
 int MPI_Testsome(int incount, MPI_Request requests[], int *outcount, int indices[],
                  MPI_Status statuses[]) {
-  const device::api_guard guard;
-  const char *call = "MPI_Testsome";
-  if (int err = api::check_not_null(call, nullptr, outcount, "outcount")) return err;
-  if (int err = check_requests(call, incount, requests)) return err;
-  if (incount > 0) {
-    if (int err = api::check_not_null(call, nullptr, indices, "array_of_indices")) return err;
-  }
-  device::progress_poll();
-  bool any_error = false;
-  *outcount = finish_some(incount, requests, indices, statuses, any_error);
-  return in_status_result(call, any_error);
+  return device::api_send_call(
+      // below MULTIPLE
+      [&] { return testsome_body<false>(incount, requests, outcount, indices, statuses); },
+      // MULTIPLE: without the call lock when it can
+      [&] { return testsome_multiple(incount, requests, outcount, indices, statuses); });
 }
 
 int MPI_Request_free(MPI_Request *request) {

@@ -194,6 +194,13 @@ static void truncation(void) {
         sts[2].MPI_ERROR);
   CHECK(fits[7] == 8, "the receive that fits got %d", fits[7]);
   MPI_Wait(&s, MPI_STATUS_IGNORE);
+  /* When none fails, the array's error fields are left as they were. */
+  MPI_Isend(big, 8, MPI_INT, p, 16, MPI_COMM_WORLD, &rs[0]);
+  MPI_Irecv(fits, 8, MPI_INT, p, 16, MPI_COMM_WORLD, &rs[1]);
+  sts[0].MPI_ERROR = sts[1].MPI_ERROR = MPI_ERR_DIMS;
+  CHECK(MPI_Waitall(2, rs, sts) == MPI_SUCCESS && sts[0].MPI_ERROR == MPI_ERR_DIMS &&
+            sts[1].MPI_ERROR == MPI_ERR_DIMS,
+        "a Waitall without errors wrote MPI_ERROR %d %d", sts[0].MPI_ERROR, sts[1].MPI_ERROR);
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL);
 }
 

@@ -24,8 +24,18 @@
  *      own communicator, 300 windows of 8 Irecvs and 8 Isends of 0-64 bytes
  *      (most go at once, so their requests return to the thread's cache and
  *      their handles come back), finished in turn by MPI_Waitall, MPI_Wait
- *      on each (sends first) and MPI_Test loops; every byte, count, source
- *      and tag checked, and every handle MPI_REQUEST_NULL after.
+ *      on each (sends first), MPI_Test loops, and MPI_Waitany, MPI_Testany,
+ *      MPI_Testall, MPI_Waitsome and MPI_Testsome loops (then once more on
+ *      the all-null array: MPI_UNDEFINED); every byte, count, source and tag
+ *      checked, and every handle MPI_REQUEST_NULL after;
+ *   I. intercommunicators from every thread at once: each thread splits a
+ *      duplicate of its own communicator into the even and the odd ranks and
+ *      joins the halves with MPI_Intercomm_create, duplicates the result
+ *      (MPI_Comm_dup) and splits it (MPI_Comm_split), merges it
+ *      (MPI_Intercomm_merge), sends across each with MPI_ANY_SOURCE and
+ *      MPI_ANY_TAG and its own payload (two threads' communicators on one
+ *      context would hand one thread's bytes to another: every byte, count,
+ *      source and tag checked), and frees them all, four rounds.
  * Usage: threads [messages per thread] */
 #define _POSIX_C_SOURCE 200809L
 #include <pthread.h>
@@ -123,7 +133,80 @@ static void *own_ring(void *arg) {
   return NULL;
 }
 
-/* H. Windows of small messages finished three ways. */
+/* H, modes 3-7: a window finished by MPI_Waitany, MPI_Testany, MPI_Testall,
+ * MPI_Waitsome or MPI_Testsome, each status stored at its request's place;
+ * then the all-null array: MPI_UNDEFINED. */
+static void finish_window(int mode, int n, MPI_Request reqs[], MPI_Status statuses[], int t) {
+  int left = n, index = -2, flag = 0, outcount = -2;
+  int indices[16];
+  MPI_Status one, some[16];
+  while (left > 0) {
+    switch (mode) {
+      case 3:
+      case 4:
+        if (mode == 3) {
+          TCHECK(MPI_Waitany(n, reqs, &index, &one) == MPI_SUCCESS, "thread %d waitany", t);
+          flag = 1;
+        } else {
+          TCHECK(MPI_Testany(n, reqs, &index, &flag, &one) == MPI_SUCCESS, "thread %d testany", t);
+        }
+        if (!flag) {
+          TCHECK(index == MPI_UNDEFINED, "thread %d: testany index %d without a flag", t, index);
+          break;
+        }
+        TCHECK(index >= 0 && index < n && reqs[index] == MPI_REQUEST_NULL, "thread %d: index %d", t,
+               index);
+        if (index < 0 || index >= n) return;
+        statuses[index] = one;
+        --left;
+        break;
+      case 5:
+        TCHECK(MPI_Testall(n, reqs, &flag, statuses) == MPI_SUCCESS, "thread %d testall", t);
+        if (flag) left = 0;
+        break;
+      default:
+        if (mode == 6) {
+          TCHECK(MPI_Waitsome(n, reqs, &outcount, indices, some) == MPI_SUCCESS,
+                 "thread %d waitsome", t);
+          TCHECK(outcount >= 1, "thread %d: waitsome outcount %d", t, outcount);
+        } else {
+          TCHECK(MPI_Testsome(n, reqs, &outcount, indices, some) == MPI_SUCCESS,
+                 "thread %d testsome", t);
+        }
+        if (outcount < 0 || outcount > left) return;
+        for (int k = 0; k < outcount; ++k) {
+          const int i = indices[k];
+          TCHECK(i >= 0 && i < n && reqs[i] == MPI_REQUEST_NULL, "thread %d: index %d", t, i);
+          if (i >= 0 && i < n) statuses[i] = some[k];
+        }
+        left -= outcount;
+    }
+  }
+  index = flag = outcount = -2;
+  switch (mode) {
+    case 3:
+      MPI_Waitany(n, reqs, &index, MPI_STATUS_IGNORE);
+      TCHECK(index == MPI_UNDEFINED, "thread %d: waitany on nulls: %d", t, index);
+      break;
+    case 4:
+      MPI_Testany(n, reqs, &index, &flag, MPI_STATUS_IGNORE);
+      TCHECK(index == MPI_UNDEFINED && flag == 1, "thread %d: testany on nulls", t);
+      break;
+    case 5:
+      MPI_Testall(n, reqs, &flag, MPI_STATUSES_IGNORE);
+      TCHECK(flag == 1, "thread %d: testall on nulls", t);
+      break;
+    default:
+      if (mode == 6) {
+        MPI_Waitsome(n, reqs, &outcount, indices, MPI_STATUSES_IGNORE);
+      } else {
+        MPI_Testsome(n, reqs, &outcount, indices, MPI_STATUSES_IGNORE);
+      }
+      TCHECK(outcount == MPI_UNDEFINED, "thread %d: some on nulls: %d", t, outcount);
+  }
+}
+
+/* H. Windows of small messages finished eight ways. */
 static void *small_windows(void *arg) {
   const int t = (int)*(long *)arg;
   const int to = (rank + 1) % size, from = (rank + size - 1) % size;
@@ -139,8 +222,10 @@ static void *small_windows(void *arg) {
       fill(out[w], n, rank, t, seq);
       MPI_Isend(out[w], n, MPI_BYTE, to, t, own[t], &reqs[W + w]);
     }
-    const int mode = round % 3;
-    if (mode == 0) {
+    const int mode = round % 8;
+    if (mode >= 3) {
+      finish_window(mode, 2 * W, reqs, statuses, t);
+    } else if (mode == 0) {
       TCHECK(MPI_Waitall(2 * W, reqs, statuses) == MPI_SUCCESS, "thread %d waitall", t);
     } else {
       for (int k = 0; k < 2 * W; ++k) {
@@ -412,6 +497,103 @@ static void *left_posted(void *arg) {
   return NULL;
 }
 
+/* I. Every rank of the other group sends every rank of this one a message
+ * of this thread's; received with wildcards, each sender once. */
+static int world_of_remote(int color, int r) {
+  return 2 * r + (1 - color);
+}
+
+static void across(MPI_Comm inter, int t, int seq, int color) {
+  int local_n = -1, remote_n = -1;
+  MPI_Comm_size(inter, &local_n);
+  MPI_Comm_remote_size(inter, &remote_n);
+  const int evens = (size + 1) / 2;
+  TCHECK(local_n == (color == 0 ? evens : size - evens) && remote_n == size - local_n,
+         "thread %d: groups of %d and %d", t, local_n, remote_n);
+  const int n = size_of(seq, t);
+  unsigned char *out = malloc(70000), *in = malloc(70000);
+  MPI_Request *sends = malloc(sizeof(MPI_Request) * (size_t)remote_n);
+  int *heard = calloc((size_t)remote_n, sizeof(int));
+  fill(out, n, rank, t, seq);
+  for (int r = 0; r < remote_n; ++r) MPI_Isend(out, n, MPI_BYTE, r, seq % 7, inter, &sends[r]);
+  for (int k = 0; k < remote_n; ++k) {
+    MPI_Status st;
+    MPI_Recv(in, 70000, MPI_BYTE, MPI_ANY_SOURCE, MPI_ANY_TAG, inter, &st);
+    int count = -1;
+    MPI_Get_count(&st, MPI_BYTE, &count);
+    const int src = st.MPI_SOURCE;
+    TCHECK(src >= 0 && src < remote_n && st.MPI_TAG == seq % 7 && count == n,
+           "thread %d message %d: from %d tag %d, %d bytes (want %d)", t, seq, src, st.MPI_TAG,
+           count, n);
+    if (src < 0 || src >= remote_n || count != n) continue;
+    TCHECK(heard[src]++ == 0, "thread %d message %d: twice from %d", t, seq, src);
+    const int at = bad_byte(in, n, world_of_remote(color, src), t, seq);
+    TCHECK(at < 0, "thread %d message %d from %d: byte %d differs", t, seq, src, at);
+  }
+  MPI_Waitall(remote_n, sends, MPI_STATUSES_IGNORE);
+  free(heard);
+  free(sends);
+  free(in);
+  free(out);
+}
+
+/* A ring over the merged communicator (the even ranks first). */
+static void merged_ring(MPI_Comm merged, int t, int seq) {
+  const int evens = (size + 1) / 2;
+  int me = -1, n = -1;
+  MPI_Comm_rank(merged, &me);
+  MPI_Comm_size(merged, &n);
+  TCHECK(n == size && me == (rank % 2 == 0 ? rank / 2 : evens + rank / 2),
+         "thread %d: rank %d of %d in the merged communicator", t, me, n);
+  const int left = (me + n - 1) % n;
+  const int left_world = left < evens ? 2 * left : 2 * (left - evens) + 1;
+  const int bytes = size_of(seq, t);
+  unsigned char *out = malloc(70000), *in = malloc(70000);
+  fill(out, bytes, rank, t, seq);
+  MPI_Status st;
+  MPI_Sendrecv(out, bytes, MPI_BYTE, (me + 1) % n, 3, in, 70000, MPI_BYTE, MPI_ANY_SOURCE,
+               MPI_ANY_TAG, merged, &st);
+  int count = -1;
+  MPI_Get_count(&st, MPI_BYTE, &count);
+  TCHECK(st.MPI_SOURCE == left && st.MPI_TAG == 3 && count == bytes,
+         "thread %d merged: from %d tag %d, %d bytes", t, st.MPI_SOURCE, st.MPI_TAG, count);
+  if (count == bytes) {
+    const int at = bad_byte(in, bytes, left_world, t, seq);
+    TCHECK(at < 0, "thread %d merged message %d: byte %d differs", t, seq, at);
+  }
+  free(in);
+  free(out);
+}
+
+static void *intercomms(void *arg) {
+  const int t = (int)*(long *)arg;
+  const int color = rank % 2;
+  for (int round = 0; round < 4; ++round) {
+    MPI_Comm parent, half, inter, dup, split, merged;
+    TCHECK(MPI_Comm_dup(own[t], &parent) == MPI_SUCCESS, "thread %d dup", t);
+    TCHECK(MPI_Comm_split(parent, color, rank, &half) == MPI_SUCCESS, "thread %d split", t);
+    /* The leaders are rank 0 of each half: world (and parent) ranks 0 and 1. */
+    TCHECK(MPI_Intercomm_create(half, 0, parent, 1 - color, 40 + t, &inter) == MPI_SUCCESS,
+           "thread %d Intercomm_create", t);
+    TCHECK(MPI_Comm_dup(inter, &dup) == MPI_SUCCESS, "thread %d dup of the intercomm", t);
+    TCHECK(MPI_Comm_split(inter, 0, rank, &split) == MPI_SUCCESS, "thread %d inter split", t);
+    TCHECK(MPI_Intercomm_merge(inter, color, &merged) == MPI_SUCCESS, "thread %d merge", t);
+    const int seq = round * 8;
+    across(inter, t, seq, color);
+    across(dup, t, seq + 1, color);
+    across(split, t, seq + 2, color);
+    merged_ring(merged, t, seq + 3);
+    across(inter, t, seq + 4, color);
+    MPI_Comm_free(&merged);
+    MPI_Comm_free(&split);
+    MPI_Comm_free(&dup);
+    MPI_Comm_free(&inter);
+    MPI_Comm_free(&half);
+    MPI_Comm_free(&parent);
+  }
+  return NULL;
+}
+
 int main(int argc, char **argv) {
   int provided = -1;
   MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
@@ -449,6 +631,7 @@ int main(int argc, char **argv) {
     pthread_barrier_destroy(&sent);
   }
   run_threads(small_windows);
+  if (size > 1) run_threads(intercomms);
 
   check_failures += __atomic_load_n(&failures, __ATOMIC_RELAXED);
   for (int t = 0; t < T; ++t) MPI_Comm_free(&own[t]);

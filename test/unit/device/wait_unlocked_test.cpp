@@ -8,11 +8,16 @@
 //   - MPI_Wait, MPI_Test and MPI_Waitall from three threads on their own
 //     requests, which a fourth completes under the call lock in a shuffled
 //     order; requests complete at once (an unlocked MPI_Isend's) go back
-//     into their thread's cache.
+//     into their thread's cache;
+//   - MPI_Waitany, MPI_Testany, MPI_Testall, MPI_Waitsome and MPI_Testsome
+//     the same way, on slices of one shared array and on private arrays,
+//     with a null entry, a truncated receive now and then (MPI_ERR_IN_STATUS
+//     in the calls with an array of statuses), and the all-null array after.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <atomic>
+#include <memory>
 #include <random>
 #include <thread>
 #include <vector>
@@ -234,6 +239,219 @@ TEST(UnlockedCompletion, SeededStressWaitTestWaitallWithoutTheCallLock) {
   for (auto &t : pool) t.join();
   EXPECT_EQ(bad.load(), 0);
   EXPECT_EQ(rt->requests.live(), 0U);  // every receive released, every cache dropped
+}
+
+// A call of the five on `reqs`: each round's `n` entries finished in some
+// number of calls; `seen[i]` counts request i's completions and `st[i]`
+// holds its status. Returns false on a broken rule.
+bool finish_array(int mode, int n, MPI_Request reqs[], MPI_Status st[], int seen[]) {
+  MPI_Status one;
+  MPI_Status many[8];
+  int indices[8];
+  int left = 0;
+  for (int i = 0; i < n; ++i) left += reqs[i] != MPI_REQUEST_NULL ? 1 : 0;
+  while (left > 0) {
+    for (MPI_Status &m : many) m.MPI_ERROR = -1;
+    one.MPI_ERROR = -1;
+    int index = -2;
+    int flag = 0;
+    int outcount = -2;
+    int err = MPI_SUCCESS;
+    switch (mode) {
+      case 0:
+        err = MPI_Waitany(n, reqs, &index, &one);
+        flag = 1;
+        break;
+      case 1:
+        err = MPI_Testany(n, reqs, &index, &flag, &one);
+        if (flag == 0 && index != MPI_UNDEFINED) return false;
+        break;
+      case 2:
+        err = MPI_Testall(n, reqs, &flag, many);
+        if (flag == 0) continue;
+        for (int i = 0; i < n; ++i) {
+          if (reqs[i] != MPI_REQUEST_NULL) return false;
+          seen[i] = 1;
+          st[i] = many[i];
+          // With MPI_ERR_IN_STATUS every status says how its request went.
+          if (err == MPI_ERR_IN_STATUS && many[i].MPI_ERROR == -1) return false;
+        }
+        left = 0;
+        if (err != MPI_SUCCESS && err != MPI_ERR_IN_STATUS) return false;
+        continue;
+      case 3:
+      default:
+        err = mode == 3 ? MPI_Waitsome(n, reqs, &outcount, indices, many)
+                        : MPI_Testsome(n, reqs, &outcount, indices, many);
+        if (outcount < 0 || outcount > left || (mode == 3 && outcount == 0)) return false;
+        for (int k = 0; k < outcount; ++k) {
+          const int i = indices[k];
+          if (i < 0 || i >= n || reqs[i] != MPI_REQUEST_NULL || seen[i]++ != 0) return false;
+          st[i] = many[k];
+          if (err == MPI_ERR_IN_STATUS && many[k].MPI_ERROR == -1) return false;
+          --left;
+        }
+        if (err != MPI_SUCCESS && err != MPI_ERR_IN_STATUS) return false;
+        continue;
+    }
+    if (flag == 0) continue;
+    if (index < 0 || index >= n || reqs[index] != MPI_REQUEST_NULL || seen[index]++ != 0) {
+      return false;
+    }
+    // A single status: the error is the call's, never MPI_ERR_IN_STATUS.
+    if (err != MPI_SUCCESS && err != MPI_ERR_TRUNCATE) return false;
+    one.MPI_ERROR = err;
+    st[index] = one;
+    --left;
+  }
+  // All null now: MPI_UNDEFINED, a flag set, an empty status.
+  int index = -2;
+  int flag = 0;
+  int outcount = -2;
+  switch (mode) {
+    case 0:
+      return MPI_Waitany(n, reqs, &index, MPI_STATUS_IGNORE) == MPI_SUCCESS &&
+             index == MPI_UNDEFINED;
+    case 1:
+      return MPI_Testany(n, reqs, &index, &flag, MPI_STATUS_IGNORE) == MPI_SUCCESS &&
+             index == MPI_UNDEFINED && flag == 1;
+    case 2:
+      return MPI_Testall(n, reqs, &flag, MPI_STATUSES_IGNORE) == MPI_SUCCESS && flag == 1;
+    case 3:
+      return MPI_Waitsome(n, reqs, &outcount, indices, MPI_STATUSES_IGNORE) == MPI_SUCCESS &&
+             outcount == MPI_UNDEFINED;
+    default:
+      return MPI_Testsome(n, reqs, &outcount, indices, MPI_STATUSES_IGNORE) == MPI_SUCCESS &&
+             outcount == MPI_UNDEFINED;
+  }
+}
+
+TEST(UnlockedCompletion, SeededStressAnySomeTestallWithoutTheCallLock) {
+  ASSERT_EQ(rt, nullptr);
+  const multiple_runtime on;
+  // Errors return (a truncated receive): MPI_COMM_WORLD's handler.
+  rt->comms.resize(2);
+  rt->comms[1] = std::make_unique<communicator>();
+  rt->comms[1]->handle = MPI_COMM_WORLD;
+  rt->comms[1]->errhandler = MPI_ERRORS_RETURN;
+  constexpr int waiters = 3;
+  constexpr int rounds = 300;
+  constexpr int window = 4;      // receives a round, which the completer finishes
+  constexpr int n = window + 2;  // and a send complete at once, and a null entry
+  struct round {
+    std::atomic<int> handles[window];
+  };
+  std::vector<std::vector<round>> work(waiters);
+  for (auto &w : work) w = std::vector<round>(rounds);
+  std::vector<request *> to_complete;
+  call_lock_enter();
+  for (int w = 0; w < waiters; ++w) {
+    for (int k = 0; k < rounds; ++k) {
+      for (int j = 0; j < window; ++j) {
+        request *r = rt->requests.allocate(request_kind::recv, nullptr);
+        work[static_cast<std::size_t>(w)][static_cast<std::size_t>(k)].handles[j].store(
+            request_handle(*r), std::memory_order_relaxed);
+        to_complete.push_back(r);
+      }
+    }
+  }
+  call_lock_leave();
+  std::shuffle(to_complete.begin(), to_complete.end(), std::mt19937(5));
+  std::thread completer([&] {
+    std::mt19937 random(11);
+    std::size_t next = 0;
+    while (next < to_complete.size()) {
+      call_lock_enter();
+      for (int m = static_cast<int>(random() % 8); m >= 0 && next < to_complete.size(); --m) {
+        request *r = to_complete[next++];
+        r->status_source = 1;
+        r->status_tag = static_cast<int>(r->index);
+        r->status_bytes = r->index;
+        r->status_error = r->index % 7 == 0 ? MPI_ERR_TRUNCATE : MPI_SUCCESS;
+        request_complete(*r);
+      }
+      call_lock_leave();
+      if (random() % 4 == 0) std::this_thread::yield();
+    }
+  });
+  std::vector<MPI_Request> shared(static_cast<std::size_t>(waiters * n));
+  std::atomic<int> bad{0};
+  std::atomic<int> truncated{0};
+  std::vector<std::thread> pool;
+  for (int w = 0; w < waiters; ++w) {
+    pool.emplace_back([&, w] {
+      std::mt19937 random(static_cast<unsigned>(71 + w));
+      call_lock_enter();
+      request_cache_fill();
+      call_lock_leave();
+      for (int k = 0; k < rounds; ++k) {
+        round &here = work[static_cast<std::size_t>(w)][static_cast<std::size_t>(k)];
+        MPI_Request own[n];
+        MPI_Request *reqs = k % 2 == 0 ? &shared[static_cast<std::size_t>(w * n)] : own;
+        // The receives, the send and the null entry in a shuffled order.
+        int order[n];
+        for (int i = 0; i < n; ++i) order[i] = i;
+        std::shuffle(order, order + n, random);
+        int tags[n];
+        request *at_once = request_cache_take();  // as an unlocked MPI_Isend
+        if (at_once == nullptr) {
+          bad.fetch_add(1);
+          return;
+        }
+        at_once->complete = true;
+        at_once->at_once = true;
+        at_once->status_tag = -7;
+        for (int i = 0; i < n; ++i) {
+          const int j = order[i];
+          if (j < window) {
+            reqs[i] = here.handles[j].load(std::memory_order_relaxed);
+            tags[i] = static_cast<int>(rt->requests.from_handle(reqs[i])->index);
+          } else if (j == window) {
+            reqs[i] = request_handle(*at_once);
+            tags[i] = -7;
+          } else {
+            reqs[i] = MPI_REQUEST_NULL;
+            tags[i] = MPI_ANY_TAG;
+          }
+        }
+        MPI_Status st[n];
+        int seen[n] = {};
+        const int mode = static_cast<int>(random() % 5);
+        if (!finish_array(mode, n, reqs, st, seen)) bad.fetch_add(1);
+        for (int i = 0; i < n; ++i) {
+          if (reqs[i] != MPI_REQUEST_NULL) bad.fetch_add(1);
+          // Each request reported once; the null entry only by MPI_Testall.
+          if (seen[i] != (order[i] <= window || mode == 2 ? 1 : 0)) bad.fetch_add(1);
+          if (order[i] > window) {
+            if (mode == 2 && (st[i].MPI_SOURCE != MPI_ANY_SOURCE || st[i].MPI_TAG != MPI_ANY_TAG))
+              bad.fetch_add(1);
+            continue;
+          }
+          if (st[i].MPI_TAG != tags[i]) bad.fetch_add(1);
+          if (order[i] < window && st[i].MPI_SOURCE != 1) bad.fetch_add(1);
+          const bool cut = order[i] < window && tags[i] % 7 == 0;
+          if (cut) truncated.fetch_add(1);
+          // Where MPI_ERROR was written (an error somewhere in the call), it
+          // is this request's.
+          if (st[i].MPI_ERROR != -1 && st[i].MPI_ERROR != (cut ? MPI_ERR_TRUNCATE : MPI_SUCCESS))
+            bad.fetch_add(1);
+        }
+        request *again = request_cache_take();
+        if (again != at_once || again->complete || again->at_once || !again->in_use) {
+          bad.fetch_add(1);
+        }
+        request_cache_put(again);
+      }
+      call_lock_enter();
+      request_cache_drop();
+      call_lock_leave();
+    });
+  }
+  completer.join();
+  for (auto &t : pool) t.join();
+  EXPECT_EQ(bad.load(), 0);
+  EXPECT_GT(truncated.load(), 0);
+  EXPECT_EQ(rt->requests.live(), 0U);
 }
 
 }  // namespace
