@@ -219,6 +219,9 @@ static void cancel(void) {
             start);
     }
     MPI_Cancel(&r); /* inactive: nothing to cancel */
+    /* The partner's cancels are settled before the receive below, which
+     * would otherwise match a copy still on its way. */
+    MPI_Barrier(MPI_COMM_WORLD);
     MPI_Start(&r);
     MPI_Wait(&r, &st);
     MPI_Test_cancelled(&st, &flag);
