@@ -5,6 +5,7 @@
 # then prints the median over rounds of each layout's figure, and Iris's
 # ratio to the better peer (above 1: Iris ahead), as a Markdown table.
 #   bench/dtype_compare.sh [build-dir] [bytes] [rounds] [trials]
+# Open MPI runs twice: as installed, and without CMA (openmpi_nocma).
 # Runs go to OUT (default /tmp/iris-dtype-compare). A missing MPI is skipped.
 # BASE=other-build-dir adds a column "base": Iris from another build (the
 # commit before a change), in the same rounds, and the ratio iris/base.
@@ -33,7 +34,10 @@ fi
 if command -v mpicc.openmpi >/dev/null; then
   mpicc.openmpi -O2 -o "$out/dtype_bw.openmpi" bench/dtype_bw.c
   run[openmpi]="mpirun.openmpi --allow-run-as-root --oversubscribe -n 2 $out/dtype_bw.openmpi"
-  names="$names openmpi"
+  # Without CMA Open MPI copies through its shared-memory FIFO, which is
+  # its faster configuration here for mid-size streams (peers.md).
+  run[openmpi_nocma]="mpirun.openmpi --allow-run-as-root --oversubscribe -n 2 --mca btl_vader_single_copy_mechanism none $out/dtype_bw.openmpi"
+  names="$names openmpi openmpi_nocma"
 fi
 for round in $(seq 1 "$rounds"); do
   for name in $names; do
