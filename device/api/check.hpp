@@ -55,6 +55,9 @@ inline int check_typed_buffer(const char *call, const communicator &comm, const 
   if (count < 0) {
     return device::error_raise(&comm, call, MPI_ERR_COUNT, "negative count %d", count);
   }
+  // No data at all may name no type: MPICH (since 4.0.1) takes it, and codes
+  // such as ParallelIO and ESMF pass it for a rank that has nothing to send.
+  if (type == MPI_DATATYPE_NULL && count == 0) type = MPI_BYTE;
   const device::dtype *t = device::dtype_lookup(type);
   if (t == nullptr) {
     return device::error_raise(&comm, call, MPI_ERR_TYPE, "invalid datatype handle 0x%x",

@@ -250,6 +250,19 @@ static void proc_null(void) {
   CHECK(st.MPI_SOURCE == MPI_PROC_NULL, "Sendrecv with PROC_NULL");
   MPI_Probe(MPI_PROC_NULL, 0, MPI_COMM_WORLD, &st);
   CHECK(st.MPI_SOURCE == MPI_PROC_NULL, "Probe of PROC_NULL");
+  /* Nothing to send may name no type (MPI_DATATYPE_NULL with count 0), as
+   * MPICH takes it; a count of one is still MPI_ERR_TYPE (errors.c). */
+  const int p = partner();
+  MPI_Request none;
+  CHECK(MPI_Isend(NULL, 0, MPI_DATATYPE_NULL, p, 17, MPI_COMM_WORLD, &none) == MPI_SUCCESS,
+        "Isend of no data with MPI_DATATYPE_NULL");
+  CHECK(MPI_Recv(NULL, 0, MPI_DATATYPE_NULL, p, 17, MPI_COMM_WORLD, &st) == MPI_SUCCESS,
+        "Recv of no data with MPI_DATATYPE_NULL");
+  MPI_Wait(&none, MPI_STATUS_IGNORE);
+  MPI_Get_count(&st, MPI_BYTE, &n);
+  CHECK(n == 0 && st.MPI_SOURCE == p && st.MPI_TAG == 17, "the empty message: %d bytes", n);
+  CHECK(MPI_Bcast(NULL, 0, MPI_DATATYPE_NULL, 0, MPI_COMM_WORLD) == MPI_SUCCESS,
+        "Bcast of no data with MPI_DATATYPE_NULL");
 }
 
 static void fragment_edges_and_test(void) {
