@@ -342,50 +342,6 @@ void test_found() {
   return test_body(request, flag, status);
 }
 
-[[gnu::noinline, gnu::cold]] int waitall_multiple(int count, MPI_Request requests[],
-                                                  MPI_Status statuses[]) {
-  bool unlocked = count > 0 && requests != nullptr && unlocked_ok();
-  for (int i = 0; unlocked && i < count; ++i) {
-    unlocked = requests[i] == MPI_REQUEST_NULL || unlocked_request(requests[i]) != nullptr;
-  }
-  if (unlocked) {
-    int first_open = 0;  // everything before it is complete
-    unlocked_until([&] {
-      while (first_open < count &&
-             (requests[first_open] == MPI_REQUEST_NULL ||
-              device::request_done(*device::rt->requests.from_handle(requests[first_open])))) {
-        ++first_open;
-      }
-      return first_open == count;
-    });
-    // Null entries report an empty status now: the body below sees the
-    // recycled ones as null too, and their statuses are already filled.
-    bool rest = false;
-    for (int i = 0; i < count; ++i) {
-      MPI_Status *status = status_at(statuses, i);
-      if (requests[i] == MPI_REQUEST_NULL) {
-        api::status_empty(status);
-      } else if (!finish_at_once(&requests[i], *device::rt->requests.from_handle(requests[i]),
-                                 status)) {
-        rest = true;
-      }
-    }
-    if (!rest) return MPI_SUCCESS;
-    const device::api_guard guard;
-    bool any_error = false;
-    for (int i = 0; i < count; ++i) {
-      // Null now: null before, or finished above (its status is filled).
-      const int error = requests[i] == MPI_REQUEST_NULL
-                            ? MPI_SUCCESS
-                            : request_finish(&requests[i], status_at(statuses, i));
-      status_error_note(statuses, i, error, any_error);
-    }
-    return in_status_result("MPI_Waitall", any_error);
-  }
-  const device::api_guard guard;
-  return waitall_body(count, requests, statuses);
-}
-
 // The bodies of MPI_Testall, MPI_Waitany, MPI_Testany, MPI_Waitsome and
 // MPI_Testsome: the whole call below MULTIPLE, and under MULTIPLE (with the
 // call lock held) whatever cannot run without it. Templates only so that
@@ -537,7 +493,7 @@ int finish_one_unlocked(const char *call, MPI_Request requests[], int i, MPI_Sta
   return single_result(call, comm, request_finish(&requests[i], status));
 }
 
-// MPI_Testall's end, every request complete.
+// MPI_Waitall's and MPI_Testall's end, every request complete.
 int finish_all_unlocked(const char *call, int count, MPI_Request requests[],
                         MPI_Status statuses[]) {
   bool rest = false;
@@ -623,6 +579,24 @@ int finish_some_unlocked(const char *call, int count, MPI_Request requests[], in
   }
   const device::api_guard guard;
   return testany_body<true>(count, requests, index, flag, status);
+}
+
+[[gnu::noinline, gnu::cold]] int waitall_multiple(int count, MPI_Request requests[],
+                                                  MPI_Status statuses[]) {
+  if (unlocked_array(count, requests)) {
+    int first_open = 0;  // everything before it is complete
+    unlocked_until([&] {
+      while (first_open < count &&
+             (requests[first_open] == MPI_REQUEST_NULL ||
+              device::request_done(*device::rt->requests.from_handle(requests[first_open])))) {
+        ++first_open;
+      }
+      return first_open == count;
+    });
+    return finish_all_unlocked("MPI_Waitall", count, requests, statuses);
+  }
+  const device::api_guard guard;
+  return waitall_body(count, requests, statuses);
 }
 
 [[gnu::noinline, gnu::cold]] int testall_multiple(int count, MPI_Request requests[], int *flag,
