@@ -44,6 +44,78 @@ struct multiple_runtime {
   }
 };
 
+// The two stress tests of the Wait and Test calls: `waiters` threads, each
+// with `rounds` rounds of `window` receives.
+constexpr int waiters = 3;
+constexpr int rounds = 300;
+constexpr int window = 4;
+struct round {
+  std::atomic<int> handles[window];
+};
+
+// Sizes `work` and allocates every receive in it under the call lock;
+// returns them in a shuffled order (`seed`) for complete_in_order.
+std::vector<request *> allocate_rounds(std::vector<std::vector<round>> &work, unsigned seed) {
+  for (auto &w : work) w = std::vector<round>(rounds);
+  std::vector<request *> all;
+  call_lock_enter();
+  for (auto &w : work) {
+    for (round &here : w) {
+      for (std::atomic<int> &handle : here.handles) {
+        request *r = rt->requests.allocate(request_kind::recv, nullptr);
+        handle.store(request_handle(*r), std::memory_order_relaxed);
+        all.push_back(r);
+      }
+    }
+  }
+  call_lock_leave();
+  std::shuffle(all.begin(), all.end(), std::mt19937(seed));
+  return all;
+}
+
+// A thread that completes `all` in order, a few under one hold of the call
+// lock as a poll does, as receives from rank 1 whose tag is their index;
+// with `truncate`, every seventh is truncated.
+std::thread complete_in_order(const std::vector<request *> &all, unsigned seed, bool truncate) {
+  return std::thread([&all, seed, truncate] {
+    std::mt19937 random(seed);
+    std::size_t next = 0;
+    while (next < all.size()) {
+      call_lock_enter();
+      for (int m = static_cast<int>(random() % 8); m >= 0 && next < all.size(); --m) {
+        request *r = all[next++];
+        r->status_source = 1;
+        r->status_tag = static_cast<int>(r->index);
+        r->status_bytes = r->index;
+        if (truncate && r->index % 7 == 0) r->status_error = MPI_ERR_TRUNCATE;
+        request_complete(*r);
+      }
+      call_lock_leave();
+      if (random() % 4 == 0) std::this_thread::yield();
+    }
+  });
+}
+
+// A send complete at once from this thread's cache, as an unlocked
+// MPI_Isend leaves it (tag -7), or nullptr when the cache is empty.
+request *at_once_send() {
+  request *r = request_cache_take();
+  if (r == nullptr) return nullptr;
+  r->complete = true;
+  r->at_once = true;
+  r->status_tag = -7;
+  return r;
+}
+
+// Whether `r`, finished, went back to this thread's cache fresh rather than
+// to the pool: it is the thread's next request.
+bool recycled(request *r) {
+  request *again = request_cache_take();
+  const bool fresh = again == r && !again->complete && !again->at_once && again->in_use;
+  request_cache_put(again);
+  return fresh;
+}
+
 TEST(UnlockedCompletion, SeededStressOutcomeWrittenBeforeCompleteIsSeen) {
   ASSERT_EQ(rt, nullptr);
   const multiple_runtime on;
@@ -132,47 +204,12 @@ TEST(UnlockedCompletion, SeededStressLookupsWhileThePoolGrows) {
 TEST(UnlockedCompletion, SeededStressWaitTestWaitallWithoutTheCallLock) {
   ASSERT_EQ(rt, nullptr);
   const multiple_runtime on;
-  constexpr int waiters = 3;
-  constexpr int rounds = 300;
-  constexpr int window = 4;
   // Each round a waiter gets `window` receives that the completer finishes
   // in a shuffled order, and one send complete at once (as send_unlocked
   // leaves it), which it finishes into its cache.
-  struct round {
-    std::atomic<int> handles[window];
-  };
   std::vector<std::vector<round>> work(waiters);
-  for (auto &w : work) w = std::vector<round>(rounds);
-  std::vector<request *> to_complete;
-  call_lock_enter();
-  for (int w = 0; w < waiters; ++w) {
-    for (int k = 0; k < rounds; ++k) {
-      for (int j = 0; j < window; ++j) {
-        request *r = rt->requests.allocate(request_kind::recv, nullptr);
-        work[static_cast<std::size_t>(w)][static_cast<std::size_t>(k)].handles[j].store(
-            request_handle(*r), std::memory_order_relaxed);
-        to_complete.push_back(r);
-      }
-    }
-  }
-  call_lock_leave();
-  std::shuffle(to_complete.begin(), to_complete.end(), std::mt19937(3));
-  std::thread completer([&] {
-    std::mt19937 random(9);
-    std::size_t next = 0;
-    while (next < to_complete.size()) {
-      call_lock_enter();  // as a poll completes requests: a few under one hold
-      for (int n = static_cast<int>(random() % 8); n >= 0 && next < to_complete.size(); --n) {
-        request *r = to_complete[next++];
-        r->status_source = 1;
-        r->status_tag = static_cast<int>(r->index);
-        r->status_bytes = r->index;
-        request_complete(*r);
-      }
-      call_lock_leave();
-      if (random() % 4 == 0) std::this_thread::yield();
-    }
-  });
+  const std::vector<request *> to_complete = allocate_rounds(work, 3);
+  std::thread completer = complete_in_order(to_complete, 9, false);
   std::atomic<int> bad{0};
   std::vector<std::thread> pool;
   for (int w = 0; w < waiters; ++w) {
@@ -189,14 +226,11 @@ TEST(UnlockedCompletion, SeededStressWaitTestWaitallWithoutTheCallLock) {
           reqs[j] = here.handles[j].load(std::memory_order_relaxed);
           tags[j] = static_cast<int>(rt->requests.from_handle(reqs[j])->index);
         }
-        request *at_once = request_cache_take();  // as an unlocked MPI_Isend
+        request *at_once = at_once_send();
         if (at_once == nullptr) {
           bad.fetch_add(1);
           return;
         }
-        at_once->complete = true;
-        at_once->at_once = true;
-        at_once->status_tag = -7;
         reqs[window] = request_handle(*at_once);
         MPI_Status st[window + 1];
         switch (random() % 3) {
@@ -224,11 +258,7 @@ TEST(UnlockedCompletion, SeededStressWaitTestWaitallWithoutTheCallLock) {
         }
         if (st[window].MPI_TAG != -7) bad.fetch_add(1);
         // Recycled, not released: the same request is this thread's next.
-        request *again = request_cache_take();
-        if (again != at_once || again->complete || again->at_once || !again->in_use) {
-          bad.fetch_add(1);
-        }
-        request_cache_put(again);
+        if (!recycled(at_once)) bad.fetch_add(1);
       }
       call_lock_enter();
       request_cache_drop();
@@ -334,46 +364,10 @@ TEST(UnlockedCompletion, SeededStressAnySomeTestallWithoutTheCallLock) {
   rt->comms[1] = std::make_unique<communicator>();
   rt->comms[1]->handle = MPI_COMM_WORLD;
   rt->comms[1]->errhandler = MPI_ERRORS_RETURN;
-  constexpr int waiters = 3;
-  constexpr int rounds = 300;
-  constexpr int window = 4;      // receives a round, which the completer finishes
-  constexpr int n = window + 2;  // and a send complete at once, and a null entry
-  struct round {
-    std::atomic<int> handles[window];
-  };
+  constexpr int n = window + 2;  // the receives, a send complete at once, a null entry
   std::vector<std::vector<round>> work(waiters);
-  for (auto &w : work) w = std::vector<round>(rounds);
-  std::vector<request *> to_complete;
-  call_lock_enter();
-  for (int w = 0; w < waiters; ++w) {
-    for (int k = 0; k < rounds; ++k) {
-      for (int j = 0; j < window; ++j) {
-        request *r = rt->requests.allocate(request_kind::recv, nullptr);
-        work[static_cast<std::size_t>(w)][static_cast<std::size_t>(k)].handles[j].store(
-            request_handle(*r), std::memory_order_relaxed);
-        to_complete.push_back(r);
-      }
-    }
-  }
-  call_lock_leave();
-  std::shuffle(to_complete.begin(), to_complete.end(), std::mt19937(5));
-  std::thread completer([&] {
-    std::mt19937 random(11);
-    std::size_t next = 0;
-    while (next < to_complete.size()) {
-      call_lock_enter();
-      for (int m = static_cast<int>(random() % 8); m >= 0 && next < to_complete.size(); --m) {
-        request *r = to_complete[next++];
-        r->status_source = 1;
-        r->status_tag = static_cast<int>(r->index);
-        r->status_bytes = r->index;
-        r->status_error = r->index % 7 == 0 ? MPI_ERR_TRUNCATE : MPI_SUCCESS;
-        request_complete(*r);
-      }
-      call_lock_leave();
-      if (random() % 4 == 0) std::this_thread::yield();
-    }
-  });
+  const std::vector<request *> to_complete = allocate_rounds(work, 5);
+  std::thread completer = complete_in_order(to_complete, 11, true);
   std::vector<MPI_Request> shared(static_cast<std::size_t>(waiters * n));
   std::atomic<int> bad{0};
   std::atomic<int> truncated{0};
@@ -393,14 +387,11 @@ TEST(UnlockedCompletion, SeededStressAnySomeTestallWithoutTheCallLock) {
         for (int i = 0; i < n; ++i) order[i] = i;
         std::shuffle(order, order + n, random);
         int tags[n];
-        request *at_once = request_cache_take();  // as an unlocked MPI_Isend
+        request *at_once = at_once_send();
         if (at_once == nullptr) {
           bad.fetch_add(1);
           return;
         }
-        at_once->complete = true;
-        at_once->at_once = true;
-        at_once->status_tag = -7;
         for (int i = 0; i < n; ++i) {
           const int j = order[i];
           if (j < window) {
@@ -436,11 +427,7 @@ TEST(UnlockedCompletion, SeededStressAnySomeTestallWithoutTheCallLock) {
           if (st[i].MPI_ERROR != -1 && st[i].MPI_ERROR != (cut ? MPI_ERR_TRUNCATE : MPI_SUCCESS))
             bad.fetch_add(1);
         }
-        request *again = request_cache_take();
-        if (again != at_once || again->complete || again->at_once || !again->in_use) {
-          bad.fetch_add(1);
-        }
-        request_cache_put(again);
+        if (!recycled(at_once)) bad.fetch_add(1);
       }
       call_lock_enter();
       request_cache_drop();
