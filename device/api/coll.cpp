@@ -118,10 +118,6 @@ int reduce_to(const reduction &red, image &acc, void *out, int root) {
   return MPI_SUCCESS;
 }
 
-// Recursive doubling: in round k each rank exchanges its partial result with
-// rank ^ 2^k and combines, lower ranks' part first. With a size that is not a
-// power of two, the first 2 * rem ranks pair up beforehand (the odd one
-// carries the pair) and the even ones get the result at the end.
 // Sends `out`, or after a mismatch (`err` set) a byte more than this rank's
 // count takes, so that the receiver is told too.
 int send_told(const reduction &red, const image &out, int to, int err) {
@@ -154,10 +150,13 @@ int exchange(const reduction &red, const image &out, int to, image &in, int from
   return sent != MPI_SUCCESS ? sent : got;
 }
 
-// Recursive doubling (ranks past the largest power of two fold into a
-// partner first and get the result from it last). A mismatch goes on to
-// the end rather than leaving later partners waiting, and reaches every
-// rank (exchange): MPICH's errors/coll/allreducelength hung here.
+// Recursive doubling: in round k each rank exchanges its partial result with
+// rank ^ 2^k and combines, lower ranks' part first. With a size that is not a
+// power of two, the first 2 * rem ranks pair up beforehand (the odd one
+// carries the pair) and the even ones get the result at the end. A count
+// mismatch goes on to the end rather than leaving later partners waiting,
+// and reaches every rank (exchange): MPICH's errors/coll/allreducelength
+// hung here.
 int allreduce_doubling(const reduction &red, image &acc) {
   const int rank = red.ch.comm.rank;
   const int size = red.ch.comm.size;
