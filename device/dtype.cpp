@@ -431,7 +431,7 @@ inline void copy(address memory, std::byte *buf, std::size_t n) {
     std::memcpy(buf, reinterpret_cast<const void *>(memory), n);
   } else if constexpr (Mode == direction::unpack_streaming) {
     if (n >= streaming_block) {
-      copy_streaming(reinterpret_cast<void *>(memory), buf, n);
+      copy_streaming_unfenced(reinterpret_cast<void *>(memory), buf, n);
     } else {
       std::memcpy(reinterpret_cast<void *>(memory), buf, n);
     }
@@ -613,6 +613,7 @@ void dtype_unpack_range(const void *in, std::size_t first, std::size_t n, void *
   auto *packed = const_cast<std::byte *>(static_cast<const std::byte *>(in));
   if (streaming) {
     move_range<direction::unpack_streaming>(buffer, count, t, first, n, packed);
+    streaming_fence();  // once for the range's runs
   } else {
     move_range<direction::unpack>(buffer, count, t, first, n, packed);
   }
