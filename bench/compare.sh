@@ -14,6 +14,7 @@
 # round, for a refactor's before/after in one session (summarize.py prints
 # its own table of the two).
 # ONLY="iris_base iris" runs just those (a quick A/B without the peers).
+# Over shared memory Open MPI also runs without CMA (openmpi_nocma).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build}
@@ -49,6 +50,12 @@ fi
 if command -v mpicc.openmpi >/dev/null; then
   mpicc.openmpi -O2 -Wno-stringop-overflow -o "$out/pt2pt.openmpi" bench/pt2pt.c
   run[openmpi]="mpirun.openmpi --allow-run-as-root --oversubscribe $ompi_args -n 2 $out/pt2pt.openmpi"
+  if [ "$transport" = shm ]; then
+    # Without CMA Open MPI copies through its shared-memory FIFO: its
+    # stronger configuration here for mid-size streams (peers.md).
+    run[openmpi_nocma]="mpirun.openmpi --allow-run-as-root --oversubscribe --mca btl_vader_single_copy_mechanism none -n 2 $out/pt2pt.openmpi"
+    names="$names openmpi_nocma"
+  fi
 fi
 
 names=${ONLY:-$names}

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "device/dtype.hpp"
+#include "device/engine_choice.hpp"
 #include "device/recv.hpp"
 #include "device/runtime.hpp"
 #include "device/send.hpp"
@@ -269,6 +270,12 @@ std::byte *rendezvous_data_place(const vc &from, const packet_header &h, std::si
 const char *rendezvous_on_data(vc &from, const packet_header &h, const std::byte *payload) {
   request *r = data_receiver(from, h);
   if (r == nullptr) return "data for no receive, or out of sequence";
+  // A contiguous message of several packets is timed from its first, for a
+  // transport that learns which engine is faster (engine_choice.hpp).
+  if (h.offset == 0 && h.length < r->expected && !r->typed_stream && from.via->times_streams()) {
+    from.stream_started = monotonic_ns();
+    from.stream_first = h.length;
+  }
   if (r->typed_stream) {
     dtype_unpack_range(payload, h.offset, h.length, r->unpack_to, r->unpack_count, *r->unpack_type,
                        r->expected >= rt->config.nontemporal_min);
@@ -284,6 +291,11 @@ const char *rendezvous_on_data(vc &from, const packet_header &h, const std::byte
   r->progress += h.length;
   if (r->progress == r->expected) {
     --rt->pipeline_receives;
+    if (from.stream_started != 0) {
+      from.via->stream_timed(from, r->expected, r->expected - from.stream_first,
+                             monotonic_ns() - from.stream_started);
+      from.stream_started = 0;
+    }
     request_complete(*r);
   }
   return nullptr;

@@ -68,8 +68,12 @@ void shm_transport::connect(runtime &r) {
     v.fragment = r.transport_config.shm.fragment_size;
     v.credits = v.window = r.config.eager_window;
     v.eager_limit = r.config.eager_limit;
-    peers_.push_back(peer{world, &segment_->bell_of(i), segment_->sender(local_index_, i),
-                          segment_->receiver(i, local_index_), cma});
+    peers_.push_back(peer{world,
+                          &segment_->bell_of(i),
+                          segment_->sender(local_index_, i),
+                          segment_->receiver(i, local_index_),
+                          cma,
+                          {}});
   }
   bell_.attach(segment_->bell_of(local_index_));
 }
@@ -182,8 +186,21 @@ void shm_transport::expose(vc &to, request &r, rts_payload &where) {
 // with CMA, which moved more there, except for very large messages while
 // this rank sends nothing itself: CMA of a large buffer is slow on virtual
 // machines, and the sender's idle core copies through the pipeline faster.
-bool shm_transport::cma_wanted(std::size_t bytes) const {
-  return cma_chosen(bytes);
+bool shm_transport::cma_wanted(peer &p, std::size_t bytes) {
+  const bool rule = cma_chosen(bytes);
+  const auto &shm = rt->transport_config.shm;
+  if (shm.engine != rndv_engine::automatic || bytes < shm.cma_threshold) return rule;
+  return p.engines.pick(bytes, rule, monotonic_ns());
+}
+
+bool shm_transport::times_streams() const {
+  return rt->transport_config.shm.engine == rndv_engine::automatic;
+}
+
+void shm_transport::stream_timed(vc &from, std::size_t bytes, std::size_t timed, std::uint64_t ns) {
+  if (bytes < rt->transport_config.shm.cma_threshold) return;
+  peers_[static_cast<std::size_t>(from.slot)].engines.measured(bytes, timed, false, ns,
+                                                               monotonic_ns());
 }
 
 namespace {
@@ -221,10 +238,16 @@ xfer shm_transport::read(vc &from, const rts_payload &where, std::byte *to, std:
                          std::uint64_t cookie) {
   (void)cookie;
   peer &p = peers_[static_cast<std::size_t>(from.slot)];
-  if (!p.cma || !cma_wanted(bytes)) return xfer::retry;
+  if (!p.cma || !cma_wanted(p, bytes)) return xfer::retry;
+  const bool timed = times_streams();
+  const std::uint64_t start = timed ? monotonic_ns() : 0;
   if (!shm::cma::read(where.pid, where.address, to, bytes)) {
     p.cma = false;  // the kernel refused a read: stop trying with this peer
     return xfer::retry;
+  }
+  if (timed) {
+    const std::uint64_t end = monotonic_ns();
+    p.engines.measured(bytes, bytes, true, end - start, end);
   }
   ++cma_messages_;
   return xfer::done;

@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "device/engine_choice.hpp"
 #include "device/transport.hpp"
 #include "device/vc.hpp"
 #include "shm/bell.hpp"
@@ -67,6 +68,8 @@ class shm_transport : public transport {
   void expose(vc &to, request &r, rts_payload &where) override;
   xfer read(vc &from, const rts_payload &where, std::byte *to, std::size_t bytes,
             std::uint64_t cookie) override;
+  bool times_streams() const override;
+  void stream_timed(vc &from, std::size_t bytes, std::size_t timed, std::uint64_t ns) override;
   void expose_layout(vc &to, rts_payload &where, const void *base, const void *layout,
                      std::size_t layout_bytes) override;
   std::size_t scattered_min_block() const override;
@@ -87,11 +90,14 @@ class shm_transport : public transport {
     shm::bell *bell = nullptr;  // rung after every send
     shm::ring_sender tx;
     shm::ring_receiver rx;
-    bool cma = false;  // this peer's memory can be read
+    bool cma = false;       // this peer's memory can be read
+    engine_choice engines;  // under `auto`: CMA or the pipeline, learned
   };
   template <bool Shared>
   int drain(peer &p, int budget);
-  bool cma_wanted(std::size_t bytes) const;
+  // Whether a message of `bytes` from `p` is read with CMA: the rule
+  // (cma_chosen), and under `auto` what the peer's messages have shown.
+  bool cma_wanted(peer &p, std::size_t bytes);
 
   std::vector<int> local_ranks_;  // world ranks on this node, ascending
   int local_index_ = 0;

@@ -45,7 +45,13 @@ struct vc {
   int owed = 0;                           // units we owe it (its eager messages we consumed)
   intrusive_queue<request> send_queue;    // message packets waiting, in send order
   intrusive_queue<request> stream_queue;  // rendezvous sends streaming data
-  std::vector<packet_header> backlog;     // control packets that found the transport full
+  // The receive streaming in from this peer as data packets (one at a time:
+  // the sender streams its queue in order), when its transport times them
+  // (transport::times_streams): when its first packet came (0: not timed)
+  // and that packet's length.
+  std::uint64_t stream_started = 0;
+  std::size_t stream_first = 0;
+  std::vector<packet_header> backlog;  // control packets that found the transport full
   bool on_sending_list = false;
   // MPI_THREAD_MULTIPLE (device/README.md, "Threads"). `shared` is set at
   // init under MULTIPLE when the transport lets sends to different peers run
