@@ -1,10 +1,11 @@
 // Which rendezvous engine moves one peer's large messages faster on this
 // machine now: single-copy reads (CMA) or the pipeline through the pair
 // ring. Learned from the messages themselves, because the answer changes
-// while a job runs: on this VM the two ranks' cores sometimes share a cache
-// and sometimes do not (a 0-byte ping-pong of 0.09 us or of 0.3 us), and
-// the pipeline streams 30-38 GB/s in the first state and 2.3-7 in the
-// second, where CMA keeps 12-13 in both (bench/README.md, stop 26).
+// while a job runs: this VM moves between a fast state and a slow one
+// within minutes (a 0-byte ping-pong of 0.09 us or of 0.3 us; most likely
+// the two vCPUs on cores that share a cache, or not), and the pipeline
+// streams 30-38 GB/s in the first and 2.3-7 in the second, where CMA keeps
+// 12-13 in both (bench/README.md, stop 26).
 //
 // The static rule (transport_shm.cpp, cma_chosen) names an engine for each
 // message. Its engine is used until it has been timed; then the other is

@@ -270,11 +270,15 @@ std::byte *rendezvous_data_place(const vc &from, const packet_header &h, std::si
 const char *rendezvous_on_data(vc &from, const packet_header &h, const std::byte *payload) {
   request *r = data_receiver(from, h);
   if (r == nullptr) return "data for no receive, or out of sequence";
-  // A contiguous message of several packets is timed from its first, for a
+  // Contiguous messages of several packets that stream among others (or
+  // that the transport asked to time) are timed in runs (vc.hpp), for a
   // transport that learns which engine is faster (engine_choice.hpp).
-  if (h.offset == 0 && h.length < r->expected && !r->typed_stream && from.via->times_streams()) {
+  if (h.offset == 0 && from.stream_started == 0 && h.length < r->expected && !r->typed_stream &&
+      (rt->pipeline_receives > 1 || from.time_next_stream) && from.via->times_streams()) {
     from.stream_started = monotonic_ns();
     from.stream_first = h.length;
+    from.stream_bytes = 0;
+    from.time_next_stream = false;
   }
   if (r->typed_stream) {
     dtype_unpack_range(payload, h.offset, h.length, r->unpack_to, r->unpack_count, *r->unpack_type,
@@ -292,9 +296,14 @@ const char *rendezvous_on_data(vc &from, const packet_header &h, const std::byte
   if (r->progress == r->expected) {
     --rt->pipeline_receives;
     if (from.stream_started != 0) {
-      from.via->stream_timed(from, r->expected, r->expected - from.stream_first,
-                             monotonic_ns() - from.stream_started);
-      from.stream_started = 0;
+      // The run ends when nothing else streams, or after 8 MiB: its rate
+      // counts the gaps between its messages too (credits, handshakes).
+      from.stream_bytes += r->expected;
+      if (rt->pipeline_receives == 0 || from.stream_bytes >= (std::size_t{8} << 20)) {
+        from.via->stream_timed(from, r->expected, from.stream_bytes - from.stream_first,
+                               monotonic_ns() - from.stream_started);
+        from.stream_started = 0;
+      }
     }
     request_complete(*r);
   }

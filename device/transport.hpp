@@ -120,9 +120,9 @@ class transport {
 
   // A transport that learns which engine is faster (shm under `auto`:
   // engine_choice.hpp) times the messages that come as data packets: each
-  // one of several packets, from its first packet's arrival to its last,
-  // is reported to stream_timed (`bytes` the message, `timed` those after
-  // the first packet).
+  // one of several packets that streams among others (vc.hpp), from its
+  // first packet's arrival to its last, is reported to stream_timed
+  // (`bytes` the message, `timed` those after the first packet).
   virtual bool times_streams() const { return false; }
   virtual void stream_timed(vc &from, std::size_t bytes, std::size_t timed, std::uint64_t ns) {
     (void)from, (void)bytes, (void)timed, (void)ns;

@@ -129,6 +129,7 @@ xfer shm_transport::send_filled(vc &to, const packet_header &h, std::size_t byte
 template <bool Shared>
 inline int shm_transport::drain(peer &p, int budget) {
   int handled = 0;
+  draining_ = &p;
   for (; handled < budget; ++handled) {
     shm::record_view record{};
     const shm::peek_status status = p.rx.peek(record);
@@ -156,6 +157,7 @@ inline int shm_transport::drain(peer &p, int budget) {
     }
     p.rx.consume();
   }
+  draining_ = nullptr;
   return handled;
 }
 
@@ -186,11 +188,20 @@ void shm_transport::expose(vc &to, request &r, rts_payload &where) {
 // with CMA, which moved more there, except for very large messages while
 // this rank sends nothing itself: CMA of a large buffer is slow on virtual
 // machines, and the sender's idle core copies through the pipeline faster.
-bool shm_transport::cma_wanted(peer &p, std::size_t bytes) {
+bool shm_transport::cma_wanted(peer &p, vc &from, std::size_t bytes) {
   const bool rule = cma_chosen(bytes);
   const auto &shm = rt->transport_config.shm;
   if (shm.engine != rndv_engine::automatic || bytes < shm.cma_threshold) return rule;
-  return p.engines.pick(bytes, rule, monotonic_ns());
+  // A message alone keeps the rule: the pipeline, where both sides copy at
+  // once, moved a lone message fastest in both of the VM's states. One
+  // among others (another streaming in, or more from this peer behind it)
+  // takes the engine its peer's streams have shown faster.
+  const bool others =
+      rt->pipeline_receives > 0 || (draining_ == &p ? p.rx.next_ready() : p.rx.ready());
+  if (!others) return rule;
+  const bool cma = p.engines.pick(bytes, rule, monotonic_ns());
+  if (!cma) from.time_next_stream = true;  // timed even if it streams alone
+  return cma;
 }
 
 bool shm_transport::times_streams() const {
@@ -238,7 +249,7 @@ xfer shm_transport::read(vc &from, const rts_payload &where, std::byte *to, std:
                          std::uint64_t cookie) {
   (void)cookie;
   peer &p = peers_[static_cast<std::size_t>(from.slot)];
-  if (!p.cma || !cma_wanted(p, bytes)) return xfer::retry;
+  if (!p.cma || !cma_wanted(p, from, bytes)) return xfer::retry;
   const bool timed = times_streams();
   const std::uint64_t start = timed ? monotonic_ns() : 0;
   if (!shm::cma::read(where.pid, where.address, to, bytes)) {

@@ -96,8 +96,9 @@ class shm_transport : public transport {
   template <bool Shared>
   int drain(peer &p, int budget);
   // Whether a message of `bytes` from `p` is read with CMA: the rule
-  // (cma_chosen), and under `auto` what the peer's messages have shown.
-  bool cma_wanted(peer &p, std::size_t bytes);
+  // (cma_chosen), and under `auto`, for a message that is not alone, what
+  // the peer's messages have shown.
+  bool cma_wanted(peer &p, vc &from, std::size_t bytes);
 
   std::vector<int> local_ranks_;  // world ranks on this node, ascending
   int local_index_ = 0;
@@ -106,6 +107,7 @@ class shm_transport : public transport {
   sleeper_bell bell_;               // this rank's, on the segment
   bool bells_ = false;              // registered for the sleepers' fence (shm/bell.hpp)
   std::vector<peer> peers_;         // indexed by vc.slot
+  const peer *draining_ = nullptr;  // whose ring drain() is reading
   std::uint64_t cma_messages_ = 0;  // rendezvous messages read with CMA
 
  protected:

@@ -233,9 +233,21 @@ class ring_receiver {
   // Consumes the record returned by the last successful peek().
   void consume() { release(current_span_); }
 
+  // Whether a record is stamped at the head (ready()), or, between a peek()
+  // and its consume(), right after the peeked one (next_ready()): whether
+  // the sender has written more already.
+  bool ready() const { return stamped(head_); }
+  bool next_ready() const { return stamped(head_ + current_span_); }
+
   bool attached() const { return control_ != nullptr; }
 
  private:
+  bool stamped(std::uint64_t position) const {
+    return std::atomic_ref<std::uint64_t>(
+               *reinterpret_cast<std::uint64_t *>(data_ + (position & (capacity_ - 1))))
+               .load(std::memory_order_acquire) == position + 1;
+  }
+
   void release(std::size_t span) {
     head_ += span;
     // Pairs with the acquire load in ring_sender::have_room.
