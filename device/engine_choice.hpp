@@ -11,9 +11,11 @@
 // message. Its engine is used until it has been timed; then the other is
 // tried once; from then on the faster of the two (the other by at least
 // `margin`) carries the messages, and the slower is tried again once every
-// `probe_ns`, so a change of state is seen within that. Rates are kept per
-// size class (the engines' fixed costs weigh differently at 64 KiB and at
-// 4 MiB) as a moving average of bytes per nanosecond.
+// `probe_ns` (the first time after a tenth of it), so a change of state is
+// seen within that; a try's time replaces what was known of its engine.
+// Rates are kept per size class (the engines' fixed costs weigh differently
+// at 64 KiB and at 4 MiB): bytes per nanosecond, the engine in use as a
+// moving average of its messages.
 #pragma once
 
 #include <time.h>
@@ -36,17 +38,30 @@ class engine_choice {
  public:
   static constexpr std::uint64_t probe_ns = 100'000'000;  // 100 ms
   static constexpr double margin = 1.25;
+  static constexpr int try_messages = 8;  // a try of the slower engine
 
   // Whether a message of `bytes` is read with CMA, `rule_cma` being the
   // static rule's answer, at monotonic time `now` (ns).
   bool pick(std::size_t bytes, bool rule_cma, std::uint64_t now) {
-    rate *e = rates_[size_class(bytes)];
+    const int cls = size_class(bytes);
+    rate *e = rates_[cls];
+    if (trying_[cls] > 0) {  // the rest of a try
+      --trying_[cls];
+      return e[1].probing;
+    }
     const int rule = rule_cma ? 1 : 0;
     if (e[rule].per_ns == 0) return rule_cma;  // the rule's engine is timed first
     const int best = e[1 - rule].per_ns > e[rule].per_ns * margin ? 1 - rule : rule;
     rate &other = e[1 - best];
-    if (now - other.at >= probe_ns) {
-      other.at = now;  // not tried again for probe_ns, even if no time comes back
+    // An engine timed once is tried again sooner: a first try may meet cold
+    // caches (a send buffer still in the sender's cache, read across dies).
+    if (now - other.at >= (other.samples < 2 ? probe_ns / 10 : probe_ns)) {
+      other.at = now;  // not tried again for a while, even if no time comes back
+      other.probing = true;
+      other.try_seen = 0;
+      other.try_timed = other.try_ns = 0;
+      e[best].probing = false;
+      trying_[cls] = try_messages - 1;
       return best == 0;
     }
     return best == 1;
@@ -58,9 +73,25 @@ class engine_choice {
                 std::uint64_t now) {
     if (ns == 0) ns = 1;
     rate &r = rates_[size_class(bytes)][cma ? 1 : 0];
+    r.at = now;
+    if (r.probing) {
+      // A try replaces what was known of its engine (the machine may have
+      // changed since). A try of CMA is try_messages reads, timed but for
+      // the first (cold: a lone read of 64 KiB took 30-100 us here, 5 in a
+      // stream); a try of the pipeline is timed as one run (vc.hpp).
+      if (cma && ++r.try_seen == 1) return;
+      r.try_timed += timed;
+      r.try_ns += ns;
+      if (cma && r.try_seen < try_messages) return;
+      r.per_ns = static_cast<double>(r.try_timed) / static_cast<double>(r.try_ns);
+      r.probing = false;
+      ++r.samples;
+      return;
+    }
+    // The engine in use: a moving average of its messages.
     const double sample = static_cast<double>(timed) / static_cast<double>(ns);
     r.per_ns = r.per_ns == 0 ? sample : 0.75 * r.per_ns + 0.25 * sample;
-    r.at = now;
+    ++r.samples;
   }
 
   // The learned rate of one engine for messages of `bytes` (0: not timed).
@@ -72,6 +103,12 @@ class engine_choice {
   struct rate {
     double per_ns = 0;     // bytes per nanosecond; 0 until timed
     std::uint64_t at = 0;  // when last timed or tried
+    int samples = 0;
+    // Being tried as the slower engine: what the try has timed so far.
+    bool probing = false;
+    int try_seen = 0;
+    std::uint64_t try_timed = 0;
+    std::uint64_t try_ns = 0;
   };
   // Below 128 KiB, below 512 KiB, below 2 MiB, and from 2 MiB.
   static int size_class(std::size_t bytes) {
@@ -79,6 +116,7 @@ class engine_choice {
     return width <= 17 ? 0 : width <= 19 ? 1 : width <= 21 ? 2 : 3;
   }
   rate rates_[4][2];
+  int trying_[4] = {};  // messages of a try still to come, per size class
 };
 
 }  // namespace iris::device

@@ -1,6 +1,7 @@
 // The rendezvous engine chooser (device/engine_choice.hpp): which engine it
-// names as rates are measured, when it tries the slower one again, and that
-// size classes learn apart. Times are given, not read: deterministic.
+// names as rates are measured, when and for how long it tries the slower
+// one, and that size classes learn apart. Times are given, not read:
+// deterministic.
 #include "device/engine_choice.hpp"
 
 #include <gtest/gtest.h>
@@ -10,43 +11,57 @@ namespace {
 
 constexpr std::size_t mib = std::size_t{1} << 20;
 constexpr std::uint64_t ms = 1'000'000;
+constexpr int tries = engine_choice::try_messages;
 
-TEST(EngineChoice, TheRuleFirstThenTheOtherOnceThenTheFaster) {
+// `bytes` moved at `per_ns` bytes per nanosecond.
+std::uint64_t at_rate(std::size_t bytes, double per_ns) {
+  return static_cast<std::uint64_t>(static_cast<double>(bytes) / per_ns);
+}
+
+TEST(EngineChoice, TheRuleFirstThenATryOfTheOtherThenTheFaster) {
   engine_choice c;
   std::uint64_t now = 1000 * ms;
   // Nothing timed: the rule's engine (the pipeline here), again and again.
   EXPECT_FALSE(c.pick(mib, false, now));
   EXPECT_FALSE(c.pick(mib, false, now));
-  c.measured(mib, mib, false, mib / 30, now);  // the pipeline: 30 bytes/ns
-  // Timed: CMA is tried once...
-  EXPECT_TRUE(c.pick(mib, false, now));
-  // ...and not again before its time comes back or probe_ns passes.
-  EXPECT_FALSE(c.pick(mib, false, now + ms));
-  c.measured(mib, mib, true, mib / 12, now + ms);  // CMA: 12 bytes/ns
+  c.measured(mib, mib, false, at_rate(mib, 30), now);
+  // Timed: CMA is tried, for try_messages messages...
+  for (int i = 0; i < tries; ++i) EXPECT_TRUE(c.pick(mib, false, now)) << "message " << i;
+  // ...whose times but the first (a cold read) make its rate.
+  c.measured(mib, mib, true, at_rate(mib, 0.5), now);
+  for (int i = 1; i < tries; ++i) c.measured(mib, mib, true, at_rate(mib, 12), now);
+  EXPECT_NEAR(c.rate_of(mib, true), 12.0, 0.01);
+  // The pipeline, faster, carries them.
   for (int i = 0; i < 50; ++i) EXPECT_FALSE(c.pick(mib, false, now + 2 * ms));
-  // probe_ns after its last try, CMA is tried again, once.
-  now += engine_choice::probe_ns + ms;
-  EXPECT_TRUE(c.pick(mib, false, now));
+  // CMA, timed once, is tried again after a tenth of probe_ns...
+  now += engine_choice::probe_ns / 10;
+  for (int i = 0; i < tries; ++i) EXPECT_TRUE(c.pick(mib, false, now));
+  for (int i = 0; i < tries; ++i) c.measured(mib, mib, true, at_rate(mib, 12), now);
   EXPECT_FALSE(c.pick(mib, false, now));
+  // ...and from then on once every probe_ns.
+  EXPECT_FALSE(c.pick(mib, false, now + engine_choice::probe_ns / 2));
+  EXPECT_TRUE(c.pick(mib, false, now + engine_choice::probe_ns));
 }
 
 TEST(EngineChoice, FollowsTheMachineWhenThePipelineSlowsDown) {
   engine_choice c;
   std::uint64_t now = 1000 * ms;
-  c.measured(mib, mib, false, mib / 30, now);
-  c.measured(mib, mib, true, mib / 12, now);
+  c.measured(mib, mib, false, at_rate(mib, 30), now);
+  c.measured(mib, mib, true, at_rate(mib, 12), now);
   EXPECT_FALSE(c.pick(mib, false, now));
-  // The cores stop sharing a cache: the pipeline drops to 2.5 bytes/ns.
-  for (int i = 0; i < 8; ++i) c.measured(mib, mib, false, mib * 2 / 5, now);
+  // The machine slows down: the pipeline streams 2.5 bytes/ns.
+  for (int i = 0; i < 8; ++i) c.measured(mib, mib, false, at_rate(mib, 2.5), now);
   EXPECT_LT(c.rate_of(mib, false), 12.0 / engine_choice::margin);
   EXPECT_TRUE(c.pick(mib, false, now));  // CMA now carries them
-  // The pipeline, now the slower, is tried again after probe_ns, once; back
-  // at 30 it wins again (CMA, untimed as long, is tried once first).
+  // The pipeline, now the slower, is tried after probe_ns: one run of
+  // try_messages messages, timed as one.
   now += engine_choice::probe_ns;
-  EXPECT_FALSE(c.pick(mib, false, now));
-  EXPECT_TRUE(c.pick(mib, false, now));
-  for (int i = 0; i < 8; ++i) c.measured(mib, mib, false, mib / 30, now);
-  EXPECT_TRUE(c.pick(mib, false, now));
+  for (int i = 0; i < tries; ++i) EXPECT_FALSE(c.pick(mib, false, now)) << "message " << i;
+  c.measured(mib, 7 * mib, false, at_rate(7 * mib, 30), now);
+  EXPECT_NEAR(c.rate_of(mib, false), 30.0, 0.01);  // replaced, not averaged
+  // Back at 30 it wins again; CMA, untimed as long, gets a try first.
+  for (int i = 0; i < tries; ++i) EXPECT_TRUE(c.pick(mib, false, now));
+  for (int i = 0; i < tries; ++i) c.measured(mib, mib, true, at_rate(mib, 12), now);
   EXPECT_FALSE(c.pick(mib, false, now));
   EXPECT_FALSE(c.pick(mib, false, now + ms));
 }
@@ -54,19 +69,20 @@ TEST(EngineChoice, FollowsTheMachineWhenThePipelineSlowsDown) {
 TEST(EngineChoice, AnEngineWithinTheMarginDoesNotDisplaceTheRule) {
   engine_choice c;
   const std::uint64_t now = 1000 * ms;
-  c.measured(mib, mib, true, mib / 10, now);   // the rule's CMA: 10 bytes/ns
-  c.measured(mib, mib, false, mib / 12, now);  // the pipeline: 12, under 1.25x
+  c.measured(mib, mib, true, at_rate(mib, 10), now);   // the rule's CMA
+  c.measured(mib, mib, false, at_rate(mib, 12), now);  // the pipeline, under 1.25x
   EXPECT_TRUE(c.pick(mib, true, now));
 }
 
 TEST(EngineChoice, SizeClassesLearnApart) {
   engine_choice c;
   const std::uint64_t now = 1000 * ms;
-  c.measured(64 * 1024, 64 * 1024, false, 64 * 1024 / 30, now);
-  c.measured(64 * 1024, 64 * 1024, true, 64 * 1024 / 3, now);
-  c.measured(4 * mib, 4 * mib, false, 4 * mib / 3, now);
-  c.measured(4 * mib, 4 * mib, true, 4 * mib / 12, now);
-  EXPECT_FALSE(c.pick(64 * 1024, false, now));
+  constexpr std::size_t kib64 = 64 * 1024;
+  c.measured(kib64, kib64, false, at_rate(kib64, 30), now);
+  c.measured(kib64, kib64, true, at_rate(kib64, 3), now);
+  c.measured(4 * mib, 4 * mib, false, at_rate(4 * mib, 3), now);
+  c.measured(4 * mib, 4 * mib, true, at_rate(4 * mib, 12), now);
+  EXPECT_FALSE(c.pick(kib64, false, now));
   EXPECT_TRUE(c.pick(4 * mib, false, now));
   EXPECT_EQ(c.rate_of(256 * 1024, false), 0.0);  // a class never timed
   EXPECT_FALSE(c.pick(256 * 1024, false, now));  // keeps the rule
