@@ -8,11 +8,13 @@
 // 12-13 in both (bench/README.md, stop 26).
 //
 // The static rule (transport_shm.cpp, cma_chosen) names an engine for each
-// message. Its engine is used until it has been timed; then the other is
-// tried once; from then on the faster of the two (the other by at least
-// `margin`) carries the messages, and the slower is tried again once every
-// `probe_ns` (the first time after a tenth of it), so a change of state is
-// seen within that; a try's time replaces what was known of its engine.
+// message that streams among others (a message alone keeps the rule). Its
+// engine is used until it has been timed; then the other gets a try of
+// `try_messages` messages; from then on the faster of the two (the other
+// by at least `margin`) carries the messages, and the slower gets a try
+// once every `probe_ns` (the first time after a tenth of it), so a change
+// of state is seen within that; a try's time replaces what was known of
+// its engine.
 // Rates are kept per size class (the engines' fixed costs weigh differently
 // at 64 KiB and at 4 MiB): bytes per nanosecond, the engine in use as a
 // moving average of its messages.
