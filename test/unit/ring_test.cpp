@@ -150,6 +150,36 @@ TEST(Ring, StaleBytesOfAnEarlierLapNeverLookLikeARecord) {
 // sizes (skips at the ring's end included) and random interleavings of
 // sends and receives, with the ring often full; the receiver must see exactly
 // the records sent, in order, and nothing when none is outstanding.
+// ready() says whether a record waits at the head; next_ready(), between a
+// peek and its consume, whether another waits after the peeked one (the
+// shm transport's sign that a message is not alone).
+TEST(Ring, ReadyAndNextReadySeeWhatTheSenderWrote) {
+  test_ring ring(1024);
+  auto tx = ring.sender();
+  auto rx = ring.receiver();
+  record_view r{};
+  EXPECT_FALSE(rx.ready());
+  put(tx, 40, 1);
+  EXPECT_TRUE(rx.ready());
+  ASSERT_EQ(rx.peek(r), peek_status::record);
+  EXPECT_FALSE(rx.next_ready());
+  put(tx, 100, 2);
+  EXPECT_TRUE(rx.next_ready());
+  rx.consume();
+  EXPECT_TRUE(rx.ready());
+  take(rx, 100, 2);
+  EXPECT_FALSE(rx.ready());
+  // Laps around the ring, skips at its end included: stale lines never
+  // read as written.
+  for (int i = 0; i < 20; ++i) {
+    put(tx, 200, i);
+    ASSERT_EQ(rx.peek(r), peek_status::record);
+    EXPECT_FALSE(rx.next_ready()) << "lap step " << i;
+    rx.consume();
+    EXPECT_FALSE(rx.ready()) << "lap step " << i;
+  }
+}
+
 TEST(Ring, ForgedStampsInEarlierLapsNeverLookLikeRecords) {
   for (const unsigned seed : {1u, 2u, 3u, 4u}) {
     SCOPED_TRACE("seed " + std::to_string(seed));
