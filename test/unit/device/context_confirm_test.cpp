@@ -15,24 +15,10 @@
 #include "device/comm.hpp"
 #include "device/runtime.hpp"
 #include "device/threading.hpp"
+#include "multiple_runtime.hpp"
 
 namespace iris::device {
 namespace {
-
-struct multiple_runtime {
-  multiple_runtime() {
-    rt = new runtime;
-    rt->rank = 0;
-    rt->size = 1;
-    rt->next_context = 40;
-    threads_enabled = true;
-  }
-  ~multiple_runtime() {
-    threads_enabled = false;
-    delete rt;
-    rt = nullptr;
-  }
-};
 
 bool agreed_here(std::uint32_t c) {
   return std::count(rt->contexts_agreed.begin(), rt->contexts_agreed.end(), c) == 1;

@@ -25,24 +25,10 @@
 #include "device/api/check.hpp"
 #include "device/runtime.hpp"
 #include "device/threading.hpp"
+#include "multiple_runtime.hpp"
 
 namespace iris::device {
 namespace {
-
-struct multiple_runtime {
-  multiple_runtime() {
-    rt = new runtime;
-    rt->rank = 0;
-    rt->size = 1;
-    rt->spin_limit = 50;
-    threads_enabled = true;
-  }
-  ~multiple_runtime() {
-    threads_enabled = false;
-    delete rt;
-    rt = nullptr;
-  }
-};
 
 // The two stress tests of the Wait and Test calls: `waiters` threads, each
 // with `rounds` rounds of `window` receives.
