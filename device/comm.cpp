@@ -398,6 +398,15 @@ void comm_release(int handle) {
   const std::size_t slot = static_cast<std::uint32_t>(handle) & 0x0fffffffU;
   if (slot < published_comm_limit)
     rt->published_comms[slot].store(nullptr, std::memory_order_release);
+  // Its contexts' receive queues, if empty, go back to the matcher's free list.
+  if (const communicator *c = rt->comms[slot].get()) {
+    rt->matching.forget(c->context);
+    rt->matching.forget(c->collective_context());
+    if (c->inter) {
+      rt->matching.forget(c->local_context);
+      rt->matching.forget(c->local_context + 1);
+    }
+  }
   rt->freed_comms.push_back(std::move(rt->comms[slot]));
 }
 

@@ -73,27 +73,4 @@ class intrusive_queue {
   std::size_t size_ = 0;
 };
 
-// An entry of either queue: the matching part of a request or of an
-// unexpected message. `pattern` may hold wildcards in the posted queue; it is
-// an exact key in the unexpected queue.
-template <typename T>
-T *match_oldest(intrusive_queue<T> &queue, const match_key &exact_message) {
-  T *hit = queue.find([&](const T &e) { return key_matches(e.key, exact_message); });
-  if (hit != nullptr) queue.remove(hit);
-  return hit;
-}
-
-// Removes and returns the oldest exact-key entry that `pattern` matches.
-template <typename T>
-T *take_oldest_for_pattern(intrusive_queue<T> &queue, const match_key &pattern) {
-  T *hit = queue.find([&](const T &e) { return key_matches(pattern, e.key); });
-  if (hit != nullptr) queue.remove(hit);
-  return hit;
-}
-
-template <typename T>
-T *find_oldest_for_pattern(const intrusive_queue<T> &queue, const match_key &pattern) {
-  return queue.find([&](const T &e) { return key_matches(pattern, e.key); });
-}
-
 }  // namespace iris::device

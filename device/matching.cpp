@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <bit>
 #include <cstdlib>
+#include <new>
 
 namespace iris::device {
 
@@ -44,14 +45,88 @@ void data_pool::release(std::byte *buffer, std::size_t bytes) {
   free_[shift - min_shift] = b;
 }
 
+matcher::matcher() : table_(std::size_t{1} << initial_shift, nullptr) {}
+
+matcher::~matcher() = default;
+
+context_queues *matcher::find_slow(std::uint32_t context) {
+  for (context_queues *q = table_[bucket_of(context)]; q != nullptr; q = q->chain) {
+    if (q->context == context) {
+      last_ = q;
+      return q;
+    }
+  }
+  return nullptr;
+}
+
+context_queues *matcher::queues_of(std::uint32_t context) {
+  if (context_queues *q = find_queues(context)) return q;
+  context_queues *q = free_;
+  if (q != nullptr) {
+    free_ = q->chain;
+  } else {
+    auto made = std::unique_ptr<context_queues>(new (std::nothrow) context_queues);
+    if (made == nullptr) return nullptr;
+    q = made.get();
+    owned_.push_back(std::move(made));
+  }
+  q->context = context;
+  if (++contexts_ > table_.size() * 2) rehash();
+  context_queues *&bucket = table_[bucket_of(context)];
+  q->chain = bucket;
+  bucket = q;
+  last_ = q;
+  return q;
+}
+
+void matcher::rehash() {
+  std::vector<context_queues *> old;
+  old.swap(table_);
+  ++table_shift_;
+  table_.assign(std::size_t{1} << table_shift_, nullptr);
+  for (context_queues *q : old) {
+    while (q != nullptr) {
+      context_queues *next = q->chain;
+      context_queues *&bucket = table_[bucket_of(q->context)];
+      q->chain = bucket;
+      bucket = q;
+      q = next;
+    }
+  }
+}
+
+void matcher::forget(std::uint32_t context) {
+  context_queues **link = &table_[bucket_of(context)];
+  while (*link != nullptr && (*link)->context != context) link = &(*link)->chain;
+  context_queues *q = *link;
+  if (q == nullptr || !q->posted.empty() || !q->unexpected.empty()) return;
+  *link = q->chain;
+  if (last_ == q) last_ = nullptr;
+  q->chain = free_;
+  free_ = q;
+  --contexts_;
+}
+
+bool matcher::post(request *r) {
+  context_queues *q = queues_of(r->key.context);
+  if (q == nullptr) return false;
+  q->posted.push_back(r);
+  return true;
+}
+
 bool matcher::withdraw(request *r) {
-  if (r->next == nullptr && r->prev == nullptr && posted_.front() != r) return false;
-  posted_.remove(r);
+  context_queues *q = find_queues(r->key.context);
+  if (q == nullptr || (r->next == nullptr && r->prev == nullptr && q->posted.front() != r)) {
+    return false;
+  }
+  q->posted.remove(r);
   return true;
 }
 
 unexpected_msg *matcher::park(const match_key &key, packet_type type, std::size_t length, int from,
                               bool held) {
+  context_queues *q = queues_of(key.context);
+  if (q == nullptr) return nullptr;
   unexpected_msg *m = messages_.allocate();
   m->key = key;
   m->type = type;
@@ -66,7 +141,7 @@ unexpected_msg *matcher::park(const match_key &key, packet_type type, std::size_
       return nullptr;
     }
   }
-  unexpected_.push_back(m);
+  q->unexpected.push_back(m);
   counts_.depth_peak = std::max(counts_.depth_peak, ++counts_.depth);
   if (held) counts_.bytes_peak = std::max(counts_.bytes_peak, counts_.bytes += length);
   return m;
@@ -81,7 +156,11 @@ void matcher::release(unexpected_msg *m) {
 }
 
 void matcher::release_all() {
-  while (unexpected_msg *m = unexpected_.pop_front()) release(m);
+  for (context_queues *bucket : table_) {
+    for (context_queues *q = bucket; q != nullptr; q = q->chain) {
+      while (unexpected_msg *m = q->unexpected.pop_front()) release(m);
+    }
+  }
 }
 
 }  // namespace iris::device

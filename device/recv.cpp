@@ -70,8 +70,8 @@ request *recv_start(const communicator &comm, std::uint32_t context, void *data,
   if (unexpected_msg *m = rt->matching.take(r->key)) {
     message_into(*r, *m);
     rt->matching.release(m);
-  } else {
-    rt->matching.post(r);
+  } else if (!rt->matching.post(r)) {
+    fatal("MPI_Irecv", "out of memory for the receive queues of context %u", context);
   }
   return r;
 }

@@ -87,7 +87,7 @@ void stats_print(const runtime &r) {
       "(credit stalls %llu); received rendezvous by single-copy reads %llu (of scattered blocks "
       "%llu), by pipeline %llu; "
       "credit packets %llu; unexpected peak %zu messages, %zu bytes; slept %llu times (%llu timed "
-      "out)\n",
+      "out); matching compared %llu queue entries\n",
       r.rank, static_cast<unsigned long long>(s.eager), static_cast<unsigned long long>(unlocked),
       static_cast<unsigned long long>(s.eager_sync), static_cast<unsigned long long>(s.rendezvous),
       static_cast<unsigned long long>(s.credit_stalls),
@@ -96,7 +96,8 @@ void stats_print(const runtime &r) {
       static_cast<unsigned long long>(s.rendezvous_pipeline),
       static_cast<unsigned long long>(s.credit_packets), r.matching.unexpected_counts().depth_peak,
       r.matching.unexpected_counts().bytes_peak, static_cast<unsigned long long>(s.sleeps),
-      static_cast<unsigned long long>(s.sleep_timeouts));
+      static_cast<unsigned long long>(s.sleep_timeouts),
+      static_cast<unsigned long long>(r.matching.compared()));
   if (s.unlocked_receives != 0) {
     std::fprintf(stderr, "iris: rank %d stats: receives posted without the call lock %llu\n",
                  r.rank, static_cast<unsigned long long>(s.unlocked_receives));

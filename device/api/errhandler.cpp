@@ -207,6 +207,7 @@ int MPIX_Stat_get(const char *name, MPI_Count *value) {
       {"sleep_timeouts", s.sleep_timeouts},
       {"unexpected_depth_peak", device::rt->matching.unexpected_counts().depth_peak},
       {"unexpected_bytes_peak", device::rt->matching.unexpected_counts().bytes_peak},
+      {"match_compared", device::rt->matching.compared()},
       {"eager_limit", c.eager_limit},
       {"inline_bytes", device::unexpected_msg::inline_capacity},
       {"eager_window", static_cast<std::uint64_t>(c.eager_window) * device::credit_unit},

@@ -60,7 +60,8 @@ int MPI_Info_free(MPI_Info *info);
  * reads by shared memory's CMA and by a netmod's RMA), "rendezvous_pipeline"
  * (received as data packets), "credit_stalls",
  * "credit_packets", "unexpected_depth_peak", "unexpected_bytes_peak" (eager
- * data held for peers), "unexpected_bytes_bound" (what the peers' credit
+ * data held for peers), "match_compared" (queue entries the matching engine
+ * compared with a key, in all), "unexpected_bytes_bound" (what the peers' credit
  * windows allow in all), "eager_limit", "eager_window",
  * "shm_fragment_size", "net_eager_limit", "net_fragment_size" (the live
  * protocol limits, after capping to a record), "inline_bytes" (eager bytes

@@ -1,9 +1,11 @@
 // The matching queues: wildcards, MPI's oldest-first order, removal.
 #include <gtest/gtest.h>
 
+#include <memory>
 #include <vector>
 
 #include "device/match.hpp"
+#include "device/matching.hpp"
 
 namespace iris::device {
 namespace {
@@ -47,39 +49,121 @@ TEST(IntrusiveQueue, PushRemoveAndPopKeepOrder) {
 // Posted queue: an incoming message takes the OLDEST posted receive that
 // matches, whether that one was posted with wildcards or not.
 TEST(PostedQueue, IncomingMessageTakesTheOldestMatchingReceive) {
-  intrusive_queue<entry> posted;
-  entry r[4];
-  r[0] = {nullptr, nullptr, {0, 1, 5}, 0};                 // source 1 tag 5
-  r[1] = {nullptr, nullptr, {0, any_source, any_tag}, 1};  // anything
-  r[2] = {nullptr, nullptr, {0, 2, any_tag}, 2};           // source 2
-  r[3] = {nullptr, nullptr, {1, any_source, any_tag}, 3};  // other context
-  for (auto &x : r) posted.push_back(&x);
-  EXPECT_EQ(match_oldest(posted, {0, 2, 9})->id, 1);  // wildcard is older than r[2]
-  EXPECT_EQ(match_oldest(posted, {0, 2, 9})->id, 2);
-  EXPECT_EQ(match_oldest(posted, {0, 2, 9}), nullptr);
-  EXPECT_EQ(match_oldest(posted, {0, 1, 5})->id, 0);
-  EXPECT_EQ(match_oldest(posted, {1, 0, 0})->id, 3);
-  EXPECT_TRUE(posted.empty());
+  matcher m;
+  request r[4];
+  r[0].key = {0, 1, 5};                 // source 1 tag 5
+  r[1].key = {0, any_source, any_tag};  // anything
+  r[2].key = {0, 2, any_tag};           // source 2
+  r[3].key = {1, any_source, any_tag};  // other context
+  for (auto &x : r) ASSERT_TRUE(m.post(&x));
+  EXPECT_EQ(m.match_posted({0, 2, 9}), &r[1]);  // wildcard is older than r[2]
+  EXPECT_EQ(m.match_posted({0, 2, 9}), &r[2]);
+  EXPECT_EQ(m.match_posted({0, 2, 9}), nullptr);
+  EXPECT_EQ(m.match_posted({0, 1, 5}), &r[0]);
+  EXPECT_EQ(m.match_posted({1, 0, 0}), &r[3]);
+  EXPECT_EQ(m.match_posted({1, 0, 0}), nullptr);
 }
 
 // Unexpected queue: a new receive takes the OLDEST message it matches, so
 // two messages of one sender are received in the order sent.
 TEST(UnexpectedQueue, NewReceiveTakesTheOldestMatchingMessage) {
-  intrusive_queue<entry> unexpected;
-  entry m[5];
-  m[0] = {nullptr, nullptr, {0, 1, 3}, 0};
-  m[1] = {nullptr, nullptr, {0, 2, 3}, 1};
-  m[2] = {nullptr, nullptr, {0, 1, 4}, 2};
-  m[3] = {nullptr, nullptr, {0, 1, 3}, 3};
-  m[4] = {nullptr, nullptr, {7, 1, 3}, 4};
-  for (auto &x : m) unexpected.push_back(&x);
-  EXPECT_EQ(find_oldest_for_pattern(unexpected, {0, 1, 4})->id, 2);  // probe: stays
-  EXPECT_EQ(take_oldest_for_pattern(unexpected, {0, 1, 4})->id, 2);
-  EXPECT_EQ(take_oldest_for_pattern(unexpected, {0, 1, any_tag})->id, 0);
-  EXPECT_EQ(take_oldest_for_pattern(unexpected, {0, any_source, 3})->id, 1);
-  EXPECT_EQ(take_oldest_for_pattern(unexpected, {0, any_source, any_tag})->id, 3);
-  EXPECT_EQ(take_oldest_for_pattern(unexpected, {0, any_source, any_tag}), nullptr);
-  EXPECT_EQ(take_oldest_for_pattern(unexpected, {7, any_source, any_tag})->id, 4);
+  matcher m;
+  const match_key keys[5] = {{0, 1, 3}, {0, 2, 3}, {0, 1, 4}, {0, 1, 3}, {7, 1, 3}};
+  for (int i = 0; i < 5; ++i) {  // `from` names each message here
+    ASSERT_NE(m.park(keys[i], packet_type::eager, 0, i, false), nullptr);
+  }
+  auto take = [&](const match_key &pattern) {
+    unexpected_msg *u = m.take(pattern);
+    const int from = u != nullptr ? u->from : -1;
+    if (u != nullptr) m.release(u);
+    return from;
+  };
+  EXPECT_EQ(m.find({0, 1, 4})->from, 2);  // probe: stays
+  EXPECT_EQ(take({0, 1, 4}), 2);
+  EXPECT_EQ(take({0, 1, any_tag}), 0);
+  EXPECT_EQ(take({0, any_source, 3}), 1);
+  EXPECT_EQ(take({0, any_source, any_tag}), 3);
+  EXPECT_EQ(take({0, any_source, any_tag}), -1);
+  EXPECT_EQ(take({7, any_source, any_tag}), 4);
+}
+
+// The matcher keeps its queues per context id: a search never compares the
+// entries of other communicators. Before, one queue held every context, and
+// with 2 threads a rank each on its own communicator (MPICH's
+// threads/perf/mt_pt2pt_msgrate) every receive walked the other thread's
+// unexpected messages: 10 -> 0.4 M msgs/s.
+TEST(Matcher, AMatchComparesOnlyTheEntriesOfItsOwnContext) {
+  matcher m;
+  constexpr int parked = 5000;
+  for (int i = 0; i < parked; ++i) {
+    ASSERT_NE(m.park({8, 1, i}, packet_type::eager, 0, 1, false), nullptr);
+  }
+  const std::uint64_t before = m.compared();
+  request r;
+  for (int i = 0; i < 1000; ++i) {
+    r.key = {10, 0, 7};
+    EXPECT_EQ(m.take({10, any_source, any_tag}), nullptr);  // nothing of context 10 waits
+    ASSERT_TRUE(m.post(&r));
+    EXPECT_EQ(m.match_posted({10, 0, 7}), &r);
+  }
+  EXPECT_LE(m.compared() - before, 1000U) << "searches walked another context's queue";
+  // Context 8's messages are all there, oldest first, after the traffic.
+  for (int i = 0; i < parked; ++i) {
+    unexpected_msg *u = m.take({8, any_source, any_tag});
+    ASSERT_NE(u, nullptr);
+    EXPECT_EQ(u->key.tag, i);
+    m.release(u);
+  }
+  EXPECT_EQ(m.unexpected_counts().depth, 0U);
+}
+
+// Order and wildcards hold within each context while contexts come and go
+// (the table grows past its first size, and forgotten queues are reused).
+TEST(Matcher, ContextsKeepTheirOwnOrderAcrossGrowthAndForget) {
+  matcher m;
+  constexpr int contexts = 1000;
+  std::vector<std::unique_ptr<request>> posted;
+  for (int c = 0; c < contexts; ++c) {
+    const auto context = static_cast<std::uint32_t>(4 + 2 * c);
+    for (int k = 0; k < 2; ++k) {
+      posted.push_back(std::make_unique<request>());
+      posted.back()->key = {context, k == 0 ? any_source : 3, any_tag};
+      ASSERT_TRUE(m.post(posted.back().get()));
+    }
+    ASSERT_NE(m.park({context + 1, 2, c}, packet_type::eager, 0, 2, false), nullptr);
+  }
+  EXPECT_EQ(m.contexts(), static_cast<std::size_t>(2 * contexts));
+  for (int c = 0; c < contexts; ++c) {
+    const auto context = static_cast<std::uint32_t>(4 + 2 * c);
+    // The wildcard receive was posted first: it takes the first message.
+    EXPECT_EQ(m.match_posted({context, 3, 9}), posted[static_cast<std::size_t>(2 * c)].get());
+    EXPECT_EQ(m.match_posted({context, 3, 9}), posted[static_cast<std::size_t>(2 * c + 1)].get());
+    EXPECT_EQ(m.match_posted({context, 3, 9}), nullptr);
+    EXPECT_EQ(m.find({context, any_source, any_tag}), nullptr);  // not the next context's
+    unexpected_msg *u = m.take({context + 1, 2, any_tag});
+    ASSERT_NE(u, nullptr);
+    EXPECT_EQ(u->key.tag, c);
+    m.release(u);
+  }
+  // A freed communicator's empty queues are recycled; busy ones stay.
+  ASSERT_NE(m.park({4, 0, 0}, packet_type::eager, 0, 0, false), nullptr);
+  for (int c = 0; c < contexts; ++c) {
+    m.forget(static_cast<std::uint32_t>(4 + 2 * c));
+    m.forget(static_cast<std::uint32_t>(5 + 2 * c));
+  }
+  EXPECT_EQ(m.contexts(), 1U) << "context 4 still holds a message";
+  request late;
+  late.key = {6, any_source, any_tag};
+  ASSERT_TRUE(m.post(&late));  // made again, from the free list
+  EXPECT_EQ(m.contexts(), 2U);
+  EXPECT_TRUE(m.withdraw(&late));
+  EXPECT_FALSE(m.withdraw(&late));
+  unexpected_msg *u = m.take({4, any_source, any_tag});
+  ASSERT_NE(u, nullptr);
+  m.release(u);
+  m.forget(4);
+  m.forget(6);
+  EXPECT_EQ(m.contexts(), 0U);
 }
 
 }  // namespace
