@@ -85,7 +85,9 @@ typedef struct MPI_Status {
 
 /* Requests and messages */
 #define MPI_REQUEST_NULL ((MPI_Request)0x70000000)
-#define MPI_MESSAGE_NULL ((MPI_Message)0x60000000)
+/* The value of MPI_REQUEST_NULL, as in MPICH: code written for MPICH
+ * compares a message handle with MPI_REQUEST_NULL. */
+#define MPI_MESSAGE_NULL ((MPI_Message)0x70000000)
 #define MPI_MESSAGE_NO_PROC ((MPI_Message)0x6fffffff)
 
 /* Error handlers */
