@@ -59,8 +59,7 @@ context_queues *matcher::find_slow(std::uint32_t context) {
   return nullptr;
 }
 
-context_queues *matcher::queues_of(std::uint32_t context) {
-  if (context_queues *q = find_queues(context)) return q;
+context_queues *matcher::make_queues(std::uint32_t context) {
   context_queues *q = free_;
   if (q != nullptr) {
     free_ = q->chain;
@@ -99,7 +98,7 @@ void matcher::forget(std::uint32_t context) {
   context_queues **link = &table_[bucket_of(context)];
   while (*link != nullptr && (*link)->context != context) link = &(*link)->chain;
   context_queues *q = *link;
-  if (q == nullptr || !q->posted.empty() || !q->unexpected.empty()) return;
+  if (q == nullptr || !q->empty()) return;
   *link = q->chain;
   if (last_ == q) last_ = nullptr;
   q->chain = free_;
@@ -107,20 +106,35 @@ void matcher::forget(std::uint32_t context) {
   --contexts_;
 }
 
-bool matcher::post(request *r) {
-  context_queues *q = queues_of(r->key.context);
-  if (q == nullptr) return false;
-  q->posted.push_back(r);
+bool context_queues::empty() const {
+  if (waiting != 0 || !posted_wild.empty()) return false;
+  for (const auto &bin : posted) {
+    if (!bin.empty()) return false;
+  }
   return true;
 }
 
 bool matcher::withdraw(request *r) {
   context_queues *q = find_queues(r->key.context);
-  if (q == nullptr || (r->next == nullptr && r->prev == nullptr && q->posted.front() != r)) {
-    return false;
-  }
-  q->posted.remove(r);
+  if (q == nullptr) return false;
+  intrusive_queue<request> &list = q->posted_list(r->key);
+  if (r->next == nullptr && r->prev == nullptr && list.front() != r) return false;
+  list.remove(r);
   return true;
+}
+
+unexpected_msg *matcher::oldest(context_queues &q, const match_key &pattern) {
+  const auto matches = [&](const unexpected_msg &m) { return key_matches(pattern, m.key); };
+  if (!context_queues::wildcard(pattern)) {
+    return scan(q.unexpected[context_queues::bin_of(pattern.source, pattern.tag)], matches);
+  }
+  unexpected_msg *best = nullptr;
+  for (const auto &bin : q.unexpected) {
+    if (bin.empty()) continue;
+    unexpected_msg *first = scan(bin, matches);
+    if (first != nullptr && (best == nullptr || first->match_seq < best->match_seq)) best = first;
+  }
+  return best;
 }
 
 unexpected_msg *matcher::park(const match_key &key, packet_type type, std::size_t length, int from,
@@ -129,6 +143,7 @@ unexpected_msg *matcher::park(const match_key &key, packet_type type, std::size_
   if (q == nullptr) return nullptr;
   unexpected_msg *m = messages_.allocate();
   m->key = key;
+  m->match_seq = ++sequence_;
   m->type = type;
   m->length = length;
   m->from = from;
@@ -141,7 +156,8 @@ unexpected_msg *matcher::park(const match_key &key, packet_type type, std::size_
       return nullptr;
     }
   }
-  q->unexpected.push_back(m);
+  q->unexpected[context_queues::bin_of(key.source, key.tag)].push_back(m);
+  ++q->waiting;
   counts_.depth_peak = std::max(counts_.depth_peak, ++counts_.depth);
   if (held) counts_.bytes_peak = std::max(counts_.bytes_peak, counts_.bytes += length);
   return m;
@@ -158,7 +174,10 @@ void matcher::release(unexpected_msg *m) {
 void matcher::release_all() {
   for (context_queues *bucket : table_) {
     for (context_queues *q = bucket; q != nullptr; q = q->chain) {
-      while (unexpected_msg *m = q->unexpected.pop_front()) release(m);
+      for (auto &bin : q->unexpected) {
+        while (unexpected_msg *m = bin.pop_front()) release(m);
+      }
+      q->waiting = 0;
     }
   }
 }

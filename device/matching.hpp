@@ -12,9 +12,14 @@
 // used their own communicator (MPICH's threads/perf/mt_pt2pt_msgrate) made
 // every receive scan the other threads' unexpected messages: with 2 threads
 // a rank and 2,000 messages unexpected the rate fell from 10 to 0.4 M msgs/s.
-// A context's queues are made the first time it is used and recycled when
-// its communicator is freed with both empty (forget()); the table of them
-// is a hash on the context id, the last one used cached in front of it.
+// Within a context, receives and messages sit in bins by (source, tag), so
+// threads that share a communicator but not a tag do not walk each other's
+// entries either; receives with a wildcard sit in a list of their own, and
+// sequence numbers keep the oldest-first order across bins
+// (context_queues). A context's queues are made the first time it is used
+// and recycled when its communicator is freed with both empty (forget());
+// the table of them is a hash on the context id, the last one used cached in
+// front of it.
 #pragma once
 
 #include <cstddef>
@@ -58,13 +63,35 @@ class data_pool {
   std::size_t heap_allocations_ = 0;
 };
 
-// The two queues of one context id.
+// The queues of one context id. Receives that name both source and tag,
+// and all messages, sit in bins by (source, tag); receives with a wildcard
+// in one list. Every entry carries the matcher's sequence number of its
+// post or arrival, so that a search over several of them still takes the
+// oldest.
 struct context_queues {
+  static constexpr std::size_t bins = 32;
+  static std::size_t bin_of(std::int32_t source, std::int32_t tag) {
+    const std::uint32_t mixed =
+        (static_cast<std::uint32_t>(source) * 0x9e3779b1U) ^ static_cast<std::uint32_t>(tag);
+    return (mixed * 0x85ebca6bU) >> 27;
+  }
+  static bool wildcard(const match_key &pattern) {
+    return pattern.source == any_source || pattern.tag == any_tag;
+  }
+  intrusive_queue<request> &posted_list(const match_key &pattern) {
+    return wildcard(pattern) ? posted_wild : posted[bin_of(pattern.source, pattern.tag)];
+  }
+  bool empty() const;
+
   std::uint32_t context = 0;
   context_queues *chain = nullptr;  // the next in its hash bucket, or in the free list
-  intrusive_queue<request> posted;
-  intrusive_queue<unexpected_msg> unexpected;
+  std::size_t waiting = 0;          // unexpected messages in all bins
+  intrusive_queue<request> posted_wild;
+  intrusive_queue<request> posted[bins];
+  intrusive_queue<unexpected_msg> unexpected[bins];
 };
+static_assert((context_queues::bins & (context_queues::bins - 1)) == 0 &&
+              context_queues::bins == std::size_t{1} << (32 - 27));
 
 class matcher {
  public:
@@ -78,12 +105,31 @@ class matcher {
   request *match_posted(const match_key &message) {
     context_queues *q = find_queues(message.context);
     if (q == nullptr) return nullptr;
-    request *hit = scan(q->posted, [&](const request &r) { return key_matches(r.key, message); });
-    if (hit != nullptr) q->posted.remove(hit);
-    return hit;
+    auto &bin = q->posted[context_queues::bin_of(message.source, message.tag)];
+    request *exact = scan(bin, [&](const request &r) {
+      return r.key.source == message.source && r.key.tag == message.tag;
+    });
+    request *wild = q->posted_wild.empty() ? nullptr : scan(q->posted_wild, [&](const request &r) {
+      return key_matches(r.key, message);
+    });
+    if (wild != nullptr && (exact == nullptr || wild->match_seq < exact->match_seq)) {
+      q->posted_wild.remove(wild);
+      return wild;
+    }
+    if (exact != nullptr) bin.remove(exact);
+    return exact;
   }
   // Posts a receive; false when memory for a new context's queues is exhausted.
-  bool post(request *r);
+  bool post(request *r) {
+    context_queues *q = find_queues(r->key.context);
+    if (q == nullptr) [[unlikely]] {
+      q = make_queues(r->key.context);
+      if (q == nullptr) return false;
+    }
+    r->match_seq = ++sequence_;
+    q->posted_list(r->key).push_back(r);
+    return true;
+  }
   // Withdraws a posted receive (MPI_Cancel): false when it is not posted.
   bool withdraw(request *r);
 
@@ -96,14 +142,17 @@ class matcher {
   // The oldest unexpected message `pattern` matches, removed; or nullptr.
   unexpected_msg *take(const match_key &pattern) {
     context_queues *q = find_queues(pattern.context);
-    if (q == nullptr) return nullptr;
-    unexpected_msg *hit = scan(q->unexpected, pattern);
-    if (hit != nullptr) q->unexpected.remove(hit);
+    if (q == nullptr || q->waiting == 0) return nullptr;
+    unexpected_msg *hit = oldest(*q, pattern);
+    if (hit != nullptr) {
+      q->unexpected[context_queues::bin_of(hit->key.source, hit->key.tag)].remove(hit);
+      --q->waiting;
+    }
     return hit;
   }
   const unexpected_msg *find(const match_key &pattern) {
     context_queues *q = find_queues(pattern.context);
-    return q != nullptr ? scan(q->unexpected, pattern) : nullptr;
+    return q != nullptr && q->waiting != 0 ? oldest(*q, pattern) : nullptr;
   }
   // The oldest message of any context for which pred holds (the contexts in
   // no particular order): a sender's cancel, which names no context.
@@ -111,12 +160,18 @@ class matcher {
   unexpected_msg *find_if(Pred pred) const {
     for (context_queues *bucket : table_) {
       for (context_queues *q = bucket; q != nullptr; q = q->chain) {
-        if (unexpected_msg *m = q->unexpected.find(pred)) return m;
+        for (const auto &bin : q->unexpected) {
+          if (unexpected_msg *m = bin.find(pred)) return m;
+        }
       }
     }
     return nullptr;
   }
-  void remove(unexpected_msg *m) { find_queues(m->key.context)->unexpected.remove(m); }
+  void remove(unexpected_msg *m) {
+    context_queues *q = find_queues(m->key.context);
+    q->unexpected[context_queues::bin_of(m->key.source, m->key.tag)].remove(m);
+    --q->waiting;
+  }
   // Frees a message taken or removed from the queue.
   void release(unexpected_msg *m);
   // Frees every queued message (MPI_Finalize).
@@ -160,12 +215,16 @@ class matcher {
     }
     return nullptr;
   }
-  // The oldest unexpected message that `pattern` matches.
-  unexpected_msg *scan(const intrusive_queue<unexpected_msg> &queue, const match_key &pattern) {
-    return scan(queue, [&](const unexpected_msg &m) { return key_matches(pattern, m.key); });
-  }
+  // The oldest unexpected message of `q` that `pattern` matches: in its bin,
+  // or with a wildcard the oldest of each bin's first.
+  unexpected_msg *oldest(context_queues &q, const match_key &pattern);
   // The queues of `context`, made if it has none; nullptr when out of memory.
-  context_queues *queues_of(std::uint32_t context);
+  context_queues *queues_of(std::uint32_t context) {
+    context_queues *q = find_queues(context);
+    return q != nullptr ? q : make_queues(context);
+  }
+  // New queues for `context`, which has none; nullptr when out of memory.
+  context_queues *make_queues(std::uint32_t context);
   std::size_t bucket_of(std::uint32_t context) const {
     return (context * 0x9e3779b1U) >> (32 - table_shift_);
   }
@@ -179,6 +238,7 @@ class matcher {
   context_queues *free_ = nullptr;  // forgotten, for the next new context
   std::vector<std::unique_ptr<context_queues>> owned_;
   std::uint64_t compared_ = 0;
+  std::uint64_t sequence_ = 0;  // of the last post or arrival
   pool<unexpected_msg> messages_;
   data_pool buffers_;
   counts counts_;

@@ -82,7 +82,8 @@ struct request {
   std::uint32_t index = 0;
   // Bumped at every allocation, per request (a wire id names one use).
   std::uint32_t generation = 0;
-  match_key key{};  // recv: pattern (may hold wildcards); send: the message's key
+  match_key key{};              // recv: pattern (may hold wildcards); send: the message's key
+  std::uint64_t match_seq = 0;  // recv: when it was posted (matching.hpp)
   request_kind kind = request_kind::send;
   bool in_use = false;
   bool complete = false;
@@ -145,6 +146,7 @@ struct unexpected_msg {
   unexpected_msg *prev = nullptr;
   std::uint32_t index = 0;
   match_key key{};
+  std::uint64_t match_seq = 0;  // when it arrived (matching.hpp)
   packet_type type = packet_type::eager;
   std::size_t length = 0;  // of the whole message
   int from = 0;            // sender's rank in the world

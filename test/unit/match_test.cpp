@@ -1,7 +1,9 @@
 // The matching queues: wildcards, MPI's oldest-first order, removal.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <memory>
+#include <random>
 #include <vector>
 
 #include "device/match.hpp"
@@ -164,6 +166,98 @@ TEST(Matcher, ContextsKeepTheirOwnOrderAcrossGrowthAndForget) {
   m.forget(4);
   m.forget(6);
   EXPECT_EQ(m.contexts(), 0U);
+}
+
+// Threads that share a communicator but not a tag do not walk each other's
+// entries either: messages and exact receives sit in bins by (source, tag).
+// On one communicator with a tag per thread, 2 threads a rank of MPICH's
+// mt_pt2pt_msgrate compared 59 million entries for 192,000 messages.
+TEST(Matcher, AMatchComparesOnlyTheEntriesOfItsOwnBin) {
+  matcher m;
+  int other = 2;
+  while (context_queues::bin_of(0, other) == context_queues::bin_of(0, 1)) ++other;
+  for (int i = 0; i < 5000; ++i) {
+    ASSERT_NE(m.park({4, 0, 1}, packet_type::eager, 0, i, false), nullptr);
+  }
+  const std::uint64_t before = m.compared();
+  request r;
+  for (int i = 0; i < 1000; ++i) {
+    r.key = {4, 0, other};
+    EXPECT_EQ(m.take(r.key), nullptr);
+    ASSERT_TRUE(m.post(&r));
+    EXPECT_EQ(m.match_posted({4, 0, other}), &r);
+  }
+  EXPECT_LE(m.compared() - before, 1000U) << "searches walked another tag's messages";
+  unexpected_msg *u = m.take({4, any_source, any_tag});  // the wildcard sees them all
+  ASSERT_NE(u, nullptr);
+  EXPECT_EQ(u->from, 0);
+  m.release(u);
+}
+
+// A seeded random run against a model of the rules (one list of posted
+// receives and one of messages, searched oldest first): every match, probe
+// and cancel picks what the model picks, wildcards included, over bins.
+TEST(Matcher, MatchesWhatOneOrderedListWouldAcrossBinsAndWildcards) {
+  std::mt19937 rng(20261126);
+  matcher m;
+  std::vector<std::unique_ptr<request>> receives;
+  std::vector<request *> posted;         // the model: oldest first
+  std::vector<unexpected_msg *> parked;  // the model: oldest first
+  int next_id = 0;
+  auto pick = [&](int n) { return static_cast<int>(rng() % static_cast<unsigned>(n)); };
+  for (int step = 0; step < 20000; ++step) {
+    const std::uint32_t context = pick(4) == 0 ? 6 : 4;
+    const int op = pick(10);
+    if (op < 4) {  // a message arrives
+      const match_key key{context, pick(4), pick(6)};
+      auto hit = std::find_if(posted.begin(), posted.end(),
+                              [&](const request *r) { return key_matches(r->key, key); });
+      request *want = hit != posted.end() ? *hit : nullptr;
+      ASSERT_EQ(m.match_posted(key), want) << "step " << step;
+      if (want != nullptr) {
+        posted.erase(hit);
+      } else {
+        unexpected_msg *u = m.park(key, packet_type::eager, 0, next_id++, false);
+        ASSERT_NE(u, nullptr);
+        parked.push_back(u);
+      }
+    } else if (op < 8) {  // a receive is posted
+      const match_key pattern{context, pick(5) == 0 ? any_source : pick(4),
+                              pick(4) == 0 ? any_tag : pick(6)};
+      auto hit = std::find_if(parked.begin(), parked.end(), [&](const unexpected_msg *u) {
+        return key_matches(pattern, u->key);
+      });
+      unexpected_msg *want = hit != parked.end() ? *hit : nullptr;
+      ASSERT_EQ(m.find(pattern), want) << "step " << step;  // a probe first
+      unexpected_msg *got = m.take(pattern);
+      ASSERT_EQ(got, want) << "step " << step;
+      if (got != nullptr) {
+        parked.erase(hit);
+        m.release(got);
+      } else {
+        receives.push_back(std::make_unique<request>());
+        receives.back()->key = pattern;
+        ASSERT_TRUE(m.post(receives.back().get()));
+        posted.push_back(receives.back().get());
+      }
+    } else if (op == 8 && !posted.empty()) {  // a posted receive is cancelled
+      const auto at = static_cast<std::size_t>(pick(static_cast<int>(posted.size())));
+      EXPECT_TRUE(m.withdraw(posted[at]));
+      EXPECT_FALSE(m.withdraw(posted[at]));
+      posted.erase(posted.begin() + static_cast<std::ptrdiff_t>(at));
+    } else if (!parked.empty()) {  // a sender cancels a message
+      const auto at = static_cast<std::size_t>(pick(static_cast<int>(parked.size())));
+      const int id = parked[at]->from;
+      unexpected_msg *u = m.find_if([&](const unexpected_msg &x) { return x.from == id; });
+      ASSERT_EQ(u, parked[at]);
+      m.remove(u);
+      m.release(u);
+      parked.erase(parked.begin() + static_cast<std::ptrdiff_t>(at));
+    }
+  }
+  EXPECT_EQ(m.unexpected_counts().depth, parked.size());
+  m.release_all();
+  EXPECT_EQ(m.unexpected_counts().depth, 0U);
 }
 
 }  // namespace
