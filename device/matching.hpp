@@ -71,9 +71,9 @@ class data_pool {
 struct context_queues {
   static constexpr std::size_t bins = 32;
   static std::size_t bin_of(std::int32_t source, std::int32_t tag) {
-    const std::uint32_t mixed =
-        (static_cast<std::uint32_t>(source) * 0x9e3779b1U) ^ static_cast<std::uint32_t>(tag);
-    return (mixed * 0x85ebca6bU) >> 27;
+    const std::uint64_t both =
+        (std::uint64_t{static_cast<std::uint32_t>(source)} << 32) | static_cast<std::uint32_t>(tag);
+    return (both * 0x9e3779b97f4a7c15ULL) >> 59;
   }
   static bool wildcard(const match_key &pattern) {
     return pattern.source == any_source || pattern.tag == any_tag;
@@ -91,7 +91,7 @@ struct context_queues {
   intrusive_queue<unexpected_msg> unexpected[bins];
 };
 static_assert((context_queues::bins & (context_queues::bins - 1)) == 0 &&
-              context_queues::bins == std::size_t{1} << (32 - 27));
+              context_queues::bins == std::size_t{1} << (64 - 59));
 
 class matcher {
  public:
@@ -102,7 +102,7 @@ class matcher {
 
   // Receives: an arriving message with envelope `message` takes the oldest
   // posted receive that matches it (removed), or nullptr.
-  request *match_posted(const match_key &message) {
+  [[gnu::always_inline]] request *match_posted(const match_key &message) {
     context_queues *q = find_queues(message.context);
     if (q == nullptr) return nullptr;
     auto &bin = q->posted[context_queues::bin_of(message.source, message.tag)];
