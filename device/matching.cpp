@@ -172,14 +172,12 @@ void matcher::release(unexpected_msg *m) {
 }
 
 void matcher::release_all() {
-  for (context_queues *bucket : table_) {
-    for (context_queues *q = bucket; q != nullptr; q = q->chain) {
-      for (auto &bin : q->unexpected) {
-        while (unexpected_msg *m = bin.pop_front()) release(m);
-      }
-      q->waiting = 0;
+  each_queues([&](context_queues &q) {
+    for (auto &bin : q.unexpected) {
+      while (unexpected_msg *m = bin.pop_front()) release(m);
     }
-  }
+    q.waiting = 0;
+  });
 }
 
 }  // namespace iris::device

@@ -17,7 +17,7 @@
 // entries either; receives with a wildcard sit in a list of their own, and
 // sequence numbers keep the oldest-first order across bins
 // (context_queues). A context's queues are made the first time it is used
-// and recycled when its communicator is freed with both empty (forget());
+// and recycled when its communicator is freed with all empty (forget());
 // the table of them is a hash on the context id, the last one used cached in
 // front of it.
 #pragma once
@@ -121,10 +121,9 @@ class matcher {
   }
   // Posts a receive; false when memory for a new context's queues is exhausted.
   bool post(request *r) {
-    context_queues *q = find_queues(r->key.context);
+    context_queues *q = queues_of(r->key.context);
     if (q == nullptr) [[unlikely]] {
-      q = make_queues(r->key.context);
-      if (q == nullptr) return false;
+      return false;
     }
     r->match_seq = ++sequence_;
     q->posted_list(r->key).push_back(r);
@@ -144,10 +143,7 @@ class matcher {
     context_queues *q = find_queues(pattern.context);
     if (q == nullptr || q->waiting == 0) return nullptr;
     unexpected_msg *hit = oldest(*q, pattern);
-    if (hit != nullptr) {
-      q->unexpected[context_queues::bin_of(hit->key.source, hit->key.tag)].remove(hit);
-      --q->waiting;
-    }
+    if (hit != nullptr) unpark(*q, hit);
     return hit;
   }
   const unexpected_msg *find(const match_key &pattern) {
@@ -158,20 +154,15 @@ class matcher {
   // no particular order): a sender's cancel, which names no context.
   template <typename Pred>
   unexpected_msg *find_if(Pred pred) const {
-    for (context_queues *bucket : table_) {
-      for (context_queues *q = bucket; q != nullptr; q = q->chain) {
-        for (const auto &bin : q->unexpected) {
-          if (unexpected_msg *m = bin.find(pred)) return m;
-        }
+    unexpected_msg *found = nullptr;
+    each_queues([&](context_queues &q) {
+      for (const auto &bin : q.unexpected) {
+        if (found == nullptr) found = bin.find(pred);
       }
-    }
-    return nullptr;
+    });
+    return found;
   }
-  void remove(unexpected_msg *m) {
-    context_queues *q = find_queues(m->key.context);
-    q->unexpected[context_queues::bin_of(m->key.source, m->key.tag)].remove(m);
-    --q->waiting;
-  }
+  void remove(unexpected_msg *m) { unpark(*find_queues(m->key.context), m); }
   // Frees a message taken or removed from the queue.
   void release(unexpected_msg *m);
   // Frees every queued message (MPI_Finalize).
@@ -179,7 +170,7 @@ class matcher {
   // The message with pool index `index`, or nullptr (message handles).
   unexpected_msg *at(std::uint32_t index) const { return messages_.at(index); }
   // A communicator on `context` was freed: its queues go back to the free
-  // list if both are empty (a message that still comes makes them again).
+  // list if all are empty (a message that still comes makes them again).
   void forget(std::uint32_t context);
   // Contexts with queues now (a test's view of forget()).
   std::size_t contexts() const { return contexts_; }
@@ -205,6 +196,18 @@ class matcher {
     return find_slow(context);
   }
   context_queues *find_slow(std::uint32_t context);
+  // Calls f on every context's queues.
+  template <typename F>
+  void each_queues(F f) const {
+    for (context_queues *bucket : table_) {
+      for (context_queues *q = bucket; q != nullptr; q = q->chain) f(*q);
+    }
+  }
+  // Takes the unexpected message `m` out of its bin of `q`.
+  static void unpark(context_queues &q, unexpected_msg *m) {
+    q.unexpected[context_queues::bin_of(m->key.source, m->key.tag)].remove(m);
+    --q.waiting;
+  }
   // The oldest entry of `queue` that pred holds for, counting the entries
   // compared.
   template <typename T, typename Pred>
