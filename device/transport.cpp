@@ -73,8 +73,13 @@ void transports_open(runtime &r) {
           std::make_unique<shm_transport>(r, std::move(local_ranks), local_index));
     }
   } else if (node_memory.enabled && local_size > 1) {
-    r.transports.push_back(
-        std::make_unique<shm_queue_transport>(r, std::move(local_ranks), local_index));
+    if (threads_enabled) {
+      r.transports.push_back(
+          std::make_unique<shm_queue_shared_transport>(r, std::move(local_ranks), local_index));
+    } else {
+      r.transports.push_back(
+          std::make_unique<shm_queue_transport>(r, std::move(local_ranks), local_index));
+    }
   }
 }
 

@@ -4,8 +4,10 @@
 #include <cstring>
 
 #include "device/errors.hpp"
+#include "device/packet.hpp"
 #include "device/rendezvous.hpp"
 #include "device/runtime.hpp"
+#include "device/threading.hpp"
 
 namespace iris::device {
 
@@ -14,12 +16,15 @@ netmod::config netmod_config(const transport_settings &s) {
   c.max_record = sizeof(packet_header) +
                  std::max({s.net.eager_limit, s.net.fragment_size, sizeof(rts_payload)});
   c.record_head = sizeof(packet_header);
+  c.concurrent_sends = threads_enabled;
   return c;
 }
 
 net_transport::net_transport(runtime &r)
     : net_(netmod::netmod_create(r.transport_config.net.netmod)), rma_(r.transport_config.net.rma) {
-  net_->init(*r.pmi, netmod_config(r.transport_config));
+  const netmod::config conf = netmod_config(r.transport_config);
+  net_->init(*r.pmi, conf);
+  shared_ = conf.concurrent_sends && net_->concurrent_sends();
 }
 
 void net_transport::connect(runtime &r) {
@@ -40,8 +45,19 @@ xfer net_transport::send(vc &to, const packet_header &h, std::span<const iovec> 
   iovec parts[3] = {{const_cast<packet_header *>(&h), sizeof(h)}, {}, {}};
   std::size_t n = 1;
   for (const iovec &part : payload) parts[n++] = part;
+  const vc_guard guard(to);  // MULTIPLE: send_held may be writing to it
   return net_->send(to.world_rank, {parts, n}) == netmod::send_status::done ? xfer::done
                                                                             : xfer::retry;
+}
+
+// send_unlocked, with the VC's lock held and not the call lock.
+xfer net_transport::send_held(vc &to, const packet_header &h, std::span<const iovec> payload) {
+  iovec parts[3] = {{const_cast<packet_header *>(&h), sizeof(h)}, {}, {}};
+  std::size_t n = 1;
+  for (const iovec &part : payload) parts[n++] = part;
+  return net_->send_concurrent(to.world_rank, {parts, n}) == netmod::send_status::done
+             ? xfer::done
+             : xfer::retry;
 }
 
 int net_transport::poll(int budget) {
@@ -111,7 +127,8 @@ const char *net_transport::record_arrived(int peer, std::span<const std::byte> h
   if (head.size() != sizeof(packet_header)) return "a record shorter than a packet header";
   packet_header h;
   std::memcpy(&h, head.data(), sizeof(h));
-  return packet_deliver(from, h, body.data(), body.size());
+  return shared_ ? packet_deliver_shared(from, h, body.data(), body.size())
+                 : packet_deliver(from, h, body.data(), body.size());
 }
 
 // Rendezvous data goes straight into the receive buffer.

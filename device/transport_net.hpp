@@ -26,6 +26,10 @@ class net_transport final : public transport, private netmod::record_sink {
 
   std::string_view name() const override { return "net"; }
   xfer send(vc &to, const packet_header &h, std::span<const iovec> payload) override;
+  // MPI_THREAD_MULTIPLE over a netmod with send_concurrent (TCP): sends to
+  // different peers run at once, each under its VC's lock (transport.hpp).
+  bool concurrent_sends() const override { return shared_; }
+  xfer send_held(vc &to, const packet_header &h, std::span<const iovec> payload) override;
   int poll(int budget) override;
   void expose(vc &to, request &r, rts_payload &where) override;
   void conceal(request &r) override;
@@ -47,6 +51,7 @@ class net_transport final : public transport, private netmod::record_sink {
 
   std::unique_ptr<netmod::netmod> net_;
   bool rma_ = false;                // IRIS_NET_RMA
+  bool shared_ = false;             // concurrent_sends(), chosen at init
   std::uint64_t rma_messages_ = 0;  // rendezvous messages the peer read with RMA
 };
 

@@ -377,7 +377,6 @@ void shm_queue_transport::take_ring(peer &p) {
   const std::optional<std::uint64_t> offset = segment_->ring_take();
   if (!offset) {
     p.via = route::queue_only;
-    ++rings_refused_;
     return;
   }
   p.ring_offset = *offset;
@@ -415,8 +414,7 @@ xfer shm_queue_transport::send(vc &to, const packet_header &h, std::span<const i
       return xfer::retry;
     }
     p.via = route::ring;
-    ++rings_sent_;
-    return send(to, h, payload);
+    return shm_queue_transport::send(to, h, payload);  // not the VC-locking override
   }
   return send_queued(p, h, payload, bytes);
 }
@@ -432,24 +430,26 @@ xfer shm_queue_transport::send_queued(peer &p, const packet_header &h,
     return xfer::retry;
   }
   ++p.queued;
-  ++queued_packets_;
   shm::bell_wake(*p.bell);
   return xfer::done;
 }
 
+template <bool Shared>
 void shm_queue_transport::deliver(int world_rank, const std::byte *bytes, std::size_t length) {
   if (length < sizeof(packet_header)) {
     fatal("progress", "corrupt record in the shared-memory queue from rank %d", world_rank);
   }
   packet_header h;
   std::memcpy(&h, bytes, sizeof(h));
-  const char *why = packet_deliver(rt->vcs[static_cast<std::size_t>(world_rank)], h,
-                                   bytes + sizeof(h), length - sizeof(h));
+  vc &from = rt->vcs[static_cast<std::size_t>(world_rank)];
+  const char *why = Shared ? packet_deliver_shared(from, h, bytes + sizeof(h), length - sizeof(h))
+                           : packet_deliver(from, h, bytes + sizeof(h), length - sizeof(h));
   if (why != nullptr) {
     fatal("progress", "bad packet from rank %d over shared memory: %s", world_rank, why);
   }
 }
 
+template <bool Shared>
 int shm_queue_transport::drain_queue(int budget) {
   int handled = 0;
   for (; handled < budget; ++handled) {
@@ -471,7 +471,7 @@ int shm_queue_transport::drain_queue(int budget) {
       p.rx = segment_->ring_receiver_at(offset);
       active_.push_back(&p);
     } else if (record.kind == record_packet) {
-      deliver(p.world_rank, record.bytes, record.length);
+      deliver<Shared>(p.world_rank, record.bytes, record.length);
     } else {
       fatal("progress", "record of unknown kind %d in the shared-memory queue from rank %d",
             static_cast<int>(record.kind), p.world_rank);
@@ -481,6 +481,7 @@ int shm_queue_transport::drain_queue(int budget) {
   return handled;
 }
 
+template <bool Shared>
 int shm_queue_transport::drain_ring(peer &p, int budget) {
   int handled = 0;
   for (; handled < budget; ++handled) {
@@ -491,16 +492,25 @@ int shm_queue_transport::drain_ring(peer &p, int budget) {
     if (status == shm::peek_status::corrupt || record.kind != shm::record_kind::data) {
       fatal("progress", "corrupt record in the shared-memory ring from rank %d", p.world_rank);
     }
-    deliver(p.world_rank, record.bytes, record.length);
+    deliver<Shared>(p.world_rank, record.bytes, record.length);
     p.rx.consume();
   }
   return handled;
 }
 
-int shm_queue_transport::poll(int budget) {
-  int events = drain_queue(budget);
-  for (peer *p : active_) events += drain_ring(*p, budget);
+template <bool Shared>
+int shm_queue_transport::polled(int budget) {
+  int events = drain_queue<Shared>(budget);
+  for (peer *p : active_) events += drain_ring<Shared>(*p, budget);
   return events;
+}
+
+int shm_queue_transport::poll(int budget) {
+  return polled<false>(budget);
+}
+
+int shm_queue_transport::poll_shared(int budget) {
+  return polled<true>(budget);
 }
 
 void shm_queue_transport::expose(vc &to, request &r, rts_payload &where) {
@@ -566,10 +576,18 @@ std::string shm_queue_transport::describe() const {
          (cma ? "permitted" : "refused");
 }
 
+// Counted from each peer's own state, which its sends write (under its VC's
+// lock under MULTIPLE): called at MPI_Finalize, when nothing sends.
 std::string shm_queue_transport::statistics() const {
-  return "shm: packets through queues " + std::to_string(queued_packets_) + ", rings announced " +
-         std::to_string(rings_sent_) + ", refused " + std::to_string(rings_refused_) +
-         ", rings polled " + std::to_string(active_.size()) +
+  std::uint64_t queued = 0, announced = 0, refused = 0;
+  for (const peer &p : peers_) {
+    queued += p.queued;
+    announced += p.via == route::ring ? 1 : 0;
+    refused += p.via == route::queue_only ? 1 : 0;
+  }
+  return "shm: packets through queues " + std::to_string(queued) + ", rings announced " +
+         std::to_string(announced) + ", refused " + std::to_string(refused) + ", rings polled " +
+         std::to_string(active_.size()) +
          (segment_->pool_closed() ? ", pool closed: /dev/shm full" : "") +
          ", messages read by cma " + std::to_string(cma_messages_);
 }

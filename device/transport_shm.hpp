@@ -144,7 +144,7 @@ class shm_shared_transport final : public shm_transport {
   int poll(int budget) override { return poll_shared(budget); }
 };
 
-class shm_queue_transport final : public transport {
+class shm_queue_transport : public transport {
  public:
   // Before the PMI fence: the node's first local rank creates the segment
   // (queues reserved, pool not), and every rank puts its CMA probe card.
@@ -198,8 +198,14 @@ class shm_queue_transport final : public transport {
   xfer send_queued(peer &p, const packet_header &h, std::span<const iovec> payload,
                    std::size_t bytes);
   void take_ring(peer &p);
+  // Shared: credits given back under each VC's lock (packet_deliver_shared).
+  template <bool Shared>
+  int polled(int budget);
+  template <bool Shared>
   int drain_queue(int budget);
+  template <bool Shared>
   int drain_ring(peer &p, int budget);
+  template <bool Shared>
   void deliver(int world_rank, const std::byte *bytes, std::size_t length);
   bool cma_wanted(std::size_t bytes) const;
 
@@ -216,8 +222,34 @@ class shm_queue_transport final : public transport {
   std::vector<int> slot_of_local_;  // local index -> vc.slot (-1: this rank)
   std::vector<peer *> active_;      // peers whose announced rings this rank polls
   std::uint64_t busy_packets_ = 0;
-  std::uint64_t rings_sent_ = 0, rings_refused_ = 0, queued_packets_ = 0;
   std::uint64_t cma_messages_ = 0;  // rendezvous messages read with CMA
+
+ protected:
+  // poll, giving credits back under each VC's lock (packet_deliver_shared).
+  int poll_shared(int budget);
+};
+
+// MPI_THREAD_MULTIPLE's large-node transport, made instead of
+// shm_queue_transport when MPI_Init_thread asked for MULTIPLE: all that
+// this rank keeps for sending to one peer (its route, its packet count, its
+// ring's producer side) is that peer's, written under the VC's send_lock;
+// the peers' receive queues take many producers already, and the node's
+// ring pool is taken with atomics (shm/node.hpp). So threads sending to
+// different peers proceed at once, as over the pair rings.
+class shm_queue_shared_transport final : public shm_queue_transport {
+ public:
+  using shm_queue_transport::shm_queue_transport;
+  bool concurrent_sends() const override { return true; }
+  xfer send(vc &to, const packet_header &h, std::span<const iovec> payload) override {
+    to.send_lock.lock();
+    const xfer result = shm_queue_transport::send(to, h, payload);
+    to.send_lock.unlock();
+    return result;
+  }
+  xfer send_held(vc &to, const packet_header &h, std::span<const iovec> payload) override {
+    return shm_queue_transport::send(to, h, payload);
+  }
+  int poll(int budget) override { return poll_shared(budget); }
 };
 
 }  // namespace iris::device

@@ -9,6 +9,7 @@
 #include <string_view>
 #include <vector>
 
+#include "device/threading.hpp"
 #include "netmods/netmod.hpp"
 
 namespace iris::netmod {
@@ -22,6 +23,24 @@ std::string hex_encode(std::span<const std::byte> bytes);
 // The bytes `hex` spells, two digits (either case) a byte. False when it is
 // empty, of odd length or not hex; `out` is written only on success.
 [[nodiscard]] bool hex_decode(std::string_view hex, std::vector<std::byte> &out);
+
+// Holds `lock` when the device may call send_concurrent
+// (config.concurrent_sends); nothing otherwise: below MPI_THREAD_MULTIPLE a
+// netmod takes no lock.
+class lock_if {
+ public:
+  lock_if(device::spin_lock &lock, bool take) : lock_(take ? &lock : nullptr) {
+    if (lock_ != nullptr) lock_->lock();
+  }
+  ~lock_if() {
+    if (lock_ != nullptr) lock_->unlock();
+  }
+  lock_if(const lock_if &) = delete;
+  lock_if &operator=(const lock_if &) = delete;
+
+ private:
+  device::spin_lock *lock_;
+};
 
 // The base of every netmod: what it keeps of init's arguments, and its log.
 class netmod_base : public netmod {

@@ -6,6 +6,7 @@
 //                         (before the device's PMI fence)
 //   -- the device fences: every card is readable from here on --
 //   send(peer, records)   hand over one record; connects lazily on first use
+//   send_concurrent(...)  the same, from any thread, on what is open (below)
 //   poll(sink)            accept, read, and hand complete records to the sink
 //   finalize()            after the device's last barrier: flush what is
 //                         queued, say goodbye to every peer, close
@@ -22,7 +23,12 @@
 // and bounds what a stranger can make it hold: a record longer than
 // config.max_record is refused before it is read.
 //
-// Only the thread that initialised MPI calls these methods.
+// One thread at a time calls these methods (the device's call lock), but
+// for send_concurrent: under MPI_THREAD_MULTIPLE (config.concurrent_sends)
+// a netmod that says concurrent_sends() takes it from any thread at any
+// time between init and finalize, alongside poll, send and send_concurrent
+// to other peers; the device never sends to one peer from two threads at
+// once (its VC lock).
 #pragma once
 
 #include <sys/uio.h>
@@ -58,6 +64,10 @@ class error : public std::runtime_error {
 struct config {
   std::size_t max_record = 0;   // longest record the device sends or accepts
   std::size_t record_head = 0;  // a record's first bytes, which say where its body may go
+  // MPI_THREAD_MULTIPLE: send_concurrent may be called (see the top).
+  // False: one thread at a time calls every method, and the netmod takes
+  // no lock of its own.
+  bool concurrent_sends = false;
 };
 
 // A peer's memory that this rank may read: what an RTS carries.
@@ -107,6 +117,18 @@ class netmod {
   // Sends one record, gathered from at most three `parts` (their total at
   // most config.max_record). Records to one peer arrive in the order sent.
   [[nodiscard]] virtual send_status send(int peer, std::span<const iovec> parts) = 0;
+  // Whether this netmod has send_concurrent.
+  virtual bool concurrent_sends() const { return false; }
+  // As send, when config.concurrent_sends is set, from a thread that may
+  // not be the one calling the other methods (see the top), and only on
+  // what is already open to `peer`: it never connects, never notes a loss
+  // and never calls the sink. Anything but a record taken at once (no
+  // connection yet, a record still going out, an error) answers retry, and
+  // the device then sends through send() as one thread.
+  [[nodiscard]] virtual send_status send_concurrent(int peer, std::span<const iovec> parts) {
+    (void)peer, (void)parts;
+    return send_status::retry;
+  }
   // One bounded pass: returns how many events it handled.
   virtual int poll(record_sink &sink) = 0;
   // Flushes, says goodbye and closes. Bounded in time.

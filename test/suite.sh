@@ -21,8 +21,10 @@
 #      layout descriptions run under ASan in the unit suite)
 #   4. ThreadSanitizer build, the lock-free unit tests (not the OFI ones:
 #      libfabric's own threads are not instrumented), and test/mpi/threads.c
-#      (MPI_THREAD_MULTIPLE, four threads per rank) at 2 ranks over shm and
-#      tcp, a few seconds
+#      (MPI_THREAD_MULTIPLE, four threads per rank) at 2 ranks over shm's
+#      pair rings, a large node's queues and pooled rings, tcp and ofi
+#      (libfabric picks tcp;ofi_rxm here; clean in 7 runs of 7 by hand), a
+#      few seconds
 # The normal build uses link-time optimisation (meson.build); the sanitizer
 # builds do not (they look for bugs, not speed, and build faster without).
 # Installs missing Debian packages first (.ci/deps). Build trees: build/,
@@ -73,7 +75,8 @@ TSAN_OPTIONS=halt_on_error=1 meson test -C build-tsan --no-rebuild --print-error
   --test-args='--gtest_filter=-*Ofi*'
 # Launched by the normal build's mpiexec: libpmix's own threads, in the
 # launcher, are not instrumented and would be reported.
-for transport in "IRIS_SHM=1" "IRIS_SHM=0 IRIS_NETMOD=tcp"; do
+for transport in "IRIS_SHM=1" "IRIS_SHM_DENSE_RANKS=0 IRIS_SHM_BUSY_PACKETS=4" \
+  "IRIS_SHM=0 IRIS_NETMOD=tcp" "IRIS_SHM=0 IRIS_NETMOD=ofi"; do
   # shellcheck disable=SC2086  # one variable or two, meant to split
   env $transport TSAN_OPTIONS=halt_on_error=1 \
     build/pmi/mpiexec -n 2 build-tsan/test/mpi/threads 20 | grep -q "threads: all checks passed"

@@ -45,19 +45,29 @@ bool ofi_netmod::address_of(int peer, fi_addr_t &out) {
     return false;
   }
   std::vector<std::byte> raw;
-  if (!card_parse(card, p.token, raw)) {
+  std::uint64_t token = 0;
+  if (!card_parse(card, token, raw)) {
     losses_.note(
         peer, "its ofi business card is not 'token:address' in hex: '" + card.substr(0, 64) + "'");
     return false;
   }
   fi_addr_t a = FI_ADDR_NOTAVAIL;
-  const int inserted = fi_av_insert(av_, raw.data(), 1, &a, 0, nullptr);
+  int inserted = 0;
+  {
+    // The address, once set, tells send_concurrent that the token is too.
+    const lock_if guard(domain_lock_, conf_.concurrent_sends);
+    inserted = fi_av_insert(av_, raw.data(), 1, &a, 0, nullptr);
+    if (inserted == 1) {
+      p.token = token;
+      p.address = a;
+    }
+  }
   if (inserted != 1) {
     losses_.note(peer, "fi_av_insert refused its address " + card.substr(0, 64) + ": " +
                            fi_text(*lib_, inserted < 0 ? inserted : -FI_EINVAL));
     return false;
   }
-  p.address = out = a;
+  out = a;
   return true;
 }
 

@@ -17,7 +17,11 @@ int ofi_netmod::poll(record_sink &sink) {
   if (!unposted_.empty()) std::erase_if(unposted_, [&](operation *o) { return post_recv(*o); });
   if (!unstarted_reads_.empty()) handled += retry_reads(sink);
   fi_cq_msg_entry done[cq_batch];
-  const ssize_t n = fi_cq_read(cq_, done, cq_batch);
+  ssize_t n = 0;
+  {
+    const lock_if guard(domain_lock_, conf_.concurrent_sends);
+    n = fi_cq_read(cq_, done, cq_batch);
+  }
   if (n == -FI_EAVAIL) return handled + completion_error(sink);
   if (n <= 0) return handled;
   for (ssize_t i = 0; i < n; ++i) {
@@ -106,10 +110,13 @@ void ofi_netmod::record_in(operation &o, std::size_t length, record_sink &sink) 
 
 int ofi_netmod::completion_error(record_sink &sink) {
   fi_cq_err_entry err{};
-  if (fi_cq_readerr(cq_, &err, 0) <= 0) return 0;
   char provider_text[256] = {};
-  const char *detail =
-      fi_cq_strerror(cq_, err.prov_errno, err.err_data, provider_text, sizeof provider_text);
+  const char *detail = nullptr;
+  {
+    const lock_if guard(domain_lock_, conf_.concurrent_sends);
+    if (fi_cq_readerr(cq_, &err, 0) <= 0) return 0;
+    detail = fi_cq_strerror(cq_, err.prov_errno, err.err_data, provider_text, sizeof provider_text);
+  }
   const std::string why =
       fi_text(*lib_, err.err) +
       (detail != nullptr && *detail != '\0' ? std::string(" (") + detail + ")" : std::string());

@@ -66,6 +66,7 @@ void ofi_netmod::make_buffers() {
 }
 
 bool ofi_netmod::post_recv(operation &o) {
+  const lock_if guard(domain_lock_, conf_.concurrent_sends);
   return fi_recv(ep_, o.buffer, slot_bytes_, nullptr, FI_ADDR_UNSPEC, &o) == 0;
 }
 
@@ -75,6 +76,7 @@ void ofi_netmod::repost(operation &o) {
 }
 
 void ofi_netmod::release_tx(operation &o) {
+  const lock_if guard(domain_lock_, conf_.concurrent_sends);
   o.next_free = free_tx_;
   free_tx_ = &o;
   --tx_busy_;

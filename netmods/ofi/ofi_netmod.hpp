@@ -8,7 +8,8 @@
 // that the caller may reuse its own at once. One completion queue, polled by
 // the progress engine, reports all of it. Rendezvous data is read by the
 // receiver (fi_read) from the sender's registered buffer when the provider
-// has FI_RMA.
+// has FI_RMA. Under MULTIPLE threads send through it at once, each call
+// under domain_lock_ (below).
 //
 // The class is defined by object, one file each:
 //   ofi.cpp         the netmod's entry points: init, finalize, describe
@@ -122,6 +123,8 @@ class ofi_netmod final : public netmod_base {
   std::string preview(const config &conf) override;
   // send.cpp
   send_status send(int peer, std::span<const iovec> parts) override;
+  bool concurrent_sends() const override { return true; }
+  send_status send_concurrent(int peer, std::span<const iovec> parts) override;
   // completion.cpp
   int poll(record_sink &sink) override;
   // rma.cpp
@@ -162,6 +165,7 @@ class ofi_netmod final : public netmod_base {
   bool address_of(int peer, fi_addr_t &out);
 
   // send.cpp
+  int post_send(int peer, fi_addr_t to, std::span<const iovec> parts);
   bool say_goodbye(int peer);
 
   // completion.cpp
@@ -174,6 +178,13 @@ class ofi_netmod final : public netmod_base {
   void release_read(operation &o);
   registration *register_region(const std::byte *base, std::size_t length);
 
+  // MPI_THREAD_MULTIPLE (config.concurrent_sends): every libfabric call on
+  // this domain's objects (the provider serializes nothing: FI_THREAD_DOMAIN)
+  // and the state sends share (the inject buffer, the free send buffers,
+  // peers' addresses, tokens and sequence numbers) are under it, so that
+  // send_concurrent may run from any thread while one thread polls. Held
+  // for one call, never while the sink runs. Unused below MULTIPLE.
+  device::spin_lock domain_lock_;
   const library *lib_ = nullptr;
   settings settings_;
   std::uint64_t token_ = 0;

@@ -67,6 +67,7 @@ send_status ofi_netmod::rma_read(int peer, const remote_region &region, void *to
 }
 
 ssize_t ofi_netmod::start_read(operation &o) {
+  const lock_if guard(domain_lock_, conf_.concurrent_sends);
   return fi_read(ep_, o.buffer, o.length, nullptr, o.from, o.region.address, o.region.key, &o);
 }
 
@@ -104,11 +105,13 @@ registration *ofi_netmod::register_region(const std::byte *base, std::size_t len
       }
     }
     if (victim == cache_.end()) return nullptr;  // all in use: this one goes by packets
+    const lock_if guard(domain_lock_, conf_.concurrent_sends);
     fi_close(&victim->mr->fid);
     cache_.erase(victim);
   }
   fid_mr *mr = nullptr;
   const std::uint64_t requested = provider_keys_ ? 0 : ++next_key_;
+  const lock_if guard(domain_lock_, conf_.concurrent_sends);
   if (fi_mr_reg(domain_, base, length, FI_REMOTE_READ, 0, requested, 0, &mr, nullptr) != 0) {
     return nullptr;
   }

@@ -12,9 +12,31 @@
 namespace iris::netmod::ofi {
 
 send_status ofi_netmod::send(int peer, std::span<const iovec> parts) {
-  peer_state &p = peers_[static_cast<std::size_t>(peer)];
   fi_addr_t to = FI_ADDR_NOTAVAIL;
   if (!address_of(peer, to)) return send_status::retry;
+  int rc = 0;
+  {
+    const lock_if guard(domain_lock_, conf_.concurrent_sends);
+    rc = post_send(peer, to, parts);
+  }
+  if (rc != 0 && rc != -FI_EAGAIN) losses_.note(peer, "sending failed: " + fi_text(*lib_, rc));
+  return rc == 0 ? send_status::done : send_status::retry;
+}
+
+// From any thread (ofi_netmod.hpp): only to a peer whose address send()
+// has inserted. A failure is the peer's loss, which send() notes when the
+// device tries again through it.
+send_status ofi_netmod::send_concurrent(int peer, std::span<const iovec> parts) {
+  const lock_if guard(domain_lock_, true);
+  const fi_addr_t to = peers_[static_cast<std::size_t>(peer)].address;
+  if (to == FI_ADDR_NOTAVAIL) return send_status::retry;
+  return post_send(peer, to, parts) == 0 ? send_status::done : send_status::retry;
+}
+
+// Hands one record to libfabric, with domain_lock_ held under MULTIPLE: 0,
+// -FI_EAGAIN (no room: the device polls, then tries again) or an error.
+int ofi_netmod::post_send(int peer, fi_addr_t to, std::span<const iovec> parts) {
+  peer_state &p = peers_[static_cast<std::size_t>(peer)];
   const wire_prefix prefix{p.token, rank_, p.out_seq};
   std::size_t total = sizeof(prefix);
   for (const iovec &part : parts) total += part.iov_len;
@@ -32,7 +54,7 @@ send_status ofi_netmod::send(int peer, std::span<const iovec> parts) {
     rc = static_cast<int>(fi_inject(ep_, inject_buffer_.data(), total, to));
   } else {
     operation *o = free_tx_;
-    if (o == nullptr) return send_status::retry;  // every send buffer is out: poll frees one
+    if (o == nullptr) return -FI_EAGAIN;  // every send buffer is out: poll frees one
     gather(o->buffer);
     rc = static_cast<int>(fi_send(ep_, o->buffer, total, nullptr, to, o));
     if (rc == 0) {
@@ -41,22 +63,20 @@ send_status ofi_netmod::send(int peer, std::span<const iovec> parts) {
       ++tx_busy_;
     }
   }
-  if (rc == -FI_EAGAIN) return send_status::retry;  // the device polls, then tries again
-  if (rc != 0) {
-    losses_.note(peer, "sending failed: " + fi_text(*lib_, rc));
-    return send_status::retry;
-  }
+  if (rc != 0) return rc;
   ++p.out_seq;
   p.sent_any = true;
-  return send_status::done;
+  return 0;
 }
 
 // Sends `peer` the empty record, asking for completion once delivered.
 bool ofi_netmod::say_goodbye(int peer) {
   peer_state &p = peers_[static_cast<std::size_t>(peer)];
   fi_addr_t to = FI_ADDR_NOTAVAIL;
+  if (!address_of(peer, to)) return false;
+  const lock_if guard(domain_lock_, conf_.concurrent_sends);
   operation *o = free_tx_;
-  if (o == nullptr || !address_of(peer, to)) return false;
+  if (o == nullptr) return false;
   const wire_prefix prefix{p.token, rank_, p.out_seq};
   std::memcpy(o->buffer, &prefix, sizeof(prefix));
   iovec part{o->buffer, sizeof(prefix)};

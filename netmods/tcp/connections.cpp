@@ -16,7 +16,8 @@ int tcp_netmod::conn_new() {
     if (conns_[i]->st == connection::state::free) return static_cast<int>(i);
   }
   conns_.push_back(std::make_unique<connection>());
-  return static_cast<int>(conns_.size() - 1);
+  conns_.back()->index = static_cast<int>(conns_.size() - 1);
+  return conns_.back()->index;
 }
 
 void tcp_netmod::watch(connection &c, int index, std::uint32_t events) {
@@ -41,18 +42,26 @@ std::uint32_t tcp_netmod::events_for(const connection &c) {
 // Closes connection `index` and frees its slot.
 void tcp_netmod::release(int index) {
   connection &c = conn(index);
+  if (c.peer >= 0) {
+    peer_link &p = peers_[static_cast<std::size_t>(c.peer)];
+    if (p.send_conn == index) {
+      // Unpublished under its lock first: a thread writing to it finishes,
+      // and none starts after (send_concurrent).
+      {
+        const lock_if guard(c.out, conf_.concurrent_sends);
+        p.sending.set(nullptr);
+      }
+      p.send_conn = -1;
+    }
+    if (p.dial_conn == index) p.dial_conn = -1;
+    if (p.accepted_conn == index) p.accepted_conn = -1;
+  }
   if (c.st == connection::state::dialing || c.st == connection::state::awaiting_hello) {
     --waiting_;
   }
   if (c.fd >= 0) {
     unwatch(c);
     ::close(c.fd);
-  }
-  if (c.peer >= 0) {
-    peer_link &p = peers_[static_cast<std::size_t>(c.peer)];
-    if (p.dial_conn == index) p.dial_conn = -1;
-    if (p.accepted_conn == index) p.accepted_conn = -1;
-    if (p.send_conn == index) p.send_conn = -1;
   }
   c.st = connection::state::free;
   c.fd = -1;
@@ -102,7 +111,10 @@ void tcp_netmod::solo_update() {
 void tcp_netmod::leave_solo() {
   if (solo_ < 0) return;
   connection &c = conn(solo_);
-  if (c.st == connection::state::open && !c.watched) watch(c, solo_, events_for(c));
+  if (c.st == connection::state::open) {
+    const lock_if guard(c.out, conf_.concurrent_sends);
+    if (!c.watched) watch(c, solo_, events_for(c));
+  }
   solo_ = -1;
 }
 

@@ -22,11 +22,19 @@ bool tcp_netmod::choose_send_conn(int peer) {
   peer_link &p = peers_[static_cast<std::size_t>(peer)];
   if (losses_.lost(peer)) return false;
   if (p.accepted_conn >= 0 && conn(p.accepted_conn).st == connection::state::open) {
-    p.send_conn = p.accepted_conn;
+    set_send_conn(peer, p.accepted_conn);
     return true;
   }
   if (p.dial_conn < 0 && clock_type::now() >= p.crossed_until) dial_start(peer);
   return false;
+}
+
+// Open connection `index` carries every record to `peer` from now on, and
+// is published for send_concurrent.
+void tcp_netmod::set_send_conn(int peer, int index) {
+  peer_link &p = peers_[static_cast<std::size_t>(peer)];
+  p.send_conn = index;
+  p.sending.set(&conn(index));
 }
 
 void tcp_netmod::dial_start(int peer) {
@@ -150,7 +158,7 @@ int tcp_netmod::ack_ready(int index) {
   }
   open(c);
   p.dial_conn = -1;
-  if (p.send_conn < 0) p.send_conn = index;
+  if (p.send_conn < 0) set_send_conn(c.peer, index);
   return 1;
 }
 

@@ -27,7 +27,7 @@ int tcp_netmod::ready(int index, std::uint32_t events, record_sink *sink) {
     case connection::state::awaiting_hello:
       return hello_ready(index);
     case connection::state::open:
-      if ((events & EPOLLOUT) != 0 && c.has_pending()) flush(index);
+      if ((events & EPOLLOUT) != 0) flush(index);  // if a frame is going out
       if ((events & (EPOLLIN | EPOLLHUP | EPOLLERR)) == 0) return 1;
       if (c.read_done) {
         // The peer, past its goodbye, gave up waiting for this rank's.
@@ -103,6 +103,7 @@ void tcp_netmod::ended(int index, int err) {
   } else if (c.goodbye && err == 0) {
     // A clean end of the peer's side. It waits for this rank's goodbye,
     // so keep the socket, for writing only, until MPI_Finalize.
+    const lock_if guard(c.out, conf_.concurrent_sends);
     c.read_done = true;
     watch(c, index, events_for(c));
   } else {

@@ -38,8 +38,13 @@ int tcp_netmod::poll(record_sink &sink) {
   // every few polls, for a stranger at the listener.
   if (solo_ >= 0) {
     connection &c = conn(solo_);
-    if (c.st == connection::state::open && !c.has_pending() && !c.read_done) {
-      unwatch(c);  // back in the set after a partial write; else nothing
+    bool direct = false;
+    if (c.st == connection::state::open) {
+      const lock_if guard(c.out, conf_.concurrent_sends);
+      direct = !c.has_pending() && !c.read_done;
+      if (direct) unwatch(c);  // back in the set after a partial write; else nothing
+    }
+    if (direct) {
       handled = frames_ready(solo_, &sink);
       if ((++polls_ % epoll_every) != 0) {
         if (losses_.unreported()) (void)losses_.report(sink);

@@ -12,11 +12,22 @@
 //   accept.cpp       its peers' connections to it: accept, check the hello, ack
 //   read.cpp         frames in: records to the device, bodies into their place
 //   write.cpp        frames out: one sendmsg, and what the kernel did not take
+//
+// Under MPI_THREAD_MULTIPLE (config.concurrent_sends) threads write frames
+// to their peers' open connections themselves (send_concurrent) while one
+// thread at a time runs the rest. A connection becomes a peer's send
+// connection only once it is open, and is then published for those threads
+// (peer_link::sending); its write side (the pending bytes, its epoll
+// registration, read_done) is changed only under its `out` lock, and it is
+// unpublished under that lock before it leaves the open state (release).
+// A thread that finds it unpublished once it holds the lock answers retry.
+// Without concurrent_sends no lock is taken.
 #pragma once
 
 #include <netinet/in.h>
 #include <sys/uio.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -60,6 +71,7 @@ settings settings_load();
 struct connection {
   enum class state : std::uint8_t { free, dialing, awaiting_ack, awaiting_hello, open };
   state st = state::free;
+  int index = -1;  // in the connection table: the epoll tag
   int fd = -1;
   int peer = -1;  // dialled: from the start; accepted: once its hello checks out
   bool dialled = false;
@@ -80,13 +92,30 @@ struct connection {
   std::vector<std::byte> pending;  // the unwritten end of the last frame sent
   std::size_t pending_done = 0;
   bool has_pending() const { return pending_done < pending.size(); }
+  device::spin_lock out;  // the write side, while published (see the top)
+};
+
+// A peer's send connection as the sending threads see it: null, or an open
+// connection (see the top). A copy (the table's setup) starts null.
+class published_connection {
+ public:
+  published_connection() = default;
+  published_connection(const published_connection &) {}
+  published_connection &operator=(const published_connection &) { return *this; }
+  ~published_connection() = default;
+  connection *get() const { return c_.load(std::memory_order_acquire); }
+  void set(connection *c) { c_.store(c, std::memory_order_release); }
+
+ private:
+  std::atomic<connection *> c_{nullptr};
 };
 
 // What this rank knows of one peer.
 struct peer_link {
-  int send_conn = -1;      // every record to the peer goes here, once chosen
-  int dial_conn = -1;      // this rank's own connection to it, while it opens
-  int accepted_conn = -1;  // the peer's connection to this rank
+  int send_conn = -1;            // every record to the peer goes here, once chosen
+  published_connection sending;  // send_conn's connection, for send_concurrent
+  int dial_conn = -1;            // this rank's own connection to it, while it opens
+  int accepted_conn = -1;        // the peer's connection to this rank
   card peer_card;
   std::size_t next_address = 0;
   std::string failures;  // what each address tried said
@@ -103,6 +132,8 @@ class tcp_netmod final : public netmod_base {
   std::string_view name() const override { return "tcp"; }
   void init(pmi::client &pmi, const config &conf) override;
   send_status send(int peer, std::span<const iovec> parts) override;  // write.cpp
+  bool concurrent_sends() const override { return true; }
+  send_status send_concurrent(int peer, std::span<const iovec> parts) override;  // write.cpp
   int poll(record_sink &sink) override;
   void finalize() override;
   std::string preview(const config &conf) override;
@@ -138,6 +169,7 @@ class tcp_netmod final : public netmod_base {
 
   // dial.cpp
   bool choose_send_conn(int peer);
+  void set_send_conn(int peer, int index);
   void dial_start(int peer);
   void dial_next(int peer);
   void dial_failed(int index, const std::string &why);
@@ -160,6 +192,8 @@ class tcp_netmod final : public netmod_base {
   int body_ready(int index, record_sink *sink);
 
   // write.cpp
+  enum class wrote : std::uint8_t { done, busy, failed };
+  wrote write_frame(connection &c, std::span<const iovec> parts, int &err);
   static void keep_unwritten(connection &c, const iovec *iov, std::size_t count,
                              std::size_t written);
   bool flush(int index);
@@ -180,8 +214,8 @@ class tcp_netmod final : public netmod_base {
   struct {
     std::size_t body_bytes_placed = 0;  // read by recv straight into a place
     std::size_t body_bytes_moved = 0;   // read into `in` first, then copied to their place
-    std::size_t partial_writes = 0;     // sends the kernel took only part of
-    std::size_t bytes_kept = 0;         // ... and what was copied into `pending`
+    std::atomic<std::size_t> partial_writes = 0;  // sends the kernel took only part of
+    std::atomic<std::size_t> bytes_kept = 0;      // ... and what was copied into `pending`
   } counts_;
 };
 
