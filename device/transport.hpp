@@ -164,11 +164,11 @@ class transport {
   // thread sends to a different peer or polls: then send and send_filled
   // take that VC's send_lock (vc.hpp) themselves, send_held is called with
   // it held (send_unlocked), and poll takes it where it gives credits back
-  // (packet_deliver_shared). True under MULTIPLE for shm_shared_transport,
-  // the pair rings, and for net_transport over a netmod with
-  // send_concurrent. The others (self delivers at once into the matcher;
-  // the large-node queues keep state across peers) stay under the call
-  // lock.
+  // (packet_deliver_shared). True under MULTIPLE for shm_shared_transport
+  // (the pair rings), shm_queue_shared_transport (a large node's queues and
+  // rings) and net_transport over a netmod with send_concurrent (tcp; ofi
+  // when IRIS_OFI_CONCURRENT_SENDS=1). Self delivers at once into the
+  // matcher, and stays under the call lock.
   virtual bool concurrent_sends() const { return false; }
   virtual xfer send_held(vc &to, const packet_header &h, std::span<const iovec> payload) {
     return send(to, h, payload);

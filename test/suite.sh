@@ -23,8 +23,8 @@
 #      libfabric's own threads are not instrumented), and test/mpi/threads.c
 #      (MPI_THREAD_MULTIPLE, four threads per rank) at 2 ranks over shm's
 #      pair rings, a large node's queues and pooled rings, tcp and ofi
-#      (libfabric picks tcp;ofi_rxm here; clean in 7 runs of 7 by hand), a
-#      few seconds
+#      with its concurrent sends on (libfabric picks tcp;ofi_rxm here; clean
+#      in 7 runs of 7 by hand), a few seconds
 # The normal build uses link-time optimisation (meson.build); the sanitizer
 # builds do not (they look for bugs, not speed, and build faster without).
 # Installs missing Debian packages first (.ci/deps). Build trees: build/,
@@ -76,8 +76,8 @@ TSAN_OPTIONS=halt_on_error=1 meson test -C build-tsan --no-rebuild --print-error
 # Launched by the normal build's mpiexec: libpmix's own threads, in the
 # launcher, are not instrumented and would be reported.
 for transport in "IRIS_SHM=1" "IRIS_SHM_DENSE_RANKS=0 IRIS_SHM_BUSY_PACKETS=4" \
-  "IRIS_SHM=0 IRIS_NETMOD=tcp" "IRIS_SHM=0 IRIS_NETMOD=ofi"; do
-  # shellcheck disable=SC2086  # one variable or two, meant to split
+  "IRIS_SHM=0 IRIS_NETMOD=tcp" "IRIS_SHM=0 IRIS_NETMOD=ofi IRIS_OFI_CONCURRENT_SENDS=1"; do
+  # shellcheck disable=SC2086  # several variables, meant to split
   env $transport TSAN_OPTIONS=halt_on_error=1 \
     build/pmi/mpiexec -n 2 build-tsan/test/mpi/threads 20 | grep -q "threads: all checks passed"
 done

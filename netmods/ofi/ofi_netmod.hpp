@@ -98,8 +98,9 @@ struct peer_state {
 
 // What IRIS_OFI_* say (settings.cpp).
 struct settings {
-  std::string provider;  // IRIS_OFI_PROVIDER: empty lets libfabric choose
-  std::string library;   // IRIS_OFI_LIBRARY: empty loads libfabric.so.1
+  std::string provider;           // IRIS_OFI_PROVIDER: empty lets libfabric choose
+  std::string library;            // IRIS_OFI_LIBRARY: empty loads libfabric.so.1
+  bool concurrent_sends = false;  // IRIS_OFI_CONCURRENT_SENDS
 };
 settings settings_load();
 
@@ -123,7 +124,7 @@ class ofi_netmod final : public netmod_base {
   std::string preview(const config &conf) override;
   // send.cpp
   send_status send(int peer, std::span<const iovec> parts) override;
-  bool concurrent_sends() const override { return true; }
+  bool concurrent_sends() const override { return settings_.concurrent_sends; }
   send_status send_concurrent(int peer, std::span<const iovec> parts) override;
   // completion.cpp
   int poll(record_sink &sink) override;
@@ -182,8 +183,9 @@ class ofi_netmod final : public netmod_base {
   // this domain's objects (the provider serializes nothing: FI_THREAD_DOMAIN)
   // and the state sends share (the inject buffer, the free send buffers,
   // peers' addresses, tokens and sequence numbers) are under it, so that
-  // send_concurrent may run from any thread while one thread polls. Held
-  // for one call, never while the sink runs. Unused below MULTIPLE.
+  // send_concurrent (IRIS_OFI_CONCURRENT_SENDS=1) may run from any thread
+  // while one thread polls. Held for one call, never while the sink runs.
+  // Untouched below MULTIPLE.
   device::spin_lock domain_lock_;
   const library *lib_ = nullptr;
   settings settings_;

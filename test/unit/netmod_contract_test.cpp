@@ -327,6 +327,7 @@ TEST_P(NetmodContract, AnRmaReadBringsTheExposedBufferOrIsDeclined) {
 // pieces (TCP's pending bytes, flushed by rank 0's poll while the threads
 // write). Every record arrives whole and in its sender's order.
 TEST_P(NetmodContract, ConcurrentSendsToOtherPeersArriveWholeAndInOrder) {
+  const scoped_env ofi_too("IRIS_OFI_CONCURRENT_SENDS", "1");  // off by default
   config c = conf();
   c.concurrent_sends = true;
   netmod_ranks::start(GetParam().netmod, 4, c);

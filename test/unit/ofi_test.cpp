@@ -245,6 +245,42 @@ TEST(OfiProviderChoice, AnUnknownProviderIsNamedWithWhatIsThere) {
   }
 }
 
+// Threads send through OFI without the call lock only when asked
+// (IRIS_OFI_CONCURRENT_SENDS, netmods/ofi/README.md); a value that is not
+// 0 or 1 is one line naming it.
+TEST(OfiConcurrentSends, OffByDefaultOnWhenAskedAndAMalformedValueIsNamed) {
+  const auto started = [](const char *value) {
+    std::optional<scoped_env> asked;
+    if (value != nullptr) asked.emplace("IRIS_OFI_CONCURRENT_SENDS", value);
+    cards board;
+    fake_pmi pmi(0, 1, board);
+    auto net = netmod_create("ofi");
+    config c;
+    c.max_record = max_record;
+    c.record_head = record_head;
+    c.concurrent_sends = true;
+    net->init(pmi, c);
+    const bool on = net->concurrent_sends();
+    net->finalize();
+    return on;
+  };
+  try {
+    EXPECT_FALSE(started(nullptr));
+    EXPECT_TRUE(started("1"));
+    EXPECT_FALSE(started("0"));
+  } catch (const error &e) {
+    GTEST_SKIP() << "no usable provider here: " << e.what();
+  }
+  try {
+    (void)started("2");
+    FAIL() << "init took IRIS_OFI_CONCURRENT_SENDS=2";
+  } catch (const error &e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("IRIS_OFI_CONCURRENT_SENDS=2"), std::string::npos) << what;
+    EXPECT_EQ(what.find('\n'), std::string::npos) << what;
+  }
+}
+
 // The sequencer, with records named by numbers.
 using seq = ofi::sequencer<unsigned>;
 
