@@ -19,8 +19,13 @@ int ofi_netmod::poll(record_sink &sink) {
   fi_cq_msg_entry done[cq_batch];
   ssize_t n = 0;
   {
+    // What senders read meanwhile comes first (send_concurrent).
     const lock_if guard(domain_lock_, conf_.concurrent_sends);
-    n = fi_cq_read(cq_, done, cq_batch);
+    const std::size_t early = stashed_;
+    std::copy_n(stash_, early, done);
+    stashed_ = 0;
+    n = fi_cq_read(cq_, done + early, cq_batch - early);
+    if (early > 0) n = static_cast<ssize_t>(early) + (n > 0 ? n : 0);
   }
   if (n == -FI_EAVAIL) return handled + completion_error(sink);
   if (n <= 0) return handled;

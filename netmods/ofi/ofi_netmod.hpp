@@ -24,6 +24,7 @@
 
 #include <rdma/fabric.h>
 #include <rdma/fi_domain.h>
+#include <rdma/fi_eq.h>
 #include <sys/uio.h>
 
 #include <chrono>
@@ -167,6 +168,7 @@ class ofi_netmod final : public netmod_base {
 
   // send.cpp
   int post_send(int peer, fi_addr_t to, std::span<const iovec> parts);
+  bool progress_held();
   bool say_goodbye(int peer);
 
   // completion.cpp
@@ -187,6 +189,8 @@ class ofi_netmod final : public netmod_base {
   // while one thread polls. Held for one call, never while the sink runs.
   // Untouched below MULTIPLE.
   device::spin_lock domain_lock_;
+  fi_cq_msg_entry stash_[cq_batch];  // completions a sender read (progress_held)
+  std::size_t stashed_ = 0;
   const library *lib_ = nullptr;
   settings settings_;
   std::uint64_t token_ = 0;

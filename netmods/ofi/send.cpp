@@ -30,7 +30,33 @@ send_status ofi_netmod::send_concurrent(int peer, std::span<const iovec> parts) 
   const lock_if guard(domain_lock_, true);
   const fi_addr_t to = peers_[static_cast<std::size_t>(peer)].address;
   if (to == FI_ADDR_NOTAVAIL) return send_status::retry;
-  return post_send(peer, to, parts) == 0 ? send_status::done : send_status::retry;
+  int rc = post_send(peer, to, parts);
+  // The provider is full: drive its progress here, keeping what completed
+  // for the next poll, and try once more.
+  if (rc == -FI_EAGAIN && progress_held()) rc = post_send(peer, to, parts);
+  return rc == 0 ? send_status::done : send_status::retry;
+}
+
+// One fi_cq_read by a sender, with domain_lock_ held: the provider moves
+// on (its progress is manual), send buffers that completed are free at
+// once, and the other completions wait in stash_ for poll(), which takes
+// them first. False when nothing completed or stash_ is full.
+bool ofi_netmod::progress_held() {
+  if (stashed_ == cq_batch) return false;
+  fi_cq_msg_entry got[cq_batch];
+  const ssize_t n = fi_cq_read(cq_, got, cq_batch - stashed_);
+  if (n <= 0) return false;  // an error entry waits for poll()
+  for (ssize_t i = 0; i < n; ++i) {
+    auto *o = static_cast<operation *>(got[i].op_context);
+    if (o->what == operation::kind::send) {
+      o->next_free = free_tx_;
+      free_tx_ = o;
+      --tx_busy_;
+    } else {
+      stash_[stashed_++] = got[i];
+    }
+  }
+  return true;
 }
 
 // Hands one record to libfabric, with domain_lock_ held under MULTIPLE: 0,
