@@ -382,6 +382,17 @@ TEST_F(LargeJobTest, RingAndAllPairsAt64And128Ranks) {
   }
 }
 
+// MPI_THREAD_MULTIPLE on a large node, the default layout past 8 ranks
+// (shm_queue_shared_transport): threads.c at 10 ranks, four threads each,
+// and their eager sends to other ranks go without the call lock.
+TEST_F(LargeJobTest, ThreadMultipleAtTenRanksSendsWithoutTheCallLock) {
+  const run_result r = job(10, "threads", {"5"}, {{"IRIS_STATS", "1"}}, 120);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("threads: all checks passed on 10 ranks"), std::string::npos) << r.output;
+  EXPECT_GT(stats_sum(r.output, "packets through queues "), 0) << r.output;
+  EXPECT_GT(stats_sum(r.output, "(unlocked "), 0) << r.output;
+}
+
 // A pool of three rings for 16 ranks exchanging with everyone: most pairs
 // are refused a ring and keep the queue, long records and all; nothing is
 // lost.
