@@ -41,21 +41,32 @@ void net_transport::connect(runtime &r) {
   }
 }
 
-xfer net_transport::send(vc &to, const packet_header &h, std::span<const iovec> payload) {
-  iovec parts[3] = {{const_cast<packet_header *>(&h), sizeof(h)}, {}, {}};
+namespace {
+
+// A packet as one netmod record: the header, then the payload's parts.
+struct record_parts {
+  record_parts(const packet_header &h, std::span<const iovec> payload) {
+    parts[0] = {const_cast<packet_header *>(&h), sizeof(h)};
+    for (const iovec &part : payload) parts[n++] = part;
+  }
+  std::span<const iovec> all() const { return {parts, n}; }
+  iovec parts[3];
   std::size_t n = 1;
-  for (const iovec &part : payload) parts[n++] = part;
+};
+
+}  // namespace
+
+xfer net_transport::send(vc &to, const packet_header &h, std::span<const iovec> payload) {
+  const record_parts record(h, payload);
   const vc_guard guard(to);  // MULTIPLE: send_held may be writing to it
-  return net_->send(to.world_rank, {parts, n}) == netmod::send_status::done ? xfer::done
-                                                                            : xfer::retry;
+  return net_->send(to.world_rank, record.all()) == netmod::send_status::done ? xfer::done
+                                                                              : xfer::retry;
 }
 
 // send_unlocked, with the VC's lock held and not the call lock.
 xfer net_transport::send_held(vc &to, const packet_header &h, std::span<const iovec> payload) {
-  iovec parts[3] = {{const_cast<packet_header *>(&h), sizeof(h)}, {}, {}};
-  std::size_t n = 1;
-  for (const iovec &part : payload) parts[n++] = part;
-  return net_->send_concurrent(to.world_rank, {parts, n}) == netmod::send_status::done
+  const record_parts record(h, payload);
+  return net_->send_concurrent(to.world_rank, record.all()) == netmod::send_status::done
              ? xfer::done
              : xfer::retry;
 }

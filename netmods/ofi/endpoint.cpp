@@ -77,6 +77,11 @@ void ofi_netmod::repost(operation &o) {
 
 void ofi_netmod::release_tx(operation &o) {
   const lock_if guard(domain_lock_, conf_.concurrent_sends);
+  release_tx_held(o);
+}
+
+// release_tx with domain_lock_ held (or not needed).
+void ofi_netmod::release_tx_held(operation &o) {
   o.next_free = free_tx_;
   free_tx_ = &o;
   --tx_busy_;

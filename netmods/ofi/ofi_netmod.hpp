@@ -162,6 +162,7 @@ class ofi_netmod final : public netmod_base {
   bool post_recv(operation &o);
   void repost(operation &o);
   void release_tx(operation &o);
+  void release_tx_held(operation &o);
 
   // address.cpp
   bool address_of(int peer, fi_addr_t &out);

@@ -49,9 +49,7 @@ bool ofi_netmod::progress_held() {
   for (ssize_t i = 0; i < n; ++i) {
     auto *o = static_cast<operation *>(got[i].op_context);
     if (o->what == operation::kind::send) {
-      o->next_free = free_tx_;
-      free_tx_ = o;
-      --tx_busy_;
+      release_tx_held(*o);
     } else {
       stash_[stashed_++] = got[i];
     }

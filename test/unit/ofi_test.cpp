@@ -253,15 +253,11 @@ TEST(OfiConcurrentSends, OffByDefaultOnWhenAskedAndAMalformedValueIsNamed) {
     std::optional<scoped_env> asked;
     if (value != nullptr) asked.emplace("IRIS_OFI_CONCURRENT_SENDS", value);
     cards board;
-    fake_pmi pmi(0, 1, board);
-    auto net = netmod_create("ofi");
     config c;
-    c.max_record = max_record;
-    c.record_head = record_head;
     c.concurrent_sends = true;
-    net->init(pmi, c);
-    const bool on = net->concurrent_sends();
-    net->finalize();
+    const auto rank = start_rank("ofi", 0, 1, board, c);
+    const bool on = rank->net->concurrent_sends();
+    rank->net->finalize();
     return on;
   };
   try {
