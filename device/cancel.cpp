@@ -60,11 +60,10 @@ void request_cancel(request &r) {
 
 const char *cancel_on_request(vc &from, const packet_header &h, const std::byte *payload) {
   (void)payload;
-  unexpected_msg *m = rt->matching.find_if([&](const unexpected_msg &u) {
+  unexpected_msg *m = rt->matching.take_if([&](const unexpected_msg &u) {
     return u.from == from.world_rank && u.sender_request == h.sender_request;
   });
   if (m != nullptr) {
-    rt->matching.remove(m);
     if (m->type != packet_type::rts) credit_return(from, m->length);
     rt->matching.release(m);
   }

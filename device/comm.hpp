@@ -11,6 +11,8 @@
 
 namespace iris::device {
 
+struct context_queues;
+
 // An ordered set of processes, named by their ranks in MPI_COMM_WORLD.
 struct group {
   std::vector<int> world_ranks;
@@ -28,6 +30,9 @@ struct communicator {
   int rank = 0;
   int size = 0;
   std::vector<int> world_rank;  // rank in this communicator -> rank in the world
+  // MULTIPLE: the matcher's queues of `context`, set when the communicator
+  // is published (comm_publish), for receives posted without the call lock.
+  context_queues *queues = nullptr;
   int errhandler = 0;
   std::string name;
   // Info hints as the user gave them (MPI_Comm_set_info); Iris acts on none.

@@ -98,7 +98,13 @@ void matcher::forget(std::uint32_t context) {
   context_queues **link = &table_[bucket_of(context)];
   while (*link != nullptr && (*link)->context != context) link = &(*link)->chain;
   context_queues *q = *link;
-  if (q == nullptr || !q->empty()) return;
+  if (q == nullptr) return;
+  {
+    // Unpublished first (comm_release): only an erroneous program could
+    // still post on it without the call lock.
+    const hold held = lock(*q);
+    if (!q->empty()) return;
+  }
   *link = q->chain;
   if (last_ == q) last_ = nullptr;
   q->chain = free_;
@@ -117,6 +123,7 @@ bool context_queues::empty() const {
 bool matcher::withdraw(request *r) {
   context_queues *q = find_queues(r->key.context);
   if (q == nullptr) return false;
+  const hold held = lock(*q);
   intrusive_queue<request> &list = q->posted_list(r->key);
   if (r->next == nullptr && r->prev == nullptr && list.front() != r) return false;
   list.remove(r);
@@ -126,24 +133,22 @@ bool matcher::withdraw(request *r) {
 unexpected_msg *matcher::oldest(context_queues &q, const match_key &pattern) {
   const auto matches = [&](const unexpected_msg &m) { return key_matches(pattern, m.key); };
   if (!context_queues::wildcard(pattern)) {
-    return scan(q.unexpected[context_queues::bin_of(pattern.source, pattern.tag)], matches);
+    return scan(q, q.unexpected[context_queues::bin_of(pattern.source, pattern.tag)], matches);
   }
   unexpected_msg *best = nullptr;
   for (const auto &bin : q.unexpected) {
     if (bin.empty()) continue;
-    unexpected_msg *first = scan(bin, matches);
+    unexpected_msg *first = scan(q, bin, matches);
     if (first != nullptr && (best == nullptr || first->match_seq < best->match_seq)) best = first;
   }
   return best;
 }
 
-unexpected_msg *matcher::park(const match_key &key, packet_type type, std::size_t length, int from,
-                              bool held) {
-  context_queues *q = queues_of(key.context);
-  if (q == nullptr) return nullptr;
+unexpected_msg *matcher::park(context_queues &q, const match_key &key, packet_type type,
+                              std::size_t length, int from, bool held) {
   unexpected_msg *m = messages_.allocate();
   m->key = key;
-  m->match_seq = ++sequence_;
+  m->match_seq = ++q.sequence;
   m->type = type;
   m->length = length;
   m->from = from;
@@ -156,11 +161,17 @@ unexpected_msg *matcher::park(const match_key &key, packet_type type, std::size_
       return nullptr;
     }
   }
-  q->unexpected[context_queues::bin_of(key.source, key.tag)].push_back(m);
-  ++q->waiting;
+  q.unexpected[context_queues::bin_of(key.source, key.tag)].push_back(m);
+  ++q.waiting;
   counts_.depth_peak = std::max(counts_.depth_peak, ++counts_.depth);
   if (held) counts_.bytes_peak = std::max(counts_.bytes_peak, counts_.bytes += length);
   return m;
+}
+
+std::uint64_t matcher::total(std::atomic<std::uint64_t> context_queues::*counter) const {
+  std::uint64_t n = 0;
+  for (const auto &q : owned_) n += ((*q).*counter).load(std::memory_order_relaxed);
+  return n;
 }
 
 void matcher::release(unexpected_msg *m) {

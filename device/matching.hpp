@@ -22,6 +22,7 @@
 // front of it.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -30,6 +31,7 @@
 #include "device/match.hpp"
 #include "device/pool.hpp"
 #include "device/request.hpp"
+#include "device/threading.hpp"
 
 namespace iris::device {
 
@@ -65,9 +67,15 @@ class data_pool {
 
 // The queues of one context id. Receives that name both source and tag,
 // and all messages, sit in bins by (source, tag); receives with a wildcard
-// in one list. Every entry carries the matcher's sequence number of its
-// post or arrival, so that a search over several of them still takes the
-// oldest.
+// in one list. Every entry carries the sequence number of its post or
+// arrival in this context, so that a search over several of them still
+// takes the oldest (order only counts within one context).
+//
+// Under MPI_THREAD_MULTIPLE (matcher::share) every search and change of
+// these queues runs under `lock`, so that a receive posted without the call
+// lock (recv_unlocked: take_or_post) and the call lock's holder (arrivals,
+// probes, cancels) can meet here; the park-or-match of an arriving message
+// is one step under it. Below MULTIPLE nobody takes it.
 struct context_queues {
   static constexpr std::size_t bins = 32;
   static std::size_t bin_of(std::int32_t source, std::int32_t tag) {
@@ -82,10 +90,19 @@ struct context_queues {
     return wildcard(pattern) ? posted_wild : posted[bin_of(pattern.source, pattern.tag)];
   }
   bool empty() const;
+  // Adds `n` to one of the counters below, under the lock: a relaxed load
+  // and store, plain moves, that a reader of the statistics may meet.
+  static void count(std::atomic<std::uint64_t> &counter, std::uint64_t n) {
+    counter.store(counter.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
+  }
 
   std::uint32_t context = 0;
-  context_queues *chain = nullptr;  // the next in its hash bucket, or in the free list
-  std::size_t waiting = 0;          // unexpected messages in all bins
+  context_queues *chain = nullptr;         // the next in its hash bucket, or in the free list
+  std::size_t waiting = 0;                 // unexpected messages in all bins
+  std::uint64_t sequence = 0;              // of the last post or arrival here
+  std::atomic<std::uint64_t> compared{0};  // entries compared with a key
+  std::atomic<std::uint64_t> unlocked{0};  // receives matched without the call lock
+  spin_lock lock;                          // MULTIPLE only
   intrusive_queue<request> posted_wild;
   intrusive_queue<request> posted[bins];
   intrusive_queue<unexpected_msg> unexpected[bins];
@@ -100,24 +117,84 @@ class matcher {
   matcher &operator=(const matcher &) = delete;
   ~matcher();
 
-  // Receives: an arriving message with envelope `message` takes the oldest
-  // posted receive that matches it (removed), or nullptr.
-  [[gnu::always_inline]] request *match_posted(const match_key &message) {
-    context_queues *q = find_queues(message.context);
-    if (q == nullptr) return nullptr;
-    auto &bin = q->posted[context_queues::bin_of(message.source, message.tag)];
-    request *exact = scan(bin, [&](const request &r) {
+  // MPI_THREAD_MULTIPLE: from now on each context's queues are searched and
+  // changed under their lock (context_queues). Set once at init.
+  void share() { shared_ = true; }
+
+  // Holds a context's lock while it lives, if the matcher is shared.
+  class hold {
+   public:
+    hold(context_queues &q, bool take) : lock_(take ? &q.lock : nullptr) {
+      if (lock_ != nullptr) lock_->lock();
+    }
+    ~hold() {
+      if (lock_ != nullptr) lock_->unlock();
+    }
+    hold(const hold &) = delete;
+    hold &operator=(const hold &) = delete;
+
+   private:
+    spin_lock *lock_;
+  };
+  [[nodiscard]] hold lock(context_queues &q) const { return hold(q, shared_); }
+
+  // The queues of `context`, made if it has none; nullptr when out of
+  // memory. The table is the call lock's: a thread without it reaches its
+  // queues through its communicator (communicator::queues).
+  context_queues *queues_of(std::uint32_t context) {
+    context_queues *q = find_queues(context);
+    return q != nullptr ? q : make_queues(context);
+  }
+
+  // With `q` held (lock()): an arriving message with envelope `message`
+  // takes the oldest posted receive of `q` that matches it (removed), or
+  // nullptr.
+  [[gnu::always_inline]] request *match_posted(context_queues &q, const match_key &message) {
+    auto &bin = q.posted[context_queues::bin_of(message.source, message.tag)];
+    request *exact = scan(q, bin, [&](const request &r) {
       return r.key.source == message.source && r.key.tag == message.tag;
     });
-    request *wild = q->posted_wild.empty() ? nullptr : scan(q->posted_wild, [&](const request &r) {
+    request *wild = q.posted_wild.empty() ? nullptr : scan(q, q.posted_wild, [&](const request &r) {
       return key_matches(r.key, message);
     });
     if (wild != nullptr && (exact == nullptr || wild->match_seq < exact->match_seq)) {
-      q->posted_wild.remove(wild);
+      q.posted_wild.remove(wild);
       return wild;
     }
     if (exact != nullptr) bin.remove(exact);
     return exact;
+  }
+  // With `q` held: makes an entry in `q` for a message no receive wanted,
+  // with room for its `length` eager bytes (the caller copies them before
+  // letting go of `q`); nullptr when memory is exhausted. `held` counts its
+  // bytes as eager data held for a peer (what credits bound). Call lock.
+  unexpected_msg *park(context_queues &q, const match_key &key, packet_type type,
+                       std::size_t length, int from, bool held);
+  // From any thread, `q` not held: the oldest unexpected message of `q` that
+  // the receive `r` matches, removed (the caller delivers it); or nullptr,
+  // and `r` is posted. One step under `q`'s lock, so that no message arrives
+  // between the two. `unlocked`: the caller does not hold the call lock
+  // (counted: unlocked_receives()).
+  unexpected_msg *take_or_post(context_queues &q, request *r, bool unlocked = false) {
+    const hold held = lock(q);
+    if (unlocked) context_queues::count(q.unlocked, 1);
+    unexpected_msg *hit = q.waiting != 0 ? oldest(q, r->key) : nullptr;
+    if (hit != nullptr) {
+      unpark(q, hit);
+    } else {
+      r->match_seq = ++q.sequence;
+      q.posted_list(r->key).push_back(r);
+    }
+    return hit;
+  }
+
+  // The same by context id, under the call lock, each holding the context's
+  // lock for its own step.
+  request *match_posted(const match_key &message) {
+    context_queues *q = find_queues(message.context);
+    if (q == nullptr) return nullptr;
+    const hold held = lock(*q);
+    return match_posted(*q, message);
   }
   // Posts a receive; false when memory for a new context's queues is exhausted.
   bool post(request *r) {
@@ -125,45 +202,57 @@ class matcher {
     if (q == nullptr) [[unlikely]] {
       return false;
     }
-    r->match_seq = ++sequence_;
+    const hold held = lock(*q);
+    r->match_seq = ++q->sequence;
     q->posted_list(r->key).push_back(r);
     return true;
   }
+  unexpected_msg *park(const match_key &key, packet_type type, std::size_t length, int from,
+                       bool held) {
+    context_queues *q = queues_of(key.context);
+    if (q == nullptr) return nullptr;
+    const hold holding = lock(*q);
+    return park(*q, key, type, length, from, held);
+  }
   // Withdraws a posted receive (MPI_Cancel): false when it is not posted.
   bool withdraw(request *r);
-
-  // Unexpected messages. park() makes an entry for a message no receive
-  // wanted, with room for its `length` eager bytes (the caller copies them);
-  // nullptr when memory is exhausted. `held` counts its bytes as eager data
-  // held for a peer (what credits bound).
-  unexpected_msg *park(const match_key &key, packet_type type, std::size_t length, int from,
-                       bool held);
   // The oldest unexpected message `pattern` matches, removed; or nullptr.
   unexpected_msg *take(const match_key &pattern) {
     context_queues *q = find_queues(pattern.context);
-    if (q == nullptr || q->waiting == 0) return nullptr;
+    if (q == nullptr) return nullptr;
+    const hold held = lock(*q);
+    if (q->waiting == 0) return nullptr;
     unexpected_msg *hit = oldest(*q, pattern);
     if (hit != nullptr) unpark(*q, hit);
     return hit;
   }
+  // The oldest unexpected message `pattern` matches, left queued (a probe).
+  // Call lock: a thread without it may take the message meanwhile, but not
+  // release it (that is the call lock's), and changes none of the fields
+  // a probe reads.
   const unexpected_msg *find(const match_key &pattern) {
     context_queues *q = find_queues(pattern.context);
-    return q != nullptr && q->waiting != 0 ? oldest(*q, pattern) : nullptr;
+    if (q == nullptr) return nullptr;
+    const hold held = lock(*q);
+    return q->waiting != 0 ? oldest(*q, pattern) : nullptr;
   }
   // The oldest message of any context for which pred holds (the contexts in
-  // no particular order): a sender's cancel, which names no context.
+  // no particular order), removed; or nullptr: a sender's cancel, which
+  // names no context.
   template <typename Pred>
-  unexpected_msg *find_if(Pred pred) const {
+  unexpected_msg *take_if(Pred pred) {
     unexpected_msg *found = nullptr;
     each_queues([&](context_queues &q) {
+      if (found != nullptr) return;
+      const hold held = lock(q);
       for (const auto &bin : q.unexpected) {
         if (found == nullptr) found = bin.find(pred);
       }
+      if (found != nullptr) unpark(q, found);
     });
     return found;
   }
-  void remove(unexpected_msg *m) { unpark(*find_queues(m->key.context), m); }
-  // Frees a message taken or removed from the queue.
+  // Frees a message taken from the queue. Call lock.
   void release(unexpected_msg *m);
   // Frees every queued message (MPI_Finalize).
   void release_all();
@@ -176,7 +265,9 @@ class matcher {
   std::size_t contexts() const { return contexts_; }
   // Queue entries compared with a key so far, by every search: what
   // matching costs (IRIS_STATS; a test's view of it).
-  std::uint64_t compared() const { return compared_; }
+  std::uint64_t compared() const { return total(&context_queues::compared); }
+  // Receives matched without the call lock so far (IRIS_STATS).
+  std::uint64_t unlocked_receives() const { return total(&context_queues::unlocked); }
 
   struct counts {
     std::size_t depth = 0;
@@ -208,24 +299,24 @@ class matcher {
     q.unexpected[context_queues::bin_of(m->key.source, m->key.tag)].remove(m);
     --q.waiting;
   }
-  // The oldest entry of `queue` that pred holds for, counting the entries
-  // compared.
+  // The oldest entry of `queue`, one of `q`'s, that pred holds for,
+  // counting the entries compared.
   template <typename T, typename Pred>
-  T *scan(const intrusive_queue<T> &queue, Pred pred) {
-    for (T *e = queue.front(); e != nullptr; e = e->next) {
-      ++compared_;
-      if (pred(*e)) return e;
+  static T *scan(context_queues &q, const intrusive_queue<T> &queue, Pred pred) {
+    std::uint64_t n = 0;
+    T *e = queue.front();
+    for (; e != nullptr; e = e->next) {
+      ++n;
+      if (pred(*e)) break;
     }
-    return nullptr;
+    context_queues::count(q.compared, n);
+    return e;
   }
   // The oldest unexpected message of `q` that `pattern` matches: in its bin,
   // or with a wildcard the oldest of each bin's first.
-  unexpected_msg *oldest(context_queues &q, const match_key &pattern);
-  // The queues of `context`, made if it has none; nullptr when out of memory.
-  context_queues *queues_of(std::uint32_t context) {
-    context_queues *q = find_queues(context);
-    return q != nullptr ? q : make_queues(context);
-  }
+  static unexpected_msg *oldest(context_queues &q, const match_key &pattern);
+  // The sum of one counter over every context's queues, made so far.
+  std::uint64_t total(std::atomic<std::uint64_t> context_queues::*counter) const;
   // New queues for `context`, which has none; nullptr when out of memory.
   context_queues *make_queues(std::uint32_t context);
   std::size_t bucket_of(std::uint32_t context) const {
@@ -234,14 +325,13 @@ class matcher {
   void rehash();
 
   static constexpr unsigned initial_shift = 6;
+  bool shared_ = false;
   unsigned table_shift_ = initial_shift;
   std::vector<context_queues *> table_;  // 1 << table_shift_ buckets
   std::size_t contexts_ = 0;
   context_queues *last_ = nullptr;  // the last found: traffic repeats a context
   context_queues *free_ = nullptr;  // forgotten, for the next new context
   std::vector<std::unique_ptr<context_queues>> owned_;
-  std::uint64_t compared_ = 0;
-  std::uint64_t sequence_ = 0;  // of the last post or arrival
   pool<unexpected_msg> messages_;
   data_pool buffers_;
   counts counts_;

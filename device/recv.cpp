@@ -41,23 +41,34 @@ void message_into(request &r, const unexpected_msg &m) {
 
 const char *message_arrived(vc &from, const packet_header &h, const std::byte *payload) {
   const match_key key{h.context, h.source, h.tag};
+  context_queues *q = rt->matching.queues_of(h.context);
+  if (q == nullptr) [[unlikely]] {
+    fatal("progress", "out of memory for the receive queues of context %u", h.context);
+  }
   rts_payload where{};
   if (h.type == packet_type::rts) std::memcpy(&where, payload, sizeof(where));
-  if (request *r = rt->matching.match_posted(key)) {
-    message_into(*r, from, key, h.type, h.length, h.sender_request, payload, where);
-    return nullptr;
+  request *r = nullptr;
+  {
+    // Match or park in one step: a receive posted without the call lock
+    // (take_or_post) sees either the message or its own post matched.
+    const matcher::hold held = rt->matching.lock(*q);
+    r = rt->matching.match_posted(*q, key);
+    if (r == nullptr) {
+      // Eager bytes held for a peer are what its credits bound; messages to
+      // oneself are the program's own buffering.
+      const bool kept = h.type != packet_type::rts && from.flow_controlled;
+      unexpected_msg *m = rt->matching.park(*q, key, h.type, h.length, from.world_rank, kept);
+      if (m == nullptr) {
+        fatal("progress", "out of memory holding an unexpected message of %zu bytes from rank %d",
+              static_cast<std::size_t>(h.length), from.world_rank);
+      }
+      m->sender_request = h.sender_request;
+      m->rts = where;
+      if (h.type != packet_type::rts && h.length != 0) std::memcpy(m->data, payload, h.length);
+      return nullptr;
+    }
   }
-  // Eager bytes held for a peer are what its credits bound; messages to
-  // oneself are the program's own buffering.
-  const bool held = h.type != packet_type::rts && from.flow_controlled;
-  unexpected_msg *m = rt->matching.park(key, h.type, h.length, from.world_rank, held);
-  if (m == nullptr) {
-    fatal("progress", "out of memory holding an unexpected message of %zu bytes from rank %d",
-          static_cast<std::size_t>(h.length), from.world_rank);
-  }
-  m->sender_request = h.sender_request;
-  m->rts = where;
-  if (h.type != packet_type::rts && h.length != 0) std::memcpy(m->data, payload, h.length);
+  message_into(*r, from, key, h.type, h.length, h.sender_request, payload, where);
   return nullptr;
 }
 
@@ -67,13 +78,17 @@ request *recv_start(const communicator &comm, std::uint32_t context, void *data,
   r->key = match_key{context, source, tag};
   r->buffer = static_cast<std::byte *>(data);
   r->bytes = capacity;
-  if (unexpected_msg *m = rt->matching.take(r->key)) {
-    message_into(*r, *m);
-    rt->matching.release(m);
-  } else if (!rt->matching.post(r)) {
+  context_queues *q = rt->matching.queues_of(context);
+  if (q == nullptr) [[unlikely]] {
     fatal("MPI_Irecv", "out of memory for the receive queues of context %u", context);
   }
+  if (unexpected_msg *m = rt->matching.take_or_post(*q, r)) recv_taken(*r, m);
   return r;
+}
+
+void recv_taken(request &r, unexpected_msg *m) {
+  message_into(r, *m);
+  rt->matching.release(m);
 }
 
 unexpected_msg *message_claim(std::uint32_t context, int source, int tag) {
@@ -99,8 +114,7 @@ request *recv_claimed(const communicator &comm, unexpected_msg *m, void *data, s
   r->key = m->key;
   r->buffer = static_cast<std::byte *>(data);
   r->bytes = capacity;
-  message_into(*r, *m);
-  rt->matching.release(m);
+  recv_taken(*r, m);
   return r;
 }
 

@@ -17,6 +17,10 @@ namespace iris::device {
 request *recv_start(const communicator &comm, std::uint32_t context, void *data,
                     std::size_t capacity, int source, int tag, request *use = nullptr);
 
+// The receive `r`, set up, took the unexpected message `m` out of its queue
+// (matcher::take_or_post): delivers it into `r` and frees it. Call lock.
+void recv_taken(request &r, unexpected_msg *m);
+
 // MPI_Mprobe: removes the oldest matching unexpected message and claims it
 // for a later MPI_Mrecv. nullptr when there is none.
 unexpected_msg *message_claim(std::uint32_t context, int source, int tag);

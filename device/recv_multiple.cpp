@@ -1,4 +1,4 @@
-// MPI_THREAD_MULTIPLE's receives posted without the call lock
+// MPI_THREAD_MULTIPLE's receives matched without the call lock
 // (recv_multiple.hpp).
 #include "device/recv_multiple.hpp"
 
@@ -12,34 +12,28 @@ namespace {
 
 // Newest first, linked through request::next. A push publishes the
 // request's fields (release); the drain takes the whole stack (acquire).
-std::atomic<request *> pending{nullptr};
+std::atomic<request *> taken{nullptr};
 
 }  // namespace
 
-void recv_post_pending(request &r) {
-  request *head = pending.load(std::memory_order_relaxed);
+void recv_taken_later(request &r) {
+  request *head = taken.load(std::memory_order_relaxed);
   do {
     r.next = head;
-  } while (!pending.compare_exchange_weak(head, &r, std::memory_order_release,
-                                          std::memory_order_relaxed));
+  } while (
+      !taken.compare_exchange_weak(head, &r, std::memory_order_release, std::memory_order_relaxed));
 }
 
-void recv_pending_drain() {
-  if (pending.load(std::memory_order_relaxed) == nullptr) return;
-  request *newest = pending.exchange(nullptr, std::memory_order_acquire);
-  // Oldest first: each thread's receives were pushed in its program order.
-  request *oldest = nullptr;
-  while (newest != nullptr) {
-    request *next = newest->next;
-    newest->next = oldest;
-    oldest = newest;
-    newest = next;
-  }
-  while (oldest != nullptr) {
-    request *r = oldest;
-    oldest = r->next;
-    ++rt->stats.unlocked_receives;
-    recv_start(*r->comm, r->key.context, r->buffer, r->bytes, r->key.source, r->key.tag, r);
+void recv_taken_drain() {
+  if (taken.load(std::memory_order_relaxed) == nullptr) return;
+  request *r = taken.exchange(nullptr, std::memory_order_acquire);
+  while (r != nullptr) {
+    request *next = r->next;
+    r->next = nullptr;  // not posted: a cancel finds it so (matcher::withdraw)
+    unexpected_msg *m = r->taken;
+    r->taken = nullptr;
+    recv_taken(*r, m);
+    r = next;
   }
 }
 

@@ -1,26 +1,28 @@
-// MPI_THREAD_MULTIPLE: receives posted without the call lock
+// MPI_THREAD_MULTIPLE: receives matched without the call lock
 // (device/README.md, "Threads"). MPI_Irecv of a predefined contiguous type
 // on a published intracommunicator takes a request from its thread's cache
-// (request.hpp), sets it up as a receive and pushes it on one lock-free
-// stack of pending receives; whoever next holds the call lock posts them
-// (recv_start: each takes its oldest unexpected match or joins the posted
-// queue), each thread's in the order it made them, before anything else it
-// does there: on taking the lock afresh (call_lock_entered, threading.hpp)
-// and between the polls of a wait (call_lock_pause). So a thread's receives
-// are posted in its program order (a later locked receive or probe of the
-// same thread drains its earlier unlocked ones first), and a receive never
-// waits for the call lock to be posted. Below MULTIPLE none of it runs.
+// (request.hpp), sets it up as a receive and matches it itself, under its
+// context's lock alone (matcher::take_or_post, through
+// communicator::queues): it takes the oldest unexpected message it matches,
+// or joins the posted queue, where the poll's arrivals find it. A receive
+// that took a message leaves the delivery (the copy, the credits owed, a
+// synchronous send's acknowledgement, a rendezvous reply, freeing the
+// message) to whoever next holds the call lock, on one lock-free stack:
+// on taking the lock afresh (call_lock_entered, threading.hpp) and between
+// the polls of a wait (call_lock_pause). So a receive never waits for the
+// call lock to be matched, and a thread's receives match in its program
+// order whichever path each takes. Below MULTIPLE none of it runs.
 #pragma once
 
 #include "device/request.hpp"
 
 namespace iris::device {
 
-// Without the call lock: hands over `r`, a request of kind recv with its
-// comm, key, buffer and bytes set, to be posted by the call lock's holder.
-void recv_post_pending(request &r);
-// Under the call lock: posts every pending receive (nothing when none: one
+// Without the call lock: hands over `r`, a receive that took the unexpected
+// message `r.taken`, to be delivered by the call lock's holder.
+void recv_taken_later(request &r);
+// Under the call lock: delivers every such receive (nothing when none: one
 // load). Installed as call_lock_entered under MULTIPLE.
-void recv_pending_drain();
+void recv_taken_drain();
 
 }  // namespace iris::device

@@ -48,6 +48,7 @@ enum class send_state : std::uint8_t {
 };
 
 struct request;
+struct unexpected_msg;
 
 // A request whose operation the device does not run itself (MPI_Isendrecv,
 // generalized and partitioned requests, the buffer flushes): the completion
@@ -135,6 +136,9 @@ struct request {
   int status_error = 0;
   std::size_t status_bytes = 0;
   request_ext *ext = nullptr;  // set: the operation is the extension's (see request_ext)
+  // MULTIPLE: a receive matched without the call lock that took this
+  // message, until the call lock's holder delivers it (recv_multiple.hpp).
+  unexpected_msg *taken = nullptr;
 };
 
 // A message that arrived before its receive was posted: an eager message with

@@ -29,7 +29,12 @@ std::uint64_t runtime_serial_next() {
 
 void comm_publish(runtime &r, std::size_t slot) {
   if (slot >= published_comm_limit) return;
-  r.published_comms[slot].store(r.comms[slot].get(), std::memory_order_release);
+  communicator *c = r.comms[slot].get();
+  // Its receive queues first, for receives posted without the call lock;
+  // out of memory for them, it stays unpublished (its calls take the lock).
+  c->queues = r.matching.queues_of(c->context);
+  if (c->queues == nullptr) return;
+  r.published_comms[slot].store(c, std::memory_order_release);
 }
 
 namespace {
@@ -98,9 +103,9 @@ void stats_print(const runtime &r) {
       r.matching.unexpected_counts().bytes_peak, static_cast<unsigned long long>(s.sleeps),
       static_cast<unsigned long long>(s.sleep_timeouts),
       static_cast<unsigned long long>(r.matching.compared()));
-  if (s.unlocked_receives != 0) {
-    std::fprintf(stderr, "iris: rank %d stats: receives posted without the call lock %llu\n",
-                 r.rank, static_cast<unsigned long long>(s.unlocked_receives));
+  if (const std::uint64_t receives = r.matching.unlocked_receives()) {
+    std::fprintf(stderr, "iris: rank %d stats: receives matched without the call lock %llu\n",
+                 r.rank, static_cast<unsigned long long>(receives));
   }
   for (const auto &t : r.transports) {
     const std::string counted = t->statistics();
@@ -126,7 +131,8 @@ int runtime_init(int required_thread_level) {
   r->thread_level = required_thread_level;
   // Chosen once, before the program can start threads that call MPI.
   threads_enabled = required_thread_level == MPI_THREAD_MULTIPLE;
-  call_lock_entered = threads_enabled ? recv_pending_drain : nullptr;
+  call_lock_entered = threads_enabled ? recv_taken_drain : nullptr;
+  if (threads_enabled) r->matching.share();
   r->vcs.resize(static_cast<std::size_t>(r->size));
   r->sending.reserve(static_cast<std::size_t>(r->size));
   for (int i = 0; i < r->size; ++i) r->vcs[static_cast<std::size_t>(i)].world_rank = i;

@@ -38,9 +38,8 @@ struct statistics {
   std::uint64_t rendezvous_pipeline = 0;   // received as data packets after a CTS
   std::uint64_t credit_stalls = 0;         // eager-sized sends that went by rendezvous
   std::uint64_t credit_packets = 0;
-  std::uint64_t sleeps = 0;             // waits that slept on the bell (progress_idle)
-  std::uint64_t sleep_timeouts = 0;     // of those, the ones that IRIS_SLEEP_TIMEOUT ended
-  std::uint64_t unlocked_receives = 0;  // MULTIPLE: MPI_Irecv posted without the call lock
+  std::uint64_t sleeps = 0;          // waits that slept on the bell (progress_idle)
+  std::uint64_t sleep_timeouts = 0;  // of those, the ones that IRIS_SLEEP_TIMEOUT ended
   // The unexpected queue's depth and bytes: matching.unexpected_counts().
 };
 

@@ -99,7 +99,8 @@ bool send_unlocked(const void *buf, int count, MPI_Datatype type, int dest, int 
   return result;
 }
 
-// MPI_THREAD_MULTIPLE: MPI_Irecv without the call lock (recv_multiple.hpp):
+// MPI_THREAD_MULTIPLE: MPI_Irecv matched without the call lock
+// (recv_multiple.hpp):
 // a predefined contiguous type on a published intracommunicator, from a
 // valid source (not MPI_PROC_NULL) with a valid tag, with a request in this
 // thread's cache. Returns false, having done nothing, for anything else, bad
@@ -127,7 +128,10 @@ bool recv_unlocked(void *buf, int count, MPI_Datatype type, int source, int tag,
   req->buffer = static_cast<std::byte *>(tb.base);
   req->bytes = tb.packed_bytes();
   *request = device::request_handle(*req);
-  device::recv_post_pending(*req);
+  if (device::unexpected_msg *m = r->matching.take_or_post(*c->queues, req, true)) {
+    req->taken = m;
+    device::recv_taken_later(*req);
+  }
   return true;
 }
 

@@ -248,9 +248,8 @@ TEST(Matcher, MatchesWhatOneOrderedListWouldAcrossBinsAndWildcards) {
     } else if (!parked.empty()) {  // a sender cancels a message
       const auto at = static_cast<std::size_t>(pick(static_cast<int>(parked.size())));
       const int id = parked[at]->from;
-      unexpected_msg *u = m.find_if([&](const unexpected_msg &x) { return x.from == id; });
+      unexpected_msg *u = m.take_if([&](const unexpected_msg &x) { return x.from == id; });
       ASSERT_EQ(u, parked[at]);
-      m.remove(u);
       m.release(u);
       parked.erase(parked.begin() + static_cast<std::ptrdiff_t>(at));
     }
