@@ -218,8 +218,9 @@ void rendezvous_read_done(std::uint64_t receiver_request, const char *why) {
     return;
   }
   ++rt->stats.rendezvous_read;
+  const std::uint64_t sender_request = r->peer_request;  // `r` is its waiter's once complete
   request_complete(*r);
-  reply(from, packet_type::fin, r->peer_request, 0, 0);
+  reply(from, packet_type::fin, sender_request, 0, 0);
 }
 
 const char *rendezvous_on_cts(vc &from, const packet_header &h, const std::byte *payload) {

@@ -248,15 +248,19 @@ class request_pool {
 // a request the user freed is released here (request_release_freed).
 // Inline: every message completes one. The store is a release, after the
 // status fields: under MULTIPLE a thread waiting without the call lock reads
-// `complete` with request_done (an acquire) and may then read the outcome.
-// On x86 both are the plain `mov` they were (bench/README.md, callgrind).
+// `complete` with request_done (an acquire) and may then read the outcome
+// and recycle the request at once (wait.cpp, finish_at_once), so neither
+// this nor any caller touches `r` after the store, unless the user freed it
+// (then nobody waits for it). On x86 both are the plain `mov` they were
+// (bench/README.md, callgrind).
 void request_release_freed(request &r);
 inline void request_complete(request &r) {
   if (r.cancel_pending) [[unlikely]] {
     return;  // cancel_on_reply completes it
   }
+  const bool freed = r.freed;
   std::atomic_ref<bool>(r.complete).store(true, std::memory_order_release);
-  if (r.freed) [[unlikely]] {
+  if (freed) [[unlikely]] {
     request_release_freed(r);
   }
 }

@@ -222,9 +222,10 @@ int finish_some(int count, MPI_Request requests[], int indices[], MPI_Status sta
 // completion read without the call lock (request_done: an acquire that
 // pairs with request_complete's release). The waiting thread takes the lock
 // only to poll, with a try-lock: while another thread polls it spins on its
-// requests instead of queueing behind that thread. A request complete at
-// once (an unlocked MPI_Isend's) goes back into this thread's cache without
-// the lock; any other is finished under it. Anything else (null or bad
+// requests instead of queueing behind that thread. A send complete at once
+// (an unlocked MPI_Isend's) and a receive of plain bytes without an error
+// go back into this thread's cache without the lock (finish_unlocked); any
+// other is finished under it. Anything else (null or bad
 // arguments, persistent, extended or collective requests, a call from inside
 // a callback that holds the lock) runs the body under the call lock.
 
@@ -266,10 +267,20 @@ void unlocked_until(Done done) {
   }
 }
 
-// Recycles a complete request of this thread's that was complete at once,
-// after filling `status`; false when it must be finished under the lock.
-bool finish_at_once(MPI_Request *handle, device::request &r, MPI_Status *status) {
-  if (!r.at_once) return false;
+// Whether the complete request `r` may be finished without the call lock:
+// a send complete at once (known to nobody else), or a receive of plain
+// bytes (no datatype to let go of) without an error to raise. Nothing
+// touches a request after its completing store (request_complete).
+bool recyclable(const device::request &r) {
+  return r.at_once || (r.kind == device::request_kind::recv && r.status_error == MPI_SUCCESS &&
+                       r.scratch == nullptr && r.unpack_type == nullptr);
+}
+
+// Recycles a complete request that may be finished without the call lock
+// into this thread's cache, after filling `status`; false when it must be
+// finished under the lock.
+bool finish_unlocked(MPI_Request *handle, device::request &r, MPI_Status *status) {
+  if (!recyclable(r)) return false;
   api::status_fill(status, r);
   if (!device::request_cache_recycle(&r)) return false;
   *handle = MPI_REQUEST_NULL;
@@ -313,7 +324,7 @@ void test_found() {
   }
   if (r != nullptr) {
     unlocked_until([r] { return device::request_done(*r); });
-    if (finish_at_once(request, *r, status)) return MPI_SUCCESS;
+    if (finish_unlocked(request, *r, status)) return MPI_SUCCESS;
   }
   const device::api_guard guard;
   return wait_body(request, status);
@@ -333,7 +344,7 @@ void test_found() {
       return MPI_SUCCESS;
     }
     test_found();
-    if (finish_at_once(request, *r, status)) {
+    if (finish_unlocked(request, *r, status)) {
       *flag = 1;
       return MPI_SUCCESS;
     }
@@ -445,8 +456,8 @@ template <bool Fallback>
 // ordinary send or receive request (unlocked_request), and one at least is
 // not null, the completions are read without the call lock and the waits
 // poll through the try-lock (unlocked_until; a Test polls once, if the lock
-// is free). Requests complete at once go back to this thread's cache
-// (finish_at_once); any other is finished under the call lock. Anything
+// is free). The requests finish_unlocked takes go back to this thread's
+// cache; any other is finished under the call lock. Anything
 // else (all null, bad arguments, persistent, extended or collective
 // requests, a callback's call) runs the body under the call lock.
 
@@ -487,7 +498,7 @@ bool all_done_unlocked(int count, const MPI_Request requests[]) {
 // MPI_Waitany's and MPI_Testany's end: finishes complete request `i`.
 int finish_one_unlocked(const char *call, MPI_Request requests[], int i, MPI_Status *status) {
   device::request &r = *device::rt->requests.from_handle(requests[i]);
-  if (finish_at_once(&requests[i], r, status)) return MPI_SUCCESS;
+  if (finish_unlocked(&requests[i], r, status)) return MPI_SUCCESS;
   const device::api_guard guard;
   const device::communicator *comm = r.comm;
   return single_result(call, comm, request_finish(&requests[i], status));
@@ -501,8 +512,8 @@ int finish_all_unlocked(const char *call, int count, MPI_Request requests[],
     MPI_Status *status = status_at(statuses, i);
     if (requests[i] == MPI_REQUEST_NULL) {
       api::status_empty(status);
-    } else if (!finish_at_once(&requests[i], *device::rt->requests.from_handle(requests[i]),
-                               status)) {
+    } else if (!finish_unlocked(&requests[i], *device::rt->requests.from_handle(requests[i]),
+                                status)) {
       rest = true;
     }
   }
@@ -530,7 +541,7 @@ int finish_some_unlocked(const char *call, int count, MPI_Request requests[], in
     if (requests[i] == MPI_REQUEST_NULL) continue;
     device::request &r = *device::rt->requests.from_handle(requests[i]);
     if (!device::request_done(r)) continue;
-    if (finish_at_once(&requests[i], r, status_at(statuses, done))) {
+    if (finish_unlocked(&requests[i], r, status_at(statuses, done))) {
       indices[done++] = i;
     } else {
       rest = true;
