@@ -122,21 +122,8 @@ class matcher {
   void share() { shared_ = true; }
 
   // Holds a context's lock while it lives, if the matcher is shared.
-  class hold {
-   public:
-    hold(context_queues &q, bool take) : lock_(take ? &q.lock : nullptr) {
-      if (lock_ != nullptr) lock_->lock();
-    }
-    ~hold() {
-      if (lock_ != nullptr) lock_->unlock();
-    }
-    hold(const hold &) = delete;
-    hold &operator=(const hold &) = delete;
-
-   private:
-    spin_lock *lock_;
-  };
-  [[nodiscard]] hold lock(context_queues &q) const { return hold(q, shared_); }
+  using hold = lock_if;
+  [[nodiscard]] hold lock(context_queues &q) const { return hold(q.lock, shared_); }
 
   // The queues of `context`, made if it has none; nullptr when out of
   // memory. The table is the call lock's: a thread without it reaches its

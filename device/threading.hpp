@@ -125,4 +125,21 @@ class spin_lock {
   std::atomic<bool> held_{false};
 };
 
+// Holds `lock` while it lives when `take` (a setting chosen at init, such
+// as MULTIPLE's), nothing otherwise: one predicted branch below MULTIPLE.
+class lock_if {
+ public:
+  lock_if(spin_lock &lock, bool take) : lock_(take ? &lock : nullptr) {
+    if (lock_ != nullptr) lock_->lock();
+  }
+  ~lock_if() {
+    if (lock_ != nullptr) lock_->unlock();
+  }
+  lock_if(const lock_if &) = delete;
+  lock_if &operator=(const lock_if &) = delete;
+
+ private:
+  spin_lock *lock_;
+};
+
 }  // namespace iris::device

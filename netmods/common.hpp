@@ -24,23 +24,10 @@ std::string hex_encode(std::span<const std::byte> bytes);
 // empty, of odd length or not hex; `out` is written only on success.
 [[nodiscard]] bool hex_decode(std::string_view hex, std::vector<std::byte> &out);
 
-// Holds `lock` when the device may call send_concurrent
-// (config.concurrent_sends); nothing otherwise: below MPI_THREAD_MULTIPLE a
-// netmod takes no lock.
-class lock_if {
- public:
-  lock_if(device::spin_lock &lock, bool take) : lock_(take ? &lock : nullptr) {
-    if (lock_ != nullptr) lock_->lock();
-  }
-  ~lock_if() {
-    if (lock_ != nullptr) lock_->unlock();
-  }
-  lock_if(const lock_if &) = delete;
-  lock_if &operator=(const lock_if &) = delete;
-
- private:
-  device::spin_lock *lock_;
-};
+// Netmod locks (tcp's per connection, ofi's domain lock) are taken with
+// device::lock_if, only when the device may call send_concurrent
+// (config.concurrent_sends): below MPI_THREAD_MULTIPLE a netmod takes none.
+using device::lock_if;
 
 // The base of every netmod: what it keeps of init's arguments, and its log.
 class netmod_base : public netmod {
