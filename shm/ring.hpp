@@ -1,16 +1,24 @@
 // A single-producer single-consumer byte ring in shared memory.
 //
 // One ring carries the records of one sender process to one receiver process.
-// A record is a 16-byte record header followed by the caller's bytes, padded
-// to whole cache lines:
+// A record is one 8-byte header word, 8 spare bytes and the caller's bytes,
+// padded to whole cache lines:
 //
-//   [stamp u64][length u32][kind u32][bytes ...][pad to 64]
+//   [stamp u32][length:29 kind:3 u32][spare u64][bytes ...][pad to 64]
 //
-// The stamp is the record's absolute position in the ring plus one. The
-// sender writes the bytes first and the stamp last (release); the receiver
-// polls the stamp at its head position (acquire). A small message therefore
-// moves in one cache line and needs no separate doorbell or index update on
-// the sender's side: the receiver reads nothing else.
+// The stamp names the record's absolute position in the ring (`stamp_of`:
+// its line number, always odd, so never the cleared word's zero; it repeats
+// only every 128 GiB through one ring). The sender writes the bytes first
+// and the whole header word last, in one release store; the receiver polls
+// that word at its head position (acquire) and finds the length and kind in
+// the same load. A small message therefore moves in one cache line and
+// needs no separate doorbell or index update on the sender's side: the
+// receiver reads nothing else. The spare bytes are the caller's too: its
+// bytes start 16 bytes into the line (aligned as a memcpy likes them), and a
+// caller with a short header of its own may start it in the spare bytes
+// instead, leaving it 56 bytes of the first line. The shm transport's brief
+// records do, so that a 32-byte message fits one line (bench/README.md,
+// stop 30); before, the length and kind filled those 8 bytes.
 //
 // The stamp word where the next record will start must be clear before a
 // record is published, so that stale bytes of an earlier lap can never look
@@ -43,6 +51,9 @@ namespace iris::shm {
 
 inline constexpr std::size_t cache_line = 64;
 inline constexpr std::size_t record_header_size = 16;
+// The bytes of a record's header that its writer may use (the 8 before the
+// pointer reserve() returns; peek's reader sees them there too).
+inline constexpr std::size_t record_spare_bytes = 8;
 // How far past its tail a sender keeps the ring's stamp words clear.
 inline constexpr std::size_t clear_ahead_bytes = 16 * cache_line;
 
@@ -57,10 +68,23 @@ static_assert(std::atomic<std::uint64_t>::is_always_lock_free,
               "shared-memory rings need address-free 64-bit atomics");
 
 // data: the caller's bytes; skip: the rest of the ring's end, left empty
-// (peek consumes it); compact: the caller's bytes in a second layout of its
-// own, which peek reports (the shm transport's packets with the short
-// header, device/transport_shm.cpp).
-enum class record_kind : std::uint32_t { data = 1, skip = 2, compact = 3 };
+// (peek consumes it); compact and brief: the caller's bytes in a second and
+// a third layout of its own, which peek reports (the shm transport's
+// packets with shorter headers, device/transport_shm.cpp).
+enum class record_kind : std::uint32_t { data = 1, skip = 2, compact = 3, brief = 4 };
+
+// The record header word (above). A length needs 29 bits: a record carries
+// at most half of a ring of at most 1 GiB (check_ring_capacity).
+inline constexpr unsigned record_length_bits = 29;
+inline constexpr std::uint32_t stamp_of(std::uint64_t position) {
+  return static_cast<std::uint32_t>(position >> 5) | 1u;  // a line's position is even here
+}
+inline constexpr std::uint64_t record_word(std::uint64_t position, std::size_t length,
+                                           record_kind kind) {
+  const std::uint64_t high =
+      length | (std::uint64_t{static_cast<std::uint32_t>(kind)} << record_length_bits);
+  return stamp_of(position) | high << 32;
+}
 
 inline constexpr std::size_t round_to_line(std::size_t n) {
   return (n + cache_line - 1) & ~(cache_line - 1);
@@ -109,8 +133,8 @@ class ring_sender {
     }
   }
 
-  // Publishes the record reserved by the last reserve(), of `kind` data or
-  // compact.
+  // Publishes the record reserved by the last reserve(), of `kind` data,
+  // compact or brief.
   void commit(record_kind kind = record_kind::data) {
     const std::uint64_t tail = tail_;
     const std::size_t span = reserved_;
@@ -145,12 +169,9 @@ class ring_sender {
       stamp_at(data + (next & mask)).store(0, std::memory_order_relaxed);
       cleared_ = next + cache_line;
     }
-    const std::uint32_t words[2] = {static_cast<std::uint32_t>(length),
-                                    static_cast<std::uint32_t>(kind)};
-    std::memcpy(record + 8, words, sizeof(words));
-    // Pairs with the acquire load in ring_receiver::peek: the payload and
-    // length are visible before the stamp is.
-    stamp_at(record).store(position + 1, std::memory_order_release);
+    // Pairs with the acquire load in ring_receiver::peek: the payload is
+    // visible before the header word is.
+    stamp_at(record).store(record_word(position, length, kind), std::memory_order_release);
   }
 
   // After a publish, off its path: clears the stamp word of each line from
@@ -189,7 +210,7 @@ class ring_sender {
 struct record_view {
   const std::byte *bytes;
   std::size_t length;
-  record_kind kind;  // data or compact, as committed
+  record_kind kind;  // data, compact or brief, as committed
 };
 
 enum class peek_status { empty, record, corrupt };
@@ -208,23 +229,25 @@ class ring_receiver {
     for (;;) {
       const std::size_t offset = head_ & (capacity_ - 1);
       std::byte *record = data_ + offset;
-      const std::uint64_t stamp =
+      const std::uint64_t word =
           std::atomic_ref<std::uint64_t>(*reinterpret_cast<std::uint64_t *>(record))
               .load(std::memory_order_acquire);
-      if (stamp != head_ + 1) return peek_status::empty;
-      std::uint32_t words[2];
-      std::memcpy(words, record + 8, sizeof(words));
-      const std::size_t span = round_to_line(record_header_size + words[0]);
+      if (static_cast<std::uint32_t>(word) != stamp_of(head_)) return peek_status::empty;
+      const auto high = static_cast<std::uint32_t>(word >> 32);
+      const std::size_t length = high & ((1u << record_length_bits) - 1);
+      const std::uint32_t kind = high >> record_length_bits;
+      const std::size_t span = round_to_line(record_header_size + length);
       if (span > capacity_ - offset) return peek_status::corrupt;
-      if (words[1] == static_cast<std::uint32_t>(record_kind::skip)) {
+      if (kind == static_cast<std::uint32_t>(record_kind::skip)) {
         release(span);
         continue;
       }
-      if (words[1] != static_cast<std::uint32_t>(record_kind::data) &&
-          words[1] != static_cast<std::uint32_t>(record_kind::compact)) {
+      if (kind != static_cast<std::uint32_t>(record_kind::data) &&
+          kind != static_cast<std::uint32_t>(record_kind::compact) &&
+          kind != static_cast<std::uint32_t>(record_kind::brief)) {
         return peek_status::corrupt;
       }
-      out = {record + record_header_size, words[0], static_cast<record_kind>(words[1])};
+      out = {record + record_header_size, length, static_cast<record_kind>(kind)};
       current_span_ = span;
       return peek_status::record;
     }
@@ -243,9 +266,10 @@ class ring_receiver {
 
  private:
   bool stamped(std::uint64_t position) const {
-    return std::atomic_ref<std::uint64_t>(
-               *reinterpret_cast<std::uint64_t *>(data_ + (position & (capacity_ - 1))))
-               .load(std::memory_order_acquire) == position + 1;
+    return static_cast<std::uint32_t>(
+               std::atomic_ref<std::uint64_t>(
+                   *reinterpret_cast<std::uint64_t *>(data_ + (position & (capacity_ - 1))))
+                   .load(std::memory_order_acquire)) == stamp_of(position);
   }
 
   void release(std::size_t span) {

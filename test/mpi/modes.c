@@ -185,8 +185,10 @@ static void cancel(void) {
   int flag = 0;
   MPI_Test_cancelled(&st, &flag);
   CHECK(flag, "an unmatched receive was not cancelled");
-  /* Sends nobody will receive: eager and rendezvous. */
-  const int sizes[] = {4, 200000};
+  /* Sends nobody will receive: eager (32 bytes: a shared-memory record of
+   * the briefest header, which still names the send for its cancel) and
+   * rendezvous. */
+  const int sizes[] = {32, 200000};
   for (int k = 0; k < 2; ++k) {
     char *out = calloc((size_t)sizes[k], 1);
     MPI_Isend(out, sizes[k], MPI_CHAR, p, 61, MPI_COMM_WORLD, &r);

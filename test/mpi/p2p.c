@@ -266,11 +266,17 @@ static void proc_null(void) {
 }
 
 static void fragment_edges_and_test(void) {
-  /* Sizes around each protocol limit and two fragments, exchanged with
+  /* Sizes around each protocol limit and two fragments, and around the
+   * payloads that fill a shared-memory record's first cache line (its
+   * headers of 24, 32 and 48 bytes after the ring's 8), exchanged with
    * Sendrecv; then a Test loop. */
   const int p = partner();
-  int sizes[24];
+  int sizes[32];
   int count = edge_sizes(sizes, 1 << 20);
+  const int line_edges[] = {8, 24, 25, 31, 32, 33, 56};
+  for (unsigned k = 0; k < sizeof(line_edges) / sizeof(line_edges[0]); ++k) {
+    sizes[count++] = line_edges[k];
+  }
   sizes[count++] = 2 * (int)iris_limit("shm_fragment_size") + 1;
   sizes[count++] = 1 << 20;
   for (unsigned k = 0; k < (unsigned)count; ++k) {

@@ -81,7 +81,8 @@ TEST(Ring, RecordsKeepTheirKind) {
   auto rx = ring.receiver();
   for (int i = 0; i < 40; ++i) {
     const std::size_t bytes = i % 3 == 0 ? 200 : 40;
-    const record_kind kind = i % 2 == 0 ? record_kind::compact : record_kind::data;
+    const record_kind kinds[] = {record_kind::compact, record_kind::data, record_kind::brief};
+    const record_kind kind = kinds[i % 3];
     std::byte *p = tx.reserve(bytes);
     ASSERT_NE(p, nullptr);
     std::memset(p, i, bytes);
@@ -95,12 +96,35 @@ TEST(Ring, RecordsKeepTheirKind) {
   }
 }
 
+// The 8 bytes before a record's bytes are its writer's: what it writes
+// there reaches the reader, and nothing of the ring's header is lost.
+TEST(Ring, TheSpareBytesCarryTheWritersBytes) {
+  test_ring ring(1024);
+  auto tx = ring.sender();
+  auto rx = ring.receiver();
+  for (int i = 0; i < 40; ++i) {
+    const std::size_t bytes = static_cast<std::size_t>(i * 13 % 120);
+    std::byte *p = tx.reserve(bytes);
+    ASSERT_NE(p, nullptr);
+    std::memset(p - record_spare_bytes, 0xA0 + i % 16, record_spare_bytes + bytes);
+    tx.commit(record_kind::brief);
+    record_view r{};
+    ASSERT_EQ(rx.peek(r), peek_status::record) << "record " << i;
+    ASSERT_EQ(r.length, bytes);
+    EXPECT_EQ(r.kind, record_kind::brief);
+    for (std::size_t b = 0; b < record_spare_bytes + bytes; ++b) {
+      ASSERT_EQ(r.bytes[b - record_spare_bytes], std::byte(0xA0 + i % 16)) << "byte " << b;
+    }
+    rx.consume();
+  }
+}
+
 TEST(Ring, FullRingRefusesUntilTheReceiverConsumes) {
   test_ring ring(1024);
   auto tx = ring.sender();
   auto rx = ring.receiver();
-  // 16 + 112 = 128 bytes a record; one line stays free for the next stamp,
-  // so seven fill 1024 and leave room for one line-sized record only.
+  // 16 + 112 = 128 bytes a record; one line stays free for the next header
+  // word, so seven fill 1024 and leave room for one line-sized record only.
   for (int i = 0; i < 7; ++i) put(tx, 112, i);
   EXPECT_EQ(tx.reserve(112), nullptr);
   EXPECT_EQ(tx.reserve(49), nullptr);
@@ -127,11 +151,11 @@ TEST(Ring, StaleBytesOfAnEarlierLapNeverLookLikeARecord) {
   auto rx = ring.receiver();
   record_view r{};
   // Lap 0: a two-line record at position 0 whose payload holds, at offset 64
-  // of the ring, exactly the stamp a record at position 320 would carry.
+  // of the ring, exactly the header word a record at position 320 would carry.
   std::byte *p = tx.reserve(112);
   ASSERT_NE(p, nullptr);
   std::memset(p, 0, 112);
-  const std::uint64_t fake_stamp = 320 + 1;
+  const std::uint64_t fake_stamp = record_word(320, 0, record_kind::data);
   std::memcpy(p + (64 - record_header_size), &fake_stamp, sizeof(fake_stamp));
   tx.commit();
   ASSERT_EQ(rx.peek(r), peek_status::record);
@@ -144,7 +168,7 @@ TEST(Ring, StaleBytesOfAnEarlierLapNeverLookLikeARecord) {
   EXPECT_EQ(rx.peek(r), peek_status::empty);
 }
 
-// Every payload carries, in each line it covers, the stamp a record would
+// Every payload carries, in each line it covers, the header word a record would
 // carry at that line in the next lap and the one after: stale lines a sender
 // failed to clear would then read as records. Seeded, one thread, random
 // sizes (skips at the ring's end included) and random interleavings of
@@ -205,7 +229,8 @@ TEST(Ring, ForgedStampsInEarlierLapsNeverLookLikeRecords) {
         // carry there one or two laps on.
         for (std::size_t b = cache_line - record_header_size; b + 8 <= bytes; b += cache_line) {
           const std::uint64_t line = tail + record_header_size + b;
-          const std::uint64_t forged = line + (1 + rng() % 2) * capacity + 1;
+          const std::uint64_t forged =
+              record_word(line + (1 + rng() % 2) * capacity, rng() % 64, record_kind::data);
           std::memcpy(p + b, &forged, sizeof(forged));
         }
         tx.commit();
@@ -237,11 +262,39 @@ TEST(Ring, AnImpossibleLengthIsReportedAsCorrupt) {
   std::byte *p = tx.reserve(8);
   ASSERT_NE(p, nullptr);
   tx.commit();
-  // Overwrite the length word of the record header with nonsense.
-  const std::uint32_t huge = 1u << 30;
-  std::memcpy(p - record_header_size + 8, &huge, sizeof(huge));
+  // Overwrite the length of the record header with nonsense (the kind kept).
+  const std::uint32_t huge = (1u << 28) | (1u << record_length_bits);
+  std::memcpy(p - record_header_size + 4, &huge, sizeof(huge));
   record_view r{};
   EXPECT_EQ(rx.peek(r), peek_status::corrupt);
+}
+
+TEST(Ring, AnUnknownKindIsReportedAsCorrupt) {
+  for (const std::uint32_t kind : {0u, 5u, 7u}) {
+    test_ring ring(1024);
+    auto tx = ring.sender();
+    auto rx = ring.receiver();
+    std::byte *p = tx.reserve(8);
+    ASSERT_NE(p, nullptr);
+    tx.commit();
+    const std::uint32_t high = 8u | (kind << record_length_bits);
+    std::memcpy(p - record_header_size + 4, &high, sizeof(high));
+    record_view r{};
+    EXPECT_EQ(rx.peek(r), peek_status::corrupt) << "kind " << kind;
+  }
+}
+
+// A stamp is odd, so never the zero of a cleared word, and differs from its
+// neighbours' where its 32 bits wrap (every 2^31 lines: 128 GiB).
+TEST(Ring, StampsNeverMatchTheClearedWordNorTheirNeighbours) {
+  for (const std::uint64_t line :
+       {std::uint64_t{0}, std::uint64_t{1} << 36, (std::uint64_t{1} << 31) - 1,
+        std::uint64_t{1} << 31, (std::uint64_t{1} << 32) - 1, std::uint64_t{1} << 40}) {
+    const std::uint64_t position = line * cache_line;
+    EXPECT_EQ(stamp_of(position) & 1u, 1u) << "line " << line;
+    EXPECT_NE(stamp_of(position), stamp_of(position + cache_line)) << "line " << line;
+    EXPECT_NE(static_cast<std::uint32_t>(record_word(position, 0, record_kind::data)), 0u);
+  }
 }
 
 // Two threads, one ring, random sizes from a seed; every byte and the order
