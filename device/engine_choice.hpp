@@ -18,10 +18,21 @@
 // Rates are kept per size class (the engines' fixed costs weigh differently
 // at 64 KiB and at 4 MiB): bytes per nanosecond, the engine in use as a
 // moving average of its messages.
+//
+// The pipeline is timed in runs of messages (vc.hpp), CMA read by read. A
+// few reads come out slow for reasons of their own (a cold page to pin,
+// the other rank's copy on the same core: 4-16 GB/s among reads of 27-30
+// on one machine here), so CMA's figure is the median of a group of
+// `try_messages - 1` reads, never one read or their sum: with the sum a try
+// of 0.71 (cold, untimed), 14.4, 26.5, 13.3, 26.6, 27.7, 27.2 and 27.3 GB/s
+// came out at 20, within the margin of the pipeline's 16.7, and the
+// pipeline kept streams that CMA moved at 24-25 GB/s against its 15
+// (bench/README.md, stop 30).
 #pragma once
 
 #include <time.h>
 
+#include <algorithm>
 #include <bit>
 #include <cstddef>
 #include <cstdint>
@@ -62,6 +73,7 @@ class engine_choice {
       other.probing = true;
       other.try_seen = 0;
       other.try_timed = other.try_ns = 0;
+      other.grouped = 0;
       e[best].probing = false;
       trying_[cls] = try_messages - 1;
       return best == 0;
@@ -76,24 +88,27 @@ class engine_choice {
     if (ns == 0) ns = 1;
     rate &r = rates_[size_class(bytes)][cma ? 1 : 0];
     r.at = now;
-    if (r.probing) {
-      // A try replaces what was known of its engine (the machine may have
-      // changed since). A try of CMA is try_messages reads, timed but for
-      // the first (cold: a lone read of 64 KiB took 30-100 us here, 5 in a
-      // stream); a try of the pipeline is timed as one run (vc.hpp).
-      if (cma && ++r.try_seen == 1) return;
-      r.try_timed += timed;
-      r.try_ns += ns;
-      if (cma && r.try_seen < try_messages) return;
-      r.per_ns = static_cast<double>(r.try_timed) / static_cast<double>(r.try_ns);
-      r.probing = false;
-      ++r.samples;
+    const double sample = static_cast<double>(timed) / static_cast<double>(ns);
+    if (cma) {
+      // A try of CMA is try_messages reads, timed but for the first (cold:
+      // a lone read of 64 KiB took 30-100 us here, 5 in a stream). Tried or
+      // in use, its reads count in groups, by their median (above).
+      if (r.probing && ++r.try_seen == 1) return;
+      r.group[r.grouped++] = sample;
+      if (r.grouped < group_reads) return;
+      std::nth_element(r.group, r.group + group_reads / 2, r.group + group_reads);
+      adopt(r, r.group[group_reads / 2]);
+      r.grouped = 0;
       return;
     }
-    // The engine in use: a moving average of its messages.
-    const double sample = static_cast<double>(timed) / static_cast<double>(ns);
-    r.per_ns = r.per_ns == 0 ? sample : 0.75 * r.per_ns + 0.25 * sample;
-    ++r.samples;
+    if (r.probing) {
+      // A try of the pipeline is timed as one run (vc.hpp).
+      r.try_timed += timed;
+      r.try_ns += ns;
+      adopt(r, static_cast<double>(r.try_timed) / static_cast<double>(r.try_ns));
+      return;
+    }
+    adopt(r, sample);
   }
 
   // The learned rate of one engine for messages of `bytes` (0: not timed).
@@ -102,6 +117,8 @@ class engine_choice {
   }
 
  private:
+  static constexpr int group_reads = try_messages - 1;  // CMA reads a figure counts
+
   struct rate {
     double per_ns = 0;     // bytes per nanosecond; 0 until timed
     std::uint64_t at = 0;  // when last timed or tried
@@ -111,7 +128,21 @@ class engine_choice {
     int try_seen = 0;
     std::uint64_t try_timed = 0;
     std::uint64_t try_ns = 0;
+    double group[group_reads] = {};  // CMA: the rates of the group's reads so far
+    int grouped = 0;
   };
+
+  // A try's figure replaces what was known of its engine (the machine may
+  // have changed since); the engine in use keeps a moving average.
+  static void adopt(rate &r, double figure) {
+    if (r.probing || r.per_ns == 0) {
+      r.per_ns = figure;
+    } else {
+      r.per_ns = 0.75 * r.per_ns + 0.25 * figure;
+    }
+    r.probing = false;
+    ++r.samples;
+  }
   // Below 128 KiB, below 512 KiB, below 2 MiB, and from 2 MiB.
   static int size_class(std::size_t bytes) {
     const int width = static_cast<int>(std::bit_width(bytes | 1));

@@ -253,7 +253,13 @@ bool shm_transport::cma_wanted(peer &p, vc &from, std::size_t bytes) {
   const bool others =
       rt->pipeline_receives > 0 || (draining_ == &p ? p.rx.next_ready() : p.rx.ready());
   if (!others) return rule;
-  const bool cma = p.engines.pick(bytes, rule, monotonic_ns());
+  // While this rank streams large messages out too, both directions copy
+  // through the pipeline on both cores, where CMA copies each once: the
+  // pipeline then has to show itself faster, not CMA (bidirectional
+  // streams of 1-4 MiB here: 11-12 GB/s through the pipeline, 18-20 with
+  // CMA, and a try of the pipeline beside the other direction's CMA reads
+  // timed it at 9.6 against CMA's 10.2: bench/README.md, stop 30).
+  const bool cma = p.engines.pick(bytes, rule || rt->rendezvous_sends > 0, monotonic_ns());
   if (!cma) from.time_next_stream = true;  // timed even if it streams alone
   return cma;
 }
