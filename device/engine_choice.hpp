@@ -143,13 +143,16 @@ class engine_choice {
     r.probing = false;
     ++r.samples;
   }
-  // Below 128 KiB, below 512 KiB, below 2 MiB, and from 2 MiB.
+  // Below 64 KiB, below 128 KiB, below 512 KiB, below 2 MiB, and from
+  // 2 MiB. Messages of one fragment (32 KiB) apart from those of two or
+  // more: the pipeline's handshake weighs most on them.
+  static constexpr int classes = 5;
   static int size_class(std::size_t bytes) {
     const int width = static_cast<int>(std::bit_width(bytes | 1));
-    return width <= 17 ? 0 : width <= 19 ? 1 : width <= 21 ? 2 : 3;
+    return width <= 16 ? 0 : width <= 17 ? 1 : width <= 19 ? 2 : width <= 21 ? 3 : 4;
   }
-  rate rates_[4][2];
-  int trying_[4] = {};  // messages of a try still to come, per size class
+  rate rates_[classes][2];
+  int trying_[classes] = {};  // messages of a try still to come, per size class
 };
 
 }  // namespace iris::device

@@ -271,10 +271,13 @@ std::byte *rendezvous_data_place(const vc &from, const packet_header &h, std::si
 const char *rendezvous_on_data(vc &from, const packet_header &h, const std::byte *payload) {
   request *r = data_receiver(from, h);
   if (r == nullptr) return "data for no receive, or out of sequence";
-  // Contiguous messages of several packets that stream among others (or
-  // that the transport asked to time) are timed in runs (vc.hpp), for a
-  // transport that learns which engine is faster (engine_choice.hpp).
-  if (h.offset == 0 && from.stream_started == 0 && h.length < r->expected && !r->typed_stream &&
+  // Contiguous messages that stream among others (or that the transport
+  // asked to time) are timed in runs (vc.hpp), for a transport that learns
+  // which engine is faster (engine_choice.hpp). Messages of one packet
+  // too: a run of them is timed from its first packet (not counted) to
+  // its last. Left out, a transport never timed its pipeline for them and
+  // kept its rule's engine (one-way streams of 32 KiB, one fragment, here).
+  if (h.offset == 0 && from.stream_started == 0 && !r->typed_stream &&
       (rt->pipeline_receives > 1 || from.time_next_stream) && from.via->times_streams()) {
     from.stream_started = monotonic_ns();
     from.stream_first = h.length;
@@ -301,8 +304,11 @@ const char *rendezvous_on_data(vc &from, const packet_header &h, const std::byte
       // counts the gaps between its messages too (credits, handshakes).
       from.stream_bytes += r->expected;
       if (rt->pipeline_receives == 0 || from.stream_bytes >= (std::size_t{8} << 20)) {
-        from.via->stream_timed(from, r->expected, from.stream_bytes - from.stream_first,
-                               monotonic_ns() - from.stream_started);
+        // A run of one message of one packet timed nothing.
+        if (from.stream_bytes > from.stream_first) {
+          from.via->stream_timed(from, r->expected, from.stream_bytes - from.stream_first,
+                                 monotonic_ns() - from.stream_started);
+        }
         from.stream_started = 0;
       }
     }

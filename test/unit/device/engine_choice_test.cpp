@@ -90,6 +90,7 @@ TEST(EngineChoice, SizeClassesLearnApart) {
   EXPECT_FALSE(c.pick(kib64, false, now));
   EXPECT_TRUE(c.pick(4 * mib, false, now));
   EXPECT_EQ(c.rate_of(256 * 1024, false), 0.0);  // a class never timed
+  EXPECT_EQ(c.rate_of(32 * 1024, false), 0.0);   // one fragment: apart from 64 KiB
   EXPECT_FALSE(c.pick(256 * 1024, false, now));  // keeps the rule
 }
 

@@ -169,6 +169,21 @@ class loopback final : public transport {
   int reads_done() const { return reads_done_; }
   int sent() const { return sent_; }
 
+  // Runs of pipelined messages timed for an engine chooser (as the shm
+  // transport's): asked for by `time_streams`, recorded in `runs`.
+  struct timed_run {
+    std::size_t bytes;
+    std::size_t timed;
+  };
+  bool time_streams = false;
+  std::vector<timed_run> runs;
+  bool times_streams() const override { return time_streams; }
+  void stream_timed(vc &from, std::size_t bytes, std::size_t timed, std::uint64_t ns) override {
+    (void)from;
+    (void)ns;
+    runs.push_back({bytes, timed});
+  }
+
  private:
   struct pending_read {
     std::uint64_t address;
@@ -324,6 +339,38 @@ TEST_P(Protocols, RendezvousReadsWhenTheTransportCanAndAsksForDataWhenNot) {
   }
   EXPECT_EQ(rt->pipeline_receives, 0);
   EXPECT_EQ(rt->rendezvous_sends, 0);
+}
+
+// Pipelined messages that stream among others are timed in runs for a
+// transport that asks, messages of a single fragment too (a run of them is
+// timed from its first packet, not counted, to its last): without them the
+// shm transport never timed its pipeline for 32 KiB messages and kept its
+// rule's engine.
+TEST_P(Protocols, RunsOfPipelinedMessagesAreTimedMessagesOfOneFragmentToo) {
+  if (GetParam() != loop_kind::ring && GetParam() != loop_kind::net) GTEST_SKIP();
+  loop_->time_streams = true;
+  for (const std::size_t bytes : {peer().fragment, 3 * peer().fragment}) {
+    SCOPED_TRACE("bytes " + std::to_string(bytes));
+    loop_->runs.clear();
+    constexpr int messages = 4;
+    const std::vector<std::byte> data = pattern(bytes, 11);
+    std::vector<std::vector<std::byte>> into(messages, std::vector<std::byte>(bytes));
+    std::vector<request *> recvs;
+    std::vector<request *> sends;
+    for (int i = 0; i < messages; ++i) recvs.push_back(irecv(into[static_cast<std::size_t>(i)], 2));
+    for (int i = 0; i < messages; ++i) sends.push_back(isend(data, 2));
+    for (request *r : sends) wait(r);
+    for (request *r : recvs) wait(r);
+    for (const auto &got : into) EXPECT_EQ(got, data);
+    ASSERT_FALSE(loop_->runs.empty()) << "no run was timed";
+    std::size_t timed = 0;
+    for (const auto &run : loop_->runs) {
+      EXPECT_EQ(run.bytes, bytes);
+      EXPECT_GT(run.timed, 0U);
+      timed += run.timed;
+    }
+    EXPECT_LT(timed, messages * bytes);  // each run's first packet is not counted
+  }
 }
 
 TEST_P(Protocols, ATruncatedReceiveTakesWhatFitsAndSaysSo) {
