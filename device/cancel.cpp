@@ -29,7 +29,7 @@ void reply(vc &to, std::uint64_t sender_request, bool withdrawn) {
 }  // namespace
 
 void request_cancel(request &r) {
-  if (r.complete && r.kind == request_kind::recv) return;  // too late
+  if (r.kind == request_kind::recv && request_done(r)) return;  // too late
   if (r.kind == request_kind::recv) {
     if (rt->matching.withdraw(&r)) cancelled_now(r);  // still posted: nothing matched it
     return;

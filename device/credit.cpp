@@ -4,6 +4,7 @@
 #include "device/progress.hpp"
 #include "device/runtime.hpp"
 #include "device/send.hpp"
+#include "device/transport.hpp"
 
 namespace iris::device {
 
@@ -30,6 +31,19 @@ void credit_packet_send(vc &from) {
   h.type = packet_type::credit;
   ++rt->stats.credit_packets;
   control_send(from, h);
+}
+
+void credit_return_aside(vc &from, std::size_t length) {
+  if (!from.flow_controlled) return;
+  if (from.owed_aside.add(credit_cost(length)) * 4 < from.window) return;
+  const int give = from.owed_aside.take();
+  if (give == 0) return;  // another thread took them first
+  packet_header h{};
+  h.type = packet_type::credit;
+  const int carried = give < 0xffff ? give : 0xffff;
+  h.credits = static_cast<std::uint16_t>(carried);
+  const xfer sent = from.via->send(from, h, {});
+  from.owed_aside.add(sent == xfer::done ? give - carried : give);
 }
 
 const char *credit_on_packet(vc &from, const packet_header &h, const std::byte *payload) {

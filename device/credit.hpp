@@ -75,6 +75,21 @@ inline void credit_return(vc &from, std::size_t length) {
   }
 }
 
+// MPI_THREAD_MULTIPLE, without the call lock: the same for a message
+// delivered by message_arrived_aside. Its units go to `from.owed_aside`;
+// once a quarter of the window is there they go back at once in a credit
+// packet of their own (it carries only units, so it may pass anything
+// queued), or stay there if the transport has no room now.
+void credit_return_aside(vc &from, std::size_t length);
+// Under the call lock: moves what `from.owed_aside` holds into `owed`, to
+// ride on the next packet (a credit packet if a quarter of the window is
+// owed). One relaxed load when there is nothing.
+inline void credit_fold(vc &from) {
+  if (from.owed_aside.get() == 0) return;
+  from.owed += from.owed_aside.take();
+  if (from.owed * 4 >= from.window) credit_packet_send(from);
+}
+
 // The credit packet's handler: its credits were taken at the gate.
 const char *credit_on_packet(vc &from, const packet_header &h, const std::byte *payload);
 

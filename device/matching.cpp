@@ -47,6 +47,16 @@ void data_pool::release(std::byte *buffer, std::size_t bytes) {
 
 matcher::matcher() : table_(std::size_t{1} << initial_shift, nullptr) {}
 
+void matcher::share() {
+  shared_ = true;
+  published_ = std::make_unique<std::atomic<context_queues *>[]>(published_slots);
+  each_queues([&](context_queues &q) { publish(q); });
+}
+
+void matcher::publish(context_queues &q) {
+  published_[q.context & (published_slots - 1)].store(&q, std::memory_order_release);
+}
+
 matcher::~matcher() = default;
 
 context_queues *matcher::find_slow(std::uint32_t context) {
@@ -69,7 +79,13 @@ context_queues *matcher::make_queues(std::uint32_t context) {
     q = made.get();
     owned_.push_back(std::move(made));
   }
-  q->context = context;
+  {
+    // A thread without the call lock may hold an old pointer to these
+    // queues (published()) and reads the context under their lock.
+    const hold held = lock(*q);
+    q->context = context;
+  }
+  if (shared_) publish(*q);
   if (++contexts_ > table_.size() * 2) rehash();
   context_queues *&bucket = table_[bucket_of(context)];
   q->chain = bucket;
@@ -107,6 +123,12 @@ void matcher::forget(std::uint32_t context) {
   }
   *link = q->chain;
   if (last_ == q) last_ = nullptr;
+  if (shared_) {
+    // Nothing is posted there: a thread that still finds it matches nothing.
+    context_queues *mine = q;
+    published_[context & (published_slots - 1)].compare_exchange_strong(mine, nullptr,
+                                                                        std::memory_order_relaxed);
+  }
   q->chain = free_;
   free_ = q;
   --contexts_;

@@ -102,6 +102,7 @@ struct context_queues {
   std::uint64_t sequence = 0;              // of the last post or arrival here
   std::atomic<std::uint64_t> compared{0};  // entries compared with a key
   std::atomic<std::uint64_t> unlocked{0};  // receives matched without the call lock
+  std::atomic<std::uint64_t> aside{0};     // messages delivered without the call lock
   spin_lock lock;                          // MULTIPLE only
   intrusive_queue<request> posted_wild;
   intrusive_queue<request> posted[bins];
@@ -119,7 +120,9 @@ class matcher {
 
   // MPI_THREAD_MULTIPLE: from now on each context's queues are searched and
   // changed under their lock (context_queues). Set once at init.
-  void share() { shared_ = true; }
+  // Queues are published by context for threads polling without the call
+  // lock (published()).
+  void share();
 
   // Holds a context's lock while it lives, if the matcher is shared.
   using hold = lock_if;
@@ -137,6 +140,14 @@ class matcher {
   // takes the oldest posted receive of `q` that matches it (removed), or
   // nullptr.
   [[gnu::always_inline]] request *match_posted(context_queues &q, const match_key &message) {
+    return match_posted_if(q, message, [](const request &) { return true; });
+  }
+  // The same, but the oldest match is taken only if `accept` holds for it;
+  // else nothing is removed and the result is nullptr (a thread polling
+  // without the call lock leaves the message to it: message_arrived_aside).
+  template <typename Accept>
+  [[gnu::always_inline]] request *match_posted_if(context_queues &q, const match_key &message,
+                                                  Accept accept) {
     auto &bin = q.posted[context_queues::bin_of(message.source, message.tag)];
     request *exact = scan(q, bin, [&](const request &r) {
       return r.key.source == message.source && r.key.tag == message.tag;
@@ -145,11 +156,20 @@ class matcher {
       return key_matches(r.key, message);
     });
     if (wild != nullptr && (exact == nullptr || wild->match_seq < exact->match_seq)) {
+      if (!accept(*wild)) return nullptr;
       q.posted_wild.remove(wild);
       return wild;
     }
-    if (exact != nullptr) bin.remove(exact);
+    if (exact == nullptr || !accept(*exact)) return nullptr;
+    bin.remove(exact);
     return exact;
+  }
+  // Without the call lock (MULTIPLE): the queues last made for `context`,
+  // or for another context that shares its slot, or nullptr. The caller
+  // checks `context` under the queues' lock (make_queues writes it there;
+  // queues are never freed before MPI_Finalize).
+  context_queues *published(std::uint32_t context) const {
+    return published_[context & (published_slots - 1)].load(std::memory_order_acquire);
   }
   // With `q` held: makes an entry in `q` for a message no receive wanted,
   // with room for its `length` eager bytes (the caller copies them before
@@ -255,6 +275,9 @@ class matcher {
   std::uint64_t compared() const { return total(&context_queues::compared); }
   // Receives matched without the call lock so far (IRIS_STATS).
   std::uint64_t unlocked_receives() const { return total(&context_queues::unlocked); }
+  // Messages delivered by threads polling without the call lock so far
+  // (IRIS_STATS).
+  std::uint64_t aside_deliveries() const { return total(&context_queues::aside); }
 
   struct counts {
     std::size_t depth = 0;
@@ -306,13 +329,18 @@ class matcher {
   std::uint64_t total(std::atomic<std::uint64_t> context_queues::*counter) const;
   // New queues for `context`, which has none; nullptr when out of memory.
   context_queues *make_queues(std::uint32_t context);
+  void publish(context_queues &q);
   std::size_t bucket_of(std::uint32_t context) const {
     return (context * 0x9e3779b1U) >> (32 - table_shift_);
   }
   void rehash();
 
   static constexpr unsigned initial_shift = 6;
+  static constexpr std::size_t published_slots = 1024;
   bool shared_ = false;
+  // The queues of each context by its low bits, for threads without the
+  // call lock (published()); written under the call lock, MULTIPLE only.
+  std::unique_ptr<std::atomic<context_queues *>[]> published_;
   unsigned table_shift_ = initial_shift;
   std::vector<context_queues *> table_;  // 1 << table_shift_ buckets
   std::size_t contexts_ = 0;

@@ -7,6 +7,7 @@
 #include "device/cancel.hpp"
 #include "device/credit.hpp"
 #include "device/eager.hpp"
+#include "device/recv.hpp"
 #include "device/rendezvous.hpp"
 #include "device/runtime.hpp"
 #include "device/sync.hpp"
@@ -122,6 +123,13 @@ const char *packet_deliver(vc &from, const packet_header &h, const std::byte *pa
 const char *packet_deliver_shared(vc &from, const packet_header &h, const std::byte *payload,
                                   std::size_t length) {
   return deliver<true>(from, h, payload, length);
+}
+
+bool packet_deliver_aside(vc &from, const packet_header &h, const std::byte *payload,
+                          std::size_t length) {
+  if (!eager_sound(h, length, rt->size) || !message_arrived_aside(from, h, payload)) return false;
+  credit_receive_shared(from, h);
+  return true;
 }
 
 }  // namespace iris::device

@@ -79,6 +79,14 @@ struct vc;
 // taken under the VC's lock, since unlocked senders spend them.
 [[nodiscard]] const char *packet_deliver_shared(vc &from, const packet_header &h,
                                                 const std::byte *payload, std::size_t length);
+// MPI_THREAD_MULTIPLE, from a thread polling without the call lock
+// (transport::poll_aside): delivers `h` if it is a sound eager message
+// that an aside receive takes (message_arrived_aside), with its credits
+// taken under the VC's lock. False, having changed nothing, for any other
+// packet, sound or not: the transport leaves it, and every one after it
+// from that peer, to the call lock's poll, which checks and handles it.
+[[nodiscard]] bool packet_deliver_aside(vc &from, const packet_header &h, const std::byte *payload,
+                                        std::size_t length);
 
 // What each protocol's handler of one packet type looks like.
 using packet_handler = const char *(*)(vc &from, const packet_header &h, const std::byte *payload);

@@ -36,6 +36,12 @@ int progress_poll() {
   return events;
 }
 
+int progress_poll_aside() {
+  int events = 0;
+  for (transport *t : rt->polled) events += t->poll_aside(rt->config.poll_batch);
+  return events;
+}
+
 namespace {
 
 // The sleeper's half of the doorbell pair (the transport holding the bell

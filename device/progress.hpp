@@ -14,6 +14,12 @@ namespace iris::device {
 // One pass of the progress engine. Returns how many events it handled.
 int progress_poll();
 
+// MPI_THREAD_MULTIPLE: a pass by a thread that found the call lock taken
+// (transport::poll_aside): only eager messages into receives posted
+// without the call lock, and only from rings no other thread is reading.
+// Returns how many it delivered.
+int progress_poll_aside();
+
 // What a waiting rank does once it has polled `spin_limit` times in vain:
 // it gives its core away (sched_yield), and after IRIS_SLEEP_AFTER such
 // yields, where every transport can wake it, it sleeps on the bell its

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "device/credit.hpp"
 #include "device/dtype.hpp"
 #include "device/eager.hpp"
 #include "device/errors.hpp"
@@ -13,13 +14,18 @@
 namespace iris::device {
 namespace {
 
-// A receive takes a message: its bytes (eager) or its RTS (rendezvous).
-void message_into(request &r, vc &from, const match_key &key, packet_type type, std::size_t length,
-                  std::uint64_t sender_request, const std::byte *data, const rts_payload &where) {
+// A receive's status once it took a message of `length` bytes with `key`.
+inline void status_of(request &r, const match_key &key, std::size_t length) {
   r.status_source = key.source;
   r.status_tag = key.tag;
   r.status_bytes = std::min(length, r.bytes);
   r.status_error = length > r.bytes ? MPI_ERR_TRUNCATE : MPI_SUCCESS;
+}
+
+// A receive takes a message: its bytes (eager) or its RTS (rendezvous).
+void message_into(request &r, vc &from, const match_key &key, packet_type type, std::size_t length,
+                  std::uint64_t sender_request, const std::byte *data, const rts_payload &where) {
+  status_of(r, key, length);
   // A typed receive whose message ends part-way through one of its basic
   // elements: the type signatures differ (what arrived is still delivered).
   if (r.unpack_type != nullptr && r.status_error == MPI_SUCCESS) [[unlikely]] {
@@ -70,6 +76,39 @@ const char *message_arrived(vc &from, const packet_header &h, const std::byte *p
   }
   message_into(*r, from, key, h.type, h.length, h.sender_request, payload, where);
   return nullptr;
+}
+
+bool message_arrived_aside(vc &from, const packet_header &h, const std::byte *payload) {
+  context_queues *q = rt->matching.published(h.context);
+  if (q == nullptr) return false;
+  const match_key key{h.context, h.source, h.tag};
+  {
+    const matcher::hold held = rt->matching.lock(*q);
+    if (q->context != h.context) return false;  // another context's, or recycled
+    // Only the oldest match, and only if it is a receive its poster waits
+    // for with request_done and has not freed (request_mark_freed marks it
+    // under this lock).
+    request *r = rt->matching.match_posted_if(
+        *q, key, [](const request &posted) { return posted.aside && !posted.freed; });
+    if (r == nullptr) return false;
+    status_of(*r, key, h.length);
+    if (r->status_bytes != 0) std::memcpy(r->buffer, payload, r->status_bytes);
+    context_queues::count(q->aside, 1);
+    request_complete(*r);  // the last touch: its waiter may recycle it at once
+  }
+  credit_return_aside(from, h.length);
+  return true;
+}
+
+bool request_mark_freed(request &r) {
+  context_queues *q = r.aside ? rt->matching.queues_of(r.key.context) : nullptr;
+  if (q == nullptr) {
+    r.freed = true;
+    return r.complete;
+  }
+  const matcher::hold held = rt->matching.lock(*q);
+  r.freed = true;
+  return request_done(r);
 }
 
 request *recv_start(const communicator &comm, std::uint32_t context, void *data,

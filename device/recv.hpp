@@ -39,4 +39,18 @@ const unexpected_msg *probe_find(std::uint32_t context, int source, int tag);
 // Called by the handlers of those packets.
 const char *message_arrived(vc &from, const packet_header &h, const std::byte *payload);
 
+// MPI_THREAD_MULTIPLE, without the call lock (a thread polling while
+// another holds it: transport::poll_aside): the eager message `h` from
+// `from` is delivered if the oldest posted receive it matches is an aside
+// receive (request::aside) of its context's published queues; its credits
+// go back (credit_return_aside). False, having changed nothing: the message
+// is the call lock's (no such receive, unexpected, another kind).
+bool message_arrived_aside(vc &from, const packet_header &h, const std::byte *payload);
+
+// MPI_Request_free of `r`: marks it freed and returns whether it is complete
+// already (then the caller releases it; else its completion does). An aside
+// receive is marked under its context's lock, where message_arrived_aside
+// reads the mark and completes it. Call lock.
+bool request_mark_freed(request &r);
+
 }  // namespace iris::device

@@ -13,7 +13,7 @@ void request_release_freed(request &r) {
 
 void request_wait_release(request *r) {
   if (r == nullptr) return;
-  progress_until([r] { return r->complete; });
+  progress_until([r] { return request_done(*r); });
   rt->requests.release(r);
 }
 

@@ -97,6 +97,11 @@ struct request {
   // so its waiter recycles it into its thread's cache without the call lock
   // (request_cache_recycle); request_cancel clears it.
   bool at_once = false;
+  // MULTIPLE: a receive of plain bytes posted without the call lock
+  // (recv_unlocked), which a thread polling without it may deliver
+  // (message_arrived_aside). Its completion is read with request_done
+  // everywhere, and MPI_Request_free marks it under its context's lock.
+  bool aside = false;
   persistent_args persistent;  // persistent.op != none: made by MPI_*_init
   // A non-contiguous datatype. A send of at most the eager limit travels
   // packed whole through `scratch` (freed with the request). Receives and

@@ -104,8 +104,11 @@ void stats_print(const runtime &r) {
       static_cast<unsigned long long>(s.sleep_timeouts),
       static_cast<unsigned long long>(r.matching.compared()));
   if (const std::uint64_t receives = r.matching.unlocked_receives()) {
-    std::fprintf(stderr, "iris: rank %d stats: receives matched without the call lock %llu\n",
-                 r.rank, static_cast<unsigned long long>(receives));
+    std::fprintf(stderr,
+                 "iris: rank %d stats: receives matched without the call lock %llu, messages "
+                 "delivered without it %llu\n",
+                 r.rank, static_cast<unsigned long long>(receives),
+                 static_cast<unsigned long long>(r.matching.aside_deliveries()));
   }
   for (const auto &t : r.transports) {
     const std::string counted = t->statistics();

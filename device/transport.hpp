@@ -15,7 +15,8 @@
 // kind. A transport moves packets and knows the packet header only as bytes
 // to carry: every arriving packet goes to packet_deliver (the one gate).
 //
-// Only the thread that initialised MPI calls these methods.
+// Only the call lock's holder calls these methods (under MPI_THREAD_MULTIPLE
+// also poll_aside from any thread, and the sends concurrent_sends allows).
 #pragma once
 
 #include <sys/uio.h>
@@ -101,6 +102,16 @@ class transport {
   // peer, each handed to packet_deliver. Returns how many it handled.
   virtual int poll(int budget) = 0;
 
+  // MPI_THREAD_MULTIPLE: a poll by a thread that does not hold the call
+  // lock, while another does. It hands each packet to packet_deliver_aside
+  // and, at the first that returns false, leaves that peer's packets for
+  // poll(), which must then see them in the same order; peers another
+  // thread is reading are skipped. Returns how many it delivered. The
+  // default delivers nothing: everything is poll()'s.
+  virtual int poll_aside(int budget) {
+    (void)budget;
+    return 0;
+  }
   // Optional single copy, sender side: fills the transport's part of the
   // RTS of send `r` (where and how the receiver may read its buffer). The
   // default names nothing, so the receiver asks for the data (CTS).

@@ -4,6 +4,7 @@
 #include <cstddef>
 #include <cstring>
 
+#include "device/credit.hpp"
 #include "device/errors.hpp"
 #include "device/runtime.hpp"
 #include "shm/cma.hpp"
@@ -73,6 +74,7 @@ void shm_transport::connect(runtime &r) {
                           segment_->sender(local_index_, i),
                           segment_->receiver(i, local_index_),
                           cma,
+                          {},
                           {}});
   }
   bell_.attach(segment_->bell_of(local_index_));
@@ -174,44 +176,67 @@ xfer shm_transport::send_filled(vc &to, const packet_header &h, std::size_t byte
   return xfer::done;
 }
 
+shm_transport::record_packet shm_transport::unpack(const peer &p,
+                                                   const shm::record_view &record) const {
+  const bool compact = record.kind == shm::record_kind::compact;
+  const bool brief = record.kind == shm::record_kind::brief;
+  const std::size_t head = compact ? compact_header_size : sizeof(packet_header);
+  if (brief ? record.length + shm::record_spare_bytes < brief_header_size : record.length < head) {
+    fatal("progress", "corrupt record in the shared-memory ring from rank %d", p.world_rank);
+  }
+  record_packet out{{}, record.bytes + head, record.length - head};
+  if (brief) [[unlikely]] {
+    out.length = read_brief(record, out.h);
+    out.payload = record.bytes + (record.length - out.length);
+  } else if (compact) {
+    std::memcpy(&out.h, record.bytes, compact_header_size);
+    out.h.receiver_request = 0;
+    out.h.offset = 0;
+  } else {
+    std::memcpy(&out.h, record.bytes, sizeof(out.h));
+  }
+  return out;
+}
+
 template <bool Shared>
 inline int shm_transport::drain(peer &p, int budget) {
   int handled = 0;
+  vc &from = rt->vcs[static_cast<std::size_t>(p.world_rank)];
+  // Threads polling without the call lock read the ring too (drain_aside):
+  // the call lock's poll waits for them, never the other way round.
+  const lock_if reading(p.rx_lock, Shared);
+  if (Shared) credit_fold(from);
   draining_ = &p;
   for (; handled < budget; ++handled) {
     shm::record_view record{};
     const shm::peek_status status = p.rx.peek(record);
     if (status == shm::peek_status::empty) break;
-    const bool compact = record.kind == shm::record_kind::compact;
-    const bool brief = record.kind == shm::record_kind::brief;
-    const std::size_t head = compact ? compact_header_size : sizeof(packet_header);
-    if (status == shm::peek_status::corrupt ||
-        (brief ? record.length + shm::record_spare_bytes < brief_header_size
-               : record.length < head)) {
+    if (status == shm::peek_status::corrupt) {
       fatal("progress", "corrupt record in the shared-memory ring from rank %d", p.world_rank);
     }
-    packet_header h;
-    const std::byte *payload = record.bytes + head;
-    std::size_t length = record.length - head;
-    if (brief) [[unlikely]] {
-      length = read_brief(record, h);
-      payload = record.bytes + (record.length - length);
-    } else if (compact) {
-      std::memcpy(&h, record.bytes, compact_header_size);
-      h.receiver_request = 0;
-      h.offset = 0;
-    } else {
-      std::memcpy(&h, record.bytes, sizeof(h));
-    }
-    vc &from = rt->vcs[static_cast<std::size_t>(p.world_rank)];
-    const char *why = Shared ? packet_deliver_shared(from, h, payload, length)
-                             : packet_deliver(from, h, payload, length);
+    const record_packet packet = unpack(p, record);
+    const char *why = Shared ? packet_deliver_shared(from, packet.h, packet.payload, packet.length)
+                             : packet_deliver(from, packet.h, packet.payload, packet.length);
     if (why != nullptr) {
       fatal("progress", "bad packet from rank %d over shared memory: %s", p.world_rank, why);
     }
     p.rx.consume();
   }
   draining_ = nullptr;
+  return handled;
+}
+
+int shm_transport::drain_aside(peer &p, int budget) {
+  int handled = 0;
+  vc &from = rt->vcs[static_cast<std::size_t>(p.world_rank)];
+  for (; handled < budget; ++handled) {
+    shm::record_view record{};
+    // A corrupt record is the call lock's poll's to report.
+    if (p.rx.peek(record) != shm::peek_status::record) break;
+    const record_packet packet = unpack(p, record);
+    if (!packet_deliver_aside(from, packet.h, packet.payload, packet.length)) break;
+    p.rx.consume();
+  }
   return handled;
 }
 
@@ -227,10 +252,28 @@ int shm_transport::poll_shared(int budget) {
   return events;
 }
 
+int shm_transport::poll_unlocked(int budget) {
+  int events = 0;
+  for (peer &p : peers_) {
+    if (!p.rx_lock.try_lock()) continue;
+    events += drain_aside(p, budget);
+    p.rx_lock.unlock();
+  }
+  return events;
+}
+
 void shm_transport::expose(vc &to, request &r, rts_payload &where) {
   (void)to;
   where.pid = rt->pid;
   where.address = reinterpret_cast<std::uint64_t>(r.buffer);
+}
+
+bool shm_transport::next_waiting(peer &p) {
+  if (draining_ == &p) return p.rx.next_ready();
+  // Under MULTIPLE a thread without the call lock may be reading this ring
+  // (drain_aside): wait for it, as drain does.
+  const lock_if reading(p.rx_lock, threads_enabled);
+  return p.rx.ready();
 }
 
 // Under `auto`, one message alone goes through the pipeline: sender and
@@ -250,8 +293,7 @@ bool shm_transport::cma_wanted(peer &p, vc &from, std::size_t bytes) {
   // once, moved a lone message fastest in both of the VM's states. One
   // among others (another streaming in, or more from this peer behind it)
   // takes the engine its peer's streams have shown faster.
-  const bool others =
-      rt->pipeline_receives > 0 || (draining_ == &p ? p.rx.next_ready() : p.rx.ready());
+  const bool others = rt->pipeline_receives > 0 || next_waiting(p);
   if (!others) return rule;
   // While this rank streams large messages out too, both directions copy
   // through the pipeline on both cores, where CMA copies each once: the

@@ -92,13 +92,27 @@ class shm_transport : public transport {
     shm::ring_receiver rx;
     bool cma = false;       // this peer's memory can be read
     engine_choice engines;  // under `auto`: CMA or the pipeline, learned
+    // MULTIPLE: held by whoever reads `rx` (drain<true>, drain_aside).
+    spin_lock rx_lock;
   };
   template <bool Shared>
   int drain(peer &p, int budget);
+  // What drain reads of one record: the header, the payload and its length.
+  struct record_packet {
+    packet_header h;
+    const std::byte *payload;
+    std::size_t length;
+  };
+  record_packet unpack(const peer &p, const shm::record_view &record) const;
+  // poll_aside's pass over one peer's ring, `p.rx_lock` held.
+  int drain_aside(peer &p, int budget);
   // Whether a message of `bytes` from `p` is read with CMA: the rule
   // (cma_chosen), and under `auto`, for a message that is not alone, what
   // the peer's messages have shown.
   bool cma_wanted(peer &p, vc &from, std::size_t bytes);
+  // Whether another record from `p` waits behind the one being handled
+  // (or, outside drain, any record).
+  bool next_waiting(peer &p);
 
   std::vector<int> local_ranks_;  // world ranks on this node, ascending
   int local_index_ = 0;
@@ -111,8 +125,11 @@ class shm_transport : public transport {
   std::uint64_t cma_messages_ = 0;  // rendezvous messages read with CMA
 
  protected:
-  // poll, giving credits back under each VC's lock (packet_deliver_shared).
+  // poll, giving credits back under each VC's lock (packet_deliver_shared),
+  // each ring read under its rx_lock.
   int poll_shared(int budget);
+  // poll_aside: each ring whose rx_lock is free, through drain_aside.
+  int poll_unlocked(int budget);
 };
 
 // MPI_THREAD_MULTIPLE's pair rings, made instead of shm_transport when
@@ -142,6 +159,7 @@ class shm_shared_transport final : public shm_transport {
     return shm_transport::send(to, h, payload);
   }
   int poll(int budget) override { return poll_shared(budget); }
+  int poll_aside(int budget) override { return poll_unlocked(budget); }
 };
 
 class shm_queue_transport : public transport {

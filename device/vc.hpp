@@ -33,6 +33,23 @@ class shared_count {
   std::atomic<int> n_{0};
 };
 
+// A count any thread may add to and one thread takes whole (read-modify-
+// write atomics). A copy (vector growth at setup) starts at zero.
+class owed_count {
+ public:
+  owed_count() = default;
+  owed_count(const owed_count &) {}
+  owed_count &operator=(const owed_count &) { return *this; }
+  ~owed_count() = default;
+  int get() const { return n_.load(std::memory_order_relaxed); }
+  // Returns the count after adding `d`.
+  int add(int d) { return n_.fetch_add(d, std::memory_order_relaxed) + d; }
+  int take() { return n_.exchange(0, std::memory_order_relaxed); }
+
+ private:
+  std::atomic<int> n_{0};
+};
+
 struct vc {
   int world_rank = 0;
   transport *via = nullptr;               // reaches this peer; set at setup, never changes
@@ -74,6 +91,10 @@ struct vc {
   spin_lock send_lock;
   shared_count queued_sends;         // requests in send_queue: an unlocked send must not pass them
   std::uint64_t unlocked_eager = 0;  // messages sent by send_unlocked (under send_lock)
+  // Units owed for messages delivered without the call lock
+  // (credit_return_aside): given back in a credit packet of their own, or
+  // folded into `owed` by the call lock's poll (credit_fold).
+  owed_count owed_aside;
   bool has_pending() const {
     return !send_queue.empty() || !stream_queue.empty() || !backlog.empty();
   }

@@ -26,7 +26,7 @@ int recv_result(const char *call, const communicator &comm, const device::reques
 // Waits for a receive posted by recv_post, unpacks it, reports its status
 // and frees it.
 int recv_complete(const char *call, device::request *r, MPI_Status *status) {
-  device::progress_until([r] { return r->complete; });
+  device::progress_until([r] { return device::request_done(*r); });
   api::status_fill(status, *r);
   const int result = recv_result(call, *r->comm, *r);
   device::rt->requests.release(r);
@@ -127,6 +127,7 @@ bool recv_unlocked(void *buf, int count, MPI_Datatype type, int source, int tag,
   req->key = device::match_key{c->context, source, tag};
   req->buffer = static_cast<std::byte *>(tb.base);
   req->bytes = tb.packed_bytes();
+  req->aside = true;
   *request = device::request_handle(*req);
   if (device::unexpected_msg *m = r->matching.take_or_post(*c->queues, req, true)) {
     req->taken = m;

@@ -2,6 +2,7 @@
 #include <sched.h>
 
 #include "device/api/check.hpp"
+#include "device/recv.hpp"
 
 using namespace iris;
 
@@ -35,7 +36,7 @@ int check_requests(const char *call, int count, const MPI_Request requests[],
     }
     if (!prefix) continue;
     // An extension is asked only once every handle is known to be good.
-    if (r == nullptr || (r->ext == nullptr && r->complete)) {
+    if (r == nullptr || (r->ext == nullptr && device::request_done(*r))) {
       ++*finished_prefix;
     } else {
       prefix = false;
@@ -58,9 +59,11 @@ bool inactive(MPI_Request handle) {
 }
 
 // Whether `r` is complete; an extension is asked first (request_ext::poll).
+// An acquire load (request_done): a receive posted without the call lock
+// may be completed by a thread that polls without it (request::aside).
 bool is_done(device::request &r) {
-  if (!r.complete && r.ext != nullptr) r.ext->poll(r);
-  return r.complete;
+  if (!device::request_done(r) && r.ext != nullptr) r.ext->poll(r);
+  return device::request_done(r);
 }
 
 bool finished(MPI_Request handle) {
@@ -221,8 +224,10 @@ int finish_some(int count, MPI_Request requests[], int indices[], MPI_Status sta
 // "Threads"): an ordinary send or receive request is looked up and its
 // completion read without the call lock (request_done: an acquire that
 // pairs with request_complete's release). The waiting thread takes the lock
-// only to poll, with a try-lock: while another thread polls it spins on its
-// requests instead of queueing behind that thread. A send complete at once
+// only to poll, with a try-lock: while another thread holds it, it polls
+// what it may without it (progress_poll_aside: eager messages into
+// receives posted without the lock) and spins on its requests instead of
+// queueing behind that thread. A send complete at once
 // (an unlocked MPI_Isend's) and a receive of plain bytes without an error
 // go back into this thread's cache without the lock (finish_unlocked); any
 // other is finished under it. Anything else (null or bad
@@ -247,18 +252,23 @@ bool unlocked_ok() {
   return device::rt != nullptr && !device::call_lock_held();
 }
 
-// Until done(): polls when the call lock is free, else spins on done(); gives
-// the core away after IRIS_SPIN_COUNT passes without an event.
+// One poll: the whole of it when the call lock is free, else what a thread
+// may deliver without it (progress_poll_aside). Its events.
+int poll_once() {
+  if (!device::call_lock_try_enter()) return device::progress_poll_aside();
+  const int events = device::progress_poll();
+  device::call_lock_leave();
+  return events;
+}
+
+// Until done(): polls (poll_once) while done() does not hold; gives the
+// core away after IRIS_SPIN_COUNT passes without an event.
 template <typename Done>
 void unlocked_until(Done done) {
   int idle = 0;
   const int spin_limit = device::rt->spin_limit;
   while (!done()) {
-    int events = 0;
-    if (device::call_lock_try_enter()) {
-      events = device::progress_poll();
-      device::call_lock_leave();
-    }
+    const int events = poll_once();
     if (events > 0) {
       idle = 0;
     } else if (++idle > spin_limit) {
@@ -285,15 +295,6 @@ bool finish_unlocked(MPI_Request *handle, device::request &r, MPI_Status *status
   if (!device::request_cache_recycle(&r)) return false;
   *handle = MPI_REQUEST_NULL;
   return true;
-}
-
-// A Test's one poll, when no other thread holds the call lock: its events
-// (0 when the lock is taken).
-int poll_if_free() {
-  if (!device::call_lock_try_enter()) return 0;
-  const int events = device::progress_poll();
-  device::call_lock_leave();
-  return events;
 }
 
 // Tests in a row on this thread (MULTIPLE only) that found nothing complete
@@ -337,7 +338,7 @@ void test_found() {
     r = unlocked_request(*request);
   }
   if (r != nullptr) {
-    const int events = device::request_done(*r) ? 0 : poll_if_free();
+    const int events = device::request_done(*r) ? 0 : poll_once();
     if (!device::request_done(*r)) {
       test_idle(events);
       *flag = 0;
@@ -578,7 +579,7 @@ int finish_some_unlocked(const char *call, int count, MPI_Request requests[], in
   if (index != nullptr && flag != nullptr && unlocked_array(count, requests)) {
     int found = first_done_unlocked(count, requests);
     if (found < 0) {
-      const int events = poll_if_free();
+      const int events = poll_once();
       found = first_done_unlocked(count, requests);
       if (found < 0) test_idle(events);
     }
@@ -614,7 +615,7 @@ int finish_some_unlocked(const char *call, int count, MPI_Request requests[], in
                                                   MPI_Status statuses[]) {
   if (flag != nullptr && unlocked_array(count, requests)) {
     if (!all_done_unlocked(count, requests)) {
-      const int events = poll_if_free();
+      const int events = poll_once();
       if (!all_done_unlocked(count, requests)) {
         test_idle(events);
         *flag = 0;
@@ -647,7 +648,7 @@ int finish_some_unlocked(const char *call, int count, MPI_Request requests[], in
     if (first_done_unlocked(incount, requests) >= 0) {
       test_found();
     } else {
-      const int events = poll_if_free();
+      const int events = poll_once();
       if (first_done_unlocked(incount, requests) < 0) {
         test_idle(events);
       } else {
@@ -743,8 +744,8 @@ int MPI_Request_free(MPI_Request *request) {
     if (r.ext->free(r)) device::rt->requests.release(&r);
     return MPI_SUCCESS;
   }
-  r.freed = true;  // the device releases it when it completes
-  if (r.complete) {
+  // The device releases it when it completes.
+  if (device::request_mark_freed(r)) {
     device::rt->requests.release(&r);
   }
   return MPI_SUCCESS;
