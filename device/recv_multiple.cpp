@@ -16,6 +16,14 @@ std::atomic<request *> taken{nullptr};
 
 }  // namespace
 
+void recv_post_unlocked(context_queues &q, request &r) {
+  r.aside = true;
+  if (unexpected_msg *m = rt->matching.take_or_post(q, &r, true)) {
+    r.taken = m;
+    recv_taken_later(r);
+  }
+}
+
 void recv_taken_later(request &r) {
   request *head = taken.load(std::memory_order_relaxed);
   do {

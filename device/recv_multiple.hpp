@@ -14,10 +14,16 @@
 // order whichever path each takes. Below MULTIPLE none of it runs.
 #pragma once
 
+#include "device/matching.hpp"
 #include "device/request.hpp"
 
 namespace iris::device {
 
+// Without the call lock: `r`, set up as a receive of plain bytes (key,
+// buffer, bytes), becomes an aside receive (request::aside) and takes the
+// oldest unexpected message of `q` it matches, handed over to the call
+// lock's holder for delivery (recv_taken_later), or is posted there.
+void recv_post_unlocked(context_queues &q, request &r);
 // Without the call lock: hands over `r`, a receive that took the unexpected
 // message `r.taken`, to be delivered by the call lock's holder.
 void recv_taken_later(request &r);

@@ -127,12 +127,8 @@ bool recv_unlocked(void *buf, int count, MPI_Datatype type, int source, int tag,
   req->key = device::match_key{c->context, source, tag};
   req->buffer = static_cast<std::byte *>(tb.base);
   req->bytes = tb.packed_bytes();
-  req->aside = true;
   *request = device::request_handle(*req);
-  if (device::unexpected_msg *m = r->matching.take_or_post(*c->queues, req, true)) {
-    req->taken = m;
-    device::recv_taken_later(*req);
-  }
+  device::recv_post_unlocked(*c->queues, *req);
   return true;
 }
 

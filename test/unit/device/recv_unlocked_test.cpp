@@ -19,20 +19,10 @@
 #include "device/recv_multiple.hpp"
 #include "device/runtime.hpp"
 #include "device/threading.hpp"
+#include "multiple_runtime.hpp"
 
 namespace iris::device {
 namespace {
-
-struct multiple_on {
-  multiple_on() {
-    threads_enabled = true;
-    call_lock_entered = recv_taken_drain;  // as runtime_init sets it under MULTIPLE
-  }
-  ~multiple_on() {
-    threads_enabled = false;
-    call_lock_entered = nullptr;
-  }
-};
 
 TEST(UnlockedReceives, SeededStressMatchesEachMessageOnceInEachThreadsOrder) {
   ASSERT_EQ(rt, nullptr);
@@ -47,7 +37,7 @@ TEST(UnlockedReceives, SeededStressMatchesEachMessageOnceInEachThreadsOrder) {
   comm.rank = 0;
   comm.size = 1;
   comm.world_rank = {0};
-  const multiple_on on;
+  const multiple_receives on;
   constexpr int receivers = 3;
   constexpr int receives = 3000;
   // Made under the call lock, as a thread's request cache is.
@@ -74,10 +64,7 @@ TEST(UnlockedReceives, SeededStressMatchesEachMessageOnceInEachThreadsOrder) {
         r->buffer = reinterpret_cast<std::byte *>(
             &got[static_cast<std::size_t>(id)][static_cast<std::size_t>(i++)]);
         r->bytes = sizeof(int);
-        if (unexpected_msg *m = rt->matching.take_or_post(*comm.queues, r)) {
-          r->taken = m;
-          recv_taken_later(*r);
-        }
+        recv_post_unlocked(*comm.queues, *r);
         if (random() % 64 == 0) std::this_thread::yield();
         if (random() % 256 == 0) {  // now and then a locked call: delivers on entry
           call_lock_enter();
