@@ -199,13 +199,15 @@ shm_transport::record_packet shm_transport::unpack(const peer &p,
 }
 
 template <bool Shared>
-inline int shm_transport::drain(peer &p, int budget) {
+inline int shm_transport::drain(peer &p, int budget, bool locked) {
   int handled = 0;
   vc &from = rt->vcs[static_cast<std::size_t>(p.world_rank)];
-  // Threads polling without the call lock read the ring too (drain_aside):
-  // the call lock's poll waits for them, never the other way round.
-  const lock_if reading(p.rx_lock, Shared);
   if (Shared) credit_fold(from);
+  // Threads polling without the call lock read the ring too (drain_aside):
+  // the call lock's poll waits for them, never the other way round. An
+  // empty ring is not locked: one load, no exchange.
+  if (Shared && locked && !p.rx.ready_published()) return 0;
+  const lock_if reading(p.rx_lock, Shared && locked);
   draining_ = &p;
   for (; handled < budget; ++handled) {
     shm::record_view record{};
@@ -242,20 +244,35 @@ int shm_transport::drain_aside(peer &p, int budget) {
 
 int shm_transport::poll(int budget) {
   int events = 0;
-  for (peer &p : peers_) events += drain<false>(p, budget);
+  for (peer &p : peers_) events += drain<false>(p, budget, false);
   return events;
 }
 
 int shm_transport::poll_shared(int budget) {
+  // Under the call lock, between reads of rings: where aside passes are
+  // asked for, they may start now (aside_).
+  if (aside_.load(std::memory_order_relaxed) == aside_asked) {
+    aside_.store(aside_on, std::memory_order_release);
+  }
+  const bool locked = aside_on_now();
   int events = 0;
-  for (peer &p : peers_) events += drain<true>(p, budget);
+  for (peer &p : peers_) events += drain<true>(p, budget, locked);
   return events;
 }
 
 int shm_transport::poll_unlocked(int budget) {
+  int state = aside_.load(std::memory_order_acquire);
+  if (state != aside_on) {
+    // The call lock's next poll turns them on; until then its polls read
+    // the rings without rx_lock.
+    if (state == aside_off) {
+      aside_.compare_exchange_strong(state, aside_asked, std::memory_order_relaxed);
+    }
+    return 0;
+  }
   int events = 0;
   for (peer &p : peers_) {
-    if (!p.rx_lock.try_lock()) continue;
+    if (!p.rx.ready_published() || !p.rx_lock.try_lock()) continue;
     events += drain_aside(p, budget);
     p.rx_lock.unlock();
   }
@@ -272,7 +289,7 @@ bool shm_transport::next_waiting(peer &p) {
   if (draining_ == &p) return p.rx.next_ready();
   // Under MULTIPLE a thread without the call lock may be reading this ring
   // (drain_aside): wait for it, as drain does.
-  const lock_if reading(p.rx_lock, threads_enabled);
+  const lock_if reading(p.rx_lock, aside_on_now());
   return p.rx.ready();
 }
 

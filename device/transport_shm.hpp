@@ -92,11 +92,13 @@ class shm_transport : public transport {
     shm::ring_receiver rx;
     bool cma = false;       // this peer's memory can be read
     engine_choice engines;  // under `auto`: CMA or the pipeline, learned
-    // MULTIPLE: held by whoever reads `rx` (drain<true>, drain_aside).
+    // MULTIPLE: held by whoever reads `rx` (drain<true>, drain_aside)
+    // once aside passes are on (aside_).
     spin_lock rx_lock;
   };
+  // `locked`: take p.rx_lock (MULTIPLE, once aside passes are on).
   template <bool Shared>
-  int drain(peer &p, int budget);
+  int drain(peer &p, int budget, bool locked);
   // What drain reads of one record: the header, the payload and its length.
   struct record_packet {
     packet_header h;
@@ -123,6 +125,16 @@ class shm_transport : public transport {
   std::vector<peer> peers_;         // indexed by vc.slot
   const peer *draining_ = nullptr;  // whose ring drain() is reading
   std::uint64_t cma_messages_ = 0;  // rendezvous messages read with CMA
+  // MULTIPLE: whether threads without the call lock read the rings
+  // (poll_unlocked). Off until a thread finds the call lock taken, so that
+  // a process with one thread at MULTIPLE (mpi4py's default) never takes
+  // an rx_lock. That thread asks (off -> asked); the call lock's next poll,
+  // which reads no ring at that moment, turns them on (asked -> on) and
+  // from then on every reader takes rx_lock. So no ring is ever read by
+  // the call lock's poll without rx_lock while an aside pass reads it.
+  enum aside_state : int { aside_off, aside_asked, aside_on };
+  std::atomic<int> aside_{aside_off};
+  bool aside_on_now() const { return aside_.load(std::memory_order_relaxed) == aside_on; }
 
  protected:
   // poll, giving credits back under each VC's lock (packet_deliver_shared),

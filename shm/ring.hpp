@@ -261,6 +261,12 @@ class ring_receiver {
   // the sender has written more already.
   bool ready() const { return stamped(head_); }
   bool next_ready() const { return stamped(head_ + current_span_); }
+  // ready() for a thread that may not be the one reading the ring now (the
+  // reader changes its head under a lock of the caller's): asks at the head
+  // last published to the sender. Stale by a consume in flight, it may say
+  // true for a record just consumed (the caller's peek, once it holds the
+  // reader, says empty), and false only when nothing was stamped there.
+  bool ready_published() const { return stamped(control_->head.load(std::memory_order_relaxed)); }
 
   bool attached() const { return control_ != nullptr; }
 
