@@ -176,15 +176,15 @@ xfer shm_transport::send_filled(vc &to, const packet_header &h, std::size_t byte
   return xfer::done;
 }
 
-shm_transport::record_packet shm_transport::unpack(const peer &p,
-                                                   const shm::record_view &record) const {
+shm_transport::ring_packet shm_transport::unpack(const peer &p,
+                                                 const shm::record_view &record) const {
   const bool compact = record.kind == shm::record_kind::compact;
   const bool brief = record.kind == shm::record_kind::brief;
   const std::size_t head = compact ? compact_header_size : sizeof(packet_header);
   if (brief ? record.length + shm::record_spare_bytes < brief_header_size : record.length < head) {
     fatal("progress", "corrupt record in the shared-memory ring from rank %d", p.world_rank);
   }
-  record_packet out{{}, record.bytes + head, record.length - head};
+  ring_packet out{{}, record.bytes + head, record.length - head};
   if (brief) [[unlikely]] {
     out.length = read_brief(record, out.h);
     out.payload = record.bytes + (record.length - out.length);
@@ -216,7 +216,7 @@ inline int shm_transport::drain(peer &p, int budget, bool locked) {
     if (status == shm::peek_status::corrupt) {
       fatal("progress", "corrupt record in the shared-memory ring from rank %d", p.world_rank);
     }
-    const record_packet packet = unpack(p, record);
+    const ring_packet packet = unpack(p, record);
     const char *why = Shared ? packet_deliver_shared(from, packet.h, packet.payload, packet.length)
                              : packet_deliver(from, packet.h, packet.payload, packet.length);
     if (why != nullptr) {
@@ -235,7 +235,7 @@ int shm_transport::drain_aside(peer &p, int budget) {
     shm::record_view record{};
     // A corrupt record is the call lock's poll's to report.
     if (p.rx.peek(record) != shm::peek_status::record) break;
-    const record_packet packet = unpack(p, record);
+    const ring_packet packet = unpack(p, record);
     if (!packet_deliver_aside(from, packet.h, packet.payload, packet.length)) break;
     p.rx.consume();
   }
@@ -249,27 +249,14 @@ int shm_transport::poll(int budget) {
 }
 
 int shm_transport::poll_shared(int budget) {
-  // Under the call lock, between reads of rings: where aside passes are
-  // asked for, they may start now (aside_).
-  if (aside_.load(std::memory_order_relaxed) == aside_asked) {
-    aside_.store(aside_on, std::memory_order_release);
-  }
-  const bool locked = aside_on_now();
+  const bool locked = aside_.settle();
   int events = 0;
   for (peer &p : peers_) events += drain<true>(p, budget, locked);
   return events;
 }
 
 int shm_transport::poll_unlocked(int budget) {
-  int state = aside_.load(std::memory_order_acquire);
-  if (state != aside_on) {
-    // The call lock's next poll turns them on; until then its polls read
-    // the rings without rx_lock.
-    if (state == aside_off) {
-      aside_.compare_exchange_strong(state, aside_asked, std::memory_order_relaxed);
-    }
-    return 0;
-  }
+  if (!aside_.on_or_ask()) return 0;
   int events = 0;
   for (peer &p : peers_) {
     if (!p.rx.ready_published() || !p.rx_lock.try_lock()) continue;
@@ -289,7 +276,7 @@ bool shm_transport::next_waiting(peer &p) {
   if (draining_ == &p) return p.rx.next_ready();
   // Under MULTIPLE a thread without the call lock may be reading this ring
   // (drain_aside): wait for it, as drain does.
-  const lock_if reading(p.rx_lock, aside_on_now());
+  const lock_if reading(p.rx_lock, aside_.locking());
   return p.rx.ready();
 }
 
@@ -468,6 +455,7 @@ void shm_queue_transport::connect(runtime &r) {
   slot_of_local_.assign(static_cast<std::size_t>(local_size), -1);
   peers_.reserve(static_cast<std::size_t>(local_size - 1));
   active_.reserve(static_cast<std::size_t>(local_size - 1));
+  announced_ = std::make_unique<std::atomic<peer *>[]>(static_cast<std::size_t>(local_size));
   for (int i = 0; i < local_size; ++i) {
     if (i == local_index_) continue;
     const int world = local_ranks_[static_cast<std::size_t>(i)];
@@ -561,6 +549,7 @@ void shm_queue_transport::deliver(int world_rank, const std::byte *bytes, std::s
   packet_header h;
   std::memcpy(&h, bytes, sizeof(h));
   vc &from = rt->vcs[static_cast<std::size_t>(world_rank)];
+  if (Shared) credit_fold(from);  // what aside passes owe it
   const char *why = Shared ? packet_deliver_shared(from, h, bytes + sizeof(h), length - sizeof(h))
                            : packet_deliver(from, h, bytes + sizeof(h), length - sizeof(h));
   if (why != nullptr) {
@@ -589,6 +578,10 @@ int shm_queue_transport::drain_queue(int budget) {
       }
       p.rx = segment_->ring_receiver_at(offset);
       active_.push_back(&p);
+      if (Shared) {
+        announced_[active_.size() - 1].store(&p, std::memory_order_relaxed);
+        announced_count_.store(active_.size(), std::memory_order_release);
+      }
     } else if (record.kind == record_packet) {
       deliver<Shared>(p.world_rank, record.bytes, record.length);
     } else {
@@ -619,8 +612,72 @@ int shm_queue_transport::drain_ring(peer &p, int budget) {
 
 template <bool Shared>
 int shm_queue_transport::polled(int budget) {
-  int events = drain_queue<Shared>(budget);
-  for (peer *p : active_) events += drain_ring<Shared>(*p, budget);
+  const bool locked = Shared && aside_.settle();
+  int events = 0;
+  {
+    const lock_if reading(inbox_lock_, locked);
+    events += drain_queue<Shared>(budget);
+  }
+  for (peer *p : active_) {
+    // An empty ring is not locked: one load, no exchange.
+    if (locked && !p->rx.ready_published()) continue;
+    const lock_if reading(p->rx_lock, locked);
+    events += drain_ring<Shared>(*p, budget);
+  }
+  return events;
+}
+
+bool shm_queue_transport::deliver_aside(int world_rank, const std::byte *bytes,
+                                        std::size_t length) {
+  if (length < sizeof(packet_header)) return false;  // the call lock's poll says so
+  packet_header h;
+  std::memcpy(&h, bytes, sizeof(h));
+  return packet_deliver_aside(rt->vcs[static_cast<std::size_t>(world_rank)], h, bytes + sizeof(h),
+                              length - sizeof(h));
+}
+
+int shm_queue_transport::drain_queue_aside(int budget) {
+  int handled = 0;
+  for (; handled < budget; ++handled) {
+    shm::queue_record record{};
+    if (inbox_.peek(record) != shm::peek_status::record || record.kind != record_packet) break;
+    const int slot = record.from < slot_of_local_.size() ? slot_of_local_[record.from] : -1;
+    if (slot < 0 || !deliver_aside(peers_[static_cast<std::size_t>(slot)].world_rank, record.bytes,
+                                   record.length)) {
+      break;
+    }
+    inbox_.consume();
+  }
+  return handled;
+}
+
+int shm_queue_transport::drain_ring_aside(peer &p, int budget) {
+  int handled = 0;
+  for (; handled < budget; ++handled) {
+    shm::record_view record{};
+    if (p.rx.peek(record) != shm::peek_status::record || record.kind != shm::record_kind::data ||
+        !deliver_aside(p.world_rank, record.bytes, record.length)) {
+      break;
+    }
+    p.rx.consume();
+  }
+  return handled;
+}
+
+int shm_queue_transport::poll_unlocked(int budget) {
+  if (!aside_.on_or_ask()) return 0;
+  int events = 0;
+  if (inbox_lock_.try_lock()) {
+    events += drain_queue_aside(budget);
+    inbox_lock_.unlock();
+  }
+  const std::size_t rings = announced_count_.load(std::memory_order_acquire);
+  for (std::size_t i = 0; i < rings; ++i) {
+    peer &p = *announced_[i].load(std::memory_order_relaxed);
+    if (!p.rx.ready_published() || !p.rx_lock.try_lock()) continue;
+    events += drain_ring_aside(p, budget);
+    p.rx_lock.unlock();
+  }
   return events;
 }
 

@@ -16,6 +16,8 @@
 // and at the rings announced to this rank: O(active channels), not O(ranks).
 #pragma once
 
+#include <atomic>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -49,6 +51,38 @@ class sleeper_bell {
 
  private:
   shm::bell *bell_ = nullptr;
+};
+
+// MULTIPLE: whether threads without the call lock read a transport's
+// receive side (transport::poll_aside). Off until a thread finds the call
+// lock taken, so that a process with one thread at MULTIPLE (mpi4py's
+// default) never takes a reader's lock: that thread asks (off -> asked),
+// and the call lock's next poll, which reads nothing at that moment, turns
+// them on (asked -> on); from then on every reader takes the lock of what
+// it reads. So the call lock's poll never reads without the lock while an
+// aside pass reads the same.
+class aside_switch {
+ public:
+  // Without the call lock: whether aside passes are on; if not, asks.
+  bool on_or_ask() {
+    int state = state_.load(std::memory_order_acquire);
+    if (state == on) return true;
+    if (state == off) state_.compare_exchange_strong(state, asked, std::memory_order_relaxed);
+    return false;
+  }
+  // The call lock's poll, before it reads anything: turns them on if asked.
+  // Whether its readers take their locks now.
+  bool settle() {
+    const int state = state_.load(std::memory_order_relaxed);
+    if (state == asked) state_.store(on, std::memory_order_release);
+    return state != off;
+  }
+  // Under the call lock: whether readers take their locks now.
+  bool locking() const { return state_.load(std::memory_order_relaxed) == on; }
+
+ private:
+  enum : int { off, asked, on };
+  std::atomic<int> state_{off};
 };
 
 class shm_transport : public transport {
@@ -100,12 +134,12 @@ class shm_transport : public transport {
   template <bool Shared>
   int drain(peer &p, int budget, bool locked);
   // What drain reads of one record: the header, the payload and its length.
-  struct record_packet {
+  struct ring_packet {
     packet_header h;
     const std::byte *payload;
     std::size_t length;
   };
-  record_packet unpack(const peer &p, const shm::record_view &record) const;
+  ring_packet unpack(const peer &p, const shm::record_view &record) const;
   // poll_aside's pass over one peer's ring, `p.rx_lock` held.
   int drain_aside(peer &p, int budget);
   // Whether a message of `bytes` from `p` is read with CMA: the rule
@@ -125,16 +159,7 @@ class shm_transport : public transport {
   std::vector<peer> peers_;         // indexed by vc.slot
   const peer *draining_ = nullptr;  // whose ring drain() is reading
   std::uint64_t cma_messages_ = 0;  // rendezvous messages read with CMA
-  // MULTIPLE: whether threads without the call lock read the rings
-  // (poll_unlocked). Off until a thread finds the call lock taken, so that
-  // a process with one thread at MULTIPLE (mpi4py's default) never takes
-  // an rx_lock. That thread asks (off -> asked); the call lock's next poll,
-  // which reads no ring at that moment, turns them on (asked -> on) and
-  // from then on every reader takes rx_lock. So no ring is ever read by
-  // the call lock's poll without rx_lock while an aside pass reads it.
-  enum aside_state : int { aside_off, aside_asked, aside_on };
-  std::atomic<int> aside_{aside_off};
-  bool aside_on_now() const { return aside_.load(std::memory_order_relaxed) == aside_on; }
+  aside_switch aside_;  // MULTIPLE: whether threads without the call lock read the rings
 
  protected:
   // poll, giving credits back under each VC's lock (packet_deliver_shared),
@@ -224,6 +249,8 @@ class shm_queue_transport : public transport {
     shm::ring_sender tx;
     shm::ring_receiver rx;  // attached once the peer announced its ring
     bool cma = false;       // this peer's memory can be read
+    // MULTIPLE: held by whoever reads `rx` once aside passes are on.
+    spin_lock rx_lock;
   };
   xfer send_queued(peer &p, const packet_header &h, std::span<const iovec> payload,
                    std::size_t bytes);
@@ -237,6 +264,12 @@ class shm_queue_transport : public transport {
   int drain_ring(peer &p, int budget);
   template <bool Shared>
   void deliver(int world_rank, const std::byte *bytes, std::size_t length);
+  // poll_aside's passes over the queue (inbox_lock_ held) and one announced
+  // ring (its rx_lock held): what packet_deliver_aside takes, in order,
+  // stopping at the first record it does not.
+  int drain_queue_aside(int budget);
+  int drain_ring_aside(peer &p, int budget);
+  bool deliver_aside(int world_rank, const std::byte *bytes, std::size_t length);
   bool cma_wanted(std::size_t bytes) const;
 
   std::vector<int> local_ranks_;  // world ranks on this node, ascending
@@ -251,12 +284,22 @@ class shm_queue_transport : public transport {
   std::vector<peer> peers_;         // indexed by vc.slot
   std::vector<int> slot_of_local_;  // local index -> vc.slot (-1: this rank)
   std::vector<peer *> active_;      // peers whose announced rings this rank polls
+  // MULTIPLE: active_ for threads without the call lock: filled in the same
+  // order (each entry before the count that covers it, release), never
+  // moved.
+  std::unique_ptr<std::atomic<peer *>[]> announced_;
+  std::atomic<std::size_t> announced_count_{0};
+  aside_switch aside_;
+  spin_lock inbox_lock_;  // held by whoever reads inbox_ once aside passes are on
   std::uint64_t busy_packets_ = 0;
   std::uint64_t cma_messages_ = 0;  // rendezvous messages read with CMA
 
  protected:
-  // poll, giving credits back under each VC's lock (packet_deliver_shared).
+  // poll, giving credits back under each VC's lock (packet_deliver_shared),
+  // the queue and each ring read under their locks once aside passes are on.
   int poll_shared(int budget);
+  // poll_aside: the queue, then each announced ring, whose lock is free.
+  int poll_unlocked(int budget);
 };
 
 // MPI_THREAD_MULTIPLE's large-node transport, made instead of
@@ -280,6 +323,7 @@ class shm_queue_shared_transport final : public shm_queue_transport {
     return shm_queue_transport::send(to, h, payload);
   }
   int poll(int budget) override { return poll_shared(budget); }
+  int poll_aside(int budget) override { return poll_unlocked(budget); }
 };
 
 }  // namespace iris::device

@@ -284,7 +284,11 @@ TEST_F(AsideDelivery, AFreedReceiveIsReleasedOnceWhicheverSideComesSecond) {
   std::mt19937 pick(11);
   for (int i = 0; i < receives; ++i) freed[static_cast<std::size_t>(i)] = pick() % 2 == 0;
   std::atomic<int> posted{0};
-  arrived_.store(0);  // the holder lets them in as it goes, so that some are freed first
+  // The holder lets messages in as it frees receives, so that which comes
+  // first is its seeded choice: some receives are freed before their
+  // message, some after (how many of the messages go aside is the
+  // threads' timing; the test above counts on some).
+  arrived_.store(0);
 
   std::thread poster([&] {
     std::mt19937 random(43);
@@ -318,7 +322,9 @@ TEST_F(AsideDelivery, AFreedReceiveIsReleasedOnceWhicheverSideComesSecond) {
         ++released_by_free;
       }
     }
-    arrive_more(holder() % 8);
+    // Never ahead of the posts: a message that found no receive would be
+    // taken by its receive's post, complete before anyone frees it.
+    arrive_more(std::min<std::size_t>(holder() % 8, static_cast<std::size_t>(upto) - arrived()));
     holder_pass(holder);
     // The pool is the call lock's: its holder takes from it and gives back
     // whenever it likes (other bindings do), so a release from anywhere
@@ -333,7 +339,6 @@ TEST_F(AsideDelivery, AFreedReceiveIsReleasedOnceWhicheverSideComesSecond) {
   const auto freed_count = static_cast<int>(std::count(freed.begin(), freed.end(), true));
   EXPECT_GT(released_by_free, 0) << "no receive was complete when freed";
   EXPECT_LT(released_by_free, freed_count) << "no freed receive was released by its completion";
-  EXPECT_GT(rt->matching.aside_deliveries(), 0U) << "nothing was delivered without the call lock";
   credits_all_back();
   call_lock_enter();
   EXPECT_EQ(rt->requests.live(), static_cast<std::size_t>(receives - freed_count))
