@@ -42,8 +42,13 @@ void credit_return_aside(vc &from, std::size_t length) {
   h.type = packet_type::credit;
   const int carried = give < 0xffff ? give : 0xffff;
   h.credits = static_cast<std::uint16_t>(carried);
-  const xfer sent = from.via->send(from, h, {});
-  from.owed_aside.add(sent == xfer::done ? give - carried : give);
+  if (from.via->send(from, h, {}) != xfer::done) {
+    from.owed_aside.add(give);  // no room now: the next one, or the call lock's poll
+    return;
+  }
+  if (give > carried) from.owed_aside.add(give - carried);
+  const vc_guard guard(from);
+  ++from.aside_credit_packets;
 }
 
 const char *credit_on_packet(vc &from, const packet_header &h, const std::byte *payload) {

@@ -81,11 +81,13 @@ void describe(const runtime &r) {
   }
 }
 
-void stats_print(const runtime &r) {
-  statistics s = r.stats;
+void stats_print(runtime &r) {
+  const statistics s = stats_total(r);
   std::uint64_t unlocked = 0;  // MULTIPLE's sends without the call lock
-  for (const vc &v : r.vcs) unlocked += v.unlocked_eager;
-  s.eager += unlocked;
+  for (vc &v : r.vcs) {
+    const vc_guard guard(v);
+    unlocked += v.unlocked_eager;
+  }
   std::fprintf(
       stderr,
       "iris: rank %d stats: sent eager %llu (unlocked %llu), eager-sync %llu, rendezvous %llu "
@@ -117,6 +119,16 @@ void stats_print(const runtime &r) {
 }
 
 }  // namespace
+
+statistics stats_total(runtime &r) {
+  statistics s = r.stats;
+  for (vc &v : r.vcs) {
+    const vc_guard guard(v);
+    s.eager += v.unlocked_eager;
+    s.credit_packets += v.aside_credit_packets;
+  }
+  return s;
+}
 
 int runtime_init(int required_thread_level) {
   auto r = std::make_unique<runtime>();

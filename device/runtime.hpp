@@ -43,6 +43,12 @@ struct statistics {
   // The unexpected queue's depth and bytes: matching.unexpected_counts().
 };
 
+// The runtime's statistics with what each VC counts under its own lock
+// (MULTIPLE's unlocked sends in `eager`, aside credit packets in
+// `credit_packets`), each VC's read under that lock. Call lock.
+struct runtime;
+statistics stats_total(runtime &r);
+
 // A new number for each runtime made in this process (unit tests make many).
 std::uint64_t runtime_serial_next();
 

@@ -91,6 +91,7 @@ struct vc {
   spin_lock send_lock;
   shared_count queued_sends;         // requests in send_queue: an unlocked send must not pass them
   std::uint64_t unlocked_eager = 0;  // messages sent by send_unlocked (under send_lock)
+  std::uint64_t aside_credit_packets = 0;  // sent by credit_return_aside (under send_lock)
   // Units owed for messages delivered without the call lock
   // (credit_return_aside): given back in a credit packet of their own, or
   // folded into `owed` by the call lock's poll (credit_fold).

@@ -184,7 +184,7 @@ int MPIX_Stat_get(const char *name, MPI_Count *value) {
   if (int err = api::check_initialized(call)) return err;
   if (int err = api::check_not_null(call, nullptr, name, "name")) return err;
   if (int err = api::check_not_null(call, nullptr, value, "value")) return err;
-  const device::statistics &s = device::rt->stats;
+  const device::statistics s = device::stats_total(*device::rt);
   const device::settings &c = device::rt->config;
   // What credits let peers leave unexpected here: each peer's window.
   std::uint64_t bound = 0;
