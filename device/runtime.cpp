@@ -83,11 +83,7 @@ void describe(const runtime &r) {
 
 void stats_print(runtime &r) {
   const statistics s = stats_total(r);
-  std::uint64_t unlocked = 0;  // MULTIPLE's sends without the call lock
-  for (vc &v : r.vcs) {
-    const vc_guard guard(v);
-    unlocked += v.unlocked_eager;
-  }
+  const std::uint64_t unlocked = s.eager - r.stats.eager;  // MULTIPLE's sends without the call lock
   std::fprintf(
       stderr,
       "iris: rank %d stats: sent eager %llu (unlocked %llu), eager-sync %llu, rendezvous %llu "

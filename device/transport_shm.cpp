@@ -454,7 +454,6 @@ void shm_queue_transport::connect(runtime &r) {
   const std::size_t eager_limit = std::min(r.config.eager_limit, queue_payload);
   slot_of_local_.assign(static_cast<std::size_t>(local_size), -1);
   peers_.reserve(static_cast<std::size_t>(local_size - 1));
-  active_.reserve(static_cast<std::size_t>(local_size - 1));
   announced_ = std::make_unique<std::atomic<peer *>[]>(static_cast<std::size_t>(local_size));
   for (int i = 0; i < local_size; ++i) {
     if (i == local_index_) continue;
@@ -577,11 +576,9 @@ int shm_queue_transport::drain_queue(int budget) {
         fatal("progress", "bad ring announcement from rank %d over shared memory", p.world_rank);
       }
       p.rx = segment_->ring_receiver_at(offset);
-      active_.push_back(&p);
-      if (Shared) {
-        announced_[active_.size() - 1].store(&p, std::memory_order_relaxed);
-        announced_count_.store(active_.size(), std::memory_order_release);
-      }
+      const std::size_t n = announced_count_.load(std::memory_order_relaxed);
+      announced_[n].store(&p, std::memory_order_relaxed);
+      announced_count_.store(n + 1, std::memory_order_release);
     } else if (record.kind == record_packet) {
       deliver<Shared>(p.world_rank, record.bytes, record.length);
     } else {
@@ -618,7 +615,9 @@ int shm_queue_transport::polled(int budget) {
     const lock_if reading(inbox_lock_, locked);
     events += drain_queue<Shared>(budget);
   }
-  for (peer *p : active_) {
+  const std::size_t rings = announced_count_.load(std::memory_order_relaxed);
+  for (std::size_t i = 0; i < rings; ++i) {
+    peer *p = announced_[i].load(std::memory_order_relaxed);
     // An empty ring is not locked: one load, no exchange.
     if (locked && !p->rx.ready_published()) continue;
     const lock_if reading(p->rx_lock, locked);
@@ -763,7 +762,7 @@ std::string shm_queue_transport::statistics() const {
   }
   return "shm: packets through queues " + std::to_string(queued) + ", rings announced " +
          std::to_string(announced) + ", refused " + std::to_string(refused) + ", rings polled " +
-         std::to_string(active_.size()) +
+         std::to_string(announced_count_.load(std::memory_order_relaxed)) +
          (segment_->pool_closed() ? ", pool closed: /dev/shm full" : "") +
          ", messages read by cma " + std::to_string(cma_messages_);
 }

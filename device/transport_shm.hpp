@@ -283,10 +283,10 @@ class shm_queue_transport : public transport {
   shm::queue_receiver inbox_;
   std::vector<peer> peers_;         // indexed by vc.slot
   std::vector<int> slot_of_local_;  // local index -> vc.slot (-1: this rank)
-  std::vector<peer *> active_;      // peers whose announced rings this rank polls
-  // MULTIPLE: active_ for threads without the call lock: filled in the same
-  // order (each entry before the count that covers it, release), never
-  // moved.
+  // The peers whose announced rings this rank polls, in the order of their
+  // announcements: filled under the call lock, each entry before the count
+  // that covers it (release), never moved, so that threads without the call
+  // lock read them too (MULTIPLE's aside passes).
   std::unique_ptr<std::atomic<peer *>[]> announced_;
   std::atomic<std::size_t> announced_count_{0};
   aside_switch aside_;
