@@ -62,16 +62,15 @@ struct vc {
   int owed = 0;                           // units we owe it (its eager messages we consumed)
   intrusive_queue<request> send_queue;    // message packets waiting, in send order
   intrusive_queue<request> stream_queue;  // rendezvous sends streaming data
-  // Receives streaming in from this peer as data packets (one at a time:
-  // the sender streams its queue in order), timed in runs for a transport
-  // that learns which engine is faster (transport::times_streams): a run
-  // starts at the first packet of a message that streams among others, or
-  // that the transport asked to time (time_next_stream), and takes in the
-  // messages that complete until none streams or 8 MiB have: when it
-  // started (0: none), the first packet's bytes (not timed), and the bytes
-  // of the messages completed in it.
+  std::size_t stream_turn = 0;            // the one whose fragment goes next (rendezvous_push)
+  // Receives streaming in from this peer as data packets (the sender's
+  // first few streams take turns), timed in runs for a transport that
+  // learns which engine is faster (transport::times_streams): a run starts
+  // at the first packet of a message that streams among others, or that
+  // the transport asked to time (time_next_stream), and ends when a
+  // message completes and none streams or 8 MiB have come: when it
+  // started (0: none) and the bytes of the packets after its first.
   std::uint64_t stream_started = 0;
-  std::size_t stream_first = 0;
   std::size_t stream_bytes = 0;
   bool time_next_stream = false;
   std::vector<packet_header> backlog;  // control packets that found the transport full
