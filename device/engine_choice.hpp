@@ -17,7 +17,11 @@
 // its engine.
 // Rates are kept per size class (the engines' fixed costs weigh differently
 // at 64 KiB and at 4 MiB): bytes per nanosecond, the engine in use as a
-// moving average of its messages.
+// moving average of its messages. And apart for streams one way and both
+// ways (this rank streaming rendezvous sends out too): figures timed in
+// bidirectional 2 MiB streams, where both engines move about half as much
+// a direction, had one-way 4 MiB streams that followed read with CMA at
+// 11-12 GB/s, where the pipeline moves 17-18 (bench/README.md, stop 32).
 //
 // The pipeline is timed in runs of messages (vc.hpp), CMA read by read. A
 // few reads come out slow for reasons of their own (a cold page to pin,
@@ -54,17 +58,26 @@ class engine_choice {
   static constexpr int try_messages = 8;  // a try of the slower engine
 
   // Whether a message of `bytes` is read with CMA, `rule_cma` being the
-  // static rule's answer, at monotonic time `now` (ns).
-  bool pick(std::size_t bytes, bool rule_cma, std::uint64_t now) {
+  // static rule's answer, at monotonic time `now` (ns). `both_ways`: this
+  // rank streams rendezvous sends out too. The pipeline's figure then
+  // counts half: it copies on both cores for each direction, CMA on one,
+  // so both directions through the pipeline move about what one did alone.
+  // Its tries beside the other direction's CMA reads timed it fast enough
+  // to win without this, and bidirectional 2-4 MiB streams went back and
+  // forth between 12-13 GB/s (pipeline) and 20-22 (CMA) from round to
+  // round (bench/README.md, stop 32).
+  bool pick(std::size_t bytes, bool rule_cma, std::uint64_t now, bool both_ways = false) {
     const int cls = size_class(bytes);
-    rate *e = rates_[cls];
-    if (trying_[cls] > 0) {  // the rest of a try
-      --trying_[cls];
+    rate *e = rates_[both_ways ? 1 : 0][cls];
+    int &trying = trying_[both_ways ? 1 : 0][cls];
+    if (trying > 0) {  // the rest of a try
+      --trying;
       return e[1].probing;
     }
     const int rule = rule_cma ? 1 : 0;
     if (e[rule].per_ns == 0) return rule_cma;  // the rule's engine is timed first
-    const int best = e[1 - rule].per_ns > e[rule].per_ns * margin ? 1 - rule : rule;
+    const double figure[2] = {both_ways ? e[0].per_ns / 2 : e[0].per_ns, e[1].per_ns};
+    const int best = figure[1 - rule] > figure[rule] * margin ? 1 - rule : rule;
     rate &other = e[1 - best];
     // An engine timed once is tried again sooner: a first try may meet cold
     // caches (a send buffer still in the sender's cache, read across dies).
@@ -75,18 +88,19 @@ class engine_choice {
       other.try_timed = other.try_ns = 0;
       other.grouped = 0;
       e[best].probing = false;
-      trying_[cls] = try_messages - 1;
+      trying = try_messages - 1;
       return best == 0;
     }
     return best == 1;
   }
 
   // `timed` bytes of a message of `bytes` moved in `ns` with CMA (`cma`) or
-  // the pipeline (whose first data packet starts the clock: not timed).
-  void measured(std::size_t bytes, std::size_t timed, bool cma, std::uint64_t ns,
-                std::uint64_t now) {
+  // the pipeline (whose first data packet starts the clock: not timed),
+  // one way or both (as pick).
+  void measured(std::size_t bytes, std::size_t timed, bool cma, std::uint64_t ns, std::uint64_t now,
+                bool both_ways = false) {
     if (ns == 0) ns = 1;
-    rate &r = rates_[size_class(bytes)][cma ? 1 : 0];
+    rate &r = rates_[both_ways ? 1 : 0][size_class(bytes)][cma ? 1 : 0];
     r.at = now;
     const double sample = static_cast<double>(timed) / static_cast<double>(ns);
     if (cma) {
@@ -112,8 +126,8 @@ class engine_choice {
   }
 
   // The learned rate of one engine for messages of `bytes` (0: not timed).
-  double rate_of(std::size_t bytes, bool cma) const {
-    return rates_[size_class(bytes)][cma ? 1 : 0].per_ns;
+  double rate_of(std::size_t bytes, bool cma, bool both_ways = false) const {
+    return rates_[both_ways ? 1 : 0][size_class(bytes)][cma ? 1 : 0].per_ns;
   }
 
  private:
@@ -151,8 +165,8 @@ class engine_choice {
     const int width = static_cast<int>(std::bit_width(bytes | 1));
     return width <= 16 ? 0 : width <= 17 ? 1 : width <= 19 ? 2 : width <= 21 ? 3 : 4;
   }
-  rate rates_[classes][2];
-  int trying_[classes] = {};  // messages of a try still to come, per size class
+  rate rates_[2][classes][2];    // [one way, both ways][size class][pipeline, CMA]
+  int trying_[2][classes] = {};  // messages of a try still to come
 };
 
 }  // namespace iris::device

@@ -301,11 +301,12 @@ bool shm_transport::cma_wanted(peer &p, vc &from, std::size_t bytes) {
   if (!others) return rule;
   // While this rank streams large messages out too, both directions copy
   // through the pipeline on both cores, where CMA copies each once: the
-  // pipeline then has to show itself faster, not CMA (bidirectional
-  // streams of 1-4 MiB here: 11-12 GB/s through the pipeline, 18-20 with
-  // CMA, and a try of the pipeline beside the other direction's CMA reads
-  // timed it at 9.6 against CMA's 10.2: bench/README.md, stop 30).
-  const bool cma = p.engines.pick(bytes, rule || rt->rendezvous_sends > 0, monotonic_ns());
+  // pipeline then has to show itself faster, not CMA, and its figure
+  // counts half (engine_choice::pick; bidirectional streams of 1-4 MiB
+  // here: 11-13 GB/s through the pipeline, 18-22 with CMA: bench/README.md,
+  // stops 30 and 32).
+  const bool both_ways = rt->rendezvous_sends > 0;
+  const bool cma = p.engines.pick(bytes, rule || both_ways, monotonic_ns(), both_ways);
   if (!cma) from.time_next_stream = true;  // timed even if it streams alone
   return cma;
 }
@@ -316,8 +317,8 @@ bool shm_transport::times_streams() const {
 
 void shm_transport::stream_timed(vc &from, std::size_t bytes, std::size_t timed, std::uint64_t ns) {
   if (bytes < rt->transport_config.shm.cma_threshold) return;
-  peers_[static_cast<std::size_t>(from.slot)].engines.measured(bytes, timed, false, ns,
-                                                               monotonic_ns());
+  peers_[static_cast<std::size_t>(from.slot)].engines.measured(
+      bytes, timed, false, ns, monotonic_ns(), rt->rendezvous_sends > 0);
 }
 
 namespace {
@@ -364,7 +365,7 @@ xfer shm_transport::read(vc &from, const rts_payload &where, std::byte *to, std:
   }
   if (timed) {
     const std::uint64_t end = monotonic_ns();
-    p.engines.measured(bytes, bytes, true, end - start, end);
+    p.engines.measured(bytes, bytes, true, end - start, end, rt->rendezvous_sends > 0);
   }
   ++cma_messages_;
   return xfer::done;

@@ -79,6 +79,48 @@ TEST(EngineChoice, AnEngineWithinTheMarginDoesNotDisplaceTheRule) {
   EXPECT_TRUE(c.pick(mib, true, now));
 }
 
+// While this rank streams out too, the pipeline's figure counts half: a try
+// of it beside the other direction's CMA reads timed 15-17 against CMA's
+// 10-12, took the streams, and both directions then moved 12-13 GB/s
+// together against CMA's 20-22 (bench/README.md, stop 32).
+TEST(EngineChoice, BothWaysThePipelineMustBeatCmaByTwiceTheMargin) {
+  engine_choice c;
+  const std::uint64_t now = 1000 * ms;
+  for (const bool both : {false, true}) {
+    for (int i = 1; i < tries; ++i)
+      c.measured(4 * mib, 4 * mib, true, at_rate(4 * mib, 11), now, both);
+    c.measured(4 * mib, 4 * mib, false, at_rate(4 * mib, 16), now, both);
+  }
+  EXPECT_FALSE(c.pick(4 * mib, true, now)) << "one way, 16 against 11 is the pipeline's";
+  EXPECT_TRUE(c.pick(4 * mib, true, now, true)) << "both ways, 16 counts as 8";
+  // Twice the margin over CMA still wins both ways.
+  for (int i = 0; i < 5; ++i) {
+    c.measured(4 * mib, 4 * mib, false, at_rate(4 * mib, 40), now, true);
+  }
+  ASSERT_GT(c.rate_of(4 * mib, false, true), 2 * engine_choice::margin * 11);
+  EXPECT_FALSE(c.pick(4 * mib, true, now, true));
+}
+
+// What bidirectional streams timed does not decide one-way streams: both
+// engines move about half as much a direction there, and 2 MiB both ways
+// followed by 4 MiB one way read the latter with CMA at 11-12 GB/s where
+// the pipeline moves 17-18 (bench/README.md, stop 32).
+TEST(EngineChoice, OneWayAndBothWaysLearnApart) {
+  engine_choice c;
+  const std::uint64_t now = 1000 * ms;
+  c.measured(4 * mib, 4 * mib, false, at_rate(4 * mib, 17), now);  // one way
+  cma_group(c, 4 * mib, 12, now);
+  EXPECT_FALSE(c.pick(4 * mib, false, now));
+  // Both ways, the pipeline is timed at 6 and CMA at 10...
+  c.measured(4 * mib, 4 * mib, false, at_rate(4 * mib, 6), now, true);
+  for (int i = 1; i < tries; ++i)
+    c.measured(4 * mib, 4 * mib, true, at_rate(4 * mib, 10), now, true);
+  EXPECT_TRUE(c.pick(4 * mib, true, now, true));
+  // ...and one way the pipeline still carries them.
+  EXPECT_NEAR(c.rate_of(4 * mib, false), 17.0, 0.01);
+  EXPECT_FALSE(c.pick(4 * mib, false, now));
+}
+
 TEST(EngineChoice, SizeClassesLearnApart) {
   engine_choice c;
   const std::uint64_t now = 1000 * ms;
