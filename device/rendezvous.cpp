@@ -335,19 +335,12 @@ void pack_fragment(const void *context, std::byte *out) {
 }  // namespace
 
 // The sends streaming to one peer take turns, a fragment each, among the
-// first `stream_interleave` of its queue (Open MPI's ob1 interleaves its
-// pending sends too). Sends of one buffer, a window of them, then read each
-// piece of it while it is still in the cache: one-way streams of 2-4 MiB
-// moved 13.3-13.5 GB/s one message after another and 15-16 with 4 taking
-// turns, here (bench/README.md, stop 32). From distinct buffers the order
-// changes nothing.
-constexpr std::size_t stream_interleave = 4;
-
+// first `to.stream_width` of its queue (vc.hpp).
 int rendezvous_push(vc &to) {
   int packets = 0;
   const std::size_t fragment = to.fragment;
   while (!to.stream_queue.empty()) {
-    const std::size_t turns = std::min(to.stream_queue.size(), stream_interleave);
+    const std::size_t turns = std::min(to.stream_queue.size(), to.stream_width);
     if (to.stream_turn >= turns) to.stream_turn = 0;
     request *s = to.stream_queue.front();
     for (std::size_t i = 0; i < to.stream_turn; ++i) s = s->next;

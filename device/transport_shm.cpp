@@ -30,6 +30,9 @@ void name_layout(rts_payload &where, const void *base, const void *layout,
   where.layout_bytes = layout_bytes;
 }
 
+// Rendezvous sends to one peer that take turns, a fragment each (vc.hpp).
+constexpr std::size_t stream_width = 4;
+
 // What a queue record is (the `kind` of shm/queue.hpp).
 constexpr std::uint8_t record_packet = 1;  // a packet: header and payload
 constexpr std::uint8_t record_ring = 2;    // the sender's ring to this rank: its offset
@@ -67,6 +70,7 @@ void shm_transport::connect(runtime &r) {
     v.via = this;
     v.slot = static_cast<int>(peers_.size());
     v.fragment = r.transport_config.shm.fragment_size;
+    v.stream_width = stream_width;
     v.credits = v.window = r.config.eager_window;
     v.eager_limit = r.config.eager_limit;
     peers_.push_back(peer{world,
@@ -463,6 +467,7 @@ void shm_queue_transport::connect(runtime &r) {
     v.via = this;
     v.slot = static_cast<int>(peers_.size());
     v.fragment = fragment;
+    v.stream_width = stream_width;
     v.credits = v.window = r.config.eager_window;
     v.eager_limit = eager_limit;
     slot_of_local_[static_cast<std::size_t>(i)] = v.slot;

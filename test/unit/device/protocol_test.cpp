@@ -384,11 +384,12 @@ TEST_P(Protocols, RunsOfPipelinedMessagesAreTimedMessagesOfOneFragmentToo) {
 }
 
 // Sends streaming to one peer take turns, a fragment each, among the first
-// four of its queue; each message's own pieces stay in order. A window of
+// `stream_width` of its queue; each message's own pieces stay in order. A window of
 // sends of one buffer then reads each piece while it is in the cache
 // (one-way 2-4 MiB streams: 13.4 -> 17-18 GB/s, bench/README.md, stop 32).
 TEST_P(Protocols, StreamingSendsToOnePeerTakeTurnsAFragmentEach) {
   if (GetParam() != loop_kind::ring && GetParam() != loop_kind::net) GTEST_SKIP();
+  peer().stream_width = 4;  // the shm transports' width
   constexpr std::size_t messages = 6;
   const std::size_t fragment = peer().fragment;
   const std::vector<std::byte> data = pattern(3 * fragment, 5);
@@ -426,6 +427,7 @@ TEST_P(Protocols, StreamingSendsToOnePeerTakeTurnsAFragmentEach) {
 // as slow (4 messages of 3 MiB: 9 MiB counted of the 12 timed).
 TEST_P(Protocols, ARunOfInterleavedMessagesCountsEveryPacketInIt) {
   if (GetParam() != loop_kind::ring && GetParam() != loop_kind::net) GTEST_SKIP();
+  peer().stream_width = 4;
   loop_->time_streams = true;
   constexpr std::size_t messages = 4;
   const std::size_t fragment = peer().fragment;
