@@ -143,6 +143,23 @@ class ring_sender {
     clear_ahead();
   }
 
+  // When the receiver has drained the ring and the tail is `from` bytes or
+  // more into it, fills the rest with a skip record, so that the next
+  // record starts at offset 0: a lone large message then reuses the lines
+  // the last ones used, still in the caches, instead of the ring's colder
+  // ones further on. Reads the receiver's head (another core's line): for
+  // the start of a large message, not for every record.
+  void rewind_if_drained(std::size_t from) {
+    const std::size_t offset = tail_ & (capacity_ - 1);
+    if (offset < from || offset < cache_line) return;
+    head_cache_ = control_->head.load(std::memory_order_acquire);
+    if (head_cache_ != tail_) return;
+    const std::size_t to_end = capacity_ - offset;
+    publish(tail_, to_end, record_kind::skip);
+    tail_ += to_end;
+    clear_ahead();
+  }
+
   bool attached() const { return control_ != nullptr; }
 
  private:
