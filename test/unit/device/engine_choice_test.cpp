@@ -101,6 +101,25 @@ TEST(EngineChoice, BothWaysThePipelineMustBeatCmaByTwiceTheMargin) {
   EXPECT_FALSE(c.pick(4 * mib, true, now, true));
 }
 
+// Both ways, the pipeline gets no try while its one-way figure, halved,
+// could not beat CMA: each try costs 8 messages at about half CMA's rate.
+TEST(EngineChoice, BothWaysAHopelessPipelineIsNotTried) {
+  engine_choice c;
+  std::uint64_t now = 1000 * ms;
+  c.measured(mib, mib, false, at_rate(mib, 20), now);  // one way: 20, halved 10
+  for (int i = 1; i < tries; ++i) c.measured(mib, mib, true, at_rate(mib, 19), now, true);
+  for (int i = 0; i < 100; ++i) {
+    now += engine_choice::probe_ns / 4;
+    ASSERT_TRUE(c.pick(mib, true, now, true)) << "pick " << i;
+  }
+  // Once one way says it could win (40, halved 20, against 19 x 1.25 = 23.75:
+  // not yet; 60, halved 30: yes), it is tried again.
+  for (int i = 0; i < 8; ++i) c.measured(mib, mib, false, at_rate(mib, 60), now);
+  ASSERT_GT(c.rate_of(mib, false) / 2, 19 * engine_choice::margin);
+  now += engine_choice::probe_ns;
+  EXPECT_FALSE(c.pick(mib, true, now, true)) << "a try of the pipeline";
+}
+
 // What bidirectional streams timed does not decide one-way streams: both
 // engines move about half as much a direction there, and 2 MiB both ways
 // followed by 4 MiB one way read the latter with CMA at 11-12 GB/s where
