@@ -296,6 +296,19 @@ class Protocols : public ::testing::TestWithParam<loop_kind> {
   }
   static void wait(request *r) { request_wait_release(r); }
 
+  // Posts `messages` receives, then as many sends of `data`; waits for all
+  // and checks every byte.
+  void exchange_window(const std::vector<std::byte> &data, std::size_t messages, int tag) {
+    std::vector<std::vector<std::byte>> into(messages, std::vector<std::byte>(data.size()));
+    std::vector<request *> recvs;
+    std::vector<request *> sends;
+    for (auto &buffer : into) recvs.push_back(irecv(buffer, tag));
+    for (std::size_t i = 0; i < messages; ++i) sends.push_back(isend(data, tag));
+    for (request *r : sends) wait(r);
+    for (request *r : recvs) wait(r);
+    for (const auto &got : into) EXPECT_EQ(got, data);
+  }
+
   // In a quiet moment every credit is either back with the sender or owed
   // by the receiver: on the loopback VC the two sides must add up.
   void expect_credits_conserved() {
@@ -362,16 +375,8 @@ TEST_P(Protocols, RunsOfPipelinedMessagesAreTimedMessagesOfOneFragmentToo) {
   for (const std::size_t bytes : {peer().fragment, 3 * peer().fragment}) {
     SCOPED_TRACE("bytes " + std::to_string(bytes));
     loop_->runs.clear();
-    constexpr int messages = 4;
-    const std::vector<std::byte> data = pattern(bytes, 11);
-    std::vector<std::vector<std::byte>> into(messages, std::vector<std::byte>(bytes));
-    std::vector<request *> recvs;
-    std::vector<request *> sends;
-    for (int i = 0; i < messages; ++i) recvs.push_back(irecv(into[static_cast<std::size_t>(i)], 2));
-    for (int i = 0; i < messages; ++i) sends.push_back(isend(data, 2));
-    for (request *r : sends) wait(r);
-    for (request *r : recvs) wait(r);
-    for (const auto &got : into) EXPECT_EQ(got, data);
+    constexpr std::size_t messages = 4;
+    exchange_window(pattern(bytes, 11), messages, 2);
     ASSERT_FALSE(loop_->runs.empty()) << "no run was timed";
     std::size_t timed = 0;
     for (const auto &run : loop_->runs) {
@@ -393,14 +398,7 @@ TEST_P(Protocols, StreamingSendsToOnePeerTakeTurnsAFragmentEach) {
   constexpr std::size_t messages = 6;
   const std::size_t fragment = peer().fragment;
   const std::vector<std::byte> data = pattern(3 * fragment, 5);
-  std::vector<std::vector<std::byte>> into(messages, std::vector<std::byte>(data.size()));
-  std::vector<request *> recvs;
-  std::vector<request *> sends;
-  for (auto &buffer : into) recvs.push_back(irecv(buffer, 4));
-  for (std::size_t i = 0; i < messages; ++i) sends.push_back(isend(data, 4));
-  for (request *r : sends) wait(r);
-  for (request *r : recvs) wait(r);
-  for (const auto &got : into) EXPECT_EQ(got, data);
+  exchange_window(data, messages, 4);
   const auto &sent = loop_->data_sent;
   ASSERT_EQ(sent.size(), 3 * messages);
   // The first four sends start before any of them has a second piece out.
@@ -432,14 +430,7 @@ TEST_P(Protocols, ARunOfInterleavedMessagesCountsEveryPacketInIt) {
   constexpr std::size_t messages = 4;
   const std::size_t fragment = peer().fragment;
   const std::vector<std::byte> data = pattern(std::size_t{3} << 20, 9);
-  std::vector<std::vector<std::byte>> into(messages, std::vector<std::byte>(data.size()));
-  std::vector<request *> recvs;
-  std::vector<request *> sends;
-  for (auto &buffer : into) recvs.push_back(irecv(buffer, 6));
-  for (std::size_t i = 0; i < messages; ++i) sends.push_back(isend(data, 6));
-  for (request *r : sends) wait(r);
-  for (request *r : recvs) wait(r);
-  for (const auto &got : into) EXPECT_EQ(got, data);
+  exchange_window(data, messages, 6);
   ASSERT_FALSE(loop_->runs.empty()) << "no run was timed";
   // The run ends at the third completion (9 MiB in), when all but the
   // fourth message's last pieces have come.
