@@ -88,7 +88,7 @@ void stats_print(runtime &r) {
       stderr,
       "iris: rank %d stats: sent eager %llu (unlocked %llu), eager-sync %llu, rendezvous %llu "
       "(credit stalls %llu); received rendezvous by single-copy reads %llu (of scattered blocks "
-      "%llu), by pipeline %llu; "
+      "%llu), by data packets %llu; "
       "credit packets %llu; unexpected peak %zu messages, %zu bytes; slept %llu times (%llu timed "
       "out); matching compared %llu queue entries\n",
       r.rank, static_cast<unsigned long long>(s.eager), static_cast<unsigned long long>(unlocked),

@@ -64,13 +64,9 @@ struct vc {
   intrusive_queue<request> stream_queue;  // rendezvous sends streaming data
   // The first `stream_width` of them take turns, a fragment each, as Open
   // MPI's ob1 interleaves its pending sends; `stream_turn` is the one whose
-  // fragment goes next (rendezvous_push). The transport sets the width: a
-  // window of sends of one buffer then reads each piece of it while it is
-  // in the cache. Over shared memory (4) one-way 2-4 MiB streams through
-  // the pipeline went from 13.4 to 17-18 GB/s, and from distinct buffers,
-  // which come from memory anyway, stayed level; over TCP (1), whose
-  // fragments are 512 KiB, 4 MiB streams were 10% slower with 4
-  // (bench/README.md, stop 32).
+  // fragment goes next (rendezvous_push). The transport sets the width, by
+  // what its streams measured (a window of sends of one buffer then reads
+  // each piece of it while it is in the cache).
   std::size_t stream_width = 1;
   std::size_t stream_turn = 0;
   // Receives streaming in from this peer as data packets (the sender's
