@@ -42,12 +42,13 @@ void credit_return_aside(vc &from, std::size_t length) {
   h.type = packet_type::credit;
   const int carried = give < 0xffff ? give : 0xffff;
   h.credits = static_cast<std::uint16_t>(carried);
-  if (from.via->send(from, h, {}) != xfer::done) {
+  // send_held: what any thread may send (a netmod's send_concurrent).
+  const vc_guard guard(from);
+  if (from.via->send_held(from, h, {}) != xfer::done) {
     from.owed_aside.add(give);  // no room now: the next one, or the call lock's poll
     return;
   }
   if (give > carried) from.owed_aside.add(give - carried);
-  const vc_guard guard(from);
   ++from.aside_credit_packets;
 }
 

@@ -79,7 +79,8 @@ inline void credit_return(vc &from, std::size_t length) {
 // delivered by message_arrived_aside. Its units go to `from.owed_aside`;
 // once a quarter of the window is there they go back at once in a credit
 // packet of their own (it carries only units, so it may pass anything
-// queued), or stay there if the transport has no room now.
+// queued) through send_held under the VC's lock (what any thread may
+// send), or stay there if the transport has no room now.
 void credit_return_aside(vc &from, std::size_t length);
 // Under the call lock: moves what `from.owed_aside` holds into `owed`, to
 // ride on the next packet (a credit packet if a quarter of the window is

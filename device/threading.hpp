@@ -142,4 +142,36 @@ class lock_if {
   spin_lock *lock_;
 };
 
+// MULTIPLE: whether threads without the call lock read a transport's
+// receive side (transport::poll_aside, and a netmod's poll_aside). Off
+// until a thread finds the call lock taken, so that a process with one
+// thread at MULTIPLE (mpi4py's default) never takes a reader's lock: that
+// thread asks (off -> asked), and the call lock's next poll, which reads
+// nothing at that moment, turns them on (asked -> on); from then on every
+// reader takes the lock of what it reads. So the call lock's poll never
+// reads without the lock while an aside pass reads the same.
+class aside_switch {
+ public:
+  // Without the call lock: whether aside passes are on; if not, asks.
+  bool on_or_ask() {
+    int state = state_.load(std::memory_order_acquire);
+    if (state == on) return true;
+    if (state == off) state_.compare_exchange_strong(state, asked, std::memory_order_relaxed);
+    return false;
+  }
+  // The call lock's poll, before it reads anything: turns them on if asked.
+  // Whether its readers take their locks now.
+  bool settle() {
+    const int state = state_.load(std::memory_order_relaxed);
+    if (state == asked) state_.store(on, std::memory_order_release);
+    return state != off;
+  }
+  // Under the call lock: whether readers take their locks now.
+  bool locking() const { return state_.load(std::memory_order_relaxed) == on; }
+
+ private:
+  enum : int { off, asked, on };
+  std::atomic<int> state_{off};
+};
+
 }  // namespace iris::device

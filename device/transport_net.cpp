@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "device/credit.hpp"
 #include "device/errors.hpp"
 #include "device/packet.hpp"
 #include "device/rendezvous.hpp"
@@ -76,6 +77,11 @@ int net_transport::poll(int budget) {
   return net_->poll(*this);
 }
 
+int net_transport::poll_aside(int budget) {
+  (void)budget;
+  return shared_ ? net_->poll_aside(*this) : 0;
+}
+
 // Over a netmod with RMA the receiver reads the data itself. Exposed once:
 // an RTS that found no room comes back here.
 void net_transport::expose(vc &to, request &r, rts_payload &where) {
@@ -138,8 +144,20 @@ const char *net_transport::record_arrived(int peer, std::span<const std::byte> h
   if (head.size() != sizeof(packet_header)) return "a record shorter than a packet header";
   packet_header h;
   std::memcpy(&h, head.data(), sizeof(h));
-  return shared_ ? packet_deliver_shared(from, h, body.data(), body.size())
-                 : packet_deliver(from, h, body.data(), body.size());
+  if (!shared_) return packet_deliver(from, h, body.data(), body.size());
+  credit_fold(from);  // what aside passes owe it
+  return packet_deliver_shared(from, h, body.data(), body.size());
+}
+
+// Without the call lock: only what packet_deliver_aside takes, anything
+// odd left to record_arrived's checks.
+bool net_transport::record_taken(int peer, std::span<const std::byte> head,
+                                 std::span<const std::byte> body) {
+  vc &from = rt->vcs[static_cast<std::size_t>(peer)];
+  if (from.via != this || head.size() != sizeof(packet_header)) return false;
+  packet_header h;
+  std::memcpy(&h, head.data(), sizeof(h));
+  return packet_deliver_aside(from, h, body.data(), body.size());
 }
 
 // Rendezvous data goes straight into the receive buffer.

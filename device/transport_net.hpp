@@ -16,7 +16,9 @@ namespace iris::device {
 // What the netmod is told at init, from the transports' settings.
 netmod::config netmod_config(const transport_settings &s);
 
-class net_transport final : public transport, private netmod::record_sink {
+class net_transport final : public transport,
+                            private netmod::record_sink,
+                            private netmod::aside_sink {
  public:
   // Builds the netmod named by IRIS_NETMOD and opens it: it puts its card
   // before the PMI fence. Throws netmod::error.
@@ -31,6 +33,9 @@ class net_transport final : public transport, private netmod::record_sink {
   bool concurrent_sends() const override { return shared_; }
   xfer send_held(vc &to, const packet_header &h, std::span<const iovec> payload) override;
   int poll(int budget) override;
+  // MPI_THREAD_MULTIPLE over a netmod with poll_aside (TCP): eager messages
+  // into receives posted without the call lock (transport.hpp).
+  int poll_aside(int budget) override;
   void expose(vc &to, request &r, rts_payload &where) override;
   void conceal(request &r) override;
   xfer read(vc &from, const rts_payload &where, std::byte *to, std::size_t bytes,
@@ -48,6 +53,9 @@ class net_transport final : public transport, private netmod::record_sink {
                         std::size_t body_length) override;
   void peer_lost(int peer, const char *why) override;
   void read_done(std::uint64_t cookie, const char *why) override;
+  // aside_sink: what the netmod hands up from poll_aside().
+  bool record_taken(int peer, std::span<const std::byte> head,
+                    std::span<const std::byte> body) override;
 
   std::unique_ptr<netmod::netmod> net_;
   bool rma_ = false;                // IRIS_NET_RMA

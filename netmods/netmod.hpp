@@ -24,11 +24,11 @@
 // config.max_record is refused before it is read.
 //
 // One thread at a time calls these methods (the device's call lock), but
-// for send_concurrent: under MPI_THREAD_MULTIPLE (config.concurrent_sends)
-// a netmod that says concurrent_sends() takes it from any thread at any
-// time between init and finalize, alongside poll, send and send_concurrent
-// to other peers; the device never sends to one peer from two threads at
-// once (its VC lock).
+// for send_concurrent and poll_aside: under MPI_THREAD_MULTIPLE
+// (config.concurrent_sends) a netmod that says concurrent_sends() takes
+// them from any thread at any time between init and finalize, alongside
+// poll, send and send_concurrent to other peers; the device never sends to
+// one peer from two threads at once (its VC lock).
 #pragma once
 
 #include <sys/uio.h>
@@ -107,6 +107,20 @@ class record_sink {
   ~record_sink() = default;
 };
 
+// What poll_aside hands records to (MPI_THREAD_MULTIPLE). Implemented by
+// the device.
+class aside_sink {
+ public:
+  // One complete record from `peer`, as record_arrived has it. True: the
+  // device took it. False: it did not, and the record and every later one
+  // from `peer` are left to poll(), in order.
+  virtual bool record_taken(int peer, std::span<const std::byte> head,
+                            std::span<const std::byte> body) = 0;
+
+ protected:
+  ~aside_sink() = default;
+};
+
 class netmod {
  public:
   virtual ~netmod() = default;
@@ -131,6 +145,17 @@ class netmod {
   }
   // One bounded pass: returns how many events it handled.
   virtual int poll(record_sink &sink) = 0;
+  // As poll, when config.concurrent_sends is set, from a thread that does
+  // not hold the device's call lock while poll() may run on another: reads
+  // what no other thread is reading (and skips the rest), and hands
+  // complete records to `sink` until it refuses one. It never connects,
+  // accepts, notes a loss or calls a record_sink: what it meets beyond
+  // plain records (an end, a goodbye, a long body to place) is poll()'s.
+  // Returns how many records the sink took. The default reads nothing.
+  virtual int poll_aside(aside_sink &sink) {
+    (void)sink;
+    return 0;
+  }
   // Flushes, says goodbye and closes. Bounded in time.
   virtual void finalize() = 0;
   // One line for IRIS_DEBUG: what this rank listens on.

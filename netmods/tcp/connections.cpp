@@ -53,6 +53,12 @@ void tcp_netmod::release(int index) {
       }
       p.send_conn = -1;
     }
+    if (p.reading.get() == &c) {
+      // The same for the aside passes' reads (poll_aside), under the read
+      // side's lock, which poll may hold already (read_hold).
+      const lock_if guard(c.in_lock, conf_.concurrent_sends && !c.in_held);
+      p.reading.set(nullptr);
+    }
     if (p.dial_conn == index) p.dial_conn = -1;
     if (p.accepted_conn == index) p.accepted_conn = -1;
   }
@@ -72,6 +78,8 @@ void tcp_netmod::release(int index) {
   c.filled = 0;
   c.place = nullptr;
   c.head_first = false;
+  c.left = false;
+  c.end_error = 0;
   c.pending.clear();
   c.pending_done = 0;
   solo_update();
@@ -84,6 +92,10 @@ void tcp_netmod::open(connection &c) {
   c.head.resize(conf_.record_head);
   c.filled = 0;
   c.pending.reserve(conf_.max_record + frame_prefix);
+  if (conf_.concurrent_sends && c.peer >= 0) {
+    published_connection &reading = peers_[static_cast<std::size_t>(c.peer)].reading;
+    if (reading.get() == nullptr) reading.set(&c);  // a second one is poll's alone
+  }
   solo_update();
 }
 

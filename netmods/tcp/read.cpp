@@ -26,38 +26,47 @@ int tcp_netmod::ready(int index, std::uint32_t events, record_sink *sink) {
       return ack_ready(index);
     case connection::state::awaiting_hello:
       return hello_ready(index);
-    case connection::state::open:
+    case connection::state::open: {
       if ((events & EPOLLOUT) != 0) flush(index);  // if a frame is going out
       if ((events & (EPOLLIN | EPOLLHUP | EPOLLERR)) == 0) return 1;
+      const read_hold hold(c, reading_locked_);
+      if (c.st != connection::state::open) return 1;  // the flush lost it
       if (c.read_done) {
         // The peer, past its goodbye, gave up waiting for this rank's.
         release(index);
         return 1;
       }
       return frames_ready(index, sink);
+    }
     case connection::state::free:
       return 0;
   }
   return 0;
 }
 
+// Reads what the socket has and hands every whole frame on. Frames an
+// aside pass read and left (`left`) are handed on first, without a read.
 int tcp_netmod::frames_ready(int index, record_sink *sink) {
   connection &c = conn(index);
   if (c.place != nullptr) return body_ready(index, sink);
-  // Rendezvous data comes as a row of long records: after one, read only
-  // the next one's head, so that all of its body goes to its place rather
-  // than partly through `in`.
-  const std::size_t want = c.head_first && c.filled == 0
-                               ? frame_prefix + conf_.record_head
-                               : std::min(c.in.size() - c.filled, read_chunk);
-  const ssize_t n = ::recv(c.fd, c.in.data() + c.filled, want, 0);
-  if (n < 0 && (errno == EAGAIN || errno == EINTR)) return 0;
-  c.head_first = false;
-  if (n <= 0) {
-    ended(index, n == 0 ? 0 : errno);
-    return 1;
+  if (c.left) {
+    c.left = false;
+  } else {
+    // Rendezvous data comes as a row of long records: after one, read only
+    // the next one's head, so that all of its body goes to its place rather
+    // than partly through `in`.
+    const std::size_t want = c.head_first && c.filled == 0
+                                 ? frame_prefix + conf_.record_head
+                                 : std::min(c.in.size() - c.filled, read_chunk);
+    const ssize_t n = ::recv(c.fd, c.in.data() + c.filled, want, 0);
+    if (n < 0 && (errno == EAGAIN || errno == EINTR)) return 0;
+    c.head_first = false;
+    if (n <= 0) {
+      ended(index, n == 0 ? c.end_error : errno);
+      return 1;
+    }
+    c.filled += static_cast<std::size_t>(n);
   }
-  c.filled += static_cast<std::size_t>(n);
   int records = 0;
   std::size_t at = 0;
   for (;;) {
@@ -154,7 +163,7 @@ int tcp_netmod::body_ready(int index, record_sink *sink) {
       ::recv(c.fd, c.place + c.place_got, std::min(c.place_need - c.place_got, read_chunk), 0);
   if (n < 0 && (errno == EAGAIN || errno == EINTR)) return 0;
   if (n <= 0) {
-    ended(index, n == 0 ? 0 : errno);
+    ended(index, n == 0 ? c.end_error : errno);
     return 1;
   }
   c.place_got += static_cast<std::size_t>(n);
@@ -165,6 +174,87 @@ int tcp_netmod::body_ready(int index, record_sink *sink) {
   c.head_first = true;
   if (sink != nullptr) (void)deliver(index, *sink, c.head, {body, c.place_need});
   return 1;
+}
+
+// poll, after an aside pass left whole frames in a connection's `in`:
+// epoll does not say so when the socket itself has nothing more.
+int tcp_netmod::frames_left(record_sink &sink) {
+  int handled = 0;
+  for (peer_link &p : peers_) {
+    connection *c = p.reading.get();
+    if (c == nullptr) continue;
+    const read_hold hold(*c, true);
+    if (c->left && p.reading.get() == c) handled += frames_ready(c->index, &sink);
+  }
+  return handled;
+}
+
+// MULTIPLE, without the call lock (tcp_netmod.hpp, at the top): each
+// published connection whose read side is free, one read each, its plain
+// records handed to the sink until it refuses one.
+int tcp_netmod::poll_aside(aside_sink &sink) {
+  if (!aside_.on_or_ask()) return 0;
+  int taken = 0;
+  for (peer_link &p : peers_) {
+    connection *c = p.reading.get();
+    if (c == nullptr || !c->in_lock.try_lock()) continue;
+    if (p.reading.get() == c) taken += frames_aside(*c, sink);  // else released meanwhile
+    c->in_lock.unlock();
+  }
+  return taken;
+}
+
+// One read of open connection `c`, its read side held. Anything but a
+// plain record (an end, an error, a goodbye, a frame too long, a body to
+// place, a record the sink refuses) stops it and is left to poll.
+int tcp_netmod::frames_aside(connection &c, aside_sink &sink) {
+  if (c.left || c.place != nullptr || c.head_first || c.read_done || c.goodbye ||
+      c.end_error != 0) {
+    return 0;
+  }
+  if (c.filled > 0) {
+    // Only a partial frame is here (poll hands on every whole one): when
+    // it is long, its body is poll's to place.
+    const frame f = frame_parse(c.in.data(), c.filled, conf_.max_record);
+    if (f.what != frame::kind::partial || f.record_length >= conf_.record_head + min_placed_body) {
+      return 0;
+    }
+  }
+  const ssize_t n =
+      ::recv(c.fd, c.in.data() + c.filled, std::min(c.in.size() - c.filled, read_chunk), 0);
+  if (n <= 0) {
+    // The end stays for poll's read (a closed stream reads 0 again; an
+    // error only once, so it is kept).
+    if (n < 0 && errno != EAGAIN && errno != EINTR) c.end_error = errno;
+    return 0;
+  }
+  c.filled += static_cast<std::size_t>(n);
+  int taken = 0;
+  std::size_t at = 0;
+  bool stopped = false;
+  for (;;) {
+    const std::byte *start = c.in.data() + at;
+    const frame f = frame_parse(start, c.filled - at, conf_.max_record);
+    if (f.what == frame::kind::partial) break;
+    const std::byte *record = start + frame_prefix;
+    const std::size_t head = std::min(conf_.record_head, f.record_length);
+    if (f.what != frame::kind::record ||
+        !sink.record_taken(c.peer, {record, head}, {record + head, f.record_length - head})) {
+      stopped = true;
+      break;
+    }
+    at += frame_prefix + f.record_length;
+    ++taken;
+  }
+  if (at > 0) {
+    std::memmove(c.in.data(), c.in.data() + at, c.filled - at);
+    c.filled -= at;
+  }
+  if (stopped) {
+    c.left = true;
+    left_.store(true, std::memory_order_release);
+  }
+  return taken;
 }
 
 }  // namespace iris::netmod::tcp

@@ -32,6 +32,11 @@ void tcp_netmod::init(pmi::client &pmi, const config &conf) {
 
 int tcp_netmod::poll(record_sink &sink) {
   int handled = 0;
+  if (conf_.concurrent_sends) {
+    reading_locked_ = aside_.settle();
+    if (left_.load(std::memory_order_relaxed) && left_.exchange(false, std::memory_order_acquire))
+      handled += frames_left(sink);
+  }
   // One open connection and nothing else under way (two ranks, or one
   // peer off the node): reading it directly saves the epoll_wait in front
   // of every message (its errors show in the recv). epoll still looks
@@ -45,7 +50,10 @@ int tcp_netmod::poll(record_sink &sink) {
       if (direct) unwatch(c);  // back in the set after a partial write; else nothing
     }
     if (direct) {
-      handled = frames_ready(solo_, &sink);
+      {
+        const read_hold hold(c, reading_locked_);
+        handled += frames_ready(solo_, &sink);
+      }
       if ((++polls_ % epoll_every) != 0) {
         if (losses_.unreported()) (void)losses_.report(sink);
         return handled;

@@ -21,6 +21,15 @@
 // registration, read_done) is changed only under its `out` lock, and it is
 // unpublished under that lock before it leaves the open state (release).
 // A thread that finds it unpublished once it holds the lock answers retry.
+//
+// Threads without the call lock also read (poll_aside, read.cpp): a
+// connection with a peer is published for them once open
+// (peer_link::reading); its read side (the bytes read, the body being
+// placed, the stream's end) is then read and changed only under its
+// `in_lock`, which poll takes (read_hold) once aside passes are on
+// (aside_) and poll_aside only tries, and it is unpublished under that
+// lock before it leaves the open state. Locking order: in_lock, then the
+// device's (a sink's), then out; nothing takes in_lock holding out.
 // Without concurrent_sends no lock is taken.
 #pragma once
 
@@ -93,6 +102,32 @@ struct connection {
   std::size_t pending_done = 0;
   bool has_pending() const { return pending_done < pending.size(); }
   device::spin_lock out;  // the write side, while published (see the top)
+  // MULTIPLE's aside passes (see the top).
+  device::spin_lock in_lock;  // the read side, while published
+  bool in_held = false;       // poll holds in_lock (read_hold): release() must not take it
+  bool left = false;          // an aside pass left whole frames in `in` for poll
+  int end_error = 0;          // an aside pass's read met this error (the next read says 0)
+};
+
+// poll's hold of a connection's read side: its in_lock when `take` (once
+// aside passes are on), nothing otherwise.
+class read_hold {
+ public:
+  read_hold(connection &c, bool take) : c_(take ? &c : nullptr) {
+    if (c_ == nullptr) return;
+    c_->in_lock.lock();
+    c_->in_held = true;
+  }
+  ~read_hold() {
+    if (c_ == nullptr) return;
+    c_->in_held = false;
+    c_->in_lock.unlock();
+  }
+  read_hold(const read_hold &) = delete;
+  read_hold &operator=(const read_hold &) = delete;
+
+ private:
+  connection *c_;
 };
 
 // A peer's send connection as the sending threads see it: null, or an open
@@ -114,6 +149,7 @@ class published_connection {
 struct peer_link {
   int send_conn = -1;            // every record to the peer goes here, once chosen
   published_connection sending;  // send_conn's connection, for send_concurrent
+  published_connection reading;  // an open connection from it, for poll_aside
   int dial_conn = -1;            // this rank's own connection to it, while it opens
   int accepted_conn = -1;        // the peer's connection to this rank
   card peer_card;
@@ -135,6 +171,7 @@ class tcp_netmod final : public netmod_base {
   bool concurrent_sends() const override { return true; }
   send_status send_concurrent(int peer, std::span<const iovec> parts) override;  // write.cpp
   int poll(record_sink &sink) override;
+  int poll_aside(aside_sink &sink) override;  // read.cpp
   void finalize() override;
   std::string preview(const config &conf) override;
   std::string describe() const override;
@@ -190,6 +227,8 @@ class tcp_netmod final : public netmod_base {
   bool try_place(int index, record_sink &sink, const frame &f, const std::byte *start,
                  std::size_t have);
   int body_ready(int index, record_sink *sink);
+  int frames_left(record_sink &sink);
+  int frames_aside(connection &c, aside_sink &sink);
 
   // write.cpp
   enum class wrote : std::uint8_t { done, busy, failed };
@@ -211,6 +250,11 @@ class tcp_netmod final : public netmod_base {
   int solo_ = -1;       // the only connection, read without epoll (solo_update)
   unsigned polls_ = 0;  // polls since start, for epoll_every
   bool finalizing_ = false;
+  // MULTIPLE (conf_.concurrent_sends): whether aside passes read, and
+  // whether this poll takes the read sides' locks (aside_.settle()).
+  device::aside_switch aside_;
+  bool reading_locked_ = false;
+  std::atomic<bool> left_{false};  // some connection's `left` is set
   struct {
     std::size_t body_bytes_placed = 0;  // read by recv straight into a place
     std::size_t body_bytes_moved = 0;   // read into `in` first, then copied to their place

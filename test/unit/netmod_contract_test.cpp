@@ -11,6 +11,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdlib>
+#include <cstring>
 #include <memory>
 #include <optional>
 #include <ostream>
@@ -47,6 +48,15 @@ const netmod_case cases[] = {
 
 void PrintTo(const netmod_case &c, std::ostream *os) {
   *os << c.netmod << (*c.provider != '\0' ? " on " : "") << c.provider;
+}
+
+std::string case_name(const ::testing::TestParamInfo<netmod_case> &info) {
+  std::string n = std::string(info.param.netmod) + "_" + info.param.provider;
+  for (char &c : n) {
+    c = std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
+  }
+  while (n.back() == '_') n.pop_back();
+  return n;
 }
 
 bool built(std::string_view name) {
@@ -410,6 +420,156 @@ TEST_P(NetmodContract, ConcurrentSendsToOtherPeersArriveWholeAndInOrder) {
   }
 }
 
+// MULTIPLE's aside passes (poll_aside): a record numbered `seq` in its
+// first four bytes, the rest a pattern of it.
+std::vector<std::byte> numbered(std::size_t length, std::uint32_t seq) {
+  std::vector<std::byte> v = pattern(length, seq);
+  std::memcpy(v.data(), &seq, sizeof(seq));
+  return v;
+}
+
+std::uint32_t number_of(std::span<const std::byte> head) {
+  std::uint32_t seq = 0;
+  std::memcpy(&seq, head.data(), sizeof(seq));
+  return seq;
+}
+
+// Both sinks of one rank: records from each peer kept in the order they
+// came, by poll or by an aside pass. The lists are plain: a netmod that let
+// two threads hand over one peer's records at once is a race for
+// ThreadSanitizer, and out of order for the checks.
+struct both_sinks final : record_sink, aside_sink {
+  explicit both_sinks(int peers) : got(static_cast<std::size_t>(peers)) {}
+  std::vector<std::vector<std::vector<std::byte>>> got;  // by peer
+  std::atomic<std::size_t> by_poll{0};
+  std::atomic<std::size_t> by_aside{0};
+  std::uint32_t refuse_every = 5;  // an aside pass refuses the records numbered k * this
+  void keep(int peer, std::span<const std::byte> head, std::span<const std::byte> body) {
+    std::vector<std::byte> whole(head.begin(), head.end());
+    whole.insert(whole.end(), body.begin(), body.end());
+    got[static_cast<std::size_t>(peer)].push_back(std::move(whole));
+  }
+  const char *record_arrived(int peer, std::span<const std::byte> head,
+                             std::span<const std::byte> body) override {
+    keep(peer, head, body);
+    by_poll.fetch_add(1, std::memory_order_relaxed);
+    return nullptr;
+  }
+  bool record_taken(int peer, std::span<const std::byte> head,
+                    std::span<const std::byte> body) override {
+    if (number_of(head) % refuse_every == 0) return false;
+    keep(peer, head, body);
+    by_aside.fetch_add(1, std::memory_order_relaxed);
+    return true;
+  }
+  std::byte *body_place(int, std::span<const std::byte>, std::size_t) override { return nullptr; }
+  void peer_lost(int peer, const char *why) override {
+    ADD_FAILURE() << "peer " << peer << " lost: " << why;
+  }
+  void read_done(std::uint64_t, const char *) override {}
+};
+
+class NetmodAside : public NetmodContract {
+ protected:
+  void SetUp() override {
+    NetmodContract::SetUp();
+    if (IsSkipped()) return;
+    if (std::string_view(GetParam().netmod) != "tcp") {
+      GTEST_SKIP() << GetParam().netmod << " has no poll_aside: poll reads everything";
+    }
+    config c = conf();
+    c.concurrent_sends = true;
+    netmod_ranks::start(GetParam().netmod, 3, c);
+    // Rank 1 hears from both others: two connections, read through epoll.
+    ASSERT_TRUE(send_record(0, 1, numbered(8, 1)));
+    ASSERT_TRUE(send_record(2, 1, numbered(8, 1)));
+    ASSERT_TRUE(poll_until([&] { return sink(1).records.size() == 2; }));
+  }
+};
+
+// An aside pass hands records on until the sink refuses one; that one and
+// all after it are poll's, in order, though the socket has nothing more to
+// say (they were read already).
+TEST_P(NetmodAside, ARefusedRecordAndTheRestAreLeftToPollInOrder) {
+  both_sinks at1(3);
+  at1.refuse_every = 4;
+  EXPECT_EQ(net(1).poll_aside(at1), 0);  // asks for aside passes
+  (void)net(1).poll(at1);                // turns them on
+  std::vector<std::vector<std::byte>> sent;
+  for (std::uint32_t seq = 1; seq <= 10; ++seq) {
+    sent.push_back(numbered(100 + seq, seq));
+    const iovec part{sent.back().data(), sent.back().size()};
+    ASSERT_EQ(net(0).send(1, {&part, 1}), send_status::done);
+  }
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (at1.by_aside < 3 && std::chrono::steady_clock::now() < give_up) {
+    (void)net(1).poll_aside(at1);
+  }
+  ASSERT_EQ(at1.by_aside.load(), 3u);  // 1, 2, 3; then 4 is refused
+  for (int i = 0; i < 100; ++i) EXPECT_EQ(net(1).poll_aside(at1), 0);
+  EXPECT_EQ(at1.got[0].size(), 3u);
+  ASSERT_TRUE(poll_until([&] {
+    (void)net(1).poll(at1);
+    return at1.got[0].size() == sent.size();
+  }));
+  for (std::size_t i = 0; i < sent.size(); ++i) EXPECT_EQ(at1.got[0][i], sent[i]) << i;
+  EXPECT_EQ(at1.by_poll.load(), 7u);
+  EXPECT_TRUE(at1.got[2].empty());
+}
+
+// Seeded: two threads run aside passes while the poller polls now and
+// then and two peers send records of every size. Each record arrives
+// once, in its sender's order, and both ways are used.
+TEST_P(NetmodAside, AsidePassesBesidePollDeliverEachRecordOnceInOrder) {
+  both_sinks at1(3);
+  constexpr std::uint32_t per_peer = 400;
+  std::vector<std::vector<std::byte>> sent[3];
+  std::mt19937 rng(11);
+  for (int peer : {0, 2}) {
+    for (std::uint32_t seq = 1; seq <= per_peer; ++seq) {
+      const std::size_t length =
+          seq % 16 == 0 ? max_record - rng() % 64 : 4 + rng() % (seq % 3 == 0 ? 30000 : 300);
+      sent[peer].push_back(numbered(length, seq));
+    }
+  }
+  std::atomic<bool> done{false};
+  auto aside = [&] {
+    while (!done.load(std::memory_order_relaxed)) {
+      if (net(1).poll_aside(at1) == 0) std::this_thread::yield();
+    }
+  };
+  std::thread a(aside);
+  std::thread b(aside);
+  std::size_t next[3] = {0, 0, 0};
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  for (unsigned round = 0; std::chrono::steady_clock::now() < give_up; ++round) {
+    for (int peer : {0, 2}) {
+      if (next[peer] == per_peer) continue;
+      const auto &bytes = sent[peer][next[peer]];
+      const iovec part{const_cast<std::byte *>(bytes.data()), bytes.size()};
+      if (net(peer).send(1, {&part, 1}) == send_status::done) ++next[peer];
+      (void)net(peer).poll(sink(peer));
+    }
+    if (round % 8 == 0) (void)net(1).poll(at1);
+    if (at1.by_poll + at1.by_aside == 2 * per_peer) break;
+    std::this_thread::yield();
+  }
+  done = true;
+  a.join();
+  b.join();
+  for (int peer : {0, 2}) {
+    const auto &got = at1.got[static_cast<std::size_t>(peer)];
+    ASSERT_EQ(got.size(), per_peer) << "from " << peer;
+    for (std::uint32_t i = 0; i < per_peer; ++i) {
+      ASSERT_EQ(got[i], sent[peer][i]) << "from " << peer << ", record " << i + 1;
+    }
+  }
+  EXPECT_GT(at1.by_aside.load(), 0u);
+  EXPECT_GE(at1.by_poll.load(), 2 * per_peer / at1.refuse_every);  // the refused ones at least
+}
+
+INSTANTIATE_TEST_SUITE_P(Netmods, NetmodAside, ::testing::ValuesIn(cases), case_name);
+
 // Each rank finalizes once its peers are done too: a goodbye is not a loss,
 // and both ends close well within the 10 s a netmod waits for goodbyes.
 TEST_P(NetmodContract, FinalizeSaysGoodbyeAndIsBounded) {
@@ -443,14 +603,7 @@ TEST_P(NetmodContract, FinalizeSaysGoodbyeAndIsBounded) {
   EXPECT_LT(std::chrono::steady_clock::now() - lone, std::chrono::seconds(1));
 }
 
-INSTANTIATE_TEST_SUITE_P(Netmods, NetmodContract, ::testing::ValuesIn(cases), [](const auto &info) {
-  std::string n = std::string(info.param.netmod) + "_" + info.param.provider;
-  for (char &c : n) {
-    c = std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
-  }
-  while (n.back() == '_') n.pop_back();
-  return n;
-});
+INSTANTIATE_TEST_SUITE_P(Netmods, NetmodContract, ::testing::ValuesIn(cases), case_name);
 
 // Each netmod declares its own settings (IRIS_<NAME>_*): the device prints
 // them with its own, help and all, and declares none of them itself.
