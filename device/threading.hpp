@@ -80,7 +80,7 @@ inline int api_call(Body body) {
   return result;
 }
 
-// MPI_Send's, MPI_Isend's, MPI_Irecv's, MPI_Wait's, MPI_Test's and
+// MPI_Send's, MPI_Isend's, MPI_Irecv's, MPI_Recv's, MPI_Wait's, MPI_Test's and
 // MPI_Waitall's api_call: below MULTIPLE runs
 // `body` as api_call does; under MULTIPLE runs `multiple` instead, a call of
 // an out-of-line function that first tries the call without the call lock

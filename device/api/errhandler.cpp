@@ -208,6 +208,8 @@ int MPIX_Stat_get(const char *name, MPI_Count *value) {
       {"unexpected_depth_peak", device::rt->matching.unexpected_counts().depth_peak},
       {"unexpected_bytes_peak", device::rt->matching.unexpected_counts().bytes_peak},
       {"match_compared", device::rt->matching.compared()},
+      {"recv_unlocked", device::rt->matching.unlocked_receives()},
+      {"recv_aside", device::rt->matching.aside_deliveries()},
       {"eager_limit", c.eager_limit},
       {"inline_bytes", device::unexpected_msg::inline_capacity},
       {"eager_window", static_cast<std::uint64_t>(c.eager_window) * device::credit_unit},

@@ -2,6 +2,7 @@
 #include <climits>
 
 #include "device/api/check.hpp"
+#include "device/api/wait.hpp"
 #include "device/recv_multiple.hpp"
 
 using namespace iris;
@@ -146,6 +147,30 @@ bool recv_unlocked(void *buf, int count, MPI_Datatype type, int source, int tag,
   return MPI_SUCCESS;
 }
 
+// MPI_Recv: posted and waited for without the call lock when it can (an
+// MPI_Irecv and MPI_Wait's unlocked halves), so that a blocking receive
+// too is matched by its thread and may be delivered by a waiting thread
+// without the lock. Anything else runs as below MULTIPLE, under the lock.
+[[gnu::noinline, gnu::cold]] int recv_blocking_multiple(void *buf, int count, MPI_Datatype type,
+                                                        int source, int tag, MPI_Comm comm,
+                                                        MPI_Status *status) {
+  MPI_Request handle = MPI_REQUEST_NULL;
+  if (!device::call_lock_held() && recv_unlocked(buf, count, type, source, tag, comm, &handle)) {
+    device::request *r = device::rt->requests.from_handle(handle);
+    if (api::wait_unlocked(&handle, status)) return MPI_SUCCESS;
+    const device::api_guard guard;  // complete: an error to raise, or a full cache
+    api::status_fill(status, *r);
+    const int result = recv_result("MPI_Recv", *r->comm, *r);
+    device::rt->requests.release(r);
+    return result;
+  }
+  const device::api_guard guard;
+  device::request *r = nullptr;
+  if (int err = api::recv_post("MPI_Recv", buf, count, type, source, tag, comm, r)) return err;
+  device::request_cache_fill();
+  return recv_complete("MPI_Recv", r, status);
+}
+
 }  // namespace
 
 extern "C" {
@@ -217,14 +242,16 @@ int MPI_Irsend(const void *buf, int count, MPI_Datatype datatype, int dest, int 
 
 int MPI_Recv(void *buf, int count, MPI_Datatype datatype, int source, int tag, MPI_Comm comm,
              MPI_Status *status) {
-  return device::api_call([&] {
-    device::request *r = nullptr;
-    if (!api::recv_fast(buf, count, datatype, source, tag, comm, r)) [[unlikely]] {
-      if (int err = api::recv_post("MPI_Recv", buf, count, datatype, source, tag, comm, r))
-        return err;
-    }
-    return recv_complete("MPI_Recv", r, status);
-  });
+  return device::api_send_call(
+      [&] {
+        device::request *r = nullptr;
+        if (!api::recv_fast(buf, count, datatype, source, tag, comm, r)) [[unlikely]] {
+          if (int err = api::recv_post("MPI_Recv", buf, count, datatype, source, tag, comm, r))
+            return err;
+        }
+        return recv_complete("MPI_Recv", r, status);
+      },
+      [&] { return recv_blocking_multiple(buf, count, datatype, source, tag, comm, status); });
 }
 
 int MPI_Irecv(void *buf, int count, MPI_Datatype datatype, int source, int tag, MPI_Comm comm,

@@ -2,6 +2,7 @@
 #include <sched.h>
 
 #include "device/api/check.hpp"
+#include "device/api/wait.hpp"
 #include "device/recv.hpp"
 
 using namespace iris;
@@ -318,14 +319,21 @@ void test_found() {
   tests_idle = 0;
 }
 
+}  // namespace
+
+bool iris::api::wait_unlocked(MPI_Request *request, MPI_Status *status) {
+  device::request *r = unlocked_request(*request);
+  if (r == nullptr) return false;
+  unlocked_until([r] { return device::request_done(*r); });
+  return finish_unlocked(request, *r, status);
+}
+
+namespace {
+
 [[gnu::noinline, gnu::cold]] int wait_multiple(MPI_Request *request, MPI_Status *status) {
-  device::request *r = nullptr;
-  if (request != nullptr && *request != MPI_REQUEST_NULL && unlocked_ok()) {
-    r = unlocked_request(*request);
-  }
-  if (r != nullptr) {
-    unlocked_until([r] { return device::request_done(*r); });
-    if (finish_unlocked(request, *r, status)) return MPI_SUCCESS;
+  if (request != nullptr && *request != MPI_REQUEST_NULL && unlocked_ok() &&
+      api::wait_unlocked(request, status)) {
+    return MPI_SUCCESS;
   }
   const device::api_guard guard;
   return wait_body(request, status);

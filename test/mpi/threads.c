@@ -653,6 +653,36 @@ int main(int argc, char **argv) {
   const MPI_Count sent = iris_limit("eager") + iris_limit("rendezvous") - sent_before;
   CHECK(sent >= counted, "MPIX_Stat_get counted %lld sends of %d", (long long)sent, (int)counted);
 
+  /* MPI_Recv is matched without the call lock too, like MPI_Irecv
+   * ("recv_unlocked"), and a truncated one still says so as MPI_Recv does,
+   * with its status filled. */
+  if (size > 1) {
+    const MPI_Count unlocked_before = iris_limit("recv_unlocked");
+    const int from = (rank + size - 1) % size, to = (rank + 1) % size;
+    char in[8], out[16] = "truncated here";
+    for (int i = 0; i < counted; ++i) {
+      MPI_Request sent_word;
+      MPI_Isend(word, 8, MPI_CHAR, to, 7100 + i, shared, &sent_word);
+      MPI_Recv(in, 8, MPI_CHAR, from, 7100 + i, shared, MPI_STATUS_IGNORE);
+      MPI_Wait(&sent_word, MPI_STATUS_IGNORE);
+    }
+    const MPI_Count unlocked = iris_limit("recv_unlocked") - unlocked_before;
+    CHECK(unlocked >= counted, "%lld of %d MPI_Recvs matched without the call lock",
+          (long long)unlocked, (int)counted);
+    MPI_Comm_set_errhandler(shared, MPI_ERRORS_RETURN);
+    MPI_Request long_one;
+    MPI_Isend(out, 16, MPI_CHAR, to, 7200, shared, &long_one);
+    MPI_Status st;
+    const int err = MPI_Recv(in, 8, MPI_CHAR, from, 7200, shared, &st);
+    int cls = MPI_SUCCESS;
+    MPI_Error_class(err, &cls);
+    CHECK(cls == MPI_ERR_TRUNCATE, "a truncated MPI_Recv returned class %d", cls);
+    CHECK(st.MPI_SOURCE == from && st.MPI_TAG == 7200,
+          "a truncated MPI_Recv's status says rank %d tag %d", st.MPI_SOURCE, st.MPI_TAG);
+    MPI_Wait(&long_one, MPI_STATUS_IGNORE);
+    MPI_Comm_set_errhandler(shared, MPI_ERRORS_ARE_FATAL);
+  }
+
   check_failures += __atomic_load_n(&failures, __ATOMIC_RELAXED);
   for (int t = 0; t < T; ++t) MPI_Comm_free(&own[t]);
   MPI_Comm_free(&shared);
