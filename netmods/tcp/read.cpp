@@ -193,7 +193,7 @@ int tcp_netmod::frames_left(record_sink &sink) {
 // published connection whose read side is free, one read each, its plain
 // records handed to the sink until it refuses one.
 int tcp_netmod::poll_aside(aside_sink &sink) {
-  if (!aside_.on_or_ask()) return 0;
+  if (polling_.load(std::memory_order_relaxed) || !aside_.on_or_ask()) return 0;
   int taken = 0;
   for (peer_link &p : peers_) {
     connection *c = p.reading.get();

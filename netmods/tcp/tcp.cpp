@@ -31,6 +31,14 @@ void tcp_netmod::init(pmi::client &pmi, const config &conf) {
 }
 
 int tcp_netmod::poll(record_sink &sink) {
+  if (!reading_locked_) return poll_reading(sink);
+  polling_.store(true, std::memory_order_relaxed);
+  const int handled = poll_reading(sink);
+  polling_.store(false, std::memory_order_relaxed);
+  return handled;
+}
+
+int tcp_netmod::poll_reading(record_sink &sink) {
   int handled = 0;
   if (conf_.concurrent_sends) {
     reading_locked_ = aside_.settle();

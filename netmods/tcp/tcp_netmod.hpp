@@ -189,6 +189,9 @@ class tcp_netmod final : public netmod_base {
   reachable choose_addresses() const;
   void listen_on(const reachable &where);
 
+  // tcp.cpp: poll's pass, polling_ set around it once aside passes are on.
+  int poll_reading(record_sink &sink);
+
   // connections.cpp
   connection &conn(int index) { return *conns_[static_cast<std::size_t>(index)]; }
   int conn_new();
@@ -255,6 +258,9 @@ class tcp_netmod final : public netmod_base {
   device::aside_switch aside_;
   bool reading_locked_ = false;
   std::atomic<bool> left_{false};  // some connection's `left` is set
+  // poll is reading: an aside pass would only make the same system calls
+  // beside it, contending for the sockets' locks.
+  std::atomic<bool> polling_{false};
   struct {
     std::size_t body_bytes_placed = 0;  // read by recv straight into a place
     std::size_t body_bytes_moved = 0;   // read into `in` first, then copied to their place
