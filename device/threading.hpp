@@ -49,7 +49,7 @@ bool call_lock_pause(bool idle);
 
 // Holds the call lock for one binding's body under MULTIPLE; nothing below.
 // The destructor's test keeps a binding from ending in a tail call: the
-// small-message bindings use api_call instead.
+// small-message bindings use api_send_call instead.
 class api_guard {
  public:
   api_guard() : held_(threads_enabled) {
@@ -65,30 +65,17 @@ class api_guard {
   bool held_;
 };
 
-// Runs a binding's body, under the call lock when MULTIPLE asked for it.
-// Below MULTIPLE the compiler sees a plain call of the body (a tail call when
-// the body ends in one), so MPI_Send, MPI_Recv and the Wait and Test calls
-// cost what they did before threads.
-template <typename Body>
-inline int api_call(Body body) {
-  if (!threads_enabled) [[likely]] {
-    return body();
-  }
-  call_lock_enter();
-  const int result = body();
-  call_lock_leave();
-  return result;
-}
-
-// MPI_Send's, MPI_Isend's, MPI_Irecv's, MPI_Recv's, MPI_Wait's, MPI_Test's and
-// MPI_Waitall's api_call: below MULTIPLE runs
-// `body` as api_call does; under MULTIPLE runs `multiple` instead, a call of
-// an out-of-line function that first tries the call without the call lock
-// (an eager message that goes out at once under its VC's lock: send.hpp,
-// send_unlocked; a receive handed to the next holder of the call lock:
-// recv_multiple.hpp; a wait spinning on request_done: api/wait.cpp) and otherwise takes the call
-// lock (api_guard) and runs the binding's body. Out of line, so that below MULTIPLE the binding
-// keeps no registers for it.
+// The small-message bindings' guard (MPI_Send, MPI_Isend, MPI_Recv,
+// MPI_Irecv and the Wait and Test families): below MULTIPLE runs `body`,
+// which the compiler sees as a plain call (a tail call when the body ends
+// in one), so they cost what they did before threads; under MULTIPLE runs
+// `multiple` instead, a call of an out-of-line function that first tries
+// the call without the call lock (an eager message that goes out at once
+// under its VC's lock: send.hpp, send_unlocked; a receive matched under its
+// context's lock: recv_multiple.hpp; a wait spinning on request_done:
+// api/wait.cpp) and otherwise takes the call lock (api_guard) and runs the
+// binding's body. Out of line, so that below MULTIPLE the binding keeps no
+// registers for it.
 template <typename Body, typename Multiple>
 inline int api_send_call(Body body, Multiple multiple) {
   if (!threads_enabled) [[likely]] {

@@ -1,13 +1,13 @@
 #!/usr/bin/env python3
 """Checks that every MPI binding in device/api/ takes the call lock of
 MPI_THREAD_MULTIPLE (device/README.md, "Threads"): its body opens with
-`const device::api_guard guard;` or is wrapped in `device::api_call` (or,
-MPI_Send, MPI_Isend, MPI_Irecv and the Wait and Test families (Wait, Test,
-Waitall, Waitany, Waitsome, Testall, Testany, Testsome),
+`const device::api_guard guard;` or (MPI_Send, MPI_Isend, MPI_Recv,
+MPI_Irecv and the Wait and Test families: Wait, Test, Waitall, Waitany,
+Waitsome, Testall, Testany, Testsome) is wrapped in
 `device::api_send_call`, which first tries an eager send under one VC's
-lock, hands a receive to the next holder of the call lock, or spins on
-requests' completion polling through a try-lock, and takes the call lock
-otherwise). The
+lock, matches a receive under its context's lock, or spins on requests'
+completion polling through a try-lock, and takes the call lock
+otherwise. The
 table of unsupported functions needs neither: error_raise takes the lock.
 Prints each binding that does not and exits 1."""
 import pathlib
@@ -30,8 +30,7 @@ for path in sorted(root.glob("*.cpp")):
         if lines[j].rstrip().endswith(";"):
             continue  # a declaration
         first = lines[j + 1].strip()
-        if first not in ("const device::api_guard guard;", "return device::api_call([&] {",
-                         "return device::api_send_call("):
+        if first not in ("const device::api_guard guard;", "return device::api_send_call("):
             missing.append(f"{path.name}:{i + 1}: {m.group(1)}")
 for name in missing:
     print(f"takes no call lock: {name}")
