@@ -61,7 +61,9 @@ int MPI_Info_free(MPI_Info *info);
  * (received as data packets), "credit_stalls",
  * "credit_packets", "unexpected_depth_peak", "unexpected_bytes_peak" (eager
  * data held for peers), "match_compared" (queue entries the matching engine
- * compared with a key, in all), "unexpected_bytes_bound" (what the peers' credit
+ * compared with a key, in all), "recv_unlocked" and "recv_aside"
+ * (MPI_THREAD_MULTIPLE: receives matched without the call lock, and
+ * messages delivered without it), "unexpected_bytes_bound" (what the peers' credit
  * windows allow in all), "eager_limit", "eager_window",
  * "shm_fragment_size", "net_eager_limit", "net_fragment_size" (the live
  * protocol limits, after capping to a record), "inline_bytes" (eager bytes
