@@ -463,9 +463,8 @@ struct both_sinks final : record_sink, aside_sink {
     return true;
   }
   std::byte *body_place(int, std::span<const std::byte>, std::size_t) override { return nullptr; }
-  void peer_lost(int peer, const char *why) override {
-    ADD_FAILURE() << "peer " << peer << " lost: " << why;
-  }
+  std::vector<std::pair<int, std::string>> lost;
+  void peer_lost(int peer, const char *why) override { lost.emplace_back(peer, why); }
   void read_done(std::uint64_t, const char *) override {}
 };
 
@@ -515,6 +514,35 @@ TEST_P(NetmodAside, ARefusedRecordAndTheRestAreLeftToPollInOrder) {
   for (std::size_t i = 0; i < sent.size(); ++i) EXPECT_EQ(at1.got[0][i], sent[i]) << i;
   EXPECT_EQ(at1.by_poll.load(), 7u);
   EXPECT_TRUE(at1.got[2].empty());
+  EXPECT_TRUE(at1.lost.empty());
+}
+
+// A peer that dies while aside passes read its connection: the pass that
+// meets the end leaves it, and poll reports the loss once, in one line,
+// after every record that came before it.
+TEST_P(NetmodAside, APeersEndThatAnAsidePassMeetsIsReportedByPoll) {
+  both_sinks at1(3);
+  EXPECT_EQ(net(1).poll_aside(at1), 0);
+  (void)net(1).poll(at1);
+  for (std::uint32_t seq = 1; seq <= 3; ++seq) ASSERT_TRUE(send_record(0, 1, numbered(64, seq)));
+  ranks[0].reset();  // its sockets close without a goodbye
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (at1.by_aside < 3 && std::chrono::steady_clock::now() < give_up) {
+    (void)net(1).poll_aside(at1);
+  }
+  ASSERT_EQ(at1.by_aside.load(), 3u);
+  for (int i = 0; i < 100; ++i) (void)net(1).poll_aside(at1);  // they meet the end
+  EXPECT_TRUE(at1.lost.empty()) << "an aside pass reported a loss";
+  ASSERT_TRUE(poll_until([&] {
+    (void)net(1).poll(at1);
+    return !at1.lost.empty();
+  }));
+  for (int i = 0; i < 100; ++i) (void)net(1).poll(at1);
+  ASSERT_EQ(at1.lost.size(), 1u);
+  EXPECT_EQ(at1.lost[0].first, 0);
+  EXPECT_NE(at1.lost[0].second.find("without a goodbye"), std::string::npos) << at1.lost[0].second;
+  EXPECT_EQ(at1.got[0].size(), 3u);
+  EXPECT_EQ(at1.by_poll.load(), 0u);
 }
 
 // Seeded: two threads run aside passes while the poller polls now and
@@ -565,6 +593,7 @@ TEST_P(NetmodAside, AsidePassesBesidePollDeliverEachRecordOnceInOrder) {
       ASSERT_EQ(got[i], sent[peer][i]) << "from " << peer << ", record " << i + 1;
     }
   }
+  EXPECT_TRUE(at1.lost.empty());
   EXPECT_GT(at1.by_aside.load(), 0u);
   EXPECT_GE(at1.by_poll.load(), 2 * per_peer / at1.refuse_every);  // the refused ones at least
 }
