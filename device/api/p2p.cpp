@@ -159,10 +159,7 @@ bool recv_unlocked(void *buf, int count, MPI_Datatype type, int source, int tag,
     device::request *r = device::rt->requests.from_handle(handle);
     if (api::wait_unlocked(&handle, status)) return MPI_SUCCESS;
     const device::api_guard guard;  // complete: an error to raise, or a full cache
-    api::status_fill(status, *r);
-    const int result = recv_result("MPI_Recv", *r->comm, *r);
-    device::rt->requests.release(r);
-    return result;
+    return recv_complete("MPI_Recv", r, status);
   }
   const device::api_guard guard;
   device::request *r = nullptr;
