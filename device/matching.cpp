@@ -125,9 +125,15 @@ void matcher::forget(std::uint32_t context) {
   if (last_ == q) last_ = nullptr;
   if (shared_) {
     // Nothing is posted there: a thread that still finds it matches nothing.
+    // A live context on the same slot, which these queues shadowed, takes it
+    // back: else its messages were never delivered aside again.
+    const std::size_t slot = context & (published_slots - 1);
     context_queues *mine = q;
-    published_[context & (published_slots - 1)].compare_exchange_strong(mine, nullptr,
-                                                                        std::memory_order_relaxed);
+    if (published_[slot].compare_exchange_strong(mine, nullptr, std::memory_order_relaxed)) {
+      each_queues([&](context_queues &other) {
+        if ((other.context & (published_slots - 1)) == slot) publish(other);
+      });
+    }
   }
   q->chain = free_;
   free_ = q;

@@ -168,6 +168,29 @@ TEST(Matcher, ContextsKeepTheirOwnOrderAcrossGrowthAndForget) {
   EXPECT_EQ(m.contexts(), 0U);
 }
 
+// MPI_THREAD_MULTIPLE: queues are published by their context's low bits
+// for threads without the call lock (matcher::published). A context made
+// later on the same slot shadows an older one; once it is freed the older
+// one is published again. Before, the slot was left empty, and the older
+// context's messages were never delivered aside again (threads.c, phase J,
+// failed 1 run in 3 at 4 ranks after phase I's communicators).
+TEST(Matcher, AFreedContextGivesItsPublishedSlotBackToAnOlderOne) {
+  matcher m;
+  m.share();
+  constexpr std::uint32_t older = 6;
+  constexpr std::uint32_t newer = older + 1024;  // the same slot
+  context_queues *a = m.queues_of(older);
+  ASSERT_NE(a, nullptr);
+  EXPECT_EQ(m.published(older), a);
+  context_queues *b = m.queues_of(newer);
+  ASSERT_NE(b, nullptr);
+  EXPECT_EQ(m.published(newer), b);
+  m.forget(newer);
+  EXPECT_EQ(m.published(older), a) << "the older context lost its slot";
+  m.forget(older);
+  EXPECT_EQ(m.published(older), nullptr);
+}
+
 // Threads that share a communicator but not a tag do not walk each other's
 // entries either: messages and exact receives sit in bins by (source, tag).
 // On one communicator with a tag per thread, 2 threads a rank of MPICH's
