@@ -103,7 +103,8 @@ struct context_queues {
   std::atomic<std::uint64_t> compared{0};  // entries compared with a key
   std::atomic<std::uint64_t> unlocked{0};  // receives matched without the call lock
   std::atomic<std::uint64_t> aside{0};     // messages delivered without the call lock
-  spin_lock lock;                          // MULTIPLE only
+  std::atomic<std::uint64_t> rendezvous_aside{0};  // rendezvous answered without it
+  spin_lock lock;                                  // MULTIPLE only
   intrusive_queue<request> posted_wild;
   intrusive_queue<request> posted[bins];
   intrusive_queue<unexpected_msg> unexpected[bins];
@@ -278,6 +279,9 @@ class matcher {
   // Messages delivered by threads polling without the call lock so far
   // (IRIS_STATS).
   std::uint64_t aside_deliveries() const { return total(&context_queues::aside); }
+  // Rendezvous messages answered by such threads (their data delivered by
+  // whoever reads that peer's records) so far (IRIS_STATS).
+  std::uint64_t aside_rendezvous() const { return total(&context_queues::rendezvous_aside); }
 
   struct counts {
     std::size_t depth = 0;

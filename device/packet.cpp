@@ -125,9 +125,34 @@ const char *packet_deliver_shared(vc &from, const packet_header &h, const std::b
   return deliver<true>(from, h, payload, length);
 }
 
+namespace {
+
+// packet_deliver_aside's other packets: an RTS, data of a receive in
+// `from.streaming_aside`, or a credit packet (its credits are taken after,
+// as every packet's).
+bool deliver_aside_other(vc &from, const packet_header &h, const std::byte *payload,
+                         std::size_t length) {
+  switch (h.type) {
+    case packet_type::data:
+      return rendezvous_data_aside(from, h, payload, length);
+    case packet_type::rts:
+      return packet_check(h, length, rt->size) == nullptr && rendezvous_rts_aside(from, h);
+    case packet_type::credit:
+      return packet_check(h, length, rt->size) == nullptr;
+    default:
+      return false;
+  }
+}
+
+}  // namespace
+
 bool packet_deliver_aside(vc &from, const packet_header &h, const std::byte *payload,
                           std::size_t length) {
-  if (!eager_sound(h, length, rt->size) || !message_arrived_aside(from, h, payload)) return false;
+  if (eager_sound(h, length, rt->size)) {
+    if (!message_arrived_aside(from, h, payload)) return false;
+  } else if (!deliver_aside_other(from, h, payload, length)) {
+    return false;
+  }
   credit_receive_shared(from, h);
   return true;
 }

@@ -100,6 +100,34 @@ bool message_arrived_aside(vc &from, const packet_header &h, const std::byte *pa
   return true;
 }
 
+bool rendezvous_rts_aside(vc &from, const packet_header &h) {
+  // A receive of nothing is answered with a FIN, which the call lock's poll
+  // sends.
+  if (h.length == 0 || !from.via->pipelines_aside(from, h.length)) return false;
+  context_queues *q = rt->matching.published(h.context);
+  if (q == nullptr) return false;
+  const match_key key{h.context, h.source, h.tag};
+  request *r = nullptr;
+  {
+    const matcher::hold held = rt->matching.lock(*q);
+    if (q->context != h.context) return false;  // another context's, or recycled
+    r = rt->matching.match_posted_if(*q, key, [](const request &posted) {
+      return posted.aside && !posted.freed && posted.bytes != 0;
+    });
+    if (r == nullptr) return false;
+    status_of(*r, key, h.length);
+    r->peer = from.world_rank;
+    r->peer_request = h.sender_request;
+    r->expected = r->status_bytes;
+    r->progress = 0;
+    context_queues::count(q->rendezvous_aside, 1);
+  }
+  // Not complete until its data is in, so nobody releases it meanwhile (a
+  // free marks it, and its last packet is then the call lock's poll's).
+  rendezvous_answer_aside(*r, from);
+  return true;
+}
+
 bool request_mark_freed(request &r) {
   context_queues *q = r.aside ? rt->matching.queues_of(r.key.context) : nullptr;
   if (q == nullptr) {

@@ -46,6 +46,13 @@ const char *message_arrived(vc &from, const packet_header &h, const std::byte *p
 // go back (credit_return_aside). False, having changed nothing: the message
 // is the call lock's (no such receive, unexpected, another kind).
 bool message_arrived_aside(vc &from, const packet_header &h, const std::byte *payload);
+// The same for a sound RTS `h` from `from`, when its transport asks for the
+// data as packets by a rule of its own (transport::pipelines_aside), with
+// the lock that reads `from`'s records held: the oldest posted receive it
+// matches, if an aside receive with room for some of it, takes it and is
+// answered with a CTS (rendezvous_answer_aside). False, having changed
+// nothing: the RTS is the call lock's poll's.
+bool rendezvous_rts_aside(vc &from, const packet_header &h);
 
 // MPI_Request_free of `r`: marks it freed and returns whether it is complete
 // already (then the caller releases it; else its completion does). An aside

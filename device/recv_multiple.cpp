@@ -5,6 +5,7 @@
 #include <atomic>
 
 #include "device/recv.hpp"
+#include "device/rendezvous.hpp"
 #include "device/runtime.hpp"
 
 namespace iris::device {
@@ -33,6 +34,7 @@ void recv_taken_later(request &r) {
 }
 
 void recv_taken_drain() {
+  rendezvous_cts_drain();
   if (taken.load(std::memory_order_relaxed) == nullptr) return;
   request *r = taken.exchange(nullptr, std::memory_order_acquire);
   while (r != nullptr) {

@@ -1,6 +1,7 @@
 #include "device/rendezvous.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 #include <vector>
 
@@ -24,13 +25,23 @@ void reply(vc &to, packet_type type, std::uint64_t sender_request, std::uint64_t
   control_send(to, h);
 }
 
-// The data comes as data packets: CTS.
+// MPI_THREAD_MULTIPLE: whether receive `r` takes `bytes` from `from` as
+// data packets that any reader of `from`'s records may deliver: an aside
+// receive (plain bytes, waited for with request_done) over a transport
+// that allows it. Never below MULTIPLE (no receive is aside).
+bool streams_aside(const request &r, const vc &from, std::size_t bytes) {
+  return r.aside && bytes != 0 && from.via->pipelines_aside(from, bytes);
+}
+
+// The data comes as data packets: CTS. An aside receive that joins
+// `from.streaming_aside` is neither counted among the pipeline's receives
+// nor timed: its packets may be delivered without the call lock.
 void ask_for_data(request &r, vc &from) {
   const std::size_t want = r.status_bytes;
   ++rt->stats.rendezvous_pipeline;
-  ++rt->pipeline_receives;
   r.expected = want;
   r.progress = 0;
+  if (!streams_aside(r, from, want) || !from.streaming_aside.add(&r)) ++rt->pipeline_receives;
   reply(from, packet_type::cts, r.peer_request, request_id(r), want);
 }
 
@@ -189,9 +200,10 @@ void rendezvous_matched(request &r, vc &from, std::uint64_t sender_request,
   // A single-copy read needs a sender that named its buffer; one of a
   // non-contiguous layout (either side) reads scattered blocks, when they
   // are large. Otherwise the data comes as packets.
+  // An aside receive over such a transport streams too (streams_aside).
   const bool named = where.pid != 0 || where.address != 0 || where.rma != 0;
-  const xfer read = want == 0 ? xfer::done
-                    : !named  ? xfer::retry
+  const xfer read = want == 0                                ? xfer::done
+                    : !named || streams_aside(r, from, want) ? xfer::retry
                     : r.typed_stream || where.layout_bytes != 0
                         ? read_scattered(r, from, where, want)
                         : from.via->read(from, where, r.buffer, want, request_id(r));
@@ -268,9 +280,112 @@ std::byte *rendezvous_data_place(const vc &from, const packet_header &h, std::si
   return r != nullptr && !r->typed_stream ? r->buffer + h.offset : nullptr;
 }
 
+namespace {
+
+// The bytes of data packet `h` into receive `r` of plain bytes, unless a
+// transport read them into place already. A message far larger than the
+// cache goes around it (IRIS_NONTEMPORAL_MIN).
+void data_copy(request &r, const packet_header &h, const std::byte *payload) {
+  if (payload == r.buffer + h.offset) return;
+  if (r.expected >= rt->config.nontemporal_min) {
+    copy_streaming(r.buffer + h.offset, payload, h.length);
+  } else {
+    std::memcpy(r.buffer + h.offset, payload, h.length);
+  }
+}
+
+// Linked through request::cts_next; a push publishes the receive's fields
+// (release), the drain takes the whole stack (acquire).
+std::atomic<request *> ctss_owed{nullptr};
+
+void rendezvous_cts_later(request &r) {
+  request *head = ctss_owed.load(std::memory_order_relaxed);
+  do {
+    r.cts_next = head;
+  } while (!ctss_owed.compare_exchange_weak(head, &r, std::memory_order_release,
+                                            std::memory_order_relaxed));
+}
+
+}  // namespace
+
+void rendezvous_answer_aside(request &r, vc &from) {
+  // Full: the call lock's holder answers it as any other (ask_for_data).
+  if (!from.streaming_aside.add(&r)) {
+    rendezvous_cts_later(r);
+    return;
+  }
+  packet_header h{};
+  h.type = packet_type::cts;
+  h.sender_request = r.peer_request;
+  h.receiver_request = request_id(r);
+  h.length = r.expected;
+  {
+    // send_held: what any thread may send (a netmod's send_concurrent).
+    const vc_guard guard(from);
+    if (from.via->send_held(from, h, {}) == xfer::done) return;
+  }
+  rendezvous_cts_later(r);
+}
+
+void rendezvous_cts_drain() {
+  if (ctss_owed.load(std::memory_order_relaxed) == nullptr) return;
+  request *r = ctss_owed.exchange(nullptr, std::memory_order_acquire);
+  while (r != nullptr) {
+    request *next = r->cts_next;
+    r->cts_next = nullptr;
+    vc &from = rt->vcs[static_cast<std::size_t>(r->peer)];
+    // Its data may come before this returns, and be delivered by any reader.
+    // (Counted in "rendezvous_aside" already.)
+    if (from.streaming_aside.holds(r)) {
+      reply(from, packet_type::cts, r->peer_request, request_id(*r), r->expected);
+    } else {
+      ask_for_data(*r, from);
+    }
+    r = next;
+  }
+}
+
+bool rendezvous_data_aside(vc &from, const packet_header &h, const std::byte *payload,
+                           std::size_t length) {
+  if (from.streaming_aside.empty() || h.type != packet_type::data || h.flags != 0 ||
+      length != h.length || length == 0) {
+    return false;
+  }
+  request *r = from.streaming_aside.find(h.receiver_request);
+  if (r == nullptr || h.offset != r->progress || h.length > r->expected - r->progress) return false;
+  data_copy(*r, h, payload);
+  if (r->progress + h.length != r->expected) {
+    r->progress += h.length;
+    from.aside_data.add(1);
+    return true;
+  }
+  // The last packet: completed under its context's lock, where
+  // request_mark_freed marks a freed receive, which only the call lock may
+  // release (its poll copies this packet again and does).
+  context_queues *q = rt->matching.published(r->key.context);
+  if (q == nullptr) return false;
+  const matcher::hold held = rt->matching.lock(*q);
+  if (q->context != r->key.context || r->freed) return false;
+  r->progress = r->expected;
+  from.streaming_aside.remove(r);
+  from.aside_data.add(1);
+  request_complete(*r);  // the last touch: its waiter may recycle it at once
+  return true;
+}
+
 const char *rendezvous_on_data(vc &from, const packet_header &h, const std::byte *payload) {
   request *r = data_receiver(from, h);
   if (r == nullptr) return "data for no receive, or out of sequence";
+  // One an aside pass answered (MULTIPLE) is neither counted nor timed.
+  if (!from.streaming_aside.empty() && from.streaming_aside.holds(r)) [[unlikely]] {
+    data_copy(*r, h, payload);
+    r->progress += h.length;
+    if (r->progress == r->expected) {
+      from.streaming_aside.remove(r);
+      request_complete(*r);
+    }
+    return nullptr;
+  }
   // Contiguous messages that stream among others (or that the transport
   // asked to time) are timed in runs (vc.hpp), for a transport that learns
   // which engine is faster (engine_choice.hpp). Messages of one packet
@@ -291,14 +406,8 @@ const char *rendezvous_on_data(vc &from, const packet_header &h, const std::byte
   if (r->typed_stream) {
     dtype_unpack_range(payload, h.offset, h.length, r->unpack_to, r->unpack_count, *r->unpack_type,
                        r->expected >= rt->config.nontemporal_min);
-  } else if (payload != r->buffer + h.offset) {
-    // A transport may have read the payload into its place already.
-    // A message far larger than the cache goes around it (IRIS_NONTEMPORAL_MIN).
-    if (r->expected >= rt->config.nontemporal_min) {
-      copy_streaming(r->buffer + h.offset, payload, h.length);
-    } else {
-      std::memcpy(r->buffer + h.offset, payload, h.length);
-    }
+  } else {
+    data_copy(*r, h, payload);
   }
   r->progress += h.length;
   if (r->progress == r->expected) {

@@ -39,6 +39,23 @@ void rendezvous_read_done(std::uint64_t receiver_request, const char *why);
 // if it is one that rendezvous_on_data would take; else nullptr.
 std::byte *rendezvous_data_place(const vc &from, const packet_header &h, std::size_t payload);
 
+// MPI_THREAD_MULTIPLE, from a thread without the call lock holding the lock
+// that reads `from`'s records (transport::pipelines_aside). Receive `r`, an
+// aside receive that took an RTS of `from` (rendezvous_rts_aside), joins
+// `from.streaming_aside` and asks for its data with a CTS sent through
+// send_held under the VC's lock, or, when the transport has no room, handed
+// to the call lock's holder (rendezvous_cts_later).
+void rendezvous_answer_aside(request &r, vc &from);
+// Data packet `h` of one of `from.streaming_aside`'s receives, in sequence:
+// copied in, and its last packet completes the receive under its context's
+// lock unless the user freed it. False, having changed nothing: it is the
+// call lock's poll's (rendezvous_on_data takes such receives too).
+bool rendezvous_data_aside(vc &from, const packet_header &h, const std::byte *payload,
+                           std::size_t length);
+// Under the call lock: sends the CTSs aside passes had no room for (nothing
+// when none: one load). Run with recv_taken_drain.
+void rendezvous_cts_drain();
+
 // Sender: pushes data fragments of `to`'s streaming sends. Returns packets
 // sent.
 int rendezvous_push(vc &to);

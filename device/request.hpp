@@ -144,6 +144,10 @@ struct request {
   // MULTIPLE: a receive matched without the call lock that took this
   // message, until the call lock's holder delivers it (recv_multiple.hpp).
   unexpected_msg *taken = nullptr;
+  // MULTIPLE: a receive whose rendezvous an aside pass answered while the
+  // transport had no room for its CTS: the link of the stack of CTSs the
+  // call lock's holder sends (rendezvous_cts_later).
+  request *cts_next = nullptr;
 };
 
 // A message that arrived before its receive was posted: an eager message with

@@ -104,9 +104,12 @@ void stats_print(runtime &r) {
   if (const std::uint64_t receives = r.matching.unlocked_receives()) {
     std::fprintf(stderr,
                  "iris: rank %d stats: receives matched without the call lock %llu, messages "
+                 "delivered without it %llu, rendezvous answered without it %llu, data packets "
                  "delivered without it %llu\n",
                  r.rank, static_cast<unsigned long long>(receives),
-                 static_cast<unsigned long long>(r.matching.aside_deliveries()));
+                 static_cast<unsigned long long>(r.matching.aside_deliveries()),
+                 static_cast<unsigned long long>(r.matching.aside_rendezvous()),
+                 static_cast<unsigned long long>(s.data_aside));
   }
   for (const auto &t : r.transports) {
     const std::string counted = t->statistics();
@@ -122,7 +125,9 @@ statistics stats_total(runtime &r) {
     const vc_guard guard(v);
     s.eager += v.unlocked_eager;
     s.credit_packets += v.aside_credit_packets;
+    s.data_aside += static_cast<std::uint64_t>(v.aside_data.get());
   }
+  s.rendezvous_pipeline += r.matching.aside_rendezvous();
   return s;
 }
 

@@ -36,7 +36,10 @@ struct statistics {
   std::uint64_t rendezvous_read = 0;
   std::uint64_t rendezvous_scattered = 0;  // of those, non-contiguous: a scattered read
   std::uint64_t rendezvous_pipeline = 0;   // received as data packets after a CTS
-  std::uint64_t credit_stalls = 0;         // eager-sized sends that went by rendezvous
+  // MULTIPLE: of their packets, those delivered without the call lock
+  // (vc::aside_data).
+  std::uint64_t data_aside = 0;
+  std::uint64_t credit_stalls = 0;  // eager-sized sends that went by rendezvous
   std::uint64_t credit_packets = 0;
   std::uint64_t sleeps = 0;          // waits that slept on the bell (progress_idle)
   std::uint64_t sleep_timeouts = 0;  // of those, the ones that IRIS_SLEEP_TIMEOUT ended
@@ -45,7 +48,9 @@ struct statistics {
 
 // The runtime's statistics with what each VC counts under its own lock
 // (MULTIPLE's unlocked sends in `eager`, aside credit packets in
-// `credit_packets`), each VC's read under that lock. Call lock.
+// `credit_packets`, aside data packets in `data_aside`), each VC's read
+// under that lock, and the rendezvous aside passes answered in
+// `rendezvous_pipeline`. Call lock.
 struct runtime;
 statistics stats_total(runtime &r);
 

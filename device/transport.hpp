@@ -112,6 +112,16 @@ class transport {
     (void)budget;
     return 0;
   }
+  // MPI_THREAD_MULTIPLE: whether poll_aside may answer the RTS of a
+  // message of `bytes` from `from` itself, asking for the data as packets
+  // (rendezvous_rts_aside): the transport's engine for it is then the
+  // pipeline by a rule that reads nothing of the call lock's, and every
+  // record from `from` is read under one lock that poll_aside and poll both
+  // hold, which guards `from.streaming_aside`. The default: never.
+  virtual bool pipelines_aside(const vc &from, std::size_t bytes) const {
+    (void)from, (void)bytes;
+    return false;
+  }
   // Optional single copy, sender side: fills the transport's part of the
   // RTS of send `r` (where and how the receiver may read its buffer). The
   // default names nothing, so the receiver asks for the data (CTS).

@@ -329,6 +329,25 @@ bool shm_transport::cma_wanted(peer &p, vc &from, std::size_t bytes) {
   return cma;
 }
 
+// cma_wanted's rule without what it reads of the call lock's (the streams
+// in and out, the engines' figures): the pipeline wherever the rule picks
+// it for a message alone. With the pair rings of a small node that is every
+// size, so an aside pass answers every rendezvous there; a stream the
+// figures would have moved to CMA goes through the pipeline.
+bool shm_shared_transport::pipelines_aside(const vc &from, std::size_t bytes) const {
+  (void)from;
+  const auto &shm = rt->transport_config.shm;
+  switch (shm.engine) {
+    case rndv_engine::pipeline:
+      return true;
+    case rndv_engine::cma:
+      return false;
+    case rndv_engine::automatic:
+      return bytes < shm.cma_threshold || shm.ring_size > shm_ring_floor;
+  }
+  return false;
+}
+
 bool shm_transport::times_streams() const {
   return rt->transport_config.shm.engine == rndv_engine::automatic;
 }

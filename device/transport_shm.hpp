@@ -165,6 +165,9 @@ class shm_shared_transport final : public shm_transport {
   }
   int poll(int budget) override { return poll_shared(budget); }
   int poll_aside(int budget) override { return poll_unlocked(budget); }
+  // A peer's records all come through its ring, under its rx_lock once aside
+  // passes are on.
+  bool pipelines_aside(const vc &from, std::size_t bytes) const override;
 };
 
 class shm_queue_transport : public transport {

@@ -50,6 +50,67 @@ class owed_count {
   std::atomic<int> n_{0};
 };
 
+// MPI_THREAD_MULTIPLE: the receives from one peer streaming in as data
+// packets that any reader of the peer's records may deliver, without the
+// call lock or with it (vc::streaming_aside). Added by whoever answers the
+// RTS (the call lock's holder, or an aside pass), found and removed by the
+// readers; a leaf lock of its own guards the array, and the count is read
+// without it, so a VC with none costs one load. A receive that finds it
+// full streams as under the call lock.
+class aside_streams {
+ public:
+  static constexpr int capacity = 8;
+  aside_streams() = default;
+  // A copy (vector growth at setup) is a new, empty one.
+  aside_streams(const aside_streams &) {}
+  aside_streams &operator=(const aside_streams &) { return *this; }
+  ~aside_streams() = default;
+
+  bool empty() const { return count_.load(std::memory_order_relaxed) == 0; }
+  // Whether `r` joined (false: full).
+  bool add(request *r) {
+    const lock_if held(lock_, true);
+    const int n = count_.load(std::memory_order_relaxed);
+    if (n == capacity) return false;
+    streams_[n] = r;
+    count_.store(n + 1, std::memory_order_relaxed);
+    return true;
+  }
+  // The receive of wire id `id` (request_id), or nullptr.
+  request *find(std::uint64_t id) {
+    if (empty()) return nullptr;
+    const lock_if held(lock_, true);
+    for (int i = 0, n = count_.load(std::memory_order_relaxed); i < n; ++i) {
+      if (request_id(*streams_[i]) == id) return streams_[i];
+    }
+    return nullptr;
+  }
+  bool holds(const request *r) {
+    if (empty()) return false;
+    const lock_if held(lock_, true);
+    for (int i = 0, n = count_.load(std::memory_order_relaxed); i < n; ++i) {
+      if (streams_[i] == r) return true;
+    }
+    return false;
+  }
+  void remove(const request *r) {
+    const lock_if held(lock_, true);
+    const int n = count_.load(std::memory_order_relaxed);
+    for (int i = 0; i < n; ++i) {
+      if (streams_[i] == r) {
+        streams_[i] = streams_[n - 1];
+        count_.store(n - 1, std::memory_order_relaxed);
+        return;
+      }
+    }
+  }
+
+ private:
+  spin_lock lock_;
+  std::atomic<int> count_{0};
+  request *streams_[capacity] = {};
+};
+
 struct vc {
   int world_rank = 0;
   transport *via = nullptr;               // reaches this peer; set at setup, never changes
@@ -101,6 +162,13 @@ struct vc {
   // (credit_return_aside): given back in a credit packet of their own, or
   // folded into `owed` by the call lock's poll (credit_fold).
   owed_count owed_aside;
+  // Aside receives (request::aside) streaming in from this peer over a
+  // transport that lets an aside pass deliver their data
+  // (transport::pipelines_aside): delivered by whoever reads this peer's
+  // records, under the lock that reads them, and neither counted among
+  // `pipeline_receives` nor timed.
+  aside_streams streaming_aside;
+  shared_count aside_data;  // their packets delivered by aside passes (under the reading lock)
   bool has_pending() const {
     return !send_queue.empty() || !stream_queue.empty() || !backlog.empty();
   }

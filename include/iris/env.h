@@ -61,8 +61,10 @@ int MPI_Info_free(MPI_Info *info);
  * (received as data packets), "credit_stalls",
  * "credit_packets", "unexpected_depth_peak", "unexpected_bytes_peak" (eager
  * data held for peers), "match_compared" (queue entries the matching engine
- * compared with a key, in all), "recv_unlocked" and "recv_aside"
- * (MPI_THREAD_MULTIPLE: receives matched without the call lock, and
+ * compared with a key, in all), "recv_unlocked", "recv_aside" and
+ * "rendezvous_aside" (MPI_THREAD_MULTIPLE: receives matched without the
+ * call lock, eager messages delivered without it, and rendezvous messages
+ * answered without it), "data_aside" (the data packets of rendezvous
  * messages delivered without it), "unexpected_bytes_bound" (what the peers' credit
  * windows allow in all), "eager_limit", "eager_window",
  * "shm_fragment_size", "net_eager_limit", "net_fragment_size" (the live

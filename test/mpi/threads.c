@@ -36,7 +36,18 @@
  *      MPI_ANY_TAG and its own payload (two threads' communicators on one
  *      context would hand one thread's bytes to another: every byte, count,
  *      source and tag checked), and frees them all, four rounds.
- * Usage: threads [messages per thread] */
+ *   J. a large message received while another thread holds the call lock:
+ *      in each pair of ranks (2k, 2k+1), thread 1 of the even rank receives
+ *      a 1 MiB message (rendezvous, many data packets) with MPI_Recv while
+ *      its thread 0 sits in a user op of MPI_Reduce_local (user ops run
+ *      with the call lock held) until that receive is done or a time limit
+ *      passes. Every byte is checked. With `aside` the transport must
+ *      deliver it during the hold (an aside pass answers the RTS and copies
+ *      the data: device/README.md, "Threads") in one of up to 5 rounds (the
+ *      first may only switch aside passes on), and MPIX_Stat_get counts it
+ *      in "rendezvous_aside" and "data_aside"; without it one round, with
+ *      a short hold, checks the bytes only.
+ * Usage: threads [messages per thread] [aside] */
 #define _POSIX_C_SOURCE 200809L
 #include <pthread.h>
 #include <stdlib.h>
@@ -497,6 +508,98 @@ static void *left_posted(void *arg) {
   return NULL;
 }
 
+/* J. Thread 0 of the even rank of a pair holds the call lock in a user op
+ * while thread 1 receives a large message from the odd rank. */
+enum { held_bytes = 1 << 20, held_rounds = 5 };
+static int expect_aside;
+static pthread_barrier_t hold_ready, hold_done;
+static int received_flag; /* thread 1's receive is done: atomics */
+static int hold_round;
+static int held_delivered; /* a round's receive completed during the hold */
+
+static double seconds_now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* Runs with the call lock held; makes no MPI call. */
+static void hold_op(void *in, void *inout, int *len, MPI_Datatype *type) {
+  (void)in, (void)inout, (void)len, (void)type;
+  const int before = __atomic_load_n(&received_flag, __ATOMIC_ACQUIRE);
+  const double limit = hold_round == 0 || !expect_aside ? 0.5 : 5.0;
+  const double start = seconds_now();
+  while (!__atomic_load_n(&received_flag, __ATOMIC_ACQUIRE) && seconds_now() - start < limit) {
+    const struct timespec pause = {0, 100 * 1000};
+    nanosleep(&pause, NULL);
+  }
+  held_delivered = !before && __atomic_load_n(&received_flag, __ATOMIC_ACQUIRE);
+}
+
+static void *held_lock(void *arg) {
+  const int t = (int)*(long *)arg;
+  const int partner = rank ^ 1;
+  if (t > 1 || partner >= size) return NULL;
+  const int receiver = rank % 2 == 0;
+  unsigned char *data = malloc(held_bytes);
+  int go = 1;
+  if (!receiver) {
+    /* The odd rank's thread 0 sends a message for each go it gets. */
+    for (int round = 0; t == 0; ++round) {
+      MPI_Recv(&go, 1, MPI_INT, partner, 8000, own[0], MPI_STATUS_IGNORE);
+      if (!go) break;
+      fill(data, held_bytes, rank, 1, round);
+      MPI_Send(data, held_bytes, MPI_BYTE, partner, 8001, own[1]);
+    }
+    free(data);
+    return NULL;
+  }
+  MPI_Op hold;
+  if (t == 0) MPI_Op_create(hold_op, 1, &hold);
+  if (t == 1) {
+    /* A fresh thread's first receive fills its request cache under the call
+     * lock, so that the next is posted without it. */
+    MPI_Request warm;
+    MPI_Irecv(NULL, 0, MPI_BYTE, MPI_PROC_NULL, 0, own[1], &warm);
+    MPI_Wait(&warm, MPI_STATUS_IGNORE);
+  }
+  const int rounds = expect_aside ? held_rounds : 1;
+  int delivered = 0;
+  for (int round = 0; round < rounds && !delivered; ++round) {
+    pthread_barrier_wait(&hold_ready);
+    if (t == 0) {
+      hold_round = round;
+      MPI_Send(&go, 1, MPI_INT, partner, 8000, own[0]);
+      int a = 1, b = 2;
+      MPI_Reduce_local(&a, &b, 1, MPI_INT, hold);
+    } else {
+      MPI_Status st;
+      MPI_Recv(data, held_bytes, MPI_BYTE, partner, 8001, own[1], &st);
+      __atomic_store_n(&received_flag, 1, __ATOMIC_RELEASE);
+      int count = -1;
+      MPI_Get_count(&st, MPI_BYTE, &count);
+      TCHECK(count == held_bytes && st.MPI_SOURCE == partner, "round %d: %d bytes from %d", round,
+             count, st.MPI_SOURCE);
+      const int at = bad_byte(data, held_bytes, partner, 1, round);
+      TCHECK(at < 0, "round %d: byte %d of a message received during a hold differs", round, at);
+    }
+    pthread_barrier_wait(&hold_done);
+    delivered = held_delivered;
+    if (t == 0) __atomic_store_n(&received_flag, 0, __ATOMIC_RELEASE);
+    pthread_barrier_wait(&hold_ready); /* both saw `delivered` and the reset */
+  }
+  if (t == 0) {
+    go = 0;
+    MPI_Send(&go, 1, MPI_INT, partner, 8000, own[0]);
+    MPI_Op_free(&hold);
+    TCHECK(delivered || !expect_aside,
+           "no large message was delivered while another thread held the call lock in %d rounds",
+           rounds);
+  }
+  free(data);
+  return NULL;
+}
+
 /* I. Every rank of the other group sends every rank of this one a message
  * of this thread's; received with wildcards, each sender once. */
 static int world_of_remote(int color, int r) {
@@ -600,6 +703,7 @@ int main(int argc, char **argv) {
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
   if (argc > 1) messages = atoi(argv[1]);
+  expect_aside = argc > 2 && strcmp(argv[2], "aside") == 0;
   CHECK(provided == MPI_THREAD_MULTIPLE, "provided %d", provided);
   int queried = -1;
   MPI_Query_thread(&queried);
@@ -632,6 +736,20 @@ int main(int argc, char **argv) {
   }
   run_threads(small_windows);
   if (size > 1) run_threads(intercomms);
+  if (size > 1) {
+    const MPI_Count answered = iris_limit("rendezvous_aside"), copied = iris_limit("data_aside");
+    pthread_barrier_init(&hold_ready, NULL, 2);
+    pthread_barrier_init(&hold_done, NULL, 2);
+    run_threads(held_lock);
+    pthread_barrier_destroy(&hold_ready);
+    pthread_barrier_destroy(&hold_done);
+    if (expect_aside && rank % 2 == 0 && rank + 1 < size) {
+      CHECK(iris_limit("rendezvous_aside") > answered && iris_limit("data_aside") > copied,
+            "MPIX_Stat_get counted %lld rendezvous and %lld data packets delivered aside",
+            (long long)(iris_limit("rendezvous_aside") - answered),
+            (long long)(iris_limit("data_aside") - copied));
+    }
+  }
 
   /* MPIX_Stat_get counts the sends that went without the call lock too:
    * small MPI_Sends to a neighbour, which go unlocked over every transport
