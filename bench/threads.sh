@@ -9,7 +9,9 @@
 # the run's name; a missing MPI is skipped. TRANSPORT=tcp runs every MPI
 # over TCP on loopback instead (Iris with IRIS_SHM=0 IRIS_NETMOD=tcp, MPICH
 # with UCX_TLS=tcp,self, Open MPI with its tcp btl), as compare.sh does.
-#   [BASE=dir] [TRANSPORT=tcp] bench/threads.sh [build-dir] [rounds] [trials]
+# BYTES=n (more than 8) streams messages of n bytes instead of 8 and says
+# GB/s (threads_rate.c, "bandwidth").
+#   [BASE=dir] [TRANSPORT=tcp] [BYTES=n] bench/threads.sh [build-dir] [rounds] [trials]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build}
@@ -47,6 +49,6 @@ fi
 for round in $(seq 1 "$rounds"); do
   for name in $names; do
     # shellcheck disable=SC2086  # the command line is meant to split
-    ${run[$name]} "$trials" 2>&1 | sed "s/^/$name round $round: /" || echo "$name round $round failed"
+    ${run[$name]} "$trials" ${BYTES:-} 2>&1 | sed "s/^/$name round $round: /" || echo "$name round $round failed"
   done
 done

@@ -1,6 +1,6 @@
 /* MPI_THREAD_MULTIPLE between ranks 0 and 1.
  *
- *   mpiexec -n 2 threads_rate [single|serialized|multiple] [trials]
+ *   mpiexec -n 2 threads_rate [single|serialized|multiple] [trials] [bytes]
  *
  * latency: a 0- and an 8-byte ping-pong from the main thread, half the round
  *          trip (us), at the thread level asked for (single: MPI_Init), so
@@ -11,6 +11,11 @@
  *          per window), in million messages per second, all threads summed;
  *          serialized: the same with T = 1 only, at MPI_THREAD_SERIALIZED
  *          (no locking), the reference for one thread at MULTIPLE.
+ * bandwidth: with `bytes` (more than 8), the rate's streams send messages of
+ *          that size instead, in windows of 8 (each window of a thread
+ *          reuses its 8 buffers), about 128 MiB a thread a trial, in GB/s,
+ *          all threads summed: threads receiving large messages from
+ *          different peer threads at once.
  * Each figure is the median of `trials` trials (default 7). Plain MPI: it
  * builds with any MPI's mpicc. */
 #define _POSIX_C_SOURCE 200809L
@@ -20,9 +25,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { window = 64, max_threads = 4, max_trials = 31, rate_windows = 400 };
+enum { max_window = 64, max_threads = 4, max_trials = 31 };
 
 static int rank;
+static int window = max_window, rate_windows = 400, bytes = 8;
 static MPI_Comm comms[max_threads];
 static pthread_barrier_t start_line;
 
@@ -55,17 +61,17 @@ static double pingpong(int bytes, int iters) {
 /* One thread's stream: rate_windows windows of 64 messages and an ack. */
 static void *stream(void *arg) {
   const int t = (int)*(long *)arg;
-  char buf[window][8];
+  char *buf = calloc((size_t)window, (size_t)bytes);
   char ack = 0;
-  MPI_Request reqs[window];
-  memset(buf, 0, sizeof(buf));
+  MPI_Request reqs[max_window];
   pthread_barrier_wait(&start_line);
   for (int w = 0; w < rate_windows; ++w) {
     for (int i = 0; i < window; ++i) {
+      char *at = buf + (size_t)i * (size_t)bytes;
       if (rank == 0) {
-        MPI_Isend(buf[i], 8, MPI_BYTE, 1, t, comms[t], &reqs[i]);
+        MPI_Isend(at, bytes, MPI_BYTE, 1, t, comms[t], &reqs[i]);
       } else {
-        MPI_Irecv(buf[i], 8, MPI_BYTE, 0, t, comms[t], &reqs[i]);
+        MPI_Irecv(at, bytes, MPI_BYTE, 0, t, comms[t], &reqs[i]);
       }
     }
     MPI_Waitall(window, reqs, MPI_STATUSES_IGNORE);
@@ -75,6 +81,7 @@ static void *stream(void *arg) {
       MPI_Send(&ack, 1, MPI_BYTE, 0, 100 + t, comms[t]);
     }
   }
+  free(buf);
   return NULL;
 }
 
@@ -101,6 +108,12 @@ int main(int argc, char **argv) {
   const int serialized = argc > 1 && strcmp(argv[1], "serialized") == 0;
   int trials = argc > 2 ? atoi(argv[2]) : 7;
   if (trials < 1 || trials > max_trials) trials = 7;
+  if (argc > 3 && atoi(argv[3]) > 8) {
+    bytes = atoi(argv[3]);
+    window = 8;
+    rate_windows = (int)((128L << 20) / ((long)window * bytes));
+    if (rate_windows < 2) rate_windows = 2;
+  }
   int provided = MPI_THREAD_SINGLE, size = 0;
   if (multiple || serialized) {
     MPI_Init_thread(&argc, &argv, multiple ? MPI_THREAD_MULTIPLE : MPI_THREAD_SERIALIZED,
@@ -127,7 +140,11 @@ int main(int argc, char **argv) {
     for (int n = 1; n <= (serialized ? 1 : max_threads); n *= 2) {
       rate(n); /* warm-up */
       for (int k = 0; k < trials; ++k) samples[k] = rate(n);
-      if (rank == 0) printf("rate %d threads (M msg/s): %.3f\n", n, median(samples, trials));
+      const double m = median(samples, trials);
+      if (rank == 0 && bytes == 8) printf("rate %d threads (M msg/s): %.3f\n", n, m);
+      if (rank == 0 && bytes != 8) {
+        printf("bandwidth %d threads %d B (GB/s): %.3f\n", n, bytes, m * bytes / 1e3);
+      }
     }
     for (int t = 0; t < max_threads; ++t) MPI_Comm_free(&comms[t]);
   }
