@@ -336,7 +336,7 @@ void rendezvous_cts_drain() {
     vc &from = rt->vcs[static_cast<std::size_t>(r->peer)];
     // Its data may come before this returns, and be delivered by any reader.
     // (Counted in "rendezvous_aside" already.)
-    if (from.streaming_aside.holds(r)) {
+    if (from.streaming_aside.holds(*r)) {
       reply(from, packet_type::cts, r->peer_request, request_id(*r), r->expected);
     } else {
       ask_for_data(*r, from);
@@ -347,11 +347,10 @@ void rendezvous_cts_drain() {
 
 bool rendezvous_data_aside(vc &from, const packet_header &h, const std::byte *payload,
                            std::size_t length) {
-  if (from.streaming_aside.empty() || h.type != packet_type::data || h.flags != 0 ||
-      length != h.length || length == 0) {
+  if (h.type != packet_type::data || h.flags != 0 || length != h.length || length == 0) {
     return false;
   }
-  request *r = from.streaming_aside.find(h.receiver_request);
+  request *r = from.streaming_aside.find(h.receiver_request);  // one load when none
   if (r == nullptr || h.offset != r->progress || h.length > r->expected - r->progress) return false;
   data_copy(*r, h, payload);
   if (r->progress + h.length != r->expected) {
@@ -377,7 +376,7 @@ const char *rendezvous_on_data(vc &from, const packet_header &h, const std::byte
   request *r = data_receiver(from, h);
   if (r == nullptr) return "data for no receive, or out of sequence";
   // One an aside pass answered (MULTIPLE) is neither counted nor timed.
-  if (!from.streaming_aside.empty() && from.streaming_aside.holds(r)) [[unlikely]] {
+  if (from.streaming_aside.holds(*r)) [[unlikely]] {
     data_copy(*r, h, payload);
     r->progress += h.length;
     if (r->progress == r->expected) {

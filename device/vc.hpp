@@ -85,14 +85,7 @@ class aside_streams {
     }
     return nullptr;
   }
-  bool holds(const request *r) {
-    if (empty()) return false;
-    const lock_if held(lock_, true);
-    for (int i = 0, n = count_.load(std::memory_order_relaxed); i < n; ++i) {
-      if (streams_[i] == r) return true;
-    }
-    return false;
-  }
+  bool holds(const request &r) { return find(request_id(r)) != nullptr; }
   void remove(const request *r) {
     const lock_if held(lock_, true);
     const int n = count_.load(std::memory_order_relaxed);
