@@ -38,10 +38,11 @@
  *      source and tag checked), and frees them all, four rounds.
  *   J. a large message received while another thread holds the call lock:
  *      in each pair of ranks (2k, 2k+1), thread 1 of the even rank receives
- *      a 1 MiB message (rendezvous, many data packets) with MPI_Recv while
- *      its thread 0 sits in a user op of MPI_Reduce_local (user ops run
- *      with the call lock held) until that receive is done or a time limit
- *      passes. Every byte is checked. With `aside` the transport must
+ *      a 1 MiB message (rendezvous, many data packets) with MPI_Irecv and
+ *      MPI_Wait while its thread 0 sits in a user op of MPI_Reduce_local
+ *      (user ops run with the call lock held) until that receive is done or
+ *      a time limit passes. The receive is posted before, and the odd rank
+ *      told to send during, the hold. Every byte is checked. With `aside` the transport must
  *      deliver it during the hold (an aside pass answers the RTS and copies
  *      the data: device/README.md, "Threads") in one of up to 5 rounds (the
  *      first may only switch aside passes on), and MPIX_Stat_get counts it
@@ -509,13 +510,19 @@ static void *left_posted(void *arg) {
 }
 
 /* J. Thread 0 of the even rank of a pair holds the call lock in a user op
- * while thread 1 receives a large message from the odd rank. */
+ * while thread 1 receives a large message from the odd rank. Each round,
+ * thread 1 posts its receive first and tells the odd rank to send only once
+ * the hold has begun, so that the message can neither arrive before its
+ * receive (unexpected: answered by the call lock's holder) nor complete
+ * before the hold. */
 enum { held_bytes = 1 << 20, held_rounds = 5 };
 static int expect_aside;
 static pthread_barrier_t hold_ready, hold_done;
+static int holding;       /* the user op has begun: atomics */
 static int received_flag; /* thread 1's receive is done: atomics */
 static int hold_round;
 static int held_delivered; /* a round's receive completed during the hold */
+static double held_seconds;
 
 static double seconds_now(void) {
   struct timespec ts;
@@ -523,17 +530,22 @@ static double seconds_now(void) {
   return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
+static void pause_briefly(void) {
+  const struct timespec pause = {0, 100 * 1000};
+  nanosleep(&pause, NULL);
+}
+
 /* Runs with the call lock held; makes no MPI call. */
 static void hold_op(void *in, void *inout, int *len, MPI_Datatype *type) {
   (void)in, (void)inout, (void)len, (void)type;
-  const int before = __atomic_load_n(&received_flag, __ATOMIC_ACQUIRE);
   const double limit = hold_round == 0 || !expect_aside ? 0.5 : 5.0;
   const double start = seconds_now();
+  __atomic_store_n(&holding, 1, __ATOMIC_RELEASE);
   while (!__atomic_load_n(&received_flag, __ATOMIC_ACQUIRE) && seconds_now() - start < limit) {
-    const struct timespec pause = {0, 100 * 1000};
-    nanosleep(&pause, NULL);
+    pause_briefly();
   }
-  held_delivered = !before && __atomic_load_n(&received_flag, __ATOMIC_ACQUIRE);
+  held_delivered = __atomic_load_n(&received_flag, __ATOMIC_ACQUIRE);
+  held_seconds = seconds_now() - start;
 }
 
 static void *held_lock(void *arg) {
@@ -565,16 +577,22 @@ static void *held_lock(void *arg) {
   }
   const int rounds = expect_aside ? held_rounds : 1;
   int delivered = 0;
+  char outcomes[held_rounds * 32] = "";
   for (int round = 0; round < rounds && !delivered; ++round) {
+    MPI_Request incoming = MPI_REQUEST_NULL;
+    if (t == 1) MPI_Irecv(data, held_bytes, MPI_BYTE, partner, 8001, own[1], &incoming);
     pthread_barrier_wait(&hold_ready);
     if (t == 0) {
       hold_round = round;
-      MPI_Send(&go, 1, MPI_INT, partner, 8000, own[0]);
       int a = 1, b = 2;
       MPI_Reduce_local(&a, &b, 1, MPI_INT, hold);
     } else {
+      /* The go goes out during the hold where a small send may go without
+       * the call lock (else after it, and the round fails). */
+      while (!__atomic_load_n(&holding, __ATOMIC_ACQUIRE)) pause_briefly();
+      MPI_Send(&go, 1, MPI_INT, partner, 8000, own[0]);
       MPI_Status st;
-      MPI_Recv(data, held_bytes, MPI_BYTE, partner, 8001, own[1], &st);
+      MPI_Wait(&incoming, &st);
       __atomic_store_n(&received_flag, 1, __ATOMIC_RELEASE);
       int count = -1;
       MPI_Get_count(&st, MPI_BYTE, &count);
@@ -585,7 +603,13 @@ static void *held_lock(void *arg) {
     }
     pthread_barrier_wait(&hold_done);
     delivered = held_delivered;
-    if (t == 0) __atomic_store_n(&received_flag, 0, __ATOMIC_RELEASE);
+    if (t == 0) {
+      const size_t used = strlen(outcomes);
+      snprintf(outcomes + used, sizeof outcomes - used, " %d:%s after %.3f s", round,
+               delivered ? "in" : "out", held_seconds);
+      __atomic_store_n(&received_flag, 0, __ATOMIC_RELEASE);
+      __atomic_store_n(&holding, 0, __ATOMIC_RELEASE);
+    }
     pthread_barrier_wait(&hold_ready); /* both saw `delivered` and the reset */
   }
   if (t == 0) {
@@ -593,8 +617,9 @@ static void *held_lock(void *arg) {
     MPI_Send(&go, 1, MPI_INT, partner, 8000, own[0]);
     MPI_Op_free(&hold);
     TCHECK(delivered || !expect_aside,
-           "no large message was delivered while another thread held the call lock in %d rounds",
-           rounds);
+           "no large message was delivered while another thread held the call lock in %d rounds "
+           "(each round: in or out of the hold, and the hold's length:%s)",
+           rounds, outcomes);
   }
   free(data);
   return NULL;
