@@ -39,6 +39,14 @@ void request_cancel(request &r) {
   // not started: nothing is on its way.
   if (r.peer < 0 || (r.persistent.op != persistent_op::none && !r.active)) return;
   vc &to = rt->vcs[static_cast<std::size_t>(r.peer)];
+  if (r.stream_aside) {
+    // Its CTS may be taken, and its data written, without the call lock
+    // (rendezvous.hpp, "aside sends"): too late once cleared; else it goes
+    // on as any send, its CTS the call lock's.
+    const vc_guard guard(to);
+    if (r.stream_cleared) return;
+    to.sending_aside.remove(&r);
+  }
   if (r.state == send_state::queued) {
     to.send_queue.remove(&r);
     to.queued_sends.add(-1);

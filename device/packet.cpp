@@ -128,8 +128,8 @@ const char *packet_deliver_shared(vc &from, const packet_header &h, const std::b
 namespace {
 
 // packet_deliver_aside's other packets: an RTS, data of a receive in
-// `from.streaming_aside`, or a credit packet (its credits are taken after,
-// as every packet's).
+// `from.streaming_aside`, the CTS of a send in `from.sending_aside`, or a
+// credit packet (its credits are taken after, as every packet's).
 bool deliver_aside_other(vc &from, const packet_header &h, const std::byte *payload,
                          std::size_t length) {
   switch (h.type) {
@@ -137,6 +137,8 @@ bool deliver_aside_other(vc &from, const packet_header &h, const std::byte *payl
       return rendezvous_data_aside(from, h, payload, length);
     case packet_type::rts:
       return packet_check(h, length, rt->size) == nullptr && rendezvous_rts_aside(from, h);
+    case packet_type::cts:
+      return packet_check(h, length, rt->size) == nullptr && rendezvous_cts_aside(from, h);
     case packet_type::credit:
       return packet_check(h, length, rt->size) == nullptr;
     default:

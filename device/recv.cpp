@@ -129,6 +129,13 @@ bool rendezvous_rts_aside(vc &from, const packet_header &h) {
 }
 
 bool request_mark_freed(request &r) {
+  if (r.stream_aside) {
+    // An aside send's last packet may go out without the call lock; its
+    // pusher reads `freed` under the VC's lock (rendezvous_push_aside).
+    const vc_guard guard(rt->vcs[static_cast<std::size_t>(r.peer)]);
+    r.freed = true;
+    return request_done(r);
+  }
   context_queues *q = r.aside ? rt->matching.queues_of(r.key.context) : nullptr;
   if (q == nullptr) {
     r.freed = true;

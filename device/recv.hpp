@@ -57,7 +57,8 @@ bool rendezvous_rts_aside(vc &from, const packet_header &h);
 // MPI_Request_free of `r`: marks it freed and returns whether it is complete
 // already (then the caller releases it; else its completion does). An aside
 // receive is marked under its context's lock, where message_arrived_aside
-// reads the mark and completes it. Call lock.
+// reads the mark and completes it; an aside send under its VC's send_lock,
+// where rendezvous_push_aside reads it. Call lock.
 bool request_mark_freed(request &r);
 
 }  // namespace iris::device

@@ -35,6 +35,7 @@ void recv_taken_later(request &r) {
 
 void recv_taken_drain() {
   rendezvous_cts_drain();
+  request_release_drain();
   if (taken.load(std::memory_order_relaxed) == nullptr) return;
   request *r = taken.exchange(nullptr, std::memory_order_acquire);
   while (r != nullptr) {

@@ -28,7 +28,9 @@ void recv_post_unlocked(context_queues &q, request &r);
 // message `r.taken`, to be delivered by the call lock's holder.
 void recv_taken_later(request &r);
 // Under the call lock: delivers every such receive (nothing when none: one
-// load). Installed as call_lock_entered under MULTIPLE.
+// load), with what else threads without the lock hand over
+// (rendezvous_cts_drain, request_release_drain). Installed as
+// call_lock_entered under MULTIPLE.
 void recv_taken_drain();
 
 }  // namespace iris::device

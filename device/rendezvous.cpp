@@ -11,6 +11,7 @@
 #include "device/runtime.hpp"
 #include "device/send.hpp"
 #include "device/stream_copy.hpp"
+#include "device/threading.hpp"
 
 namespace iris::device {
 namespace {
@@ -237,6 +238,7 @@ void rendezvous_read_done(std::uint64_t receiver_request, const char *why) {
 
 const char *rendezvous_on_cts(vc &from, const packet_header &h, const std::byte *payload) {
   (void)payload;
+  if (rendezvous_cts_aside(from, h)) return nullptr;
   request *s = send_awaiting(from, h.sender_request, send_state::wait_reply);
   if (s == nullptr) return "cts for a send that is not waiting for one";
   s->expected = std::min<std::size_t>(h.length, s->bytes);
@@ -298,12 +300,25 @@ void data_copy(request &r, const packet_header &h, const std::byte *payload) {
 // (release), the drain takes the whole stack (acquire).
 std::atomic<request *> ctss_owed{nullptr};
 
-void rendezvous_cts_later(request &r) {
-  request *head = ctss_owed.load(std::memory_order_relaxed);
+// Aside sends whose last packet went out after the user freed them, for the
+// call lock to finish and release; linked through request::cts_next too.
+std::atomic<request *> sends_freed{nullptr};
+
+void push_later(std::atomic<request *> &stack, request &r) {
+  request *head = stack.load(std::memory_order_relaxed);
   do {
     r.cts_next = head;
-  } while (!ctss_owed.compare_exchange_weak(head, &r, std::memory_order_release,
-                                            std::memory_order_relaxed));
+  } while (
+      !stack.compare_exchange_weak(head, &r, std::memory_order_release, std::memory_order_relaxed));
+}
+
+request *take_all(std::atomic<request *> &stack) {
+  if (stack.load(std::memory_order_relaxed) == nullptr) return nullptr;
+  return stack.exchange(nullptr, std::memory_order_acquire);
+}
+
+void rendezvous_cts_later(request &r) {
+  push_later(ctss_owed, r);
 }
 
 }  // namespace
@@ -328,8 +343,13 @@ void rendezvous_answer_aside(request &r, vc &from) {
 }
 
 void rendezvous_cts_drain() {
-  if (ctss_owed.load(std::memory_order_relaxed) == nullptr) return;
-  request *r = ctss_owed.exchange(nullptr, std::memory_order_acquire);
+  for (request *s = take_all(sends_freed); s != nullptr;) {
+    request *next = s->cts_next;
+    s->cts_next = nullptr;
+    send_done(*s);  // freed: released now
+    s = next;
+  }
+  request *r = take_all(ctss_owed);
   while (r != nullptr) {
     request *next = r->cts_next;
     r->cts_next = nullptr;
@@ -343,6 +363,54 @@ void rendezvous_cts_drain() {
     }
     r = next;
   }
+}
+
+bool rendezvous_cts_aside(vc &from, const packet_header &h) {
+  if (h.length == 0 || from.sending_aside.empty()) return false;  // a send of nothing: send_done
+  {
+    const vc_guard guard(from);
+    request *s = from.sending_aside.find(h.sender_request);
+    if (s == nullptr || s->stream_cleared) return false;
+    s->expected = std::min<std::size_t>(h.length, s->bytes);
+    s->peer_request = h.receiver_request;
+    s->progress = 0;
+    s->stream_cleared = true;
+  }
+  rendezvous_push_aside(from);
+  return true;
+}
+
+int rendezvous_push_aside(vc &to) {
+  if (to.sending_aside.empty() || !to.send_lock.try_lock()) return 0;
+  const bool counted = !call_lock_held();
+  int packets = 0;
+  while (request *s = to.sending_aside.find_if([](const request &r) { return r.stream_cleared; })) {
+    while (s->progress != s->expected) {
+      const std::size_t chunk = std::min(s->expected - s->progress, to.fragment);
+      packet_header h{};
+      h.type = packet_type::data;
+      h.length = chunk;
+      h.receiver_request = s->peer_request;
+      h.offset = s->progress;
+      const iovec part{s->buffer + s->progress, chunk};
+      if (to.via->send_held(to, h, {&part, 1}) != xfer::done) break;
+      ++packets;
+      s->progress += chunk;
+    }
+    if (s->progress != s->expected) break;  // the transport is full: the next push goes on
+    to.sending_aside.remove(s);
+    if (s->freed) {
+      push_later(sends_freed, *s);  // only the call lock may release it
+    } else {
+      // Its state stays wait_reply: the call lock's holder may still be
+      // reading it after the RTS went (message_sent); once cleared, nothing
+      // asks it again (request_cancel looks at stream_cleared first).
+      request_complete(*s);  // the last touch: its waiter may finish it at once
+    }
+  }
+  if (counted && packets != 0) to.aside_sent.add(packets);
+  to.send_lock.unlock();
+  return packets;
 }
 
 bool rendezvous_data_aside(vc &from, const packet_header &h, const std::byte *payload,

@@ -52,9 +52,31 @@ void rendezvous_answer_aside(request &r, vc &from);
 // call lock's poll's (rendezvous_on_data takes such receives too).
 bool rendezvous_data_aside(vc &from, const packet_header &h, const std::byte *payload,
                            std::size_t length);
-// Under the call lock: sends the CTSs aside passes had no room for (nothing
-// when none: one load). Run with recv_taken_drain.
+// Under the call lock: sends the CTSs aside passes had no room for and
+// finishes the aside sends their pushers left to it (nothing when none: two
+// loads). Run with recv_taken_drain.
 void rendezvous_cts_drain();
+
+// MPI_THREAD_MULTIPLE, the sender's half ("aside sends", device/README.md,
+// "Threads"). A rendezvous send of plain bytes to a shared VC whose
+// transport allows it (transport::streams_sends_aside) joins
+// `to.sending_aside` as its RTS goes out (send_request, under the call
+// lock). Its CTS, taken by an aside pass or by the call lock's poll, clears
+// it to stream (under the VC's send_lock); then whichever thread holds that
+// lock writes its data packets: its waiter (MPI_Wait, MPI_Send), an aside
+// pass that took the CTS, or the call lock's poll (send_push). The last
+// packet completes it there, unless the user freed it: that one the call
+// lock's next holder finishes (rendezvous_cts_drain).
+//
+// CTS packet `h` of `from`, from a thread holding the lock that reads
+// `from`'s records, with or without the call lock: true when it cleared
+// one of `from.sending_aside`'s sends (and pushed what fits); false, having
+// changed nothing, for any other (the call lock's rendezvous_on_cts).
+bool rendezvous_cts_aside(vc &from, const packet_header &h);
+// Writes the cleared sends of `to.sending_aside` while the transport takes
+// them, under `to.send_lock` if it is free (else its holder does). Their
+// data packets.
+int rendezvous_push_aside(vc &to);
 
 // Sender: pushes data fragments of `to`'s streaming sends. Returns packets
 // sent.

@@ -102,6 +102,13 @@ struct request {
   // (message_arrived_aside). Its completion is read with request_done
   // everywhere, and MPI_Request_free marks it under its context's lock.
   bool aside = false;
+  // MULTIPLE: a rendezvous send of plain bytes whose data may be written
+  // without the call lock (send_request; rendezvous.hpp, "aside sends"):
+  // registered in its VC's `sending_aside` and not counted in
+  // rt->rendezvous_sends. `stream_cleared`: its CTS came; it, `expected`,
+  // `progress` and `peer_request` are then under the VC's send_lock.
+  bool stream_aside = false;
+  bool stream_cleared = false;
   persistent_args persistent;  // persistent.op != none: made by MPI_*_init
   // A non-contiguous datatype. A send of at most the eager limit travels
   // packed whole through `scratch` (freed with the request). Receives and
@@ -297,6 +304,13 @@ void request_cache_put(request *r);
 // a new generation. False (nothing done) when the cache is full or belongs
 // to another runtime: then `r` goes back to the pool under the call lock.
 bool request_cache_recycle(request *r);
+// Without a lock: `r`, complete, its outcome read and its handle gone, which
+// its thread's cache had no room for (request_cache_recycle), handed to the
+// call lock's next holder to release (request_release_drain).
+void request_release_later(request *r);
+// Under the call lock: releases those (one load when none). Run with
+// recv_taken_drain.
+void request_release_drain();
 // Under the call lock: fills this thread's cache.
 void request_cache_fill();
 // Under the call lock: returns this thread's cache to the pool (MPI_Finalize).

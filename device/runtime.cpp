@@ -111,6 +111,13 @@ void stats_print(runtime &r) {
                  static_cast<unsigned long long>(r.matching.aside_rendezvous()),
                  static_cast<unsigned long long>(s.data_aside));
   }
+  if (s.rendezvous_send_aside != 0) {
+    std::fprintf(stderr,
+                 "iris: rank %d stats: rendezvous sends that may stream without the call lock "
+                 "%llu, data packets sent without it %llu\n",
+                 r.rank, static_cast<unsigned long long>(s.rendezvous_send_aside),
+                 static_cast<unsigned long long>(s.data_sent_aside));
+  }
   for (const auto &t : r.transports) {
     const std::string counted = t->statistics();
     if (!counted.empty()) std::fprintf(stderr, "iris: rank %d %s\n", r.rank, counted.c_str());
@@ -126,6 +133,7 @@ statistics stats_total(runtime &r) {
     s.eager += v.unlocked_eager;
     s.credit_packets += v.aside_credit_packets;
     s.data_aside += static_cast<std::uint64_t>(v.aside_data.get());
+    s.data_sent_aside += static_cast<std::uint64_t>(v.aside_sent.get());
   }
   s.rendezvous_pipeline += r.matching.aside_rendezvous();
   return s;

@@ -39,6 +39,11 @@ struct statistics {
   // MULTIPLE: of their packets, those delivered without the call lock
   // (vc::aside_data).
   std::uint64_t data_aside = 0;
+  // MULTIPLE: rendezvous sends whose data may go without the call lock
+  // (request::stream_aside), and their data packets that went without it
+  // (vc::aside_sent).
+  std::uint64_t rendezvous_send_aside = 0;
+  std::uint64_t data_sent_aside = 0;
   std::uint64_t credit_stalls = 0;  // eager-sized sends that went by rendezvous
   std::uint64_t credit_packets = 0;
   std::uint64_t sleeps = 0;          // waits that slept on the bell (progress_idle)
@@ -48,7 +53,8 @@ struct statistics {
 
 // The runtime's statistics with what each VC counts under its own lock
 // (MULTIPLE's unlocked sends in `eager`, aside credit packets in
-// `credit_packets`, aside data packets in `data_aside`), each VC's read
+// `credit_packets`, aside data packets in `data_aside` and
+// `data_sent_aside`), each VC's read
 // under that lock, and the rendezvous aside passes answered in
 // `rendezvous_pipeline`. Call lock.
 struct runtime;

@@ -85,6 +85,7 @@ void control_send(vc &to, packet_header h) {
 int send_push(vc &to) {
   int packets = 0;
   std::size_t sent = 0;
+  packets += rendezvous_push_aside(to);  // one load when none
   while (sent < to.backlog.size() && packet_write(to, to.backlog[sent], nullptr, 0)) ++sent;
   to.backlog.erase(to.backlog.begin(), to.backlog.begin() + static_cast<std::ptrdiff_t>(sent));
   packets += static_cast<int>(sent);
@@ -139,9 +140,19 @@ bool credit_take(vc &to, std::size_t bytes) {
     ++(synchronous ? rt->stats.eager_sync : rt->stats.eager);
   } else {
     r->protocol = packet_type::rts;
-    ++rt->rendezvous_sends;
     rt->stats.credit_stalls += bytes <= to.eager_limit ? 1 : 0;
     ++rt->stats.rendezvous;
+    // MULTIPLE: its data may go without the call lock (rendezvous.hpp,
+    // "aside sends"), by whoever holds the VC's lock once its CTS is in;
+    // the call lock's poll pushes it too while it is on the sending list.
+    if (to.shared && bytes != 0 && !r->typed_stream && r->persistent.op == persistent_op::none &&
+        to.via->streams_sends_aside(to) && to.sending_aside.add(r)) {
+      r->stream_aside = true;
+      ++rt->stats.rendezvous_send_aside;
+      sending_list_add(to);
+    } else {
+      ++rt->rendezvous_sends;
+    }
   }
   r->state = send_state::queued;
   // Nothing queued ahead of it: write it now, without touching the queues.
@@ -238,7 +249,13 @@ request *send_awaiting(const vc &from, std::uint64_t id, send_state state) {
 }
 
 void send_done(request &r) {
-  if (r.protocol == packet_type::rts && r.state != send_state::done) --rt->rendezvous_sends;
+  if (r.stream_aside) [[unlikely]] {
+    vc &to = rt->vcs[static_cast<std::size_t>(r.peer)];
+    const vc_guard guard(to);
+    to.sending_aside.remove(&r);  // not cleared: answered by a FIN, an empty CTS or a cancel
+  } else if (r.protocol == packet_type::rts && r.state != send_state::done) {
+    --rt->rendezvous_sends;
+  }
   if (r.exposure.exposed) rt->vcs[static_cast<std::size_t>(r.peer)].via->conceal(r);
   r.state = send_state::done;
   request_complete(r);

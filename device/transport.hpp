@@ -122,6 +122,14 @@ class transport {
     (void)from, (void)bytes;
     return false;
   }
+  // MPI_THREAD_MULTIPLE, the sender's half: whether poll_aside may take the
+  // CTS of a rendezvous send of plain bytes to `to` (rendezvous_cts_aside),
+  // whose data packets any thread holding `to.send_lock` then writes with
+  // send_held (rendezvous_push_aside). The default: never.
+  virtual bool streams_sends_aside(const vc &to) const {
+    (void)to;
+    return false;
+  }
   // Optional single copy, sender side: fills the transport's part of the
   // RTS of send `r` (where and how the receiver may read its buffer). The
   // default names nothing, so the receiver asks for the data (CTS).

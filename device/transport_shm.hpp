@@ -168,6 +168,12 @@ class shm_shared_transport final : public shm_transport {
   // A peer's records all come through its ring, under its rx_lock once aside
   // passes are on.
   bool pipelines_aside(const vc &from, std::size_t bytes) const override;
+  // A CTS comes through the peer's ring like any record, and a data packet
+  // to it is a record written under its send_lock.
+  bool streams_sends_aside(const vc &to) const override {
+    (void)to;
+    return true;
+  }
 };
 
 class shm_queue_transport : public transport {

@@ -50,13 +50,15 @@ class owed_count {
   std::atomic<int> n_{0};
 };
 
-// MPI_THREAD_MULTIPLE: the receives from one peer streaming in as data
-// packets that any reader of the peer's records may deliver, without the
-// call lock or with it (vc::streaming_aside). Added by whoever answers the
-// RTS (the call lock's holder, or an aside pass), found and removed by the
-// readers; a leaf lock of its own guards the array, and the count is read
-// without it, so a VC with none costs one load. A receive that finds it
-// full streams as under the call lock.
+// MPI_THREAD_MULTIPLE: the rendezvous requests of one peer whose data
+// packets threads move without the call lock: receives streaming in, which
+// any reader of the peer's records may deliver (vc::streaming_aside; added
+// by whoever answers the RTS, found and removed by the readers), and sends
+// streaming out, which any holder of the VC's send_lock may write
+// (vc::sending_aside; added by the call lock's holder as the RTS goes out).
+// A leaf lock of its own guards the array, and the count is read without
+// it, so a VC with none costs one load. A request that finds it full
+// streams as under the call lock.
 class aside_streams {
  public:
   static constexpr int capacity = 8;
@@ -86,6 +88,16 @@ class aside_streams {
     return nullptr;
   }
   bool holds(const request &r) { return find(request_id(r)) != nullptr; }
+  // The first that `pred` accepts, or nullptr.
+  template <typename Pred>
+  request *find_if(Pred pred) {
+    if (empty()) return nullptr;
+    const lock_if held(lock_, true);
+    for (int i = 0, n = count_.load(std::memory_order_relaxed); i < n; ++i) {
+      if (pred(*streams_[i])) return streams_[i];
+    }
+    return nullptr;
+  }
   void remove(const request *r) {
     const lock_if held(lock_, true);
     const int n = count_.load(std::memory_order_relaxed);
@@ -162,8 +174,14 @@ struct vc {
   // `pipeline_receives` nor timed.
   aside_streams streaming_aside;
   shared_count aside_data;  // their packets delivered by aside passes (under the reading lock)
+  // Rendezvous sends to this peer whose data any thread holding `send_lock`
+  // may write (request::stream_aside; transport::streams_sends_aside), and
+  // their data packets written without the call lock (under send_lock).
+  aside_streams sending_aside;
+  shared_count aside_sent;
   bool has_pending() const {
-    return !send_queue.empty() || !stream_queue.empty() || !backlog.empty();
+    return !send_queue.empty() || !stream_queue.empty() || !backlog.empty() ||
+           !sending_aside.empty();
   }
 };
 

@@ -212,6 +212,8 @@ int MPIX_Stat_get(const char *name, MPI_Count *value) {
       {"recv_aside", device::rt->matching.aside_deliveries()},
       {"rendezvous_aside", device::rt->matching.aside_rendezvous()},
       {"data_aside", s.data_aside},
+      {"rendezvous_send_aside", s.rendezvous_send_aside},
+      {"data_sent_aside", s.data_sent_aside},
       {"eager_limit", c.eager_limit},
       {"inline_bytes", device::unexpected_msg::inline_capacity},
       {"eager_window", static_cast<std::uint64_t>(c.eager_window) * device::credit_unit},

@@ -80,15 +80,56 @@ bool send_unlocked(const void *buf, int count, MPI_Datatype type, int dest, int 
   return true;
 }
 
+// Under MULTIPLE, whether a blocking send of these arguments would stream
+// its data without the call lock (rendezvous.hpp, "aside sends"): dense
+// bytes past the eager limit of a shared VC whose transport allows it. A
+// guess from what the checks would accept, nothing more: a wrong one costs
+// a request (or a locked wait), never correctness.
+bool streams_aside(const void *buf, int count, MPI_Datatype type, int dest, MPI_Comm comm) {
+  device::runtime *r = device::rt;
+  if (r == nullptr || device::call_lock_held()) return false;
+  const communicator *c = device::comm_lookup_published(*r, comm);
+  if (c == nullptr || dest < 0 || dest >= c->size) return false;
+  const device::vc &to =
+      r->vcs[static_cast<std::size_t>(c->world_rank[static_cast<std::size_t>(dest)])];
+  const std::size_t bytes = api::dense_bytes(buf, count, type);
+  return to.shared && bytes != SIZE_MAX && bytes > to.eager_limit &&
+         to.via->streams_sends_aside(to);
+}
+
+// MPI_Send of a message that streams without the call lock: started under
+// the lock as an MPI_Isend (its RTS), waited for without it, so that this
+// thread writes its data under the VC's lock alone; finished under the lock.
+int send_blocking_aside(const char *call, const void *buf, int count, MPI_Datatype type, int dest,
+                        int tag, MPI_Comm comm) {
+  MPI_Request handle = MPI_REQUEST_NULL;
+  {
+    const device::api_guard guard;
+    if (int err = api::send_binding(call, buf, count, type, dest, tag, comm,
+                                    device::send_mode::standard, &handle)) {
+      return err;
+    }
+  }
+  device::request *r = device::rt->requests.from_handle(handle);
+  if (r == nullptr || api::wait_unlocked(&handle, MPI_STATUS_IGNORE)) return MPI_SUCCESS;
+  const device::api_guard guard;  // complete, or not one to wait for without the lock
+  device::request_wait_release(r);
+  return MPI_SUCCESS;
+}
+
 // MPI_Send (`nonblocking` false) or MPI_Isend under MULTIPLE: without the
-// call lock when it can go at once, else under it, as below MULTIPLE; a
-// locked MPI_Isend then refills this thread's request cache.
+// call lock when it can go at once, else under it, as below MULTIPLE (an
+// MPI_Send that streams aside waits without it); a locked MPI_Isend then
+// refills this thread's request cache.
 [[gnu::noinline, gnu::cold]] int send_multiple(const char *call, const void *buf, int count,
                                                MPI_Datatype type, int dest, int tag, MPI_Comm comm,
                                                bool nonblocking, MPI_Request *request) {
   if ((!nonblocking || request != nullptr) &&
       send_unlocked(buf, count, type, dest, tag, comm, request)) {
     return MPI_SUCCESS;
+  }
+  if (!nonblocking && streams_aside(buf, count, type, dest, comm)) {
+    return send_blocking_aside(call, buf, count, type, dest, tag, comm);
   }
   const device::api_guard guard;
   if (nonblocking) {

@@ -4,6 +4,7 @@
 #include "device/api/check.hpp"
 #include "device/api/wait.hpp"
 #include "device/recv.hpp"
+#include "device/rendezvous.hpp"
 
 using namespace iris;
 
@@ -262,14 +263,15 @@ int poll_once() {
   return events;
 }
 
-// Until done(): polls (poll_once) while done() does not hold; gives the
-// core away after IRIS_SPIN_COUNT passes without an event.
-template <typename Done>
-void unlocked_until(Done done) {
+// Until done(): polls (poll_once, or `poll`: its events) while done() does
+// not hold; gives the core away after IRIS_SPIN_COUNT passes without an
+// event.
+template <typename Done, typename Poll>
+void unlocked_until(Done done, Poll poll) {
   int idle = 0;
   const int spin_limit = device::rt->spin_limit;
   while (!done()) {
-    const int events = poll_once();
+    const int events = poll();
     if (events > 0) {
       idle = 0;
     } else if (++idle > spin_limit) {
@@ -278,22 +280,35 @@ void unlocked_until(Done done) {
   }
 }
 
+template <typename Done>
+void unlocked_until(Done done) {
+  unlocked_until(done, poll_once);
+}
+
 // Whether the complete request `r` may be finished without the call lock:
-// a send complete at once (known to nobody else), or a receive of plain
-// bytes (no datatype to let go of) without an error to raise. Nothing
+// a send complete at once (known to nobody else), an aside send (plain
+// bytes, nothing exposed: rendezvous.hpp, "aside sends"), or a receive of
+// plain bytes (no datatype to let go of) without an error to raise. Nothing
 // touches a request after its completing store (request_complete).
 bool recyclable(const device::request &r) {
-  return r.at_once || (r.kind == device::request_kind::recv && r.status_error == MPI_SUCCESS &&
-                       r.scratch == nullptr && r.unpack_type == nullptr);
+  return r.at_once || (r.kind == device::request_kind::send && r.stream_aside) ||
+         (r.kind == device::request_kind::recv && r.status_error == MPI_SUCCESS &&
+          r.scratch == nullptr && r.unpack_type == nullptr);
 }
 
 // Recycles a complete request that may be finished without the call lock
-// into this thread's cache, after filling `status`; false when it must be
+// into this thread's cache (an aside send, failing that, to the call lock's
+// next holder), after filling `status`; false when it must be
 // finished under the lock.
 bool finish_unlocked(MPI_Request *handle, device::request &r, MPI_Status *status) {
   if (!recyclable(r)) return false;
   api::status_fill(status, r);
-  if (!device::request_cache_recycle(&r)) return false;
+  if (!device::request_cache_recycle(&r)) {
+    // An aside send came from the pool (its RTS went under the lock), so
+    // the cache is often full: the lock's next holder releases it.
+    if (r.kind != device::request_kind::send || !r.stream_aside) return false;
+    device::request_release_later(&r);
+  }
   *handle = MPI_REQUEST_NULL;
   return true;
 }
@@ -324,7 +339,15 @@ void test_found() {
 bool iris::api::wait_unlocked(MPI_Request *request, MPI_Status *status) {
   device::request *r = unlocked_request(*request);
   if (r == nullptr) return false;
-  unlocked_until([r] { return device::request_done(*r); });
+  if (r->kind == device::request_kind::send && r->stream_aside) {
+    // Its data goes out from here too once its CTS is in, under its VC's
+    // lock (rendezvous.hpp, "aside sends").
+    device::vc &to = device::rt->vcs[static_cast<std::size_t>(r->peer)];
+    unlocked_until([r] { return device::request_done(*r); },
+                   [&to] { return device::rendezvous_push_aside(to) + poll_once(); });
+  } else {
+    unlocked_until([r] { return device::request_done(*r); });
+  }
   return finish_unlocked(request, *r, status);
 }
 

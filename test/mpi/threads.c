@@ -520,6 +520,7 @@ static int expect_aside;
 static pthread_barrier_t hold_ready, hold_done;
 static int holding;       /* the user op has begun: atomics */
 static int received_flag; /* thread 1's receive is done: atomics */
+static int held_sends;    /* K: thread 1 of the even rank sends instead */
 static int hold_round;
 static int held_delivered; /* a round's receive completed during the hold */
 static double held_seconds;
@@ -552,16 +553,23 @@ static void *held_lock(void *arg) {
   const int t = (int)*(long *)arg;
   const int partner = rank ^ 1;
   if (t > 1 || partner >= size) return NULL;
-  const int receiver = rank % 2 == 0;
+  const int holder = rank % 2 == 0;
   unsigned char *data = malloc(held_bytes);
   int go = 1;
-  if (!receiver) {
-    /* The odd rank's thread 0 sends a message for each go it gets. */
+  if (!holder) {
+    /* The odd rank's thread 0 sends (J) or receives (K) a message for each
+     * go it gets. */
     for (int round = 0; t == 0; ++round) {
       MPI_Recv(&go, 1, MPI_INT, partner, 8000, own[0], MPI_STATUS_IGNORE);
       if (!go) break;
-      fill(data, held_bytes, rank, 1, round);
-      MPI_Send(data, held_bytes, MPI_BYTE, partner, 8001, own[1]);
+      if (!held_sends) {
+        fill(data, held_bytes, rank, 1, round);
+        MPI_Send(data, held_bytes, MPI_BYTE, partner, 8001, own[1]);
+        continue;
+      }
+      MPI_Recv(data, held_bytes, MPI_BYTE, partner, 8001, own[1], MPI_STATUS_IGNORE);
+      const int at = bad_byte(data, held_bytes, partner, 1, round);
+      TCHECK(at < 0, "round %d: byte %d of a message sent during a hold differs", round, at);
     }
     free(data);
     return NULL;
@@ -579,8 +587,13 @@ static void *held_lock(void *arg) {
   int delivered = 0;
   char outcomes[held_rounds * 32] = "";
   for (int round = 0; round < rounds && !delivered; ++round) {
-    MPI_Request incoming = MPI_REQUEST_NULL;
-    if (t == 1) MPI_Irecv(data, held_bytes, MPI_BYTE, partner, 8001, own[1], &incoming);
+    MPI_Request message = MPI_REQUEST_NULL;
+    if (t == 1 && held_sends) {
+      fill(data, held_bytes, rank, 1, round);
+      MPI_Isend(data, held_bytes, MPI_BYTE, partner, 8001, own[1], &message);
+    } else if (t == 1) {
+      MPI_Irecv(data, held_bytes, MPI_BYTE, partner, 8001, own[1], &message);
+    }
     pthread_barrier_wait(&hold_ready);
     if (t == 0) {
       hold_round = round;
@@ -592,14 +605,16 @@ static void *held_lock(void *arg) {
       while (!__atomic_load_n(&holding, __ATOMIC_ACQUIRE)) pause_briefly();
       MPI_Send(&go, 1, MPI_INT, partner, 8000, own[0]);
       MPI_Status st;
-      MPI_Wait(&incoming, &st);
+      MPI_Wait(&message, &st);
       __atomic_store_n(&received_flag, 1, __ATOMIC_RELEASE);
-      int count = -1;
-      MPI_Get_count(&st, MPI_BYTE, &count);
-      TCHECK(count == held_bytes && st.MPI_SOURCE == partner, "round %d: %d bytes from %d", round,
-             count, st.MPI_SOURCE);
-      const int at = bad_byte(data, held_bytes, partner, 1, round);
-      TCHECK(at < 0, "round %d: byte %d of a message received during a hold differs", round, at);
+      if (!held_sends) {
+        int count = -1;
+        MPI_Get_count(&st, MPI_BYTE, &count);
+        TCHECK(count == held_bytes && st.MPI_SOURCE == partner, "round %d: %d bytes from %d", round,
+               count, st.MPI_SOURCE);
+        const int at = bad_byte(data, held_bytes, partner, 1, round);
+        TCHECK(at < 0, "round %d: byte %d of a message received during a hold differs", round, at);
+      }
     }
     pthread_barrier_wait(&hold_done);
     delivered = held_delivered;
@@ -617,9 +632,9 @@ static void *held_lock(void *arg) {
     MPI_Send(&go, 1, MPI_INT, partner, 8000, own[0]);
     MPI_Op_free(&hold);
     TCHECK(delivered || !expect_aside,
-           "no large message was delivered while another thread held the call lock in %d rounds "
+           "no large message was %s while another thread held the call lock in %d rounds "
            "(each round: in or out of the hold, and the hold's length:%s)",
-           rounds, outcomes);
+           held_sends ? "sent" : "received", rounds, outcomes);
   }
   free(data);
   return NULL;
@@ -763,9 +778,10 @@ int main(int argc, char **argv) {
   if (size > 1) run_threads(intercomms);
   if (size > 1) {
     const MPI_Count answered = iris_limit("rendezvous_aside"), copied = iris_limit("data_aside");
+    const MPI_Count sent = iris_limit("data_sent_aside");
     pthread_barrier_init(&hold_ready, NULL, 2);
     pthread_barrier_init(&hold_done, NULL, 2);
-    run_threads(held_lock);
+    for (held_sends = 0; held_sends < 2; ++held_sends) run_threads(held_lock);
     pthread_barrier_destroy(&hold_ready);
     pthread_barrier_destroy(&hold_done);
     if (expect_aside && rank % 2 == 0 && rank + 1 < size) {
@@ -773,6 +789,8 @@ int main(int argc, char **argv) {
             "MPIX_Stat_get counted %lld rendezvous and %lld data packets delivered aside",
             (long long)(iris_limit("rendezvous_aside") - answered),
             (long long)(iris_limit("data_aside") - copied));
+      CHECK(iris_limit("data_sent_aside") > sent,
+            "MPIX_Stat_get counted no data packets sent aside");
     }
   }
 
