@@ -285,6 +285,16 @@ void unlocked_until(Done done) {
   unlocked_until(done, poll_once);
 }
 
+// poll_once for a wait on `r`: an aside send's data goes out from here too
+// once its CTS is in, under its VC's lock (rendezvous.hpp, "aside sends").
+int poll_for(const device::request &r) {
+  int events = 0;
+  if (r.kind == device::request_kind::send && r.stream_aside) {
+    events = device::rendezvous_push_aside(device::rt->vcs[static_cast<std::size_t>(r.peer)]);
+  }
+  return events + poll_once();
+}
+
 // Whether the complete request `r` may be finished without the call lock:
 // a send complete at once (known to nobody else), an aside send (plain
 // bytes, nothing exposed: rendezvous.hpp, "aside sends"), or a receive of
@@ -339,15 +349,7 @@ void test_found() {
 bool iris::api::wait_unlocked(MPI_Request *request, MPI_Status *status) {
   device::request *r = unlocked_request(*request);
   if (r == nullptr) return false;
-  if (r->kind == device::request_kind::send && r->stream_aside) {
-    // Its data goes out from here too once its CTS is in, under its VC's
-    // lock (rendezvous.hpp, "aside sends").
-    device::vc &to = device::rt->vcs[static_cast<std::size_t>(r->peer)];
-    unlocked_until([r] { return device::request_done(*r); },
-                   [&to] { return device::rendezvous_push_aside(to) + poll_once(); });
-  } else {
-    unlocked_until([r] { return device::request_done(*r); });
-  }
+  unlocked_until([r] { return device::request_done(*r); }, [r] { return poll_for(*r); });
   return finish_unlocked(request, *r, status);
 }
 
@@ -628,14 +630,16 @@ int finish_some_unlocked(const char *call, int count, MPI_Request requests[], in
                                                   MPI_Status statuses[]) {
   if (unlocked_array(count, requests)) {
     int first_open = 0;  // everything before it is complete
-    unlocked_until([&] {
-      while (first_open < count &&
-             (requests[first_open] == MPI_REQUEST_NULL ||
-              device::request_done(*device::rt->requests.from_handle(requests[first_open])))) {
-        ++first_open;
-      }
-      return first_open == count;
-    });
+    unlocked_until(
+        [&] {
+          while (first_open < count &&
+                 (requests[first_open] == MPI_REQUEST_NULL ||
+                  device::request_done(*device::rt->requests.from_handle(requests[first_open])))) {
+            ++first_open;
+          }
+          return first_open == count;
+        },
+        [&] { return poll_for(*device::rt->requests.from_handle(requests[first_open])); });
     return finish_all_unlocked("MPI_Waitall", count, requests, statuses);
   }
   const device::api_guard guard;

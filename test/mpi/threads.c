@@ -48,6 +48,13 @@
  *      first may only switch aside passes on), and MPIX_Stat_get counts it
  *      in "rendezvous_aside" and "data_aside"; without it one round, with
  *      a short hold, checks the bytes only.
+ *   K. the same with the roles turned: thread 1 of the even rank sends the
+ *      1 MiB message (MPI_Isend, its RTS under the call lock before the
+ *      hold; MPI_Wait during it) and the odd rank receives it once told to.
+ *      With `aside` the send must complete during the hold (its CTS taken
+ *      and its data written without the call lock: device/README.md,
+ *      "Rendezvous sends without the call lock"), counted in
+ *      "data_sent_aside".
  * Usage: threads [messages per thread] [aside] */
 #define _POSIX_C_SOURCE 200809L
 #include <pthread.h>
