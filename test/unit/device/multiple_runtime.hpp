@@ -4,9 +4,12 @@
 // alone (multiple_receives), for a test that makes its runtime itself.
 #pragma once
 
+#include <memory>
+
 #include "device/recv_multiple.hpp"
 #include "device/runtime.hpp"
 #include "device/threading.hpp"
+#include "device/transport.hpp"
 
 namespace iris::device {
 
@@ -27,6 +30,38 @@ struct multiple_runtime {
   multiple_runtime(const multiple_runtime &) = delete;
   multiple_runtime &operator=(const multiple_runtime &) = delete;
 };
+
+// A runtime of rank 0 of 2 for the aside paths' tests (recv_aside_test,
+// send_aside_test): the peer, rank 1, a shared VC (as runtime_init sets it
+// under MULTIPLE) reached through `via`, which the runtime keeps; the
+// matcher shared; `comm` the world communicator with its queues. Returns
+// the peer's VC. Torn down with `delete rt`.
+inline vc &peer_runtime(std::unique_ptr<transport> via, communicator &comm) {
+  rt = new runtime;
+  rt->config = settings_load();
+  rt->rank = 0;
+  rt->size = 2;
+  rt->next_context = 40;
+  rt->vcs.resize(2);
+  rt->sending.reserve(2);
+  rt->vcs[0].flow_controlled = false;
+  vc &p = rt->vcs[1];
+  p.world_rank = 1;
+  p.via = via.get();
+  p.eager_limit = 256;
+  p.credits = p.window = 64;
+  p.shared = true;
+  rt->transports.push_back(std::move(via));
+  rt->matching.share();
+  comm.context = world_context;
+  comm.rank = 0;
+  comm.size = 2;
+  comm.world_rank = {0, 1};
+  call_lock_enter();
+  comm.queues = rt->matching.queues_of(comm.context);
+  call_lock_leave();
+  return p;
+}
 
 // MULTIPLE's locking on over a runtime the test made itself, with the
 // delivery of receives that took a message run by each new holder of the

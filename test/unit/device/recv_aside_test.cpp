@@ -92,31 +92,9 @@ class AsideDelivery : public ::testing::Test {
  protected:
   void SetUp() override {
     ASSERT_EQ(rt, nullptr);
-    rt = new runtime;
-    rt->config = settings_load();
-    rt->rank = 0;
-    rt->size = 2;
-    rt->next_context = 40;
-    rt->vcs.resize(2);
-    rt->sending.reserve(2);
     auto sink = std::make_unique<credit_sink>();
     sink_ = sink.get();
-    rt->transports.push_back(std::move(sink));
-    rt->vcs[0].flow_controlled = false;
-    vc &p = peer();
-    p.world_rank = 1;
-    p.via = sink_;
-    p.eager_limit = 256;
-    p.credits = p.window = 64;
-    p.shared = true;  // as runtime_init sets it under MULTIPLE
-    rt->matching.share();
-    comm_.context = world_context;
-    comm_.rank = 0;
-    comm_.size = 2;
-    comm_.world_rank = {0, 1};
-    call_lock_enter();
-    comm_.queues = rt->matching.queues_of(comm_.context);
-    call_lock_leave();
+    peer_runtime(std::move(sink), comm_);
     ASSERT_NE(comm_.queues, nullptr);
   }
 
