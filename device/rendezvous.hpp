@@ -58,10 +58,10 @@ bool rendezvous_data_aside(vc &from, const packet_header &h, const std::byte *pa
 void rendezvous_cts_drain();
 
 // MPI_THREAD_MULTIPLE, the sender's half ("aside sends", device/README.md,
-// "Threads"). A rendezvous send of plain bytes to a shared VC whose
+// "Threads"). A user's rendezvous send of plain bytes to a shared VC whose
 // transport allows it (transport::streams_sends_aside) joins
-// `to.sending_aside` as its RTS goes out (send_request, under the call
-// lock). Its CTS, taken by an aside pass or by the call lock's poll, clears
+// `to.sending_aside` once its RTS is written (send_join_aside, under the
+// call lock). Its CTS, taken by an aside pass or by the call lock's poll, clears
 // it to stream (under the VC's send_lock); then whichever thread holds that
 // lock writes its data packets: its waiter (MPI_Wait, MPI_Send), an aside
 // pass that took the CTS, or the call lock's poll (send_push). The last

@@ -121,23 +121,6 @@ bool credit_take(vc &to, std::size_t bytes) {
   }
 }
 
-// MULTIPLE: whether rendezvous send `r` joins `to.sending_aside`, its data
-// then going without the call lock (rendezvous.hpp, "aside sends"), by
-// whoever holds the VC's lock once its CTS is in; the call lock's poll
-// pushes it too while it is on the sending list. Out of line: inlined, it
-// made send_start too large for packet_write to be inlined into it (24
-// more instructions per eager MPI_Send below MULTIPLE, callgrind).
-[[gnu::noinline, gnu::cold]] bool send_joins_aside(vc &to, request &r) {
-  if (r.bytes == 0 || r.typed_stream || r.persistent.op != persistent_op::none ||
-      !to.via->streams_sends_aside(to) || !to.sending_aside.add(&r)) {
-    return false;
-  }
-  r.stream_aside = true;
-  ++rt->stats.rendezvous_send_aside;
-  sending_list_add(to);
-  return true;
-}
-
 // The request of a send that did not go out without one (send_start,
 // send_start_shared): eager when `eager` (its credits already taken), else
 // by rendezvous; written now when nothing is queued ahead of it, else queued
@@ -159,7 +142,7 @@ bool credit_take(vc &to, std::size_t bytes) {
     r->protocol = packet_type::rts;
     rt->stats.credit_stalls += bytes <= to.eager_limit ? 1 : 0;
     ++rt->stats.rendezvous;
-    if (!to.shared || !send_joins_aside(to, *r)) ++rt->rendezvous_sends;
+    ++rt->rendezvous_sends;
   }
   r->state = send_state::queued;
   // Nothing queued ahead of it: write it now, without touching the queues.
@@ -248,6 +231,23 @@ request *send_start(const communicator &comm, std::uint32_t context, const void 
   // Credits reserved now: the packet goes out in order, maybe later.
   if (eager) credit_spend(to, bytes);
   return send_request(to, comm, key, data, bytes, synchronous, eager, use);
+}
+
+void send_join_aside(request &r) {
+  // Its RTS went out and nothing answered it yet (a CTS the call lock's poll
+  // read first made it a stream of the call lock's), and nothing else
+  // holds it: no extension's part, not persistent, plain bytes.
+  if (r.kind != request_kind::send || r.protocol != packet_type::rts ||
+      r.state != send_state::wait_reply || r.ext != nullptr || r.bytes == 0 || r.typed_stream ||
+      r.persistent.op != persistent_op::none || r.peer < 0) {
+    return;
+  }
+  vc &to = rt->vcs[static_cast<std::size_t>(r.peer)];
+  if (!to.shared || !to.via->streams_sends_aside(to) || !to.sending_aside.add(&r)) return;
+  r.stream_aside = true;
+  --rt->rendezvous_sends;
+  ++rt->stats.rendezvous_send_aside;
+  sending_list_add(to);
 }
 
 request *send_awaiting(const vc &from, std::uint64_t id, send_state state) {

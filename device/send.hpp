@@ -36,6 +36,17 @@ request *send_start(const communicator &comm, std::uint32_t context, const void 
 bool send_unlocked(vc &to, const communicator &comm, std::uint32_t context, const void *data,
                    std::size_t bytes, int tag, request *r);
 
+// MULTIPLE, under the call lock: rendezvous send `r`, just returned by
+// send_start to the MPI_Isend or MPI_Send binding, joins its VC's
+// `sending_aside` when the transport allows it (rendezvous.hpp, "aside
+// sends"), its data then going without the call lock. Only once its RTS is
+// written and it is off every queue, so that no thread completes (and its
+// waiter recycles) it while the call lock's holder still touches it; and
+// only a user's send, never an extension's part (Isendrecv, partitioned,
+// Bsend, collectives), whose owners read and free it under the call lock.
+// Nothing otherwise.
+void send_join_aside(request &r);
+
 // The send named by wire id `id` that waits in `state` for an answer from
 // `from`, or nullptr (a stale, forged or misdirected answer).
 request *send_awaiting(const vc &from, std::uint64_t id, send_state state);

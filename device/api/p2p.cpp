@@ -4,6 +4,7 @@
 #include "device/api/check.hpp"
 #include "device/api/wait.hpp"
 #include "device/recv_multiple.hpp"
+#include "device/send.hpp"
 
 using namespace iris;
 using iris::api::communicator;
@@ -103,14 +104,16 @@ bool streams_aside(const void *buf, int count, MPI_Datatype type, int dest, MPI_
 int send_blocking_aside(const char *call, const void *buf, int count, MPI_Datatype type, int dest,
                         int tag, MPI_Comm comm) {
   MPI_Request handle = MPI_REQUEST_NULL;
+  device::request *r = nullptr;
   {
     const device::api_guard guard;
     if (int err = api::send_binding(call, buf, count, type, dest, tag, comm,
                                     device::send_mode::standard, &handle)) {
       return err;
     }
+    r = device::rt->requests.from_handle(handle);
+    if (r != nullptr) device::send_join_aside(*r);
   }
-  device::request *r = device::rt->requests.from_handle(handle);
   if (r == nullptr || api::wait_unlocked(&handle, MPI_STATUS_IGNORE)) return MPI_SUCCESS;
   const device::api_guard guard;  // complete, or not one to wait for without the lock
   device::request_wait_release(r);
@@ -137,7 +140,13 @@ int send_blocking_aside(const char *call, const void *buf, int count, MPI_Dataty
   }
   const int result = api::send_binding(call, buf, count, type, dest, tag, comm,
                                        device::send_mode::standard, request);
-  if (nonblocking) device::request_cache_fill();
+  if (nonblocking) {
+    // A large one may stream without the call lock from here on.
+    device::request *r =
+        result == MPI_SUCCESS ? device::rt->requests.from_handle(*request) : nullptr;
+    if (r != nullptr) device::send_join_aside(*r);
+    device::request_cache_fill();
+  }
   return result;
 }
 

@@ -1,6 +1,7 @@
 // MPI_THREAD_MULTIPLE's aside sends (rendezvous.hpp): a rendezvous send of
-// plain bytes to a shared VC joins the VC's sending_aside as its RTS goes
-// out under the call lock; its CTS, taken by an aside pass
+// plain bytes to a shared VC joins the VC's sending_aside once its RTS is
+// written, under the call lock (send_join_aside; not one whose RTS waits in
+// the queue); its CTS, taken by an aside pass
 // (packet_deliver_aside) or by the call lock's poll, clears it, and
 // whichever thread holds the VC's lock writes its data packets
 // (rendezvous_push_aside): the CTS's reader, its waiter, or the call lock's
@@ -50,6 +51,7 @@ class data_sink final : public transport {
   xfer send_held(vc &to, const packet_header &h, std::span<const iovec> payload) override {
     EXPECT_TRUE(to.send_lock.held()) << "a send to a shared VC without its lock";
     if (h.type == packet_type::rts) {
+      if (refuse_rts) return xfer::retry;
       rtss.push_back(h);
       if (on_rts) on_rts(h);
       return xfer::done;
@@ -74,6 +76,7 @@ class data_sink final : public transport {
     return aside;
   }
   bool aside = true;
+  bool refuse_rts = false;
   int room = -1;
   unsigned refuse_one_in = 0;
   std::mt19937 dice{5};
@@ -105,11 +108,13 @@ class AsideSends : public ::testing::Test {
 
   vc &peer() { return rt->vcs[1]; }
 
-  // MPI_Isend under the call lock.
+  // MPI_Isend under the call lock, as its binding: the send, then its
+  // joining the aside sends.
   request *start(const std::vector<std::byte> &data, int tag) {
     call_lock_enter();
     request *r = send_start(comm_, comm_.context, data.data(), data.size(), 1, tag,
                             send_mode::standard, true);
+    send_join_aside(*r);
     call_lock_leave();
     return r;
   }
@@ -215,6 +220,36 @@ TEST_F(AsideSends, ACtsReadUnderTheCallLockClearsItTooAndOtherTransportsKeepTheO
   release(locked);
 }
 
+// An RTS the transport had no room for waits in the send queue; such a
+// send never joins the aside sends (a thread without the call lock could
+// complete it, and its waiter recycle it, while the call lock's holder
+// still takes it off the queue): its RTS, CTS and data are the call
+// lock's, as before.
+TEST_F(AsideSends, ASendWhoseRtsWaitsInTheQueueStaysTheCallLocks) {
+  const multiple_receives on;
+  const std::vector<std::byte> sent = pattern(1500, 6);
+  sink_->refuse_rts = true;
+  request *s = start(sent, 10);
+  EXPECT_FALSE(s->stream_aside);
+  EXPECT_FALSE(peer().sending_aside.holds(*s));
+  EXPECT_EQ(rt->rendezvous_sends, 1);
+  sink_->refuse_rts = false;
+  call_lock_enter();
+  send_push(peer());  // the RTS goes now
+  call_lock_leave();
+  ASSERT_EQ(sink_->rtss.size(), 1U);
+  EXPECT_FALSE(cts_aside(cts(*s, 1500, 1)));
+  cts_locked(cts(*s, 1500, 1));
+  call_lock_enter();
+  send_push(peer());
+  call_lock_leave();
+  ASSERT_TRUE(request_done(*s));
+  EXPECT_EQ(sink_->got[0], sent);
+  EXPECT_EQ(peer().aside_sent.get(), 0);
+  EXPECT_EQ(rt->rendezvous_sends, 0);
+  release(s);
+}
+
 // MPI_Request_free before the last packet: the pusher does not complete
 // it (only the call lock may release a request); the lock's next holder
 // does, once.
@@ -268,7 +303,7 @@ TEST_F(AsideSends, ACancelBeforeTheCtsTakesItOutOfTheAsideSendsAndAfterIsTooLate
 // reading the "ring" aside); the peer answers each RTS with a CTS on the
 // ring; the call lock's holder reads the ring too and pushes (send_push);
 // the transport refuses a seeded share of the data packets. Every message
-// arrives whole and in order, each send completes once, and nothing stays
+// arrives whole and in order, every send completes, and nothing stays
 // registered or counted.
 TEST_F(AsideSends, SeededStressEachStreamWholeInOrderWhoeverPushes) {
   const multiple_receives on;
@@ -334,6 +369,7 @@ TEST_F(AsideSends, SeededStressEachStreamWholeInOrderWhoeverPushes) {
         call_lock_enter();
         request *s = send_start(comm_, comm_.context, data[i].data(), data[i].size(), 1, i,
                                 send_mode::standard, true);
+        send_join_aside(*s);
         call_lock_leave();
         if (!s->stream_aside) bad.fetch_add(1);
         while (!request_done(*s)) {
