@@ -65,7 +65,9 @@ int MPI_Info_free(MPI_Info *info);
  * "rendezvous_aside" (MPI_THREAD_MULTIPLE: receives matched without the
  * call lock, eager messages delivered without it, and rendezvous messages
  * answered without it), "data_aside" (the data packets of rendezvous
- * messages delivered without it), "unexpected_bytes_bound" (what the peers' credit
+ * messages delivered without it), "rendezvous_send_aside" and
+ * "data_sent_aside" (rendezvous sends whose data may go without it, and
+ * their data packets written without it), "unexpected_bytes_bound" (what the peers' credit
  * windows allow in all), "eager_limit", "eager_window",
  * "shm_fragment_size", "net_eager_limit", "net_fragment_size" (the live
  * protocol limits, after capping to a record), "inline_bytes" (eager bytes
