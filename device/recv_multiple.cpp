@@ -11,9 +11,9 @@
 namespace iris::device {
 namespace {
 
-// Newest first, linked through request::next. A push publishes the
-// request's fields (release); the drain takes the whole stack (acquire).
-std::atomic<request *> taken{nullptr};
+// Linked through request::next: unlinked, a receive is not posted, so a
+// cancel finds it so (matcher::withdraw).
+handover_stack<&request::next> taken;
 
 }  // namespace
 
@@ -26,26 +26,17 @@ void recv_post_unlocked(context_queues &q, request &r) {
 }
 
 void recv_taken_later(request &r) {
-  request *head = taken.load(std::memory_order_relaxed);
-  do {
-    r.next = head;
-  } while (
-      !taken.compare_exchange_weak(head, &r, std::memory_order_release, std::memory_order_relaxed));
+  taken.push(r);
 }
 
 void recv_taken_drain() {
   rendezvous_cts_drain();
   request_release_drain();
-  if (taken.load(std::memory_order_relaxed) == nullptr) return;
-  request *r = taken.exchange(nullptr, std::memory_order_acquire);
-  while (r != nullptr) {
-    request *next = r->next;
-    r->next = nullptr;  // not posted: a cancel finds it so (matcher::withdraw)
-    unexpected_msg *m = r->taken;
-    r->taken = nullptr;
-    recv_taken(*r, m);
-    r = next;
-  }
+  taken.drain([](request &r) {
+    unexpected_msg *m = r.taken;
+    r.taken = nullptr;
+    recv_taken(r, m);
+  });
 }
 
 }  // namespace iris::device

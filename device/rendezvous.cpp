@@ -296,29 +296,15 @@ void data_copy(request &r, const packet_header &h, const std::byte *payload) {
   }
 }
 
-// Linked through request::cts_next; a push publishes the receive's fields
-// (release), the drain takes the whole stack (acquire).
-std::atomic<request *> ctss_owed{nullptr};
+// Receives whose CTS the call lock's holder sends.
+handover_stack<&request::cts_next> ctss_owed;
 
 // Aside sends whose last packet went out after the user freed them, for the
-// call lock to finish and release; linked through request::cts_next too.
-std::atomic<request *> sends_freed{nullptr};
-
-void push_later(std::atomic<request *> &stack, request &r) {
-  request *head = stack.load(std::memory_order_relaxed);
-  do {
-    r.cts_next = head;
-  } while (
-      !stack.compare_exchange_weak(head, &r, std::memory_order_release, std::memory_order_relaxed));
-}
-
-request *take_all(std::atomic<request *> &stack) {
-  if (stack.load(std::memory_order_relaxed) == nullptr) return nullptr;
-  return stack.exchange(nullptr, std::memory_order_acquire);
-}
+// call lock to finish and release.
+handover_stack<&request::cts_next> sends_freed;
 
 void rendezvous_cts_later(request &r) {
-  push_later(ctss_owed, r);
+  ctss_owed.push(r);
 }
 
 }  // namespace
@@ -343,26 +329,17 @@ void rendezvous_answer_aside(request &r, vc &from) {
 }
 
 void rendezvous_cts_drain() {
-  for (request *s = take_all(sends_freed); s != nullptr;) {
-    request *next = s->cts_next;
-    s->cts_next = nullptr;
-    send_done(*s);  // freed: released now
-    s = next;
-  }
-  request *r = take_all(ctss_owed);
-  while (r != nullptr) {
-    request *next = r->cts_next;
-    r->cts_next = nullptr;
-    vc &from = rt->vcs[static_cast<std::size_t>(r->peer)];
+  sends_freed.drain([](request &s) { send_done(s); });  // freed: released now
+  ctss_owed.drain([](request &r) {
+    vc &from = rt->vcs[static_cast<std::size_t>(r.peer)];
     // Its data may come before this returns, and be delivered by any reader.
     // (Counted in "rendezvous_aside" already.)
-    if (from.streaming_aside.holds(*r)) {
-      reply(from, packet_type::cts, r->peer_request, request_id(*r), r->expected);
+    if (from.streaming_aside.holds(r)) {
+      reply(from, packet_type::cts, r.peer_request, request_id(r), r.expected);
     } else {
-      ask_for_data(*r, from);
+      ask_for_data(r, from);
     }
-    r = next;
-  }
+  });
 }
 
 bool rendezvous_cts_aside(vc &from, const packet_header &h) {
@@ -400,7 +377,7 @@ int rendezvous_push_aside(vc &to) {
     if (s->progress != s->expected) break;  // the transport is full: the next push goes on
     to.sending_aside.remove(s);
     if (s->freed) {
-      push_later(sends_freed, *s);  // only the call lock may release it
+      sends_freed.push(*s);  // only the call lock may release it
     } else {
       // Its state stays wait_reply: the call lock's holder may still be
       // reading it after the RTS went (message_sent); once cleared, nothing

@@ -19,29 +19,16 @@ void request_wait_release(request *r) {
 
 namespace {
 
-// request_release_later's requests, linked through request::next: a push
-// publishes (release), the drain takes the whole stack (acquire).
-std::atomic<request *> released_later{nullptr};
+handover_stack<&request::next> released_later;
 
 }  // namespace
 
 void request_release_later(request *r) {
-  request *head = released_later.load(std::memory_order_relaxed);
-  do {
-    r->next = head;
-  } while (!released_later.compare_exchange_weak(head, r, std::memory_order_release,
-                                                 std::memory_order_relaxed));
+  released_later.push(*r);
 }
 
 void request_release_drain() {
-  if (released_later.load(std::memory_order_relaxed) == nullptr) return;
-  request *r = released_later.exchange(nullptr, std::memory_order_acquire);
-  while (r != nullptr) {
-    request *next = r->next;
-    r->next = nullptr;
-    rt->requests.release(r);
-    r = next;
-  }
+  released_later.drain([](request &r) { rt->requests.release(&r); });
 }
 
 namespace {

@@ -151,10 +151,41 @@ struct request {
   // MULTIPLE: a receive matched without the call lock that took this
   // message, until the call lock's holder delivers it (recv_multiple.hpp).
   unexpected_msg *taken = nullptr;
-  // MULTIPLE: a receive whose rendezvous an aside pass answered while the
-  // transport had no room for its CTS: the link of the stack of CTSs the
-  // call lock's holder sends (rendezvous_cts_later).
+  // MULTIPLE: the link of the call lock's hand-over stacks in
+  // rendezvous.cpp (a receive whose CTS had no room, an aside send freed
+  // before its last packet).
   request *cts_next = nullptr;
+};
+
+// MPI_THREAD_MULTIPLE: requests handed by threads without the call lock to
+// its next holder, on a lock-free stack linked through `Link` (no thread
+// waits on it). A push publishes the request's fields (release); the drain
+// takes the whole stack (acquire), newest first, unlinking each before
+// `fn` sees it; one load when empty.
+template <request *request::*Link>
+class handover_stack {
+ public:
+  void push(request &r) {
+    request *head = top_.load(std::memory_order_relaxed);
+    do {
+      r.*Link = head;
+    } while (!top_.compare_exchange_weak(head, &r, std::memory_order_release,
+                                         std::memory_order_relaxed));
+  }
+  template <typename Fn>
+  void drain(Fn fn) {
+    if (top_.load(std::memory_order_relaxed) == nullptr) return;
+    request *r = top_.exchange(nullptr, std::memory_order_acquire);
+    while (r != nullptr) {
+      request *next = r->*Link;
+      r->*Link = nullptr;
+      fn(*r);
+      r = next;
+    }
+  }
+
+ private:
+  std::atomic<request *> top_{nullptr};
 };
 
 // A message that arrived before its receive was posted: an eager message with
