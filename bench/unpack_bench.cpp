@@ -9,7 +9,7 @@
 #include <cstring>
 #include <vector>
 
-#include "device/dtype.hpp"
+#include "device/datatypes/dtype.hpp"
 
 namespace {
 

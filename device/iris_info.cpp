@@ -10,8 +10,8 @@
 #include <exception>
 #include <string>
 
-#include "device/runtime.hpp"
-#include "device/tunables.hpp"
+#include "device/runtime/runtime.hpp"
+#include "device/setup/tunables.hpp"
 #include "include/mpi.h"
 
 namespace {

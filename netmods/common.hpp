@@ -9,7 +9,7 @@
 #include <string_view>
 #include <vector>
 
-#include "device/threading.hpp"
+#include "device/base/threading.hpp"
 #include "netmods/netmod.hpp"
 
 namespace iris::netmod {

@@ -42,7 +42,7 @@
 #include <string_view>
 #include <vector>
 
-#include "device/tunables.hpp"
+#include "device/base/tunables.hpp"
 
 namespace iris::pmi {
 class client;

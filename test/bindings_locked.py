@@ -16,7 +16,7 @@ import sys
 
 root = pathlib.Path(__file__).resolve().parent.parent / "device" / "api"
 missing = []
-for path in sorted(root.glob("*.cpp")):
+for path in sorted(root.rglob("*.cpp")):
     if path.name == "unsupported.cpp":
         continue
     lines = path.read_text().split("\n")

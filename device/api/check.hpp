@@ -5,12 +5,12 @@
 
 #include <cstddef>
 
-#include "device/comm.hpp"
-#include "device/datatype.hpp"
-#include "device/device.hpp"
-#include "device/dtype.hpp"
-#include "device/errors.hpp"
-#include "device/typed.hpp"
+#include "device/api/device.hpp"
+#include "device/core/comm.hpp"
+#include "device/datatypes/datatype.hpp"
+#include "device/datatypes/dtype.hpp"
+#include "device/protocols/typed.hpp"
+#include "device/runtime/errors.hpp"
 #include "include/mpi.h"
 
 namespace iris::api {

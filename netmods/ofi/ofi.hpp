@@ -5,7 +5,7 @@
 #include <memory>
 #include <span>
 
-#include "device/tunables.hpp"
+#include "device/base/tunables.hpp"
 
 #include "netmods/netmod.hpp"
 

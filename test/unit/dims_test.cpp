@@ -7,7 +7,7 @@
 #include <algorithm>
 #include <vector>
 
-#include "device/topology.hpp"
+#include "device/communicators/topology.hpp"
 
 namespace {
 

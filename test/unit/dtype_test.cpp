@@ -9,8 +9,8 @@
 #include <random>
 #include <vector>
 
-#include "device/dtype.hpp"
-#include "device/stream_copy.hpp"
+#include "device/base/stream_copy.hpp"
+#include "device/datatypes/dtype.hpp"
 #include "include/mpi.h"
 
 namespace iris::device {

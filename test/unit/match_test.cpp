@@ -6,8 +6,8 @@
 #include <random>
 #include <vector>
 
-#include "device/match.hpp"
-#include "device/matching.hpp"
+#include "device/core/match.hpp"
+#include "device/matching/matching.hpp"
 
 namespace iris::device {
 namespace {

@@ -23,7 +23,7 @@
 
 #include <gtest/gtest.h>
 
-#include "device/tunables.hpp"
+#include "device/setup/tunables.hpp"
 #include "netmods/netmod.hpp"
 #include "test/unit/netmod_fixture.hpp"
 

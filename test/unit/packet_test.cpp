@@ -1,7 +1,7 @@
 // Validation of packet headers that arrive from outside.
 #include <gtest/gtest.h>
 
-#include "device/packet.hpp"
+#include "device/core/packet.hpp"
 
 namespace iris::device {
 namespace {

@@ -9,8 +9,8 @@
 #include <cstring>
 #include <string>
 
-#include "device/transport.hpp"
-#include "device/tunables.hpp"
+#include "device/core/transport.hpp"
+#include "device/setup/tunables.hpp"
 #include "shm/segment.hpp"
 
 namespace iris {

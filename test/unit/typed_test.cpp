@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "device/typed.hpp"
+#include "device/protocols/typed.hpp"
 #include "include/mpi.h"
 
 namespace iris::device {

@@ -12,9 +12,9 @@
 #include <cstdint>
 #include <functional>
 
-#include "device/comm.hpp"
-#include "device/runtime.hpp"
-#include "device/threading.hpp"
+#include "device/base/threading.hpp"
+#include "device/core/comm.hpp"
+#include "device/runtime/runtime.hpp"
 #include "multiple_runtime.hpp"
 
 namespace iris::device {

@@ -2,7 +2,7 @@
 // names as rates are measured, when and for how long it tries the slower
 // one, and that size classes learn apart. Times are given, not read:
 // deterministic.
-#include "device/engine_choice.hpp"
+#include "device/protocols/engine_choice.hpp"
 
 #include <gtest/gtest.h>
 

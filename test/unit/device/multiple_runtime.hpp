@@ -6,10 +6,10 @@
 
 #include <memory>
 
-#include "device/recv_multiple.hpp"
-#include "device/runtime.hpp"
-#include "device/threading.hpp"
-#include "device/transport.hpp"
+#include "device/base/threading.hpp"
+#include "device/core/transport.hpp"
+#include "device/protocols/recv_multiple.hpp"
+#include "device/runtime/runtime.hpp"
 
 namespace iris::device {
 

@@ -26,15 +26,16 @@
 #include <string>
 #include <vector>
 
-#include "device/cancel.hpp"
-#include "device/credit.hpp"
-#include "device/progress.hpp"
-#include "device/recv.hpp"
-#include "device/rendezvous.hpp"
-#include "device/runtime.hpp"
-#include "device/schedule.hpp"
-#include "device/send.hpp"
-#include "device/transport_self.hpp"
+#include "device/collectives/schedule.hpp"
+#include "device/protocols/cancel.hpp"
+#include "device/protocols/credit.hpp"
+#include "device/protocols/dispatch.hpp"
+#include "device/protocols/recv.hpp"
+#include "device/protocols/rendezvous.hpp"
+#include "device/protocols/send.hpp"
+#include "device/runtime/progress.hpp"
+#include "device/runtime/runtime.hpp"
+#include "device/transports/self.hpp"
 #include "shm/ring.hpp"
 
 namespace iris::device {
@@ -650,7 +651,7 @@ TEST_P(Protocols, ScheduleRunsItsRoundsInOrderAndAgainOnRestart) {
     for (int i = 0; i < n; ++i) ASSERT_EQ(sum[static_cast<std::size_t>(i)], i * 3 + round + 1000);
     EXPECT_EQ(echo, sum);
   }
-  EXPECT_EQ(schedules_active, 0U);
+  EXPECT_EQ(progress_added.schedules_active, 0U);
   rt->requests.release(r);
 
   int first = -1;

@@ -28,14 +28,15 @@
 #include <thread>
 #include <vector>
 
-#include "device/credit.hpp"
-#include "device/recv.hpp"
-#include "device/recv_multiple.hpp"
-#include "device/rendezvous.hpp"
-#include "device/runtime.hpp"
-#include "device/send.hpp"
-#include "device/threading.hpp"
-#include "device/transport.hpp"
+#include "device/base/threading.hpp"
+#include "device/core/transport.hpp"
+#include "device/protocols/credit.hpp"
+#include "device/protocols/dispatch.hpp"
+#include "device/protocols/recv.hpp"
+#include "device/protocols/recv_multiple.hpp"
+#include "device/protocols/rendezvous.hpp"
+#include "device/protocols/send.hpp"
+#include "device/runtime/runtime.hpp"
 #include "multiple_runtime.hpp"
 
 namespace iris::device {

@@ -15,10 +15,10 @@
 #include <thread>
 #include <vector>
 
-#include "device/recv.hpp"
-#include "device/recv_multiple.hpp"
-#include "device/runtime.hpp"
-#include "device/threading.hpp"
+#include "device/base/threading.hpp"
+#include "device/protocols/recv.hpp"
+#include "device/protocols/recv_multiple.hpp"
+#include "device/runtime/runtime.hpp"
 #include "multiple_runtime.hpp"
 
 namespace iris::device {

@@ -21,14 +21,15 @@
 #include <thread>
 #include <vector>
 
-#include "device/cancel.hpp"
-#include "device/recv.hpp"
-#include "device/recv_multiple.hpp"
-#include "device/rendezvous.hpp"
-#include "device/runtime.hpp"
-#include "device/send.hpp"
-#include "device/threading.hpp"
-#include "device/transport.hpp"
+#include "device/base/threading.hpp"
+#include "device/core/transport.hpp"
+#include "device/protocols/cancel.hpp"
+#include "device/protocols/dispatch.hpp"
+#include "device/protocols/recv.hpp"
+#include "device/protocols/recv_multiple.hpp"
+#include "device/protocols/rendezvous.hpp"
+#include "device/protocols/send.hpp"
+#include "device/runtime/runtime.hpp"
 #include "multiple_runtime.hpp"
 
 namespace iris::device {

@@ -9,7 +9,7 @@
 #include <thread>
 #include <vector>
 
-#include "device/threading.hpp"
+#include "device/base/threading.hpp"
 
 namespace iris::device {
 namespace {

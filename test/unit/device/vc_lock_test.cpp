@@ -17,10 +17,10 @@
 #include <utility>
 #include <vector>
 
-#include "device/credit.hpp"
-#include "device/runtime.hpp"
-#include "device/send.hpp"
-#include "device/threading.hpp"
+#include "device/base/threading.hpp"
+#include "device/protocols/credit.hpp"
+#include "device/protocols/send.hpp"
+#include "device/runtime/runtime.hpp"
 
 namespace iris::device {
 namespace {

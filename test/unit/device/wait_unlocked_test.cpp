@@ -23,8 +23,8 @@
 #include <vector>
 
 #include "device/api/check.hpp"
-#include "device/runtime.hpp"
-#include "device/threading.hpp"
+#include "device/base/threading.hpp"
+#include "device/runtime/runtime.hpp"
 #include "multiple_runtime.hpp"
 
 namespace iris::device {

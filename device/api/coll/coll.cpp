@@ -1,0 +1,537 @@
+// MPI collectives that reduce or broadcast: Bcast, Reduce, Allreduce,
+// Reduce_scatter(_block), Scan, Exscan, Reduce_local. See coll.hpp for the
+// rules every collective here follows.
+#include <climits>
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "device/api/coll/coll.hpp"
+#include "device/api/coll/nbc.hpp"
+
+using namespace iris;
+namespace nbc = iris::api::nbc;
+using iris::api::communicator;
+namespace coll = iris::api::coll;
+
+namespace iris::api::coll {
+
+int check_op(const char *call, const communicator &comm, MPI_Op op, MPI_Datatype type) {
+  if (!device::op_valid(op)) {
+    return device::error_raise(&comm, call, MPI_ERR_OP, "invalid op handle 0x%x",
+                               static_cast<unsigned>(op));
+  }
+  if (const char *why = device::op_type_mismatch(op, type)) {
+    const device::dtype *t = device::dtype_lookup(type);
+    if (t != nullptr && t->wide_of != 0) {  // a large count: name the type it counts
+      type = t->wide_of;
+      t = device::dtype_lookup(type);
+    }
+    if (t != nullptr && !t->predefined) {
+      return device::error_raise(&comm, call, MPI_ERR_OP,
+                                 "%s cannot reduce a derived datatype: predefined operations need "
+                                 "a predefined type (MPI_Op_create makes an op for any type)",
+                                 device::op_name(op));
+    }
+    const char *name = device::datatype_name(type);
+    return device::error_raise(&comm, call, MPI_ERR_OP, "%s cannot reduce %s: it is defined on %s",
+                               device::op_name(op), name != nullptr ? name : "this datatype", why);
+  }
+  return MPI_SUCCESS;
+}
+
+int check_no_alias(const char *call, const communicator &comm, const typed_buffer &a,
+                   const typed_buffer &b) {
+  if (!device::typed_overlap(a, b)) return MPI_SUCCESS;
+  return device::error_raise(&comm, call, MPI_ERR_BUFFER,
+                             "send and receive buffers overlap (use MPI_IN_PLACE instead)");
+}
+
+int error_in_place(const char *call, const communicator &comm, const char *which) {
+  return device::error_raise(&comm, call, MPI_ERR_BUFFER, "MPI_IN_PLACE is not allowed as %s here",
+                             which);
+}
+
+}  // namespace iris::api::coll
+
+namespace {
+
+using device::typed_buffer;
+using image = device::typed_image;
+
+// One reduction's shape: `count` elements of `type` combined with `op`.
+// Partial results are images of `count` elements in the type's layout.
+struct reduction {
+  coll::channel ch;
+  MPI_Op op;
+  MPI_Datatype type;
+  int count;
+  const device::dtype *t;
+
+  std::size_t bytes() const { return static_cast<std::size_t>(count) * t->packed_size; }
+  image empty() const { return image(count, *t); }
+  image copy_of(const void *data) const {
+    return image(typed_buffer{const_cast<void *>(data), count, t});
+  }
+  typed_buffer at(void *data) const { return {data, count, t}; }
+};
+
+// upper = lower o upper: `lower` holds the contributions of lower ranks.
+void combine(const reduction &red, const image &lower, image &upper) {
+  device::op_apply(red.op, lower.origin(), upper.origin(), static_cast<std::size_t>(red.count),
+                   red.type, red.t->extent);
+}
+
+// Binomial tree towards `root`: a rank combines into `acc` the partial results
+// of its children (blocks of ranks above it, counted from root), then hands
+// acc to its parent. At root acc ends as the result. Ranks are combined in
+// order only relative to root, so a non-commutative op needs root 0.
+int reduce_tree(const reduction &red, image &acc, int root) {
+  const int size = red.ch.comm.size;
+  const int vr = (red.ch.comm.rank - root + size) % size;
+  image tmp = red.empty();
+  for (int mask = 1; mask < size; mask <<= 1) {
+    if ((vr & mask) != 0) return coll::send(red.ch, acc.view(), (vr - mask + root) % size);
+    if (vr + mask < size) {
+      if (int err = coll::recv(red.ch, tmp.view(), (vr + mask + root) % size)) return err;
+      combine(red, acc, tmp);
+      acc.swap(tmp);
+    }
+  }
+  return MPI_SUCCESS;
+}
+
+// The whole reduction lands in `out` at `root`. A non-commutative op is
+// reduced to rank 0 in rank order and then moved to root.
+int reduce_to(const reduction &red, image &acc, void *out, int root) {
+  const communicator &comm = red.ch.comm;
+  const int tree_root = device::op_commutative(red.op) ? root : 0;
+  if (int err = reduce_tree(red, acc, tree_root)) return err;
+  if (tree_root == root) {
+    if (comm.rank == root) device::typed_copy(acc.view(), red.at(out));
+    return MPI_SUCCESS;
+  }
+  if (comm.rank == tree_root) {
+    if (int err = coll::send(red.ch, acc.view(), root)) return err;
+  }
+  if (comm.rank == root) return coll::recv(red.ch, red.at(out), tree_root);
+  return MPI_SUCCESS;
+}
+
+// Sends `out`, or after a mismatch (`err` set) a byte more than this rank's
+// count takes, so that the receiver is told too.
+int send_told(const reduction &red, const image &out, int to, int err) {
+  if (err == MPI_SUCCESS) return coll::send(red.ch, out.view(), to);
+  std::vector<std::byte> longer(out.view().packed_bytes() + 1);
+  device::typed_pack(out.view(), longer.data());
+  coll::send(red.ch, coll::bytes(longer.data(), longer.size()), to);
+  return err;
+}
+
+// Receives into `in`, which the message must fill exactly; returns the first
+// error, `err` if set.
+int recv_told(const reduction &red, image &in, int from, int err) {
+  device::request *r = nullptr;
+  const int posted = coll::post_recv(red.ch, in.view(), from, r);
+  const int got = coll::wait_exact(r, in.view().packed_bytes());
+  if (err != MPI_SUCCESS) return err;
+  return posted != MPI_SUCCESS ? posted : got;
+}
+
+// One step of a recursive doubling that tells both ends of a count
+// mismatch (send_told, recv_told). Returns the first error.
+int exchange(const reduction &red, const image &out, int to, image &in, int from, int err) {
+  device::request *r = nullptr;
+  const int posted = coll::post_recv(red.ch, in.view(), from, r);
+  const int sent = send_told(red, out, to, err);
+  const int got = coll::wait_exact(r, in.view().packed_bytes());
+  if (err != MPI_SUCCESS) return err;
+  if (posted != MPI_SUCCESS) return posted;
+  return sent != MPI_SUCCESS ? sent : got;
+}
+
+// Recursive doubling: in round k each rank exchanges its partial result with
+// rank ^ 2^k and combines, lower ranks' part first. With a size that is not a
+// power of two, the first 2 * rem ranks pair up beforehand (the odd one
+// carries the pair) and the even ones get the result at the end. A count
+// mismatch goes on to the end rather than leaving later partners waiting,
+// and reaches every rank (exchange): MPICH's errors/coll/allreducelength
+// hung here.
+int allreduce_doubling(const reduction &red, image &acc) {
+  const int rank = red.ch.comm.rank;
+  const int size = red.ch.comm.size;
+  int pof2 = 1;
+  while (pof2 * 2 <= size) pof2 *= 2;
+  const int rem = size - pof2;
+  image tmp = red.empty();
+  int newrank = rank - rem;
+  int err = MPI_SUCCESS;
+  if (rank < 2 * rem) {
+    if (rank % 2 == 0) {
+      err = coll::send(red.ch, acc.view(), rank + 1);
+      newrank = -1;
+    } else {
+      err = recv_told(red, tmp, rank - 1, err);
+      combine(red, tmp, acc);
+      newrank = rank / 2;
+    }
+  }
+  for (int mask = 1; newrank >= 0 && mask < pof2; mask <<= 1) {
+    const int peer_new = newrank ^ mask;
+    const int peer = peer_new < rem ? peer_new * 2 + 1 : peer_new + rem;
+    err = exchange(red, acc, peer, tmp, peer, err);
+    if (peer < rank) {
+      combine(red, tmp, acc);
+    } else {
+      combine(red, acc, tmp);
+      acc.swap(tmp);
+    }
+  }
+  if (rank < 2 * rem) {
+    if (rank % 2 == 1) return send_told(red, acc, rank - 1, err);
+    return recv_told(red, acc, rank + 1, err);
+  }
+  return err;
+}
+
+// Checks shared by the reductions: communicator, op, datatype, count and the
+// receive buffer; the send buffer unless it is MPI_IN_PLACE. On success
+// `recv` describes the receive buffer.
+int reduction_checks(const char *call, MPI_Comm handle, const void *sendbuf, const void *recvbuf,
+                     int count, MPI_Datatype type, MPI_Op op, communicator *&c,
+                     typed_buffer &recv) {
+  if (int err = api::check_intracomm(call, handle, c)) return err;
+  if (int err = api::check_typed_buffer(call, *c, recvbuf, count, type, recv)) return err;
+  if (int err = coll::check_op(call, *c, op, type)) return err;
+  if (coll::in_place(sendbuf)) return MPI_SUCCESS;
+  if (coll::in_place(recvbuf)) return coll::error_in_place(call, *c, "the receive buffer");
+  typed_buffer send;
+  if (int err = api::check_typed_buffer(call, *c, sendbuf, count, type, send)) return err;
+  return coll::check_no_alias(call, *c, send, recv);
+}
+
+// Scan and Exscan by recursive doubling: `partial` carries the reduction of
+// the block of ranks this rank has heard of (itself included); what came
+// from lower ranks also goes into the result. `inclusive` starts the result
+// with this rank's own value (Scan); Exscan's result starts empty.
+int scan_doubling(const reduction &red, const void *mine, void *out, bool inclusive) {
+  const int rank = red.ch.comm.rank;
+  image partial = red.copy_of(mine);
+  image total = partial;
+  image tmp = red.empty();
+  bool have = inclusive;
+  for (int mask = 1; mask < red.ch.comm.size; mask <<= 1) {
+    const int peer = rank ^ mask;
+    if (peer >= red.ch.comm.size) continue;
+    if (int err = coll::sendrecv(red.ch, partial.view(), peer, tmp.view(), peer)) return err;
+    if (peer < rank) {
+      combine(red, tmp, partial);
+      if (have) {
+        combine(red, tmp, total);
+      } else {
+        total = tmp;
+        have = true;
+      }
+    } else {
+      combine(red, partial, tmp);
+      partial.swap(tmp);
+    }
+  }
+  if (have) device::typed_copy(total.view(), red.at(out));
+  return MPI_SUCCESS;
+}
+
+int scan_binding(const char *call, int tag, bool inclusive, const void *sendbuf, void *recvbuf,
+                 int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm) {
+  communicator *c = nullptr;
+  typed_buffer recv;
+  if (int err = reduction_checks(call, comm, sendbuf, recvbuf, count, datatype, op, c, recv)) {
+    return err;
+  }
+  const reduction red{{*c, tag}, op, datatype, count, recv.type};
+  if (red.bytes() == 0) return MPI_SUCCESS;
+  const void *mine = coll::in_place(sendbuf) ? recvbuf : sendbuf;
+  return coll::result(call, *c, scan_doubling(red, mine, recvbuf, inclusive));
+}
+
+// Rank 0 hands each rank its block of `all` (counts[i] elements each, in
+// rank order); a linear scatter like MPI_Scatterv's.
+int scatter_counts(const coll::channel &ch, const typed_buffer &all, const typed_buffer &mine,
+                   const int counts[]) {
+  const communicator &comm = ch.comm;
+  if (comm.rank != 0) return coll::recv(ch, mine, 0);
+  std::vector<device::request *> pending;
+  std::int64_t at = counts[0];
+  device::typed_copy(all.slice(0, counts[0]), mine);
+  int err = MPI_SUCCESS;
+  for (int i = 1; i < comm.size && err == MPI_SUCCESS; ++i) {
+    device::request *r = nullptr;
+    err = coll::post_send(ch, all.slice(at, counts[i]), i, r);
+    if (r != nullptr) pending.push_back(r);
+    at += counts[i];
+  }
+  for (device::request *r : pending) coll::wait(r);
+  return err;
+}
+
+// MPI_Reduce_scatter's arguments; on success `total` is the sum of counts
+// and `recv` this rank's receive buffer (all of it, in place).
+int reduce_scatter_checks(const char *call, const communicator &c, const void *sendbuf,
+                          const void *recvbuf, const int counts[], MPI_Datatype type, MPI_Op op,
+                          std::size_t &total, typed_buffer &recv) {
+  if (int err = api::check_not_null(call, &c, counts, "recvcounts")) return err;
+  total = 0;
+  for (int i = 0; i < c.size; ++i) {
+    if (counts[i] < 0) {
+      return device::error_raise(&c, call, MPI_ERR_COUNT, "negative count %d for rank %d",
+                                 counts[i], i);
+    }
+    total += static_cast<std::size_t>(counts[i]);
+  }
+  if (total > static_cast<std::size_t>(INT_MAX)) {
+    return device::error_raise(&c, call, MPI_ERR_COUNT, "counts add up to more than INT_MAX");
+  }
+  const int all = static_cast<int>(total);
+  if (coll::in_place(sendbuf)) {
+    if (int err = api::check_typed_buffer(call, c, recvbuf, all, type, recv)) return err;
+    return coll::check_op(call, c, op, type);
+  }
+  if (int err = api::check_typed_buffer(call, c, recvbuf, counts[c.rank], type, recv)) return err;
+  if (int err = coll::check_op(call, c, op, type)) return err;
+  typed_buffer send;
+  if (int err = api::check_typed_buffer(call, c, sendbuf, all, type, send)) return err;
+  return coll::check_no_alias(call, c, send, recv);
+}
+
+}  // namespace
+
+extern "C" {
+
+int MPI_Bcast(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm) {
+  const device::api_guard guard;
+  // Over an intercommunicator: nbc_inter.cpp, waited for here.
+  if (nbc::is_inter(comm))
+    return nbc::ibcast("MPI_Bcast", buffer, count, datatype, root, comm, MPI_INFO_NULL,
+                       nbc::mode::blocking, nullptr);
+  const char *call = "MPI_Bcast";
+  communicator *c = nullptr;
+  typed_buffer data;
+  if (int err = api::check_intracomm(call, comm, c)) return err;
+  if (int err = api::check_typed_buffer(call, *c, buffer, count, datatype, data)) return err;
+  if (int err = coll::check_root(call, *c, root)) return err;
+  if (data.packed_bytes() == 0) return MPI_SUCCESS;
+  // Binomial tree: a rank hears from the parent that clears its lowest set
+  // bit (counted from root), then serves the subtrees below that bit.
+  const coll::channel ch{*c, coll::tag_bcast};
+  const int vr = (c->rank - root + c->size) % c->size;
+  // A truncated receive still forwards what arrived, so that the subtree
+  // below this rank completes instead of waiting forever. A short one (the
+  // root sent less than this rank's count takes) is an error too, and only
+  // what arrived goes on, so that the ranks below see it as well.
+  int err = MPI_SUCCESS;
+  typed_buffer forward = data;
+  std::size_t got = data.packed_bytes();
+  int mask = 1;
+  for (; mask < c->size; mask <<= 1) {
+    if ((vr & mask) != 0) {
+      device::request *r = nullptr;
+      err = coll::post_recv(ch, data, (vr - mask + root) % c->size, r);
+      if (err == MPI_SUCCESS) {
+        device::progress_until([r] { return r->complete; });
+        got = r->status_bytes;
+        err = coll::wait(r);
+      }
+      break;
+    }
+  }
+  const bool short_message = err == MPI_SUCCESS && got < data.packed_bytes();
+  if (short_message) {
+    forward.count = static_cast<int>(got / data.type->packed_size);
+    if (data.contiguous()) forward = coll::bytes(data.base, got);
+  }
+  // A truncated one goes on a byte longer than this rank holds, so that the
+  // ranks below are told too (their counts match this rank's or not).
+  std::vector<std::byte> longer;
+  if (err == MPI_ERR_TRUNCATE && c->size > 2) {
+    longer.resize(data.packed_bytes() + 1);
+    device::typed_pack(data, longer.data());
+    forward = coll::bytes(longer.data(), longer.size());
+  }
+  for (mask >>= 1; mask > 0; mask >>= 1) {
+    if (vr + mask >= c->size) continue;
+    const int sent = coll::send(ch, forward, (vr + mask + root) % c->size);
+    if (err == MPI_SUCCESS) err = sent;
+  }
+  if (short_message && err == MPI_SUCCESS) {
+    return device::error_raise(c, call, MPI_ERR_TRUNCATE,
+                               "the root sent %zu bytes where this rank's count and datatype take "
+                               "%zu: the ranks passed counts or datatypes that do not match",
+                               got, data.packed_bytes());
+  }
+  return coll::result(call, *c, err);
+}
+
+int MPI_Reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
+               int root, MPI_Comm comm) {
+  const device::api_guard guard;
+  // Over an intercommunicator: nbc_inter.cpp, waited for here.
+  if (nbc::is_inter(comm))
+    return nbc::ireduce("MPI_Reduce", sendbuf, recvbuf, count, datatype, op, root, comm,
+                        MPI_INFO_NULL, nbc::mode::blocking, nullptr);
+  const char *call = "MPI_Reduce";
+  communicator *c = nullptr;
+  typed_buffer data;
+  if (int err = api::check_intracomm(call, comm, c)) return err;
+  if (int err = coll::check_root(call, *c, root)) return err;
+  if (c->rank == root) {
+    if (int err = reduction_checks(call, comm, sendbuf, recvbuf, count, datatype, op, c, data)) {
+      return err;
+    }
+  } else {
+    // The receive buffer is significant only at root.
+    if (coll::in_place(sendbuf)) return coll::error_in_place(call, *c, "the send buffer off root");
+    if (int err = api::check_typed_buffer(call, *c, sendbuf, count, datatype, data)) return err;
+    if (int err = coll::check_op(call, *c, op, datatype)) return err;
+  }
+  const reduction red{{*c, coll::tag_reduce}, op, datatype, count, data.type};
+  if (red.bytes() == 0) return MPI_SUCCESS;
+  image acc = red.copy_of(coll::in_place(sendbuf) ? recvbuf : sendbuf);
+  return coll::result(call, *c, reduce_to(red, acc, recvbuf, root));
+}
+
+int MPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
+                  MPI_Comm comm) {
+  const device::api_guard guard;
+  // Over an intercommunicator: nbc_inter.cpp, waited for here.
+  if (nbc::is_inter(comm))
+    return nbc::iallreduce("MPI_Allreduce", sendbuf, recvbuf, count, datatype, op, comm,
+                           MPI_INFO_NULL, nbc::mode::blocking, nullptr);
+  const char *call = "MPI_Allreduce";
+  communicator *c = nullptr;
+  typed_buffer recv;
+  if (int err = reduction_checks(call, comm, sendbuf, recvbuf, count, datatype, op, c, recv)) {
+    return err;
+  }
+  const reduction red{{*c, coll::tag_allreduce}, op, datatype, count, recv.type};
+  if (red.bytes() == 0) return MPI_SUCCESS;
+  image acc = red.copy_of(coll::in_place(sendbuf) ? recvbuf : sendbuf);
+  const int err = allreduce_doubling(red, acc);
+  if (err == MPI_SUCCESS) device::typed_copy(acc.view(), recv);
+  return coll::result(call, *c, err);
+}
+
+int MPI_Reduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount,
+                             MPI_Datatype datatype, MPI_Op op, MPI_Comm comm) {
+  const device::api_guard guard;
+  // Over an intercommunicator: nbc_inter.cpp, waited for here.
+  if (nbc::is_inter(comm))
+    return nbc::ireduce_scatter_block("MPI_Reduce_scatter_block", sendbuf, recvbuf, recvcount,
+                                      datatype, op, comm, MPI_INFO_NULL, nbc::mode::blocking,
+                                      nullptr);
+  const char *call = "MPI_Reduce_scatter_block";
+  communicator *c = nullptr;
+  typed_buffer recv;
+  if (int err = reduction_checks(call, comm, sendbuf, recvbuf, recvcount, datatype, op, c, recv)) {
+    return err;
+  }
+  const std::size_t block = recv.packed_bytes();
+  if (!coll::in_place(sendbuf)) {
+    typed_buffer send;
+    if (int err = api::check_typed_buffer(call, *c, sendbuf, recvcount * c->size, datatype, send)) {
+      return err;
+    }
+    if (int err = coll::check_no_alias(call, *c, send, recv)) {
+      return err;
+    }
+  }
+  if (block == 0) return MPI_SUCCESS;
+  // Reduce everything to rank 0 (rank order, so any op), then scatter it.
+  const coll::channel ch{*c, coll::tag_reduce_scatter_block};
+  const reduction red{ch, op, datatype, recvcount * c->size, recv.type};
+  image acc = red.copy_of(coll::in_place(sendbuf) ? recvbuf : sendbuf);
+  int err = reduce_tree(red, acc, 0);
+  if (err == MPI_SUCCESS) {
+    const typed_buffer blocks{acc.origin(), recvcount, recv.type};
+    // In place the result is the first block of recvbuf, as for a scatter.
+    const typed_buffer mine{recvbuf, recvcount, recv.type};
+    err = coll::scatter_tree(ch, &blocks, &mine, block, 0);
+  }
+  return coll::result(call, *c, err);
+}
+
+// Reduces everything to rank 0 (rank order, so any op), then scatters the
+// blocks of their several sizes.
+int MPI_Reduce_scatter(const void *sendbuf, void *recvbuf, const int recvcounts[],
+                       MPI_Datatype datatype, MPI_Op op, MPI_Comm comm) {
+  const device::api_guard guard;
+  // Over an intercommunicator: nbc_inter.cpp, waited for here.
+  if (nbc::is_inter(comm))
+    return nbc::ireduce_scatter("MPI_Reduce_scatter", sendbuf, recvbuf, recvcounts, datatype, op,
+                                comm, MPI_INFO_NULL, nbc::mode::blocking, nullptr);
+  const char *call = "MPI_Reduce_scatter";
+  communicator *c = nullptr;
+  std::size_t total = 0;
+  typed_buffer recv;
+  if (int err = api::check_intracomm(call, comm, c)) return err;
+  if (int err = reduce_scatter_checks(call, *c, sendbuf, recvbuf, recvcounts, datatype, op, total,
+                                      recv)) {
+    return err;
+  }
+  const coll::channel ch{*c, coll::tag_reduce_scatter};
+  const reduction red{ch, op, datatype, static_cast<int>(total), recv.type};
+  if (red.bytes() == 0) return MPI_SUCCESS;
+  image acc = red.copy_of(coll::in_place(sendbuf) ? recvbuf : sendbuf);
+  int err = reduce_tree(red, acc, 0);
+  if (err == MPI_SUCCESS) {
+    err = scatter_counts(ch, acc.view(), {recvbuf, recvcounts[c->rank], recv.type}, recvcounts);
+  }
+  return coll::result(call, *c, err);
+}
+
+int MPI_Scan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
+             MPI_Comm comm) {
+  const device::api_guard guard;
+  return scan_binding("MPI_Scan", coll::tag_scan, true, sendbuf, recvbuf, count, datatype, op,
+                      comm);
+}
+
+// Rank 0's receive buffer is left as it was: the standard leaves it undefined.
+int MPI_Exscan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
+               MPI_Comm comm) {
+  const device::api_guard guard;
+  return scan_binding("MPI_Exscan", coll::tag_exscan, false, sendbuf, recvbuf, count, datatype, op,
+                      comm);
+}
+
+int MPI_Reduce_local(const void *inbuf, void *inoutbuf, int count, MPI_Datatype datatype,
+                     MPI_Op op) {
+  const device::api_guard guard;
+  return coll::reduce_local("MPI_Reduce_local", inbuf, inoutbuf, count, datatype, op);
+}
+
+}  // extern "C"
+
+int iris::api::coll::reduce_local(const char *call, const void *inbuf, void *inoutbuf, int count,
+                                  MPI_Datatype datatype, MPI_Op op) {
+  if (int err = api::check_initialized(call)) return err;
+  const communicator *world = device::comm_lookup(MPI_COMM_WORLD);
+  // MPI_IN_PLACE has no meaning here (the address -1 was read from), and
+  // the two buffers may not be one (MPI-4.1 6.9.7).
+  if (coll::in_place(inbuf) || coll::in_place(inoutbuf)) {
+    return device::error_raise(world, call, MPI_ERR_BUFFER, "%s is MPI_IN_PLACE, which %s refuses",
+                               coll::in_place(inbuf) ? "inbuf" : "inoutbuf", call);
+  }
+  if (count > 0 && inbuf == inoutbuf) {
+    return device::error_raise(world, call, MPI_ERR_BUFFER,
+                               "inbuf and inoutbuf are the same buffer %p", inoutbuf);
+  }
+  typed_buffer in;
+  typed_buffer inout;
+  if (int err = api::check_typed_buffer(call, *world, inbuf, count, datatype, in)) return err;
+  if (int err = api::check_typed_buffer(call, *world, inoutbuf, count, datatype, inout)) {
+    return err;
+  }
+  if (int err = coll::check_op(call, *world, op, datatype)) return err;
+  device::op_apply(op, inbuf, inoutbuf, static_cast<std::size_t>(count), datatype, in.type->extent);
+  return MPI_SUCCESS;
+}

@@ -1,0 +1,540 @@
+// MPI collectives that move blocks without combining them: Gather(v),
+// Scatter(v), Allgather(v), Alltoall(v). See coll.hpp for the rules every
+// collective here follows.
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+#include "device/api/coll/coll.hpp"
+#include "device/api/coll/nbc.hpp"
+
+using namespace iris;
+namespace nbc = iris::api::nbc;
+using iris::api::communicator;
+namespace coll = iris::api::coll;
+
+namespace iris::api::coll {
+
+int check_vector(const char *call, const communicator &comm, const void *buf, const int counts[],
+                 const int displs[], MPI_Datatype type, typed_buffer &out) {
+  if (counts == nullptr || displs == nullptr) {
+    return device::error_raise(&comm, call, MPI_ERR_ARG, "%s is NULL",
+                               counts == nullptr ? "the counts array" : "the displacements array");
+  }
+  for (int i = 0; i < comm.size; ++i) {
+    if (counts[i] < 0) {
+      return device::error_raise(&comm, call, MPI_ERR_COUNT, "negative count %d for rank %d",
+                                 counts[i], i);
+    }
+    if (int err = api::check_typed_buffer(call, comm, buf, counts[i], type, out)) return err;
+  }
+  out.count = 0;
+  return MPI_SUCCESS;
+}
+
+// Vranks count from root. A non-root rank vr heads the subtree of vranks
+// [vr, vr + lowest_bit(vr)), cut at size; root heads all of them. Blocks
+// travel packed, in vrank order.
+int gather_tree(const channel &ch, const typed_buffer &mine, const typed_buffer *out,
+                std::size_t block, int root) {
+  const int size = ch.comm.size;
+  const int vr = (ch.comm.rank - root + size) % size;
+  const int subtree = vr == 0 ? size : std::min(lowest_bit(vr), size - vr);
+  // Root 0 with a contiguous receive buffer gathers straight into it;
+  // everyone else into a buffer.
+  const bool direct =
+      vr == 0 && root == 0 && typed_buffer{out->base, out->count * size, out->type}.contiguous();
+  std::vector<std::byte> tmp;
+  std::byte *buf = static_cast<std::byte *>(direct ? out->base : nullptr);
+  if (!direct) {
+    tmp.resize(static_cast<std::size_t>(subtree) * block);
+    buf = tmp.data();
+  }
+  int err = MPI_SUCCESS;
+  if (mine.packed_bytes() <= block) {
+    device::typed_pack(mine, buf);
+  } else {  // root's own block is longer than a receive block: truncated
+    std::vector<std::byte> whole(mine.packed_bytes());
+    device::typed_pack(mine, whole.data());
+    std::memcpy(buf, whole.data(), block);
+    err = MPI_ERR_TRUNCATE;
+  }
+  int have = 1;
+  for (int mask = 1; mask < size; mask <<= 1) {
+    if ((vr & mask) != 0) {
+      return send(ch, bytes(buf, static_cast<std::size_t>(have) * block),
+                  (vr - mask + root) % size);
+    }
+    if (vr + mask < size) {
+      const int n = std::min(mask, size - vr - mask);
+      if (int got = recv(ch,
+                         bytes(buf + static_cast<std::size_t>(mask) * block,
+                               static_cast<std::size_t>(n) * block),
+                         (vr + mask + root) % size)) {
+        return got;
+      }
+      have += n;
+    }
+  }
+  if (!direct) {  // vrank v is rank (v + root) % size
+    for (int v = 0; v < size; ++v) {
+      device::typed_unpack(buf + static_cast<std::size_t>(v) * block, block,
+                           out->block((v + root) % size));
+    }
+  }
+  return err;
+}
+
+int scatter_tree(const channel &ch, const typed_buffer *in, const typed_buffer *mine,
+                 std::size_t block, int root) {
+  const int size = ch.comm.size;
+  const int vr = (ch.comm.rank - root + size) % size;
+  const int subtree = vr == 0 ? size : std::min(lowest_bit(vr), size - vr);
+  std::vector<std::byte> tmp;
+  const std::byte *buf = nullptr;
+  int mask = 1;
+  if (vr == 0) {
+    while (mask < size) mask <<= 1;
+    if (root == 0 && typed_buffer{in->base, in->count * size, in->type}.contiguous()) {
+      buf = static_cast<const std::byte *>(in->base);
+    } else {  // packed in vrank order: vrank v is rank (v + root) % size
+      tmp.resize(static_cast<std::size_t>(size) * block);
+      for (int v = 0; v < size; ++v) {
+        device::typed_pack(in->block((v + root) % size),
+                           tmp.data() + static_cast<std::size_t>(v) * block);
+      }
+      buf = tmp.data();
+    }
+  } else {
+    mask = lowest_bit(vr);
+    tmp.resize(static_cast<std::size_t>(subtree) * block);
+    if (int err = recv(ch, bytes(tmp.data(), tmp.size()), (vr - mask + root) % size)) return err;
+    buf = tmp.data();
+  }
+  for (mask >>= 1; mask > 0; mask >>= 1) {
+    if (vr + mask >= size) continue;
+    const int n = std::min(mask, size - vr - mask);
+    if (int err = send(ch,
+                       bytes(buf + static_cast<std::size_t>(mask) * block,
+                             static_cast<std::size_t>(n) * block),
+                       (vr + mask + root) % size)) {
+      return err;
+    }
+  }
+  if (mine != nullptr) device::typed_unpack(buf, block, *mine);
+  return MPI_SUCCESS;
+}
+
+}  // namespace iris::api::coll
+
+namespace {
+
+using device::typed_buffer;
+
+// Block i of a v-variant: counts[i] elements at displs[i] extents into `buf`.
+typed_buffer block_at(const typed_buffer &buf, const int displs[], const int counts[], int i) {
+  return buf.slice(displs[i], counts[i]);
+}
+
+// Waits for every request; returns the first error.
+int wait_all(std::vector<device::request *> &requests) {
+  int first = MPI_SUCCESS;
+  for (device::request *r : requests) {
+    const int err = coll::wait(r);
+    if (first == MPI_SUCCESS) first = err;
+  }
+  requests.clear();
+  return first;
+}
+
+// Posts a receive or send and keeps its request; returns MPI_ERR_NO_MEM when
+// the device could not pack.
+int post_recv_into(const coll::channel &ch, const typed_buffer &where, int from,
+                   std::vector<device::request *> &pending) {
+  device::request *r = nullptr;
+  const int err = coll::post_recv(ch, where, from, r);
+  if (r != nullptr) pending.push_back(r);
+  return err;
+}
+
+int post_send_from(const coll::channel &ch, const typed_buffer &what, int to,
+                   std::vector<device::request *> &pending) {
+  device::request *r = nullptr;
+  const int err = coll::post_send(ch, what, to, r);
+  if (r != nullptr) pending.push_back(r);
+  return err;
+}
+
+// The send side of a rooted collective (gather): checked unless this is root
+// passing MPI_IN_PLACE, which only root may.
+int send_side_checks(const char *call, const communicator &c, const void *buf, int count,
+                     MPI_Datatype type, bool is_root, typed_buffer &out) {
+  if (coll::in_place(buf)) {
+    return is_root ? MPI_SUCCESS : coll::error_in_place(call, c, "the send buffer off root");
+  }
+  return api::check_typed_buffer(call, c, buf, count, type, out);
+}
+
+// Send and receive sides of an all-to-all collective with uniform counts.
+// In place, `send` is left empty.
+int all_checks(const char *call, MPI_Comm comm, const void *sendbuf, int sendcount,
+               MPI_Datatype sendtype, const void *recvbuf, int recvcount, MPI_Datatype recvtype,
+               communicator *&c, typed_buffer &send, typed_buffer &recv, bool all_to_all) {
+  if (int err = api::check_intracomm(call, comm, c)) return err;
+  if (coll::in_place(recvbuf)) return coll::error_in_place(call, *c, "the receive buffer");
+  if (int err = api::check_typed_buffer(call, *c, recvbuf, recvcount, recvtype, recv)) return err;
+  if (coll::in_place(sendbuf)) return MPI_SUCCESS;
+  if (int err = api::check_typed_buffer(call, *c, sendbuf, sendcount, sendtype, send)) return err;
+  const int send_blocks = all_to_all ? c->size : 1;
+  // The receive side is size blocks; the send side one (Allgather) or size
+  // (Alltoall): `send_blocks`.
+  return coll::check_no_alias(call, *c, {send.base, send.count * send_blocks, send.type},
+                              {recv.base, recv.count * c->size, recv.type});
+}
+
+}  // namespace
+
+extern "C" {
+
+int MPI_Gather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+               int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm) {
+  const device::api_guard guard;
+  // Over an intercommunicator: nbc_inter.cpp, waited for here.
+  if (nbc::is_inter(comm))
+    return nbc::igatherv("MPI_Gather", false, sendbuf, sendcount, sendtype, recvbuf, recvcount,
+                         nullptr, nullptr, recvtype, root, comm, MPI_INFO_NULL, nbc::mode::blocking,
+                         nullptr);
+  const char *call = "MPI_Gather";
+  communicator *c = nullptr;
+  typed_buffer send;
+  typed_buffer recv;
+  if (int err = api::check_intracomm(call, comm, c)) return err;
+  if (int err = coll::check_root(call, *c, root)) return err;
+  const bool is_root = c->rank == root;
+  if (int err = send_side_checks(call, *c, sendbuf, sendcount, sendtype, is_root, send)) {
+    return err;
+  }
+  std::size_t block = send.type != nullptr ? send.packed_bytes() : 0;
+  if (is_root) {
+    if (int err = api::check_typed_buffer(call, *c, recvbuf, recvcount, recvtype, recv)) {
+      return err;
+    }
+    block = recv.packed_bytes();
+    if (!coll::in_place(sendbuf)) {
+      if (int err =
+              coll::check_no_alias(call, *c, send, {recv.base, recv.count * c->size, recv.type})) {
+        return err;
+      }
+    }
+  }
+  if (block == 0) return MPI_SUCCESS;
+  const typed_buffer mine = coll::in_place(sendbuf) ? recv.block(root) : send;
+  const coll::channel ch{*c, coll::tag_gather};
+  return coll::result(call, *c,
+                      coll::gather_tree(ch, mine, is_root ? &recv : nullptr, block, root));
+}
+
+int MPI_Scatter(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+                int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm) {
+  const device::api_guard guard;
+  // Over an intercommunicator: nbc_inter.cpp, waited for here.
+  if (nbc::is_inter(comm))
+    return nbc::iscatterv("MPI_Scatter", false, sendbuf, sendcount, nullptr, nullptr, sendtype,
+                          recvbuf, recvcount, recvtype, root, comm, MPI_INFO_NULL,
+                          nbc::mode::blocking, nullptr);
+  const char *call = "MPI_Scatter";
+  communicator *c = nullptr;
+  typed_buffer send;
+  typed_buffer recv;
+  std::size_t block = 0;
+  if (int err = api::check_intracomm(call, comm, c)) return err;
+  if (int err = coll::check_root(call, *c, root)) return err;
+  const bool is_root = c->rank == root;
+  const bool keep = is_root && coll::in_place(recvbuf);  // root's block stays in sendbuf
+  if (coll::in_place(recvbuf) && !is_root) {
+    return coll::error_in_place(call, *c, "the receive buffer off root");
+  }
+  if (!keep) {
+    if (int err = api::check_typed_buffer(call, *c, recvbuf, recvcount, recvtype, recv)) {
+      return err;
+    }
+    block = recv.packed_bytes();
+  }
+  if (is_root) {
+    if (int err = api::check_typed_buffer(call, *c, sendbuf, sendcount, sendtype, send)) {
+      return err;
+    }
+    block = send.packed_bytes();
+    if (!keep) {
+      if (int err =
+              coll::check_no_alias(call, *c, {send.base, send.count * c->size, send.type}, recv)) {
+        return err;
+      }
+    }
+  }
+  if (block == 0) return MPI_SUCCESS;
+  const coll::channel ch{*c, coll::tag_scatter};
+  return coll::result(
+      call, *c,
+      coll::scatter_tree(ch, is_root ? &send : nullptr, keep ? nullptr : &recv, block, root));
+}
+
+int MPI_Gatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+                const int recvcounts[], const int displs[], MPI_Datatype recvtype, int root,
+                MPI_Comm comm) {
+  const device::api_guard guard;
+  // Over an intercommunicator: nbc_inter.cpp, waited for here.
+  if (nbc::is_inter(comm))
+    return nbc::igatherv("MPI_Gatherv", true, sendbuf, sendcount, sendtype, recvbuf, 0, recvcounts,
+                         displs, recvtype, root, comm, MPI_INFO_NULL, nbc::mode::blocking, nullptr);
+  const char *call = "MPI_Gatherv";
+  communicator *c = nullptr;
+  typed_buffer send;
+  if (int err = api::check_intracomm(call, comm, c)) return err;
+  if (int err = coll::check_root(call, *c, root)) return err;
+  const bool is_root = c->rank == root;
+  if (int err = send_side_checks(call, *c, sendbuf, sendcount, sendtype, is_root, send)) {
+    return err;
+  }
+  const coll::channel ch{*c, coll::tag_gatherv};
+  if (!is_root) return coll::result(call, *c, coll::send(ch, send, root));
+  typed_buffer recv;
+  if (int err = coll::check_vector(call, *c, recvbuf, recvcounts, displs, recvtype, recv)) {
+    return err;
+  }
+  for (int i = 0; i < c->size && !coll::in_place(sendbuf); ++i) {  // as MPI_Gather
+    if (int err = coll::check_no_alias(call, *c, send, block_at(recv, displs, recvcounts, i))) {
+      return err;
+    }
+  }
+  // Linear: root posts every receive, then waits for them all.
+  std::vector<device::request *> pending;
+  int err = MPI_SUCCESS;
+  for (int i = 0; i < c->size && err == MPI_SUCCESS; ++i) {
+    const typed_buffer at = block_at(recv, displs, recvcounts, i);
+    if (i == root) {
+      if (!coll::in_place(sendbuf)) device::typed_copy(send, at);
+      continue;
+    }
+    err = post_recv_into(ch, at, i, pending);
+  }
+  const int waited = wait_all(pending);
+  return coll::result(call, *c, err != MPI_SUCCESS ? err : waited);
+}
+
+int MPI_Scatterv(const void *sendbuf, const int sendcounts[], const int displs[],
+                 MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype,
+                 int root, MPI_Comm comm) {
+  const device::api_guard guard;
+  // Over an intercommunicator: nbc_inter.cpp, waited for here.
+  if (nbc::is_inter(comm))
+    return nbc::iscatterv("MPI_Scatterv", true, sendbuf, 0, sendcounts, displs, sendtype, recvbuf,
+                          recvcount, recvtype, root, comm, MPI_INFO_NULL, nbc::mode::blocking,
+                          nullptr);
+  const char *call = "MPI_Scatterv";
+  communicator *c = nullptr;
+  typed_buffer recv;
+  if (int err = api::check_intracomm(call, comm, c)) return err;
+  if (int err = coll::check_root(call, *c, root)) return err;
+  const bool is_root = c->rank == root;
+  const bool keep = is_root && coll::in_place(recvbuf);
+  if (coll::in_place(recvbuf) && !is_root) {
+    return coll::error_in_place(call, *c, "the receive buffer off root");
+  }
+  if (!keep) {
+    if (int err = api::check_typed_buffer(call, *c, recvbuf, recvcount, recvtype, recv)) {
+      return err;
+    }
+  }
+  const coll::channel ch{*c, coll::tag_scatterv};
+  if (!is_root) return coll::result(call, *c, coll::recv(ch, recv, root));
+  typed_buffer send;
+  if (int err = coll::check_vector(call, *c, sendbuf, sendcounts, displs, sendtype, send)) {
+    return err;
+  }
+  for (int i = 0; i < c->size && !keep; ++i) {  // as MPI_Scatter
+    if (int err = coll::check_no_alias(call, *c, block_at(send, displs, sendcounts, i), recv)) {
+      return err;
+    }
+  }
+  std::vector<device::request *> pending;
+  int err = MPI_SUCCESS;
+  for (int i = 0; i < c->size && err == MPI_SUCCESS; ++i) {
+    const typed_buffer at = block_at(send, displs, sendcounts, i);
+    if (i == root) {
+      if (!keep) device::typed_copy(at, recv);
+      continue;
+    }
+    err = post_send_from(ch, at, i, pending);
+  }
+  const int waited = wait_all(pending);
+  return coll::result(call, *c, err != MPI_SUCCESS ? err : waited);
+}
+
+int MPI_Allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+                  int recvcount, MPI_Datatype recvtype, MPI_Comm comm) {
+  const device::api_guard guard;
+  // Over an intercommunicator: nbc_inter.cpp, waited for here.
+  if (nbc::is_inter(comm))
+    return nbc::iallgatherv("MPI_Allgather", false, sendbuf, sendcount, sendtype, recvbuf,
+                            recvcount, nullptr, nullptr, recvtype, comm, MPI_INFO_NULL,
+                            nbc::mode::blocking, nullptr);
+  const char *call = "MPI_Allgather";
+  communicator *c = nullptr;
+  typed_buffer send;
+  typed_buffer recv;
+  if (int err = all_checks(call, comm, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype,
+                           c, send, recv, false)) {
+    return err;
+  }
+  if (recv.packed_bytes() == 0) return MPI_SUCCESS;
+  // Ring: in step s every rank passes on to its right the block it got in
+  // step s - 1 (its own first); after size - 1 steps it has them all.
+  const int n = c->size;
+  if (!coll::in_place(sendbuf)) device::typed_copy(send, recv.block(c->rank));
+  const coll::channel ch{*c, coll::tag_allgather};
+  const int right = (c->rank + 1) % n;
+  const int left = (c->rank - 1 + n) % n;
+  int err = MPI_SUCCESS;
+  for (int s = 0; s < n - 1 && err == MPI_SUCCESS; ++s) {
+    const int give = (c->rank - s + n) % n;
+    const int take = (c->rank - s - 1 + n) % n;
+    err = coll::sendrecv(ch, recv.block(give), right, recv.block(take), left);
+  }
+  return coll::result(call, *c, err);
+}
+
+int MPI_Allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+                   const int recvcounts[], const int displs[], MPI_Datatype recvtype,
+                   MPI_Comm comm) {
+  const device::api_guard guard;
+  // Over an intercommunicator: nbc_inter.cpp, waited for here.
+  if (nbc::is_inter(comm))
+    return nbc::iallgatherv("MPI_Allgatherv", true, sendbuf, sendcount, sendtype, recvbuf, 0,
+                            recvcounts, displs, recvtype, comm, MPI_INFO_NULL, nbc::mode::blocking,
+                            nullptr);
+  const char *call = "MPI_Allgatherv";
+  communicator *c = nullptr;
+  typed_buffer recv;
+  if (int err = api::check_intracomm(call, comm, c)) return err;
+  if (coll::in_place(recvbuf)) return coll::error_in_place(call, *c, "the receive buffer");
+  if (int err = coll::check_vector(call, *c, recvbuf, recvcounts, displs, recvtype, recv)) {
+    return err;
+  }
+  const typed_buffer mine = block_at(recv, displs, recvcounts, c->rank);
+  if (!coll::in_place(sendbuf)) {
+    typed_buffer send;
+    if (int err = api::check_typed_buffer(call, *c, sendbuf, sendcount, sendtype, send)) {
+      return err;
+    }
+    if (int err = coll::check_no_alias(call, *c, send, mine)) {
+      return err;
+    }
+    device::typed_copy(send, mine);
+  }
+  // The same ring as MPI_Allgather, with blocks of their own sizes.
+  const coll::channel ch{*c, coll::tag_allgatherv};
+  const int n = c->size;
+  int err = MPI_SUCCESS;
+  for (int s = 0; s < n - 1 && err == MPI_SUCCESS; ++s) {
+    const int give = (c->rank - s + n) % n;
+    const int take = (c->rank - s - 1 + n) % n;
+    err = coll::sendrecv(ch, block_at(recv, displs, recvcounts, give), (c->rank + 1) % n,
+                         block_at(recv, displs, recvcounts, take), (c->rank - 1 + n) % n);
+  }
+  return coll::result(call, *c, err);
+}
+
+int MPI_Alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+                 int recvcount, MPI_Datatype recvtype, MPI_Comm comm) {
+  const device::api_guard guard;
+  // Over an intercommunicator: nbc_inter.cpp, waited for here.
+  if (nbc::is_inter(comm))
+    return nbc::ialltoall("MPI_Alltoall", sendbuf, sendcount, sendtype, recvbuf, recvcount,
+                          recvtype, comm, MPI_INFO_NULL, nbc::mode::blocking, nullptr);
+  const char *call = "MPI_Alltoall";
+  communicator *c = nullptr;
+  typed_buffer send;
+  typed_buffer recv;
+  if (int err = all_checks(call, comm, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype,
+                           c, send, recv, true)) {
+    return err;
+  }
+  if (recv.packed_bytes() == 0) return MPI_SUCCESS;
+  const int n = c->size;
+  // In place, the blocks to send are first copied out of the receive buffer
+  // (its whole span, in its own layout).
+  device::typed_image saved;
+  if (coll::in_place(sendbuf)) {
+    saved = device::typed_image({recv.base, recv.count * n, recv.type});
+    send = {saved.origin(), recv.count, recv.type};
+  }
+  device::typed_copy(send.block(c->rank), recv.block(c->rank));
+  // Pairwise: in step s send to rank + s and receive from rank - s, so that
+  // every rank talks to a different peer in each step.
+  const coll::channel ch{*c, coll::tag_alltoall};
+  int err = MPI_SUCCESS;
+  for (int s = 1; s < n && err == MPI_SUCCESS; ++s) {
+    const int to = (c->rank + s) % n;
+    const int from = (c->rank - s + n) % n;
+    err = coll::sendrecv(ch, send.block(to), to, recv.block(from), from);
+  }
+  return coll::result(call, *c, err);
+}
+
+int MPI_Alltoallv(const void *sendbuf, const int sendcounts[], const int sdispls[],
+                  MPI_Datatype sendtype, void *recvbuf, const int recvcounts[], const int rdispls[],
+                  MPI_Datatype recvtype, MPI_Comm comm) {
+  const device::api_guard guard;
+  // Over an intercommunicator: nbc_inter.cpp, waited for here.
+  if (nbc::is_inter(comm))
+    return nbc::ialltoallv("MPI_Alltoallv", sendbuf, sendcounts, sdispls, sendtype, recvbuf,
+                           recvcounts, rdispls, recvtype, comm, MPI_INFO_NULL, nbc::mode::blocking,
+                           nullptr);
+  const char *call = "MPI_Alltoallv";
+  communicator *c = nullptr;
+  typed_buffer recv;
+  if (int err = api::check_intracomm(call, comm, c)) return err;
+  if (coll::in_place(recvbuf)) return coll::error_in_place(call, *c, "the receive buffer");
+  if (int err = coll::check_vector(call, *c, recvbuf, recvcounts, rdispls, recvtype, recv)) {
+    return err;
+  }
+  const int n = c->size;
+  // Each outgoing block. In place they are first packed out of the receive
+  // buffer and travel as bytes.
+  std::vector<typed_buffer> out(static_cast<std::size_t>(n));
+  std::vector<std::byte> saved;
+  if (coll::in_place(sendbuf)) {
+    std::size_t total = 0;
+    for (int i = 0; i < n; ++i) total += block_at(recv, rdispls, recvcounts, i).packed_bytes();
+    saved.resize(total);
+    std::size_t at = 0;
+    for (int i = 0; i < n; ++i) {
+      const typed_buffer b = block_at(recv, rdispls, recvcounts, i);
+      device::typed_pack(b, saved.data() + at);
+      out[i] = coll::bytes(saved.data() + at, b.packed_bytes());
+      at += b.packed_bytes();
+    }
+  } else {
+    typed_buffer send;
+    if (int err = coll::check_vector(call, *c, sendbuf, sendcounts, sdispls, sendtype, send)) {
+      return err;
+    }
+    if (sendbuf == recvbuf && sendbuf != nullptr) {
+      return coll::check_no_alias(call, *c, coll::bytes(sendbuf, 1), coll::bytes(recvbuf, 1));
+    }
+    for (int i = 0; i < n; ++i) out[i] = block_at(send, sdispls, sendcounts, i);
+  }
+  const int me = c->rank;
+  device::typed_copy(out[me], block_at(recv, rdispls, recvcounts, me));
+  const coll::channel ch{*c, coll::tag_alltoallv};
+  int err = MPI_SUCCESS;
+  for (int s = 1; s < n && err == MPI_SUCCESS; ++s) {
+    const int to = (me + s) % n;
+    const int from = (me - s + n) % n;
+    err = coll::sendrecv(ch, out[to], to, block_at(recv, rdispls, recvcounts, from), from);
+  }
+  return coll::result(call, *c, err);
+}
+
+}  // extern "C"

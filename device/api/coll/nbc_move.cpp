@@ -1,0 +1,411 @@
+// Nonblocking collectives that move blocks without combining them:
+// Igather(v), Iscatter(v), Iallgather(v), Ialltoall(v,w), and the blocking
+// Alltoallw (a schedule waited for on the spot). Each rank posts all its
+// messages in one round (linear algorithms: every message can be in flight
+// at once, which suits overlap better than the trees of the blocking calls).
+#include <vector>
+
+#include "device/api/coll/nbc.hpp"
+
+using namespace iris;
+using iris::api::communicator;
+namespace coll = iris::api::coll;
+namespace nbc = iris::api::nbc;
+
+namespace {
+
+using device::typed_buffer;
+using nbc::mode;
+using nbc::schedule;
+
+// The block of rank i of a receive (or send) side: uniform blocks, or the
+// v-variant's counts and displacements.
+typed_buffer block_of(const typed_buffer &side, bool vector, const int counts[], const int displs[],
+                      int i) {
+  return vector ? side.slice(displs[i], counts[i]) : side.block(i);
+}
+
+// The side of a rooted or all-to-all collective that has one block per rank:
+// uniform (count) or vector (counts, displs), checked.
+int check_side(const char *call, const communicator &c, bool vector, const void *buf, int count,
+               const int counts[], const int displs[], MPI_Datatype type, typed_buffer &out) {
+  if (vector) return coll::check_vector(call, c, buf, counts, displs, type, out);
+  return api::check_typed_buffer(call, c, buf, count, type, out);
+}
+
+// MPI-4.1 6.1: a send buffer may not overlap a receive buffer of the same
+// call (MPI_IN_PLACE is how one buffer serves both). `one` against every
+// block of `many`, the side with a block per rank.
+int check_apart(const char *call, const communicator &c, const typed_buffer &one,
+                const typed_buffer &many, bool vector, const int counts[], const int displs[]) {
+  for (int i = 0; i < c.size; ++i) {
+    if (int err = coll::check_no_alias(call, c, one, block_of(many, vector, counts, displs, i))) {
+      return err;
+    }
+  }
+  return MPI_SUCCESS;
+}
+
+}  // namespace
+
+namespace iris::api::nbc {
+
+int igatherv(const char *call, bool vector, const void *sendbuf, int sendcount,
+             MPI_Datatype sendtype, void *recvbuf, int recvcount, const int recvcounts[],
+             const int displs[], MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Info info,
+             mode m, MPI_Request *request) {
+  communicator *c = nullptr;
+  typed_buffer send;
+  typed_buffer recv;
+  if (int err = api::check_comm(call, comm, c)) return err;
+  if (c->inter)
+    return inter_gatherv(call, vector, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvcounts,
+                         displs, recvtype, root, *c, info, m, request);
+  if (int err = coll::check_root(call, *c, root)) return err;
+  const bool is_root = c->rank == root;
+  const bool in_place = is_root && coll::in_place(sendbuf);
+  if (coll::in_place(sendbuf) && !is_root) {
+    return coll::error_in_place(call, *c, "the send buffer off root");
+  }
+  if (!in_place) {
+    if (int err = api::check_typed_buffer(call, *c, sendbuf, sendcount, sendtype, send)) {
+      return err;
+    }
+  }
+  if (is_root) {
+    if (int err =
+            check_side(call, *c, vector, recvbuf, recvcount, recvcounts, displs, recvtype, recv)) {
+      return err;
+    }
+    if (!in_place) {
+      if (int err = check_apart(call, *c, send, recv, vector, recvcounts, displs)) return err;
+    }
+  }
+  if (int err = check_request(call, *c, m, info, request)) return err;
+  auto s = std::make_unique<schedule>(*c);
+  if (!is_root) {
+    s->send(send, root);
+  } else {
+    for (int i = 0; i < c->size; ++i) {
+      const typed_buffer block = block_of(recv, vector, recvcounts, displs, i);
+      if (i != root) {
+        s->recv(block, i);
+      } else if (!in_place) {
+        s->copy(send, block);
+      }
+    }
+  }
+  return post(call, *c, std::move(s), m, request);
+}
+
+int iscatterv(const char *call, bool vector, const void *sendbuf, int sendcount,
+              const int sendcounts[], const int displs[], MPI_Datatype sendtype, void *recvbuf,
+              int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Info info, mode m,
+              MPI_Request *request) {
+  communicator *c = nullptr;
+  typed_buffer send;
+  typed_buffer recv;
+  if (int err = api::check_comm(call, comm, c)) return err;
+  if (c->inter)
+    return inter_scatterv(call, vector, sendbuf, sendcount, sendcounts, displs, sendtype, recvbuf,
+                          recvcount, recvtype, root, *c, info, m, request);
+  if (int err = coll::check_root(call, *c, root)) return err;
+  const bool is_root = c->rank == root;
+  const bool in_place = is_root && coll::in_place(recvbuf);
+  if (coll::in_place(recvbuf) && !is_root) {
+    return coll::error_in_place(call, *c, "the receive buffer off root");
+  }
+  if (!in_place) {
+    if (int err = api::check_typed_buffer(call, *c, recvbuf, recvcount, recvtype, recv)) {
+      return err;
+    }
+  }
+  if (is_root) {
+    if (int err =
+            check_side(call, *c, vector, sendbuf, sendcount, sendcounts, displs, sendtype, send)) {
+      return err;
+    }
+    if (!in_place) {
+      if (int err = check_apart(call, *c, recv, send, vector, sendcounts, displs)) return err;
+    }
+  }
+  if (int err = check_request(call, *c, m, info, request)) return err;
+  auto s = std::make_unique<schedule>(*c);
+  if (!is_root) {
+    s->recv(recv, root);
+  } else {
+    for (int i = 0; i < c->size; ++i) {
+      const typed_buffer block = block_of(send, vector, sendcounts, displs, i);
+      if (i != root) {
+        s->send(block, i);
+      } else if (!in_place) {
+        s->copy(block, recv);
+      }
+    }
+  }
+  return post(call, *c, std::move(s), m, request);
+}
+
+int iallgatherv(const char *call, bool vector, const void *sendbuf, int sendcount,
+                MPI_Datatype sendtype, void *recvbuf, int recvcount, const int recvcounts[],
+                const int displs[], MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, mode m,
+                MPI_Request *request) {
+  communicator *c = nullptr;
+  typed_buffer send;
+  typed_buffer recv;
+  if (int err = api::check_comm(call, comm, c)) return err;
+  if (c->inter)
+    return inter_allgatherv(call, vector, sendbuf, sendcount, sendtype, recvbuf, recvcount,
+                            recvcounts, displs, recvtype, *c, info, m, request);
+  if (coll::in_place(recvbuf)) return coll::error_in_place(call, *c, "the receive buffer");
+  if (int err =
+          check_side(call, *c, vector, recvbuf, recvcount, recvcounts, displs, recvtype, recv)) {
+    return err;
+  }
+  const bool in_place = coll::in_place(sendbuf);
+  if (!in_place) {
+    if (int err = api::check_typed_buffer(call, *c, sendbuf, sendcount, sendtype, send)) {
+      return err;
+    }
+    if (int err = check_apart(call, *c, send, recv, vector, recvcounts, displs)) return err;
+  }
+  if (int err = check_request(call, *c, m, info, request)) return err;
+  auto s = std::make_unique<schedule>(*c);
+  const typed_buffer own = block_of(recv, vector, recvcounts, displs, c->rank);
+  const typed_buffer mine = in_place ? own : send;
+  if (!in_place) s->copy(send, own);
+  for (int i = 0; i < c->size; ++i) {
+    if (i == c->rank) continue;
+    s->recv(block_of(recv, vector, recvcounts, displs, i), i);
+    s->send(mine, i);
+  }
+  return post(call, *c, std::move(s), m, request);
+}
+
+int ialltoall(const char *call, const void *sendbuf, int sendcount, MPI_Datatype sendtype,
+              void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info,
+              mode m, MPI_Request *request) {
+  communicator *c = nullptr;
+  typed_buffer send;
+  typed_buffer recv;
+  if (int err = api::check_comm(call, comm, c)) return err;
+  if (c->inter)
+    return inter_alltoall(call, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, *c,
+                          info, m, request);
+  if (coll::in_place(recvbuf)) return coll::error_in_place(call, *c, "the receive buffer");
+  if (int err = api::check_typed_buffer(call, *c, recvbuf, recvcount, recvtype, recv)) return err;
+  const bool in_place = coll::in_place(sendbuf);
+  if (!in_place) {
+    if (int err = api::check_typed_buffer(call, *c, sendbuf, sendcount, sendtype, send)) {
+      return err;
+    }
+    if (int err = coll::check_no_alias(call, *c, {send.base, send.count * c->size, send.type},
+                                       {recv.base, recv.count * c->size, recv.type})) {
+      return err;
+    }
+  }
+  if (int err = check_request(call, *c, m, info, request)) return err;
+  auto s = std::make_unique<schedule>(*c);
+  if (in_place) {  // send what the receive buffer held, from a copy
+    const typed_buffer whole{recv.base, recv.count * c->size, recv.type};
+    const typed_buffer held = s->scratch(whole.count, *recv.type);
+    s->copy(whole, held);
+    send = {held.base, recv.count, recv.type};
+  }
+  for (int i = 0; i < c->size; ++i) {
+    if (i == c->rank) {
+      if (!in_place) s->copy(send.block(i), recv.block(i));
+      continue;
+    }
+    s->recv(recv.block(i), i);
+    s->send(send.block(i), i);
+  }
+  return post(call, *c, std::move(s), m, request);
+}
+
+int ialltoallv(const char *call, const void *sendbuf, const int sendcounts[], const int sdispls[],
+               MPI_Datatype sendtype, void *recvbuf, const int recvcounts[], const int rdispls[],
+               MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, mode m, MPI_Request *request) {
+  communicator *c = nullptr;
+  typed_buffer send;
+  typed_buffer recv;
+  if (int err = api::check_comm(call, comm, c)) return err;
+  if (c->inter)
+    return inter_alltoallv(call, sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts,
+                           rdispls, recvtype, *c, info, m, request);
+  if (coll::in_place(recvbuf)) return coll::error_in_place(call, *c, "the receive buffer");
+  if (int err = coll::check_vector(call, *c, recvbuf, recvcounts, rdispls, recvtype, recv)) {
+    return err;
+  }
+  const bool in_place = coll::in_place(sendbuf);
+  if (!in_place) {
+    if (int err = coll::check_vector(call, *c, sendbuf, sendcounts, sdispls, sendtype, send)) {
+      return err;
+    }
+    // Block i against block i only (a full check would take size^2 steps).
+    for (int i = 0; i < c->size; ++i) {
+      if (int err = coll::check_no_alias(call, *c, send.slice(sdispls[i], sendcounts[i]),
+                                         recv.slice(rdispls[i], recvcounts[i]))) {
+        return err;
+      }
+    }
+  }
+  if (int err = check_request(call, *c, m, info, request)) return err;
+  auto s = std::make_unique<schedule>(*c);
+  for (int i = 0; i < c->size; ++i) {
+    const typed_buffer in = recv.slice(rdispls[i], recvcounts[i]);
+    if (i == c->rank) {
+      if (!in_place) s->copy(send.slice(sdispls[i], sendcounts[i]), in);
+      continue;
+    }
+    typed_buffer out;
+    if (in_place) {  // send what block i held, from a copy
+      out = s->scratch(recvcounts[i], *recv.type);
+      s->copy(in, out);
+    } else {
+      out = send.slice(sdispls[i], sendcounts[i]);
+    }
+    s->recv(in, i);
+    s->send(out, i);
+  }
+  return post(call, *c, std::move(s), m, request);
+}
+
+template <typename Displ>
+int ialltoallw(const char *call, const void *sendbuf, const int sendcounts[], const Displ sdispls[],
+               const MPI_Datatype sendtypes[], void *recvbuf, const int recvcounts[],
+               const Displ rdispls[], const MPI_Datatype recvtypes[], MPI_Comm comm, MPI_Info info,
+               mode m, MPI_Request *request) {
+  communicator *c = nullptr;
+  if (int err = api::check_comm(call, comm, c)) return err;
+  if (c->inter)
+    return inter_alltoallw(call, sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts,
+                           rdispls, recvtypes, *c, info, m, request);
+  if (coll::in_place(recvbuf)) return coll::error_in_place(call, *c, "the receive buffer");
+  if (int err = check_w(call, *c, c->size, recvbuf, recvcounts, rdispls, recvtypes)) return err;
+  const bool in_place = coll::in_place(sendbuf);
+  if (!in_place) {
+    if (int err = check_w(call, *c, c->size, sendbuf, sendcounts, sdispls, sendtypes)) return err;
+    for (int i = 0; i < c->size; ++i) {  // block i against block i, as Ialltoallv
+      if (int err =
+              coll::check_no_alias(call, *c, w_block(sendbuf, sendcounts, sdispls, sendtypes, i),
+                                   w_block(recvbuf, recvcounts, rdispls, recvtypes, i))) {
+        return err;
+      }
+    }
+  }
+  if (int err = check_request(call, *c, m, info, request)) return err;
+  auto s = std::make_unique<schedule>(*c);
+  for (int i = 0; i < c->size; ++i) {
+    const typed_buffer in = w_block(recvbuf, recvcounts, rdispls, recvtypes, i);
+    if (i == c->rank) {
+      if (!in_place) s->copy(w_block(sendbuf, sendcounts, sdispls, sendtypes, i), in);
+      continue;
+    }
+    typed_buffer out;
+    if (in_place) {
+      out = s->scratch(in.count, *in.type);
+      s->copy(in, out);
+    } else {
+      out = w_block(sendbuf, sendcounts, sdispls, sendtypes, i);
+    }
+    s->recv(in, i);
+    s->send(out, i);
+  }
+  return post(call, *c, std::move(s), m, request);
+}
+
+template int ialltoallw<int>(const char *, const void *, const int[], const int[],
+                             const MPI_Datatype[], void *, const int[], const int[],
+                             const MPI_Datatype[], MPI_Comm, MPI_Info, mode, MPI_Request *);
+template int ialltoallw<MPI_Aint>(const char *, const void *, const int[], const MPI_Aint[],
+                                  const MPI_Datatype[], void *, const int[], const MPI_Aint[],
+                                  const MPI_Datatype[], MPI_Comm, MPI_Info, mode, MPI_Request *);
+
+}  // namespace iris::api::nbc
+
+extern "C" {
+
+int MPI_Igather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+                int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm,
+                MPI_Request *request) {
+  const device::api_guard guard;
+  return nbc::igatherv("MPI_Igather", false, sendbuf, sendcount, sendtype, recvbuf, recvcount,
+                       nullptr, nullptr, recvtype, root, comm, MPI_INFO_NULL, mode::start, request);
+}
+
+int MPI_Igatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+                 const int recvcounts[], const int displs[], MPI_Datatype recvtype, int root,
+                 MPI_Comm comm, MPI_Request *request) {
+  const device::api_guard guard;
+  return nbc::igatherv("MPI_Igatherv", true, sendbuf, sendcount, sendtype, recvbuf, 0, recvcounts,
+                       displs, recvtype, root, comm, MPI_INFO_NULL, mode::start, request);
+}
+
+int MPI_Iscatter(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+                 int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm,
+                 MPI_Request *request) {
+  const device::api_guard guard;
+  return nbc::iscatterv("MPI_Iscatter", false, sendbuf, sendcount, nullptr, nullptr, sendtype,
+                        recvbuf, recvcount, recvtype, root, comm, MPI_INFO_NULL, mode::start,
+                        request);
+}
+
+int MPI_Iscatterv(const void *sendbuf, const int sendcounts[], const int displs[],
+                  MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype,
+                  int root, MPI_Comm comm, MPI_Request *request) {
+  const device::api_guard guard;
+  return nbc::iscatterv("MPI_Iscatterv", true, sendbuf, 0, sendcounts, displs, sendtype, recvbuf,
+                        recvcount, recvtype, root, comm, MPI_INFO_NULL, mode::start, request);
+}
+
+int MPI_Iallgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+                   int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request) {
+  const device::api_guard guard;
+  return nbc::iallgatherv("MPI_Iallgather", false, sendbuf, sendcount, sendtype, recvbuf, recvcount,
+                          nullptr, nullptr, recvtype, comm, MPI_INFO_NULL, mode::start, request);
+}
+
+int MPI_Iallgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+                    const int recvcounts[], const int displs[], MPI_Datatype recvtype,
+                    MPI_Comm comm, MPI_Request *request) {
+  const device::api_guard guard;
+  return nbc::iallgatherv("MPI_Iallgatherv", true, sendbuf, sendcount, sendtype, recvbuf, 0,
+                          recvcounts, displs, recvtype, comm, MPI_INFO_NULL, mode::start, request);
+}
+
+int MPI_Ialltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+                  int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request) {
+  const device::api_guard guard;
+  return nbc::ialltoall("MPI_Ialltoall", sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype,
+                        comm, MPI_INFO_NULL, mode::start, request);
+}
+
+int MPI_Ialltoallv(const void *sendbuf, const int sendcounts[], const int sdispls[],
+                   MPI_Datatype sendtype, void *recvbuf, const int recvcounts[],
+                   const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm,
+                   MPI_Request *request) {
+  const device::api_guard guard;
+  return nbc::ialltoallv("MPI_Ialltoallv", sendbuf, sendcounts, sdispls, sendtype, recvbuf,
+                         recvcounts, rdispls, recvtype, comm, MPI_INFO_NULL, mode::start, request);
+}
+
+int MPI_Ialltoallw(const void *sendbuf, const int sendcounts[], const int sdispls[],
+                   const MPI_Datatype sendtypes[], void *recvbuf, const int recvcounts[],
+                   const int rdispls[], const MPI_Datatype recvtypes[], MPI_Comm comm,
+                   MPI_Request *request) {
+  const device::api_guard guard;
+  return nbc::ialltoallw("MPI_Ialltoallw", sendbuf, sendcounts, sdispls, sendtypes, recvbuf,
+                         recvcounts, rdispls, recvtypes, comm, MPI_INFO_NULL, mode::start, request);
+}
+
+int MPI_Alltoallw(const void *sendbuf, const int sendcounts[], const int sdispls[],
+                  const MPI_Datatype sendtypes[], void *recvbuf, const int recvcounts[],
+                  const int rdispls[], const MPI_Datatype recvtypes[], MPI_Comm comm) {
+  const device::api_guard guard;
+  return nbc::ialltoallw("MPI_Alltoallw", sendbuf, sendcounts, sdispls, sendtypes, recvbuf,
+                         recvcounts, rdispls, recvtypes, comm, MPI_INFO_NULL, mode::blocking,
+                         nullptr);
+}
+
+}  // extern "C"

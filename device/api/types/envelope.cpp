@@ -1,0 +1,180 @@
+// MPI_Type_get_envelope and MPI_Type_get_contents over the records that
+// the constructors leave (envelope.hpp).
+#include "device/api/types/envelope.hpp"
+
+#include <algorithm>
+#include <climits>
+#include <map>
+#include <utility>
+
+#include "device/api/check.hpp"
+
+using namespace iris;
+
+namespace iris::api {
+namespace {
+
+std::map<MPI_Datatype, envelope> &records() {
+  static std::map<MPI_Datatype, envelope> all;
+  return all;
+}
+
+// A new handle for a copy of derived type `type`, with its record.
+MPI_Datatype private_copy(MPI_Datatype type) {
+  const device::dtype *t = device::dtype_lookup(type);
+  if (t == nullptr || t->predefined) return type;
+  device::dtype copy = *t;
+  copy.name.clear();
+  const MPI_Datatype made = device::dtype_register(std::move(copy));
+  if (const envelope *e = envelope_of(type)) records()[made] = *e;
+  return made;
+}
+
+}  // namespace
+
+void envelope_record(MPI_Datatype made, int combiner, std::vector<int> ints,
+                     std::vector<MPI_Aint> aints, const std::vector<MPI_Datatype> &types) {
+  envelope e;
+  e.combiner = combiner;
+  e.ints = std::move(ints);
+  e.aints = std::move(aints);
+  for (const MPI_Datatype t : types) e.types.push_back(private_copy(t));
+  records()[made] = std::move(e);
+}
+
+int envelope_made(int err, const MPI_Datatype *made, int combiner, std::vector<int> ints,
+                  std::vector<MPI_Aint> aints, const std::vector<MPI_Datatype> &types) {
+  if (err == MPI_SUCCESS)
+    envelope_record(*made, combiner, std::move(ints), std::move(aints), types);
+  return err;
+}
+
+const envelope *envelope_of(MPI_Datatype type) {
+  const auto it = records().find(type);
+  return it != records().end() ? &it->second : nullptr;
+}
+
+void envelope_forget(MPI_Datatype type) {
+  records().erase(type);
+}
+
+}  // namespace iris::api
+
+namespace {
+
+int envelope_checked(const char *call, MPI_Datatype datatype, const device::dtype *&t) {
+  if (int err = api::check_initialized(call)) return err;
+  t = device::dtype_lookup(datatype);
+  if (t == nullptr) {
+    return device::error_raise(nullptr, call, MPI_ERR_TYPE, "invalid datatype handle 0x%x",
+                               static_cast<unsigned>(datatype));
+  }
+  return MPI_SUCCESS;
+}
+
+}  // namespace
+
+extern "C" {
+
+int MPI_Type_get_envelope(MPI_Datatype datatype, int *num_integers, int *num_addresses,
+                          int *num_datatypes, int *combiner) {
+  const device::api_guard guard;
+  const char *call = "MPI_Type_get_envelope";
+  const device::dtype *t = nullptr;
+  if (int err = envelope_checked(call, datatype, t)) return err;
+  if (num_integers == nullptr || num_addresses == nullptr || num_datatypes == nullptr ||
+      combiner == nullptr) {
+    return device::error_raise(nullptr, call, MPI_ERR_ARG, "an output argument is NULL");
+  }
+  const api::envelope *e = api::envelope_of(datatype);
+  if (t->predefined || e == nullptr) {
+    *num_integers = *num_addresses = *num_datatypes = 0;
+    *combiner = MPI_COMBINER_NAMED;
+    return MPI_SUCCESS;
+  }
+  *num_integers = static_cast<int>(e->ints.size());
+  *num_addresses = static_cast<int>(e->aints.size());
+  *num_datatypes = static_cast<int>(e->types.size());
+  *combiner = e->combiner;
+  return MPI_SUCCESS;
+}
+
+int MPI_Type_get_envelope_c(MPI_Datatype datatype, MPI_Count *num_integers,
+                            MPI_Count *num_addresses, MPI_Count *num_large_counts,
+                            MPI_Count *num_datatypes, int *combiner) {
+  const device::api_guard guard;
+  int ni = 0, na = 0, nd = 0;
+  if (int err = MPI_Type_get_envelope(datatype, &ni, &na, &nd, combiner)) return err;
+  if (num_integers == nullptr || num_addresses == nullptr || num_large_counts == nullptr ||
+      num_datatypes == nullptr) {
+    return device::error_raise(nullptr, "MPI_Type_get_envelope_c", MPI_ERR_ARG,
+                               "an output argument is NULL");
+  }
+  *num_integers = ni;
+  *num_addresses = na;
+  *num_large_counts = 0;  // Iris records the int form of every constructor
+  *num_datatypes = nd;
+  return MPI_SUCCESS;
+}
+
+int MPI_Type_get_contents(MPI_Datatype datatype, int max_integers, int max_addresses,
+                          int max_datatypes, int array_of_integers[], MPI_Aint array_of_addresses[],
+                          MPI_Datatype array_of_datatypes[]) {
+  const device::api_guard guard;
+  const char *call = "MPI_Type_get_contents";
+  const device::dtype *t = nullptr;
+  if (int err = envelope_checked(call, datatype, t)) return err;
+  const api::envelope *e = api::envelope_of(datatype);
+  if (t->predefined || e == nullptr) {
+    return device::error_raise(nullptr, call, MPI_ERR_ARG,
+                               "datatype 0x%x is predefined (MPI_COMBINER_NAMED): it has no "
+                               "contents",
+                               static_cast<unsigned>(datatype));
+  }
+  if (max_integers < static_cast<int>(e->ints.size()) ||
+      max_addresses < static_cast<int>(e->aints.size()) ||
+      max_datatypes < static_cast<int>(e->types.size())) {
+    return device::error_raise(nullptr, call, MPI_ERR_ARG,
+                               "arrays too small: the type has %zu integers, %zu addresses and "
+                               "%zu datatypes",
+                               e->ints.size(), e->aints.size(), e->types.size());
+  }
+  if ((!e->ints.empty() && array_of_integers == nullptr) ||
+      (!e->aints.empty() && array_of_addresses == nullptr) ||
+      (!e->types.empty() && array_of_datatypes == nullptr)) {
+    return device::error_raise(nullptr, call, MPI_ERR_ARG, "an output array is NULL");
+  }
+  std::copy(e->ints.begin(), e->ints.end(), array_of_integers);
+  std::copy(e->aints.begin(), e->aints.end(), array_of_addresses);
+  const std::vector<MPI_Datatype> inner = e->types;  // the copies below may grow the records
+  for (std::size_t i = 0; i < inner.size(); ++i) {
+    const device::dtype *it = device::dtype_lookup(inner[i]);
+    if (it == nullptr || it->predefined) {
+      array_of_datatypes[i] = inner[i];
+      continue;
+    }
+    device::dtype copy = *it;
+    const MPI_Datatype made = device::dtype_register(std::move(copy));
+    if (const api::envelope *ie = api::envelope_of(inner[i])) {
+      const api::envelope keep = *ie;
+      api::envelope_record(made, keep.combiner, keep.ints, keep.aints, keep.types);
+    }
+    array_of_datatypes[i] = made;
+  }
+  return MPI_SUCCESS;
+}
+
+int MPI_Type_get_contents_c(MPI_Datatype datatype, MPI_Count max_integers, MPI_Count max_addresses,
+                            MPI_Count max_large_counts, MPI_Count max_datatypes,
+                            int array_of_integers[], MPI_Aint array_of_addresses[],
+                            MPI_Count array_of_large_counts[], MPI_Datatype array_of_datatypes[]) {
+  const device::api_guard guard;
+  (void)max_large_counts;
+  (void)array_of_large_counts;
+  auto clamp = [](MPI_Count n) { return n > INT_MAX ? INT_MAX : static_cast<int>(n); };
+  return MPI_Type_get_contents(datatype, clamp(max_integers), clamp(max_addresses),
+                               clamp(max_datatypes), array_of_integers, array_of_addresses,
+                               array_of_datatypes);
+}
+
+}  // extern "C"

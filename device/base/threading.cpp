@@ -1,0 +1,113 @@
+#include "device/base/threading.hpp"
+
+#include <pthread.h>
+#include <sched.h>
+
+#include <atomic>
+
+namespace iris::device {
+
+bool threads_enabled = false;
+void (*call_lock_entered)() = nullptr;
+
+namespace {
+
+// The lock word: one exchange to take it uncontended, one store to give it
+// back (a pthread mutex costs twice the instructions through the PLT). The
+// acquire exchange pairs with the release store of the previous holder.
+std::atomic<bool> call_locked{false};
+// The thread that holds the lock (0: none) and how many times it holds it
+// (a binding calling another). A thread compares the owner with its own
+// pthread_self() (one load from %fs) instead of keeping a thread_local
+// depth: libiris may be loaded with dlopen (mpi4py does), where a
+// thread_local costs a call of __tls_get_addr at every access. Relaxed: only
+// the owner writes its own id there, so a thread reads its own id back
+// exactly when it holds the lock; `call_depth` is touched by the holder only.
+std::atomic<pthread_t> call_owner{};
+int call_depth = 0;
+// Threads waiting in call_lock_take: a waiting thread lets them in. Relaxed:
+// a stale read only delays the hand-over by one poll.
+std::atomic<int> call_waiters{0};
+
+void call_lock_take() {
+  if (!call_locked.exchange(true, std::memory_order_acquire)) return;
+  call_waiters.fetch_add(1, std::memory_order_relaxed);
+  // Threads in the library take turns briefly (a binding's body, one poll):
+  // spin on a plain load, then give the core away.
+  for (int spins = 0;; ++spins) {
+    if (!call_locked.load(std::memory_order_relaxed) &&
+        !call_locked.exchange(true, std::memory_order_acquire)) {
+      break;
+    }
+    if (spins >= 100) sched_yield();
+  }
+  call_waiters.fetch_sub(1, std::memory_order_relaxed);
+}
+
+void call_lock_give() {
+  call_locked.store(false, std::memory_order_release);  // pairs with call_lock_take's exchange
+}
+
+}  // namespace
+
+void call_lock_enter() {
+  const pthread_t self = pthread_self();
+  if (call_owner.load(std::memory_order_relaxed) == self) {
+    ++call_depth;
+    return;
+  }
+  call_lock_take();
+  call_owner.store(self, std::memory_order_relaxed);
+  call_depth = 1;
+  if (call_lock_entered != nullptr) call_lock_entered();
+}
+
+bool call_lock_try_enter() {
+  const pthread_t self = pthread_self();
+  if (call_owner.load(std::memory_order_relaxed) == self) {
+    ++call_depth;
+    return true;
+  }
+  if (call_locked.load(std::memory_order_relaxed) ||
+      call_locked.exchange(true, std::memory_order_acquire)) {
+    return false;
+  }
+  call_owner.store(self, std::memory_order_relaxed);
+  call_depth = 1;
+  if (call_lock_entered != nullptr) call_lock_entered();
+  return true;
+}
+
+bool call_lock_held() {
+  return call_owner.load(std::memory_order_relaxed) == pthread_self();
+}
+
+void call_lock_leave() {
+  if (--call_depth != 0) return;
+  call_owner.store(pthread_t{}, std::memory_order_relaxed);
+  call_lock_give();
+}
+
+bool call_lock_pause(bool idle) {
+  // Progress from a thread outside any binding (unit tests) has no lock to give.
+  if (call_owner.load(std::memory_order_relaxed) != pthread_self()) return false;
+  if (call_lock_entered != nullptr) call_lock_entered();
+  if (!idle && call_waiters.load(std::memory_order_relaxed) == 0) return false;
+  const int depth = call_depth;
+  call_owner.store(pthread_t{}, std::memory_order_relaxed);
+  call_lock_give();
+  sched_yield();  // the lock is not fair: without it this thread takes it straight back
+  call_lock_take();
+  call_owner.store(pthread_self(), std::memory_order_relaxed);
+  call_depth = depth;
+  return true;
+}
+
+void spin_lock::lock_slow() {
+  for (int spins = 0;; ++spins) {
+    if (try_lock()) return;
+    if (spins >= 100) sched_yield();
+  }
+}
+
+}  // namespace iris::device

@@ -1,0 +1,146 @@
+#include "device/base/tunables.hpp"
+
+#include <cerrno>
+#include <cstdint>
+#include <cstdlib>
+#include <stdexcept>
+#include <string_view>
+#include <vector>
+
+namespace iris::device {
+namespace {
+
+constexpr tunable table[] = {
+    {"IRIS_EAGER_LIMIT", 16 * 1024, 0, 1 << 29, nullptr,
+     "largest message sent eagerly (its bytes with its header); longer ones use rendezvous. "
+     "Capped so that one eager message fits one shared-memory record"},
+    {"IRIS_EAGER_WINDOW", 256 * 1024, 128, 1 << 30, nullptr,
+     "eager bytes a sender may have unreceived at one receiver, counted in 64-byte units (one "
+     "unit per message plus its payload); a message that does not fit the rest of the window "
+     "uses rendezvous. Bounds a receiver's unexpected eager memory to this much per peer"},
+    {"IRIS_SPIN_COUNT", -1, -1, 1 << 30, nullptr,
+     "idle progress polls before a waiting rank yields its core; -1 chooses 2000, or when "
+     "a node has more ranks than cores 200 if the rank may sleep (IRIS_SLEEP), else 20"},
+    {"IRIS_SLEEP", -1, -1, 1, nullptr,
+     "1: a waiting rank that found nothing for IRIS_SLEEP_AFTER yields sleeps until a local "
+     "peer sends to it (only when every peer is on this node); 0: it never sleeps; -1 sleeps "
+     "when a node has more ranks than cores"},
+    {"IRIS_SLEEP_AFTER", 64, 0, 1 << 30, nullptr,
+     "idle yields (after IRIS_SPIN_COUNT idle polls) before a waiting rank sleeps"},
+    {"IRIS_SLEEP_TIMEOUT", 100, 1, 3600 * 1000, nullptr,
+     "milliseconds a sleeping rank sleeps at most before it polls again (a safety net: "
+     "senders wake it)"},
+    {"IRIS_NONTEMPORAL_MIN", 8 << 20, 0, std::int64_t{1} << 40, nullptr,
+     "smallest rendezvous message whose pieces are copied into the receive buffer with "
+     "non-temporal stores, around the cache (such a message would only evict the cache on "
+     "its way to memory); 0: never"},
+    {"IRIS_POLL_BATCH", 16, 1, 1 << 20, nullptr,
+     "most packets taken from one peer in one progress call, so that no peer starves the others"},
+    {"IRIS_DEBUG", 0, 0, 1, nullptr,
+     "1 prints one line per rank at start-up describing its transports"},
+    {"IRIS_STATS", 0, 0, 1, nullptr,
+     "1 prints one line per rank at MPI_Finalize: messages by protocol, credit stalls, peak "
+     "unexpected-queue depth and bytes"},
+};
+
+std::int64_t parse_choice(const tunable &t, std::string_view text) {
+  std::string_view rest = t.choices;
+  for (std::int64_t index = 0; !rest.empty(); ++index) {
+    const std::size_t comma = rest.find(',');
+    if (rest.substr(0, comma) == text) return index;
+    rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
+  }
+  throw std::runtime_error(std::string(t.name) + "=" + std::string(text) + " is not one of " +
+                           t.choices);
+}
+
+bool is_text(const tunable &t) {
+  return t.choices != nullptr && *t.choices == '\0';
+}
+
+std::int64_t read_value(const tunable &t) {
+  const char *text = std::getenv(t.name);
+  if (text == nullptr || *text == '\0') return t.default_value;
+  if (t.choices != nullptr) return parse_choice(t, text);
+  errno = 0;
+  char *end = nullptr;
+  long long value = std::strtoll(text, &end, 0);
+  if (end != nullptr && (*end == 'k' || *end == 'K')) value *= 1024, ++end;
+  if (end != nullptr && (*end == 'm' || *end == 'M')) value *= 1024 * 1024, ++end;
+  if (errno != 0 || end == text || *end != '\0' || value < t.min_value || value > t.max_value) {
+    throw std::runtime_error(std::string(t.name) + "=" + text + " is not an integer between " +
+                             std::to_string(t.min_value) + " and " + std::to_string(t.max_value));
+  }
+  return value;
+}
+
+std::int64_t value_of(std::string_view name) {
+  return read_value(tunable_named(table, name));
+}
+
+// The name of choice `index` of `t`.
+std::string choice_name(const tunable &t, std::int64_t index) {
+  std::string_view rest = t.choices;
+  for (std::int64_t i = 0; i < index; ++i) rest = rest.substr(rest.find(',') + 1);
+  return std::string(rest.substr(0, rest.find(',')));
+}
+
+std::string default_text(const tunable &t) {
+  if (is_text(t)) return "";
+  if (t.choices == nullptr) return std::to_string(t.default_value);
+  return choice_name(t, t.default_value);
+}
+
+}  // namespace
+
+std::span<const tunable> device_tunables() {
+  return table;
+}
+
+std::int64_t tunable_value(const tunable &t) {
+  return read_value(t);
+}
+
+const tunable &tunable_named(std::span<const tunable> in, std::string_view name) {
+  for (const tunable &t : in) {
+    if (name == t.name) return t;
+  }
+  throw std::logic_error("undeclared tunable " + std::string(name));
+}
+
+std::string tunable_choice(const tunable &t) {
+  return choice_name(t, read_value(t));
+}
+
+std::string tunable_text(const tunable &t) {
+  const char *text = is_text(t) ? std::getenv(t.name) : nullptr;
+  return text != nullptr ? text : "";
+}
+
+settings settings_load() {
+  settings s{};
+  s.eager_limit = static_cast<std::size_t>(value_of("IRIS_EAGER_LIMIT"));
+  s.eager_window = static_cast<int>(value_of("IRIS_EAGER_WINDOW") / 64);
+  s.spin_count = static_cast<int>(value_of("IRIS_SPIN_COUNT"));
+  s.poll_batch = static_cast<int>(value_of("IRIS_POLL_BATCH"));
+  const std::int64_t nontemporal = value_of("IRIS_NONTEMPORAL_MIN");
+  s.nontemporal_min = nontemporal == 0 ? SIZE_MAX : static_cast<std::size_t>(nontemporal);
+  s.sleep = static_cast<int>(value_of("IRIS_SLEEP"));
+  s.sleep_after = static_cast<int>(value_of("IRIS_SLEEP_AFTER"));
+  s.sleep_timeout_ms = static_cast<int>(value_of("IRIS_SLEEP_TIMEOUT"));
+  s.debug = value_of("IRIS_DEBUG") != 0;
+  s.stats = value_of("IRIS_STATS") != 0;
+  return s;
+}
+
+std::string tunables_describe(std::span<const tunable> all) {
+  std::string out;
+  for (const tunable &t : all) {
+    const char *now = std::getenv(t.name);
+    out += std::string(t.name) + " = " + (now != nullptr && *now != '\0' ? now : default_text(t)) +
+           " (default " + default_text(t) + ")\n    " + t.help + "\n";
+  }
+  return out;
+}
+
+}  // namespace iris::device

@@ -1,0 +1,25 @@
+// Collectives built on point-to-point, on each communicator's collective
+// context so that they never match user traffic.
+#include "device/collectives/collective.hpp"
+
+#include "device/protocols/recv.hpp"
+#include "device/protocols/send.hpp"
+#include "device/runtime/runtime.hpp"
+
+namespace iris::device {
+
+void barrier(const communicator &comm) {
+  // Dissemination: in round k every rank signals rank + 2^k and hears from
+  // rank - 2^k; after ceil(log2 size) rounds everyone has heard from all.
+  const std::uint32_t context = comm.collective_context();
+  int round = 0;
+  for (int distance = 1; distance < comm.size; distance *= 2, ++round) {
+    const int to = (comm.rank + distance) % comm.size;
+    const int from = (comm.rank - distance + comm.size) % comm.size;
+    request *recv = recv_start(comm, context, nullptr, 0, from, round);
+    request_wait_release(send_start(comm, context, nullptr, 0, to, round));
+    request_wait_release(recv);
+  }
+}
+
+}  // namespace iris::device

@@ -1,0 +1,74 @@
+// The one packet format every transport carries. Transports move packets;
+// only device/ interprets them.
+//
+// Message packets (eager, eager_sync, rts) carry an envelope and are matched;
+// they travel in send order. Control packets (cts, fin, data, credit,
+// sync_ack) name a request and are never matched; they need no credits.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace iris::device {
+
+enum class packet_type : std::uint8_t {
+  eager = 1,          // a whole message: header + all of its bytes; costs a credit
+  eager_sync = 2,     // as eager, and the receiver answers sync_ack once matched
+  rts = 3,            // rendezvous request to send: envelope, length, rts_payload
+  cts = 4,            // clear to send: stream `length` bytes to `receiver_request`
+  data = 5,           // rendezvous data for `receiver_request`, at `offset`
+  fin = 6,            // the receiver has read the data (CMA): `sender_request` done
+  credit = 7,         // nothing but returned credits
+  sync_ack = 8,       // a synchronous send matched: `sender_request` done
+  cancel_send = 9,    // the sender asks to withdraw `sender_request` if unmatched
+  cancel_reply = 10,  // the answer: `length` 1 if it was withdrawn, 0 if too late
+};
+
+struct packet_header {
+  packet_type type;
+  std::uint8_t flags;              // none defined yet; must be zero
+  std::uint16_t credits;           // eager credit units (64 B) returned to this packet's receiver
+  std::int32_t source;             // message packets: sender's rank in the communicator
+  std::uint32_t context;           // message packets: context id of the communicator
+  std::int32_t tag;                // message packets: the tag
+  std::uint64_t length;            // message length (cts: bytes wanted; data: fragment bytes)
+  std::uint64_t sender_request;    // the sender's request id (0: none)
+  std::uint64_t receiver_request;  // cts/data: the receiver's request id; data: offset below
+  std::uint64_t offset;            // data: where this fragment goes
+};
+static_assert(sizeof(packet_header) == 48, "the packet header is part of the wire format");
+
+// What an RTS carries after its header: where the receiver may read the data
+// itself, when it can: by cross-memory attach (shared memory), or through
+// the netmod's RMA when `rma` is 1 (then rma_address and rma_key name the
+// region the netmod exposed). A non-contiguous send read by CMA also names
+// the description of its layout (dtype_describe): `layout_bytes` bytes at
+// `layout` in the sender, `address` being its buffer's origin.
+struct rts_payload {
+  std::int64_t pid;
+  std::uint64_t address;
+  std::uint64_t rma;
+  std::uint64_t rma_address;
+  std::uint64_t rma_key;
+  std::uint64_t layout;
+  std::uint64_t layout_bytes;
+};
+
+// The largest message length the device accepts in a header.
+inline constexpr std::uint64_t max_message_length = std::uint64_t{1} << 48;
+
+inline bool is_message(packet_type t) {
+  return t == packet_type::eager || t == packet_type::eager_sync || t == packet_type::rts;
+}
+
+// Checks a header that arrived from outside, before anything uses it.
+// `payload` is the number of bytes that came after the header in the same
+// record. Returns nullptr when the header is sound, else why it is not.
+[[nodiscard]] const char *packet_check(const packet_header &h, std::size_t payload, int world_size);
+
+struct vc;
+
+// What each protocol's handler of one packet type looks like.
+using packet_handler = const char *(*)(vc &from, const packet_header &h, const std::byte *payload);
+
+}  // namespace iris::device

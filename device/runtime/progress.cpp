@@ -1,0 +1,73 @@
+#include "device/runtime/progress.hpp"
+
+#include <sched.h>
+
+namespace iris::device {
+namespace {
+
+int push_sends() {
+  int pushed = 0;
+  for (std::size_t i = 0; i < rt->sending.size();) {
+    vc *v = rt->sending[i];
+    pushed += progress_added.push_sends(*v);
+    if (!v->has_pending()) {
+      v->on_sending_list = false;
+      rt->sending[i] = rt->sending.back();
+      rt->sending.pop_back();
+    } else {
+      ++i;
+    }
+  }
+  return pushed;
+}
+
+}  // namespace
+
+int progress_poll() {
+  rt->polling = true;
+  int events = 0;
+  for (transport *t : rt->polled) events += t->poll(rt->config.poll_batch);
+  if (!rt->sending.empty()) events += push_sends();
+  if (progress_added.schedules_active != 0) events += progress_added.schedules();
+  rt->polling = false;
+  return events;
+}
+
+int progress_poll_aside() {
+  int events = 0;
+  for (transport *t : rt->polled) events += t->poll_aside(rt->config.poll_batch);
+  return events;
+}
+
+namespace {
+
+// The sleeper's half of the doorbell pair (the transport holding the bell
+// does the steps): marked asleep and seen by every sender, a last poll, then
+// the wait until a sender rings or the timeout passes.
+int progress_sleep(transport &t) {
+  if (!t.sleep_begin()) {
+    rt->sleeper = nullptr;  // the kernel refused: yield from now on
+    return 0;
+  }
+  const int events = progress_poll();
+  if (events == 0 && rt->sending.empty()) {
+    ++rt->stats.sleeps;
+    if (!t.sleep_wait(rt->config.sleep_timeout_ms)) ++rt->stats.sleep_timeouts;
+  }
+  t.sleep_end();
+  return events;
+}
+
+}  // namespace
+
+int progress_idle(int yields) {
+  // Nothing queued to push: a rank waiting for room in a peer's ring is
+  // woken by nobody, so it keeps yielding.
+  if (rt->sleeper != nullptr && yields > rt->config.sleep_after && rt->sending.empty()) {
+    return progress_sleep(*rt->sleeper);
+  }
+  sched_yield();
+  return 0;
+}
+
+}  // namespace iris::device

@@ -1,0 +1,65 @@
+// The progress engine: each call polls every active transport with a budget
+// (at most IRIS_POLL_BATCH packets per peer, so that no peer starves the
+// others), then pushes queued sends. Inbound traffic is always accepted, so
+// a sender waiting for room can never block a receiver (no fetch deadlock).
+// Progress happens only inside library calls. Under MPI_THREAD_MULTIPLE a
+// waiting thread lets other threads in between polls (threading.hpp).
+#pragma once
+
+#include "device/base/threading.hpp"
+#include "device/runtime/runtime.hpp"
+
+namespace iris::device {
+
+// Work the layers above the runtime add to every pass. The runtime cannot
+// name them (device/layers.txt), so each passes its step in when it first
+// has such work: the protocols when a VC joins rt->sending
+// (sending_list_add), the collectives when a schedule starts
+// (schedule_start). One indirect call a pass, and only while there is work.
+struct progress_steps {
+  int (*push_sends)(vc &) = nullptr;  // writes what a VC has queued
+  int (*schedules)() = nullptr;       // advances the started schedules
+  std::size_t schedules_active = 0;   // started schedules (0: skip the call)
+};
+inline progress_steps progress_added;
+
+// One pass of the progress engine. Returns how many events it handled.
+int progress_poll();
+
+// MPI_THREAD_MULTIPLE: a pass by a thread that found the call lock taken
+// (transport::poll_aside): only eager messages into receives posted
+// without the call lock, and only from rings no other thread is reading.
+// Returns how many it delivered.
+int progress_poll_aside();
+
+// What a waiting rank does once it has polled `spin_limit` times in vain:
+// it gives its core away (sched_yield), and after IRIS_SLEEP_AFTER such
+// yields, where every transport can wake it, it sleeps on the bell its
+// transport holds (transport.hpp) until a packet comes. `yields` counts the idle passes
+// since the spinning ended. Returns the events it handled on the way.
+int progress_idle(int yields);
+
+// Polls until done() holds, spinning first, then yielding the core, then
+// sleeping.
+template <typename Done>
+void progress_until(Done done) {
+  int idle = 0;
+  while (!done()) {
+    if (progress_poll() > 0) {
+      idle = 0;
+    } else if (++idle > rt->spin_limit) {
+      // Under MPI_THREAD_MULTIPLE a waiting thread never sleeps on its bell:
+      // another thread of this process may need the call lock to send what
+      // would wake it. It yields with the lock given up instead.
+      if (threads_enabled) {
+        call_lock_pause(true);
+      } else if (progress_idle(idle - rt->spin_limit) > 0) {
+        idle = 0;
+      }
+      continue;
+    }
+    if (threads_enabled) call_lock_pause(false);
+  }
+}
+
+}  // namespace iris::device

@@ -1,0 +1,183 @@
+#include "device/transports/net.hpp"
+
+#include <algorithm>
+#include <cstring>
+
+#include "device/base/threading.hpp"
+#include "device/core/packet.hpp"
+#include "device/protocols/credit.hpp"
+#include "device/protocols/dispatch.hpp"
+#include "device/protocols/rendezvous.hpp"
+#include "device/runtime/errors.hpp"
+#include "device/runtime/runtime.hpp"
+
+namespace iris::device {
+
+netmod::config netmod_config(const transport_settings &s) {
+  netmod::config c;
+  c.max_record = sizeof(packet_header) +
+                 std::max({s.net.eager_limit, s.net.fragment_size, sizeof(rts_payload)});
+  c.record_head = sizeof(packet_header);
+  c.concurrent_sends = threads_enabled;
+  return c;
+}
+
+net_transport::net_transport(runtime &r)
+    : net_(netmod::netmod_create(r.transport_config.net.netmod)), rma_(r.transport_config.net.rma) {
+  const netmod::config conf = netmod_config(r.transport_config);
+  net_->init(*r.pmi, conf);
+  shared_ = conf.concurrent_sends && net_->concurrent_sends();
+}
+
+void net_transport::connect(runtime &r) {
+  const int node = r.pmi->node_of(r.rank);
+  for (int peer = 0; peer < r.size; ++peer) {
+    if (peer == r.rank || (r.transport_config.shm.enabled && r.pmi->node_of(peer) == node))
+      continue;
+    vc &v = r.vcs[static_cast<std::size_t>(peer)];
+    v.via = this;
+    v.slot = peer;
+    v.credits = v.window = r.transport_config.net.eager_window;
+    v.eager_limit = r.transport_config.net.eager_limit;
+    v.fragment = r.transport_config.net.fragment_size;
+  }
+}
+
+namespace {
+
+// A packet as one netmod record: the header, then the payload's parts.
+struct record_parts {
+  record_parts(const packet_header &h, std::span<const iovec> payload) {
+    parts[0] = {const_cast<packet_header *>(&h), sizeof(h)};
+    for (const iovec &part : payload) parts[n++] = part;
+  }
+  std::span<const iovec> all() const { return {parts, n}; }
+  iovec parts[3];
+  std::size_t n = 1;
+};
+
+}  // namespace
+
+xfer net_transport::send(vc &to, const packet_header &h, std::span<const iovec> payload) {
+  const record_parts record(h, payload);
+  const vc_guard guard(to);  // MULTIPLE: send_held may be writing to it
+  return net_->send(to.world_rank, record.all()) == netmod::send_status::done ? xfer::done
+                                                                              : xfer::retry;
+}
+
+// send_unlocked, with the VC's lock held and not the call lock.
+xfer net_transport::send_held(vc &to, const packet_header &h, std::span<const iovec> payload) {
+  const record_parts record(h, payload);
+  return net_->send_concurrent(to.world_rank, record.all()) == netmod::send_status::done
+             ? xfer::done
+             : xfer::retry;
+}
+
+int net_transport::poll(int budget) {
+  (void)budget;  // a netmod's poll is one bounded pass of its own
+  return net_->poll(*this);
+}
+
+int net_transport::poll_aside(int budget) {
+  (void)budget;
+  return shared_ ? net_->poll_aside(*this) : 0;
+}
+
+// Over a netmod with RMA the receiver reads the data itself. Exposed once:
+// an RTS that found no room comes back here.
+void net_transport::expose(vc &to, request &r, rts_payload &where) {
+  (void)to;
+  auto &held = r.exposure;
+  if (rma_ && !held.exposed && r.bytes != 0) {
+    netmod::remote_region region;
+    held.exposed = net_->rma_expose(r.buffer, r.bytes, region);
+    held.words[0] = region.address;
+    held.words[1] = region.key;
+  }
+  if (held.exposed) {
+    where.rma = 1;
+    where.rma_address = held.words[0];
+    where.rma_key = held.words[1];
+  }
+}
+
+void net_transport::conceal(request &r) {
+  net_->rma_conceal(netmod::remote_region{r.exposure.words[0], r.exposure.words[1]});
+  r.exposure = {};
+}
+
+// A read it cannot start now goes the packet way instead of waiting.
+xfer net_transport::read(vc &from, const rts_payload &where, std::byte *to, std::size_t bytes,
+                         std::uint64_t cookie) {
+  if (where.rma != 1) return xfer::retry;
+  const netmod::remote_region region{where.rma_address, where.rma_key};
+  return net_->rma_read(from.world_rank, region, to, bytes, cookie) == netmod::send_status::done
+             ? xfer::in_progress
+             : xfer::retry;
+}
+
+std::string net_transport::describe() const {
+  return "netmod " + net_->describe();
+}
+
+std::string net_transport::statistics() const {
+  const std::string counted = net_->statistics();
+  return "net: messages read by rma " + std::to_string(rma_messages_) +
+         (counted.empty() ? "" : "; netmod stats: " + counted);
+}
+
+bool net_transport::statistic(std::string_view name, std::uint64_t &value) const {
+  if (name != "rendezvous_rma") return false;
+  value = rma_messages_;
+  return true;
+}
+
+void net_transport::finalize() {
+  net_->finalize();
+}
+
+// The same gate as every transport's, but a bad record costs only its
+// connection (the netmod logs it and drops it) instead of the job.
+const char *net_transport::record_arrived(int peer, std::span<const std::byte> head,
+                                          std::span<const std::byte> body) {
+  vc &from = rt->vcs[static_cast<std::size_t>(peer)];
+  if (from.via != this) return "a record from a rank this rank reaches otherwise";
+  if (head.size() != sizeof(packet_header)) return "a record shorter than a packet header";
+  packet_header h;
+  std::memcpy(&h, head.data(), sizeof(h));
+  if (!shared_) return packet_deliver(from, h, body.data(), body.size());
+  credit_fold(from);  // what aside passes owe it
+  return packet_deliver_shared(from, h, body.data(), body.size());
+}
+
+// Without the call lock: only what packet_deliver_aside takes, anything
+// odd left to record_arrived's checks.
+bool net_transport::record_taken(int peer, std::span<const std::byte> head,
+                                 std::span<const std::byte> body) {
+  vc &from = rt->vcs[static_cast<std::size_t>(peer)];
+  if (from.via != this || head.size() != sizeof(packet_header)) return false;
+  packet_header h;
+  std::memcpy(&h, head.data(), sizeof(h));
+  return packet_deliver_aside(from, h, body.data(), body.size());
+}
+
+// Rendezvous data goes straight into the receive buffer.
+std::byte *net_transport::body_place(int peer, std::span<const std::byte> head,
+                                     std::size_t body_length) {
+  const vc &from = rt->vcs[static_cast<std::size_t>(peer)];
+  if (from.via != this || head.size() != sizeof(packet_header)) return nullptr;
+  packet_header h;
+  std::memcpy(&h, head.data(), sizeof(h));
+  return rendezvous_data_place(from, h, body_length);
+}
+
+void net_transport::peer_lost(int peer, const char *why) {
+  fatal("progress", "lost rank %d (%s netmod): %s", peer, std::string(net_->name()).c_str(), why);
+}
+
+void net_transport::read_done(std::uint64_t cookie, const char *why) {
+  if (why == nullptr) ++rma_messages_;
+  rendezvous_read_done(cookie, why);
+}
+
+}  // namespace iris::device

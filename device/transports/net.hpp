@@ -1,0 +1,66 @@
+// The net transport: the adapter over one netmod of netmods/ (tcp, ofi) for
+// ranks on other nodes (every rank, with IRIS_SHM=0). Packets travel as
+// netmod records (the header is the record's head); rendezvous data may be
+// read straight into the receive buffer (body_place) or by the netmod's RMA
+// read when it has one (IRIS_NET_RMA).
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "device/core/transport.hpp"
+#include "netmods/netmod.hpp"
+
+namespace iris::device {
+
+// What the netmod is told at init, from the transports' settings.
+netmod::config netmod_config(const transport_settings &s);
+
+class net_transport final : public transport,
+                            private netmod::record_sink,
+                            private netmod::aside_sink {
+ public:
+  // Builds the netmod named by IRIS_NETMOD and opens it: it puts its card
+  // before the PMI fence. Throws netmod::error.
+  explicit net_transport(runtime &r);
+  // Takes the VC of every peer that needs it (called after the fence).
+  void connect(runtime &r);
+
+  std::string_view name() const override { return "net"; }
+  xfer send(vc &to, const packet_header &h, std::span<const iovec> payload) override;
+  // MPI_THREAD_MULTIPLE over a netmod with send_concurrent (TCP): sends to
+  // different peers run at once, each under its VC's lock (transport.hpp).
+  bool concurrent_sends() const override { return shared_; }
+  xfer send_held(vc &to, const packet_header &h, std::span<const iovec> payload) override;
+  int poll(int budget) override;
+  // MPI_THREAD_MULTIPLE over a netmod with poll_aside (TCP): eager messages
+  // into receives posted without the call lock (transport.hpp).
+  int poll_aside(int budget) override;
+  void expose(vc &to, request &r, rts_payload &where) override;
+  void conceal(request &r) override;
+  xfer read(vc &from, const rts_payload &where, std::byte *to, std::size_t bytes,
+            std::uint64_t cookie) override;
+  std::string describe() const override;
+  std::string statistics() const override;
+  bool statistic(std::string_view name, std::uint64_t &value) const override;
+  void finalize() override;
+
+ private:
+  // record_sink: what the netmod hands up from poll().
+  const char *record_arrived(int peer, std::span<const std::byte> head,
+                             std::span<const std::byte> body) override;
+  std::byte *body_place(int peer, std::span<const std::byte> head,
+                        std::size_t body_length) override;
+  void peer_lost(int peer, const char *why) override;
+  void read_done(std::uint64_t cookie, const char *why) override;
+  // aside_sink: what the netmod hands up from poll_aside().
+  bool record_taken(int peer, std::span<const std::byte> head,
+                    std::span<const std::byte> body) override;
+
+  std::unique_ptr<netmod::netmod> net_;
+  bool rma_ = false;                // IRIS_NET_RMA
+  bool shared_ = false;             // concurrent_sends(), chosen at init
+  std::uint64_t rma_messages_ = 0;  // rendezvous messages the peer read with RMA
+};
+
+}  // namespace iris::device

@@ -1,0 +1,161 @@
+// The transports' settings: their tunables, declared once with default and
+// help text beside the device's (iris_info prints them all), and read at
+// MPI_Init. Shared memory first, then the netmod adapter; each netmod
+// declares its own in netmods/<name>/settings.cpp.
+#include <algorithm>
+#include <cstdlib>
+#include <stdexcept>
+#include <string_view>
+#include <vector>
+
+#include "device/core/transport.hpp"
+#include "device/transports/net.hpp"
+#include "netmods/netmod.hpp"
+
+#ifndef IRIS_NETMOD_LIST
+#error "device/meson.build defines IRIS_NETMOD_LIST from -Dnetmods"
+#endif
+
+namespace iris::device {
+namespace {
+
+constexpr tunable table[] = {
+    // Shared memory (transport_shm.cpp, shm/).
+    {"IRIS_SHM", 1, 0, 1, nullptr,
+     "0 sends everything, also between ranks of one node, through the netmod"},
+    {"IRIS_SHM_RING_SIZE", -1, -1, 1 << 30, nullptr,
+     "bytes of each shared-memory ring (one per ordered pair of ranks on a node of at most "
+     "IRIS_SHM_DENSE_RANKS ranks, else one per busy pair, from the pool); a power of two. -1 "
+     "chooses: on those small nodes 8 MiB per rank shared by the rings it receives on (4 MiB "
+     "each for up to 3 ranks, 1 MiB at 8), never under 256 KiB; 256 KiB for pooled rings"},
+    {"IRIS_SHM_FRAGMENT_SIZE", 32 * 1024, 64, 1 << 29, nullptr,
+     "largest payload of one shared-memory record; rendezvous data is streamed in pieces of "
+     "this size (capped at half the ring)"},
+    {"IRIS_SHM_DENSE_RANKS", 8, 0, 1 << 16, nullptr,
+     "a node with at most this many ranks reserves one ring per ordered pair at start-up "
+     "(fastest for few ranks; memory grows with the square of the ranks); a larger node gives "
+     "each rank a receive queue and pair rings from a pool (shm/README.md). 0: always queues"},
+    {"IRIS_SHM_QUEUE_CELLS", 256, 16, 1 << 24, nullptr,
+     "cells of 256 bytes in each rank's shared-memory receive queue (a power of two), reserved "
+     "at start-up; on large nodes the eager limit and the fragment size are capped at half "
+     "the queue"},
+    {"IRIS_SHM_POOL_SIZE", 128 * 1024 * 1024, 0, std::int64_t{1} << 40, nullptr,
+     "most bytes of pair rings (IRIS_SHM_RING_SIZE each) a node holds beyond the receive queues; "
+     "reserved one ring at a time while the job runs. Once spent (or /dev/shm is full) pairs "
+     "keep using the queues"},
+    {"IRIS_SHM_BUSY_PACKETS", 64, 0, 1 << 30, nullptr,
+     "packets a rank sends to one peer of its node through the peer's queue before it takes a "
+     "pair ring from the pool (a packet that does not fit one queue cell takes one at once)"},
+    {"IRIS_RNDV_ENGINE", 0, 0, 2, "auto,cma,pipeline",
+     "how rendezvous data moves between ranks of one node: cma reads the sender's memory "
+     "(process_vm_readv, one copy by the receiver); pipeline streams it through the ring "
+     "(two copies, by both sides at once); auto pipelines a message alone, and a stream too "
+     "over rings larger than 256 KiB; over 256 KiB rings it reads a stream's messages with "
+     "cma (many in flight), where the kernel allows"},
+    {"IRIS_CMA_THRESHOLD", 32 * 1024, 0, std::int64_t{1} << 40, nullptr,
+     "with IRIS_RNDV_ENGINE=auto, the smallest rendezvous message read with cma"},
+    {"IRIS_CMA_MIN_BLOCK", 64 * 1024, 1, std::int64_t{1} << 40, nullptr,
+     "a rendezvous message of a non-contiguous datatype is read with cma (one iovec per block) "
+     "only when the mean block of each non-contiguous side is at least this many bytes (and "
+     "the engine choice says cma); smaller blocks are packed and unpacked through the pipeline"},
+    {"IRIS_PIPELINE_LARGE", std::int64_t{1} << 40, 0, std::int64_t{1} << 40, nullptr,
+     "with IRIS_RNDV_ENGINE=auto, from this size up a rank that is not sending itself lets the "
+     "sender copy through the pipeline instead of reading with cma (the default, 1 TiB, never: "
+     "cma streamed 2-4 MiB at 12-13 GB/s here against the pipeline's 8)"},
+    // The netmod adapter (transport_net.cpp, netmods/).
+    {"IRIS_NETMOD", 0, 0, 0, IRIS_NETMOD_LIST,
+     "the network module for ranks on other nodes, one of those this build has (the first is "
+     "the default; meson setup -Dnetmods=... chooses them)"},
+    {"IRIS_NET_FRAGMENT_SIZE", 512 * 1024, 64, 64 << 20, nullptr,
+     "largest payload of one netmod packet: eager messages up to IRIS_EAGER_LIMIT and "
+     "rendezvous data in pieces of this size. Each inbound connection holds a buffer of about "
+     "this size"},
+    {"IRIS_NET_EAGER_LIMIT", 64 * 1024, 0, 64 << 20, nullptr,
+     "largest message sent eagerly to a peer reached through the netmod; a round trip costs "
+     "more there, so it is larger than IRIS_EAGER_LIMIT"},
+    {"IRIS_NET_EAGER_WINDOW", 1024 * 1024, 128, 1 << 22, nullptr,
+     "as IRIS_EAGER_WINDOW, for peers reached through the netmod: bounds a receiver's "
+     "unexpected eager memory to this much per such peer"},
+    {"IRIS_NET_RMA", 1, 0, 1, nullptr,
+     "1: when the netmod can read a peer's memory (ofi with FI_RMA), a rendezvous receiver reads "
+     "the sender's buffer itself; 0: the data always comes as packets after a CTS"},
+};
+
+std::int64_t value_of(std::string_view name) {
+  return tunable_value(tunable_named(table, name));
+}
+
+}  // namespace
+
+std::span<const tunable> transport_tunables() {
+  static const std::vector<tunable> all = [] {
+    std::vector<tunable> v(std::begin(table), std::end(table));
+    for (const tunable &t : netmod::netmods_tunables()) v.push_back(t);
+    return v;
+  }();
+  return all;
+}
+
+transport_settings transport_settings_load() {
+  transport_settings s{};
+  s.shm.enabled = value_of("IRIS_SHM") != 0;
+  const std::int64_t ring = value_of("IRIS_SHM_RING_SIZE");
+  s.shm.ring_chosen = ring < 0;
+  s.shm.ring_size = s.shm.ring_chosen ? shm_ring_floor : static_cast<std::size_t>(ring);
+  s.shm.fragment_size = static_cast<std::size_t>(value_of("IRIS_SHM_FRAGMENT_SIZE"));
+  s.shm.dense_ranks = static_cast<int>(value_of("IRIS_SHM_DENSE_RANKS"));
+  s.shm.queue_cells = static_cast<std::size_t>(value_of("IRIS_SHM_QUEUE_CELLS"));
+  s.shm.pool_size = static_cast<std::size_t>(value_of("IRIS_SHM_POOL_SIZE"));
+  s.shm.busy_packets = static_cast<std::uint64_t>(value_of("IRIS_SHM_BUSY_PACKETS"));
+  s.shm.engine = static_cast<rndv_engine>(value_of("IRIS_RNDV_ENGINE"));
+  s.shm.cma_threshold = static_cast<std::size_t>(value_of("IRIS_CMA_THRESHOLD"));
+  s.shm.pipeline_large = static_cast<std::size_t>(value_of("IRIS_PIPELINE_LARGE"));
+  s.shm.scattered_min_block = static_cast<std::size_t>(value_of("IRIS_CMA_MIN_BLOCK"));
+  s.net.netmod = tunable_choice(tunable_named(table, "IRIS_NETMOD"));
+  s.net.fragment_size = static_cast<std::size_t>(value_of("IRIS_NET_FRAGMENT_SIZE"));
+  s.net.eager_limit = static_cast<std::size_t>(value_of("IRIS_NET_EAGER_LIMIT"));
+  s.net.eager_window = static_cast<int>(value_of("IRIS_NET_EAGER_WINDOW") / 64);
+  s.net.rma = value_of("IRIS_NET_RMA") != 0;
+  return s;
+}
+
+bool transport_setting_value(const transport_settings &s, std::string_view name,
+                             std::uint64_t &value) {
+  if (name == "shm_fragment_size") {
+    value = s.shm.fragment_size;
+  } else if (name == "net_eager_limit") {
+    value = s.net.eager_limit;
+  } else if (name == "net_fragment_size") {
+    value = s.net.fragment_size;
+  } else {
+    return false;
+  }
+  return true;
+}
+
+bool transport_statistic(std::span<const std::unique_ptr<transport>> in_use, std::string_view name,
+                         std::uint64_t &value) {
+  for (const auto &t : in_use) {
+    if (t->statistic(name, value)) return true;
+  }
+  value = 0;
+  return name == "rendezvous_cma" || name == "rendezvous_rma";
+}
+
+std::string transports_preview() {
+  const transport_settings s = transport_settings_load();
+  const char *asked = std::getenv("IRIS_NETMOD");
+  const bool by_default = asked == nullptr || *asked == '\0';
+  std::string out =
+      "transports: self, shm (a ring per pair on small nodes, receive queues and pooled rings "
+      "on large ones; CMA or pipelined rendezvous), net (the netmod)\n";
+  out += "netmod: " + s.net.netmod +
+         (by_default ? " (the build's default; IRIS_NETMOD chooses another)\n"
+                     : " (chosen by IRIS_NETMOD)\n");
+  out += std::string("shm between ranks of a node: ") +
+         (s.shm.enabled ? "yes" : "no (IRIS_SHM=0: every peer through the netmod)") + "\n";
+  out += netmod::netmod_create(s.net.netmod)->preview(netmod_config(s));
+  return out;
+}
+
+}  // namespace iris::device
