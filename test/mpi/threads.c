@@ -55,55 +55,47 @@
  *      and its data written without the call lock: device/README.md,
  *      "Rendezvous sends without the call lock"), counted in
  *      "data_sent_aside".
- * Usage: threads [messages per thread] [aside] */
+ * Usage: threads [messages per thread] [aside]
+ *
+ * This file holds A, B, C, D and H, the counts of MPIX_Stat_get at the end,
+ * the message pattern every phase uses and main, which runs every phase;
+ * threads_comms.c holds E and I, threads_lock.c F, G, J and K. */
 #define _POSIX_C_SOURCE 200809L
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "check.h"
+#include "threads.h"
 
-enum { T = 4, MAXTAG = T };
-
-static int rank, size, messages = 60;
+int rank, size, messages = 60;
 static int eager_limit;
-static MPI_Comm own[T]; /* one per thread */
+MPI_Comm own[T]; /* one per thread */
 static MPI_Comm shared;
-static int failures; /* from threads: atomics */
-
-#define TCHECK(cond, ...)                                                                  \
-  do {                                                                                     \
-    if (!(cond)) {                                                                         \
-      fprintf(stderr, "rank %d: threads.c:%d: check failed: %s: ", rank, __LINE__, #cond); \
-      fprintf(stderr, __VA_ARGS__);                                                        \
-      fputc('\n', stderr);                                                                 \
-      __atomic_fetch_add(&failures, 1, __ATOMIC_RELAXED);                                  \
-    }                                                                                      \
-  } while (0)
+int failures; /* from threads: atomics */
 
 static unsigned char byte_of(int from, int t, int seq, int j) {
   return (unsigned char)(from * 131 + t * 17 + seq * 7 + j);
 }
 
-static int size_of(int seq, int t) {
+int size_of(int seq, int t) {
   const int edge = eager_limit > 0 ? eager_limit : 1;
   const int sizes[] = {0, 1, 8, 200, edge - 1, edge, edge + 1, 70000};
   return sizes[(seq * 3 + t) % 8];
 }
 
-static void fill(unsigned char *buf, int n, int from, int t, int seq) {
+void fill(unsigned char *buf, int n, int from, int t, int seq) {
   for (int j = 0; j < n; ++j) buf[j] = byte_of(from, t, seq, j);
 }
 
-static int bad_byte(const unsigned char *buf, int n, int from, int t, int seq) {
+int bad_byte(const unsigned char *buf, int n, int from, int t, int seq) {
   for (int j = 0; j < n; ++j) {
     if (buf[j] != byte_of(from, t, seq, j)) return j;
   }
   return -1;
 }
 
-static void run_threads(void *(*body)(void *)) {
+void run_threads(void *(*body)(void *)) {
   pthread_t threads[T];
   long ids[T];
   for (int t = 0; t < T; ++t) {
@@ -412,338 +404,6 @@ static void *slices(void *arg) {
   return NULL;
 }
 
-/* E. Constructors from every thread, each on its own parent. */
-static void *constructors(void *arg) {
-  const int t = (int)*(long *)arg;
-  for (int round = 0; round < 3; ++round) {
-    MPI_Comm dup, split;
-    TCHECK(MPI_Comm_dup(own[t], &dup) == MPI_SUCCESS, "thread %d dup", t);
-    TCHECK(MPI_Comm_split(dup, rank % 2, size - rank, &split) == MPI_SUCCESS, "split");
-    int n = -1, me = -1;
-    MPI_Comm_size(split, &n);
-    MPI_Comm_rank(split, &me);
-    const int same = (size - rank % 2 + 1) / 2; /* ranks of this parity */
-    TCHECK(n == same, "thread %d: split of %d ranks, want %d", t, n, same);
-    TCHECK(me == (size - 1 - rank) / 2, "thread %d: rank %d in the split", t, me);
-    int sum = -1;
-    MPI_Allreduce(&rank, &sum, 1, MPI_INT, MPI_SUM, split);
-    int want = 0;
-    for (int r = rank % 2; r < size; r += 2) want += r;
-    TCHECK(sum == want, "thread %d: allreduce %d, want %d", t, sum, want);
-    int word = t * 10 + round, heard = -1;
-    MPI_Sendrecv(&word, 1, MPI_INT, (rank + 1) % size, 5, &heard, 1, MPI_INT,
-                 (rank + size - 1) % size, 5, dup, MPI_STATUS_IGNORE);
-    TCHECK(heard == word, "thread %d: heard %d on its dup", t, heard);
-    int total = -1;
-    MPI_Request coll;
-    MPI_Iallreduce(&word, &total, 1, MPI_INT, MPI_SUM, dup, &coll);
-    MPI_Wait(&coll, MPI_STATUS_IGNORE);
-    TCHECK(total == size * word, "thread %d: iallreduce %d, want %d", t, total, size * word);
-    MPI_Comm_free(&split);
-    MPI_Comm_free(&dup);
-  }
-  return NULL;
-}
-
-/* F. Thread 0 blocks in MPI_Recv for a message the others send last. */
-static pthread_barrier_t others_done;
-
-static void *blocked(void *arg) {
-  const int t = (int)*(long *)arg;
-  const int to = (rank + 1) % size, from = (rank + size - 1) % size;
-  if (t == 0) {
-    int word = -1;
-    MPI_Status st;
-    MPI_Recv(&word, 1, MPI_INT, from, 99, own[0], &st);
-    TCHECK(word == from * 7 && st.MPI_SOURCE == from, "blocked receive got %d", word);
-    return NULL;
-  }
-  for (int seq = 0; seq < messages; ++seq) {
-    unsigned char out[64], in[64];
-    fill(out, 64, rank, t, seq);
-    MPI_Sendrecv(out, 64, MPI_BYTE, to, t, in, 64, MPI_BYTE, from, t, own[t], MPI_STATUS_IGNORE);
-    const int at = bad_byte(in, 64, from, t, seq);
-    TCHECK(at < 0, "thread %d message %d: byte %d differs", t, seq, at);
-  }
-  pthread_barrier_wait(&others_done);
-  if (t == 1) {
-    const int word = rank * 7;
-    MPI_Send(&word, 1, MPI_INT, to, 99, own[0]);
-  }
-  return NULL;
-}
-
-/* G. Thread 1 posts, then makes no MPI call until thread 0's blocking
- * rendezvous send to the right neighbour has finished. */
-static pthread_barrier_t posted, sent;
-static int wild;
-static int rendezvous_bytes = 70000; /* past the live eager limit */
-
-static void *left_posted(void *arg) {
-  const int t = (int)*(long *)arg;
-  const int to = (rank + 1) % size, from = (rank + size - 1) % size;
-  const int big = rendezvous_bytes;
-  if (t > 1) return NULL;
-  unsigned char *data = malloc(big);
-  if (t == 1) {
-    int word = -1;
-    MPI_Request reqs[2];
-    /* The first receive of a fresh thread fills its request cache under the
-     * call lock; the second may then be posted without it. */
-    MPI_Irecv(&word, 1, MPI_INT, from, 6, own[t], &reqs[0]);
-    pthread_barrier_wait(&posted);
-    const struct timespec later = {0, 20 * 1000 * 1000};
-    nanosleep(&later, NULL);
-    MPI_Irecv(data, big, MPI_BYTE, wild ? MPI_ANY_SOURCE : from, wild ? MPI_ANY_TAG : 7, own[t],
-              &reqs[1]);
-    pthread_barrier_wait(&sent); /* no MPI call from here until the send finished */
-    MPI_Status st[2];
-    MPI_Waitall(2, reqs, st);
-    TCHECK(word == from * 5 + t, "thread %d: small message %d", t, word);
-    TCHECK(st[1].MPI_SOURCE == from && st[1].MPI_TAG == 7, "thread %d: from %d tag %d", t,
-           st[1].MPI_SOURCE, st[1].MPI_TAG);
-    const int at = bad_byte(data, big, from, t, 0);
-    TCHECK(at < 0, "thread %d: rendezvous message: byte %d differs", t, at);
-  } else {
-    const int word = rank * 5 + t + 1;
-    fill(data, big, rank, t + 1, 0);
-    pthread_barrier_wait(&posted);
-    MPI_Send(data, big, MPI_BYTE, to, 7, own[t + 1]);
-    MPI_Send(&word, 1, MPI_INT, to, 6, own[t + 1]);
-    pthread_barrier_wait(&sent);
-  }
-  free(data);
-  return NULL;
-}
-
-/* J. Thread 0 of the even rank of a pair holds the call lock in a user op
- * while thread 1 receives a large message from the odd rank. Each round,
- * thread 1 posts its receive first and tells the odd rank to send only once
- * the hold has begun, so that the message can neither arrive before its
- * receive (unexpected: answered by the call lock's holder) nor complete
- * before the hold. */
-enum { held_bytes = 1 << 20, held_rounds = 5 };
-static int expect_aside;
-static pthread_barrier_t hold_ready, hold_done;
-static int holding;       /* the user op has begun: atomics */
-static int received_flag; /* thread 1's receive is done: atomics */
-static int held_sends;    /* K: thread 1 of the even rank sends instead */
-static int hold_round;
-static int held_delivered; /* a round's receive completed during the hold */
-static double held_seconds;
-
-static double seconds_now(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-static void pause_briefly(void) {
-  const struct timespec pause = {0, 100 * 1000};
-  nanosleep(&pause, NULL);
-}
-
-/* Runs with the call lock held; makes no MPI call. */
-static void hold_op(void *in, void *inout, int *len, MPI_Datatype *type) {
-  (void)in, (void)inout, (void)len, (void)type;
-  const double limit = hold_round == 0 || !expect_aside ? 0.5 : 5.0;
-  const double start = seconds_now();
-  __atomic_store_n(&holding, 1, __ATOMIC_RELEASE);
-  while (!__atomic_load_n(&received_flag, __ATOMIC_ACQUIRE) && seconds_now() - start < limit) {
-    pause_briefly();
-  }
-  held_delivered = __atomic_load_n(&received_flag, __ATOMIC_ACQUIRE);
-  held_seconds = seconds_now() - start;
-}
-
-static void *held_lock(void *arg) {
-  const int t = (int)*(long *)arg;
-  const int partner = rank ^ 1;
-  if (t > 1 || partner >= size) return NULL;
-  const int holder = rank % 2 == 0;
-  unsigned char *data = malloc(held_bytes);
-  int go = 1;
-  if (!holder) {
-    /* The odd rank's thread 0 sends (J) or receives (K) a message for each
-     * go it gets. */
-    for (int round = 0; t == 0; ++round) {
-      MPI_Recv(&go, 1, MPI_INT, partner, 8000, own[0], MPI_STATUS_IGNORE);
-      if (!go) break;
-      if (!held_sends) {
-        fill(data, held_bytes, rank, 1, round);
-        MPI_Send(data, held_bytes, MPI_BYTE, partner, 8001, own[1]);
-        continue;
-      }
-      MPI_Recv(data, held_bytes, MPI_BYTE, partner, 8001, own[1], MPI_STATUS_IGNORE);
-      const int at = bad_byte(data, held_bytes, partner, 1, round);
-      TCHECK(at < 0, "round %d: byte %d of a message sent during a hold differs", round, at);
-    }
-    free(data);
-    return NULL;
-  }
-  MPI_Op hold;
-  if (t == 0) MPI_Op_create(hold_op, 1, &hold);
-  if (t == 1) {
-    /* A fresh thread's first receive fills its request cache under the call
-     * lock, so that the next is posted without it. */
-    MPI_Request warm;
-    MPI_Irecv(NULL, 0, MPI_BYTE, MPI_PROC_NULL, 0, own[1], &warm);
-    MPI_Wait(&warm, MPI_STATUS_IGNORE);
-  }
-  const int rounds = expect_aside ? held_rounds : 1;
-  int delivered = 0;
-  char outcomes[held_rounds * 32] = "";
-  for (int round = 0; round < rounds && !delivered; ++round) {
-    MPI_Request message = MPI_REQUEST_NULL;
-    if (t == 1 && held_sends) {
-      fill(data, held_bytes, rank, 1, round);
-      MPI_Isend(data, held_bytes, MPI_BYTE, partner, 8001, own[1], &message);
-    } else if (t == 1) {
-      MPI_Irecv(data, held_bytes, MPI_BYTE, partner, 8001, own[1], &message);
-    }
-    pthread_barrier_wait(&hold_ready);
-    if (t == 0) {
-      hold_round = round;
-      int a = 1, b = 2;
-      MPI_Reduce_local(&a, &b, 1, MPI_INT, hold);
-    } else {
-      /* The go goes out during the hold where a small send may go without
-       * the call lock (else after it, and the round fails). */
-      while (!__atomic_load_n(&holding, __ATOMIC_ACQUIRE)) pause_briefly();
-      MPI_Send(&go, 1, MPI_INT, partner, 8000, own[0]);
-      MPI_Status st;
-      MPI_Wait(&message, &st);
-      __atomic_store_n(&received_flag, 1, __ATOMIC_RELEASE);
-      if (!held_sends) {
-        int count = -1;
-        MPI_Get_count(&st, MPI_BYTE, &count);
-        TCHECK(count == held_bytes && st.MPI_SOURCE == partner, "round %d: %d bytes from %d", round,
-               count, st.MPI_SOURCE);
-        const int at = bad_byte(data, held_bytes, partner, 1, round);
-        TCHECK(at < 0, "round %d: byte %d of a message received during a hold differs", round, at);
-      }
-    }
-    pthread_barrier_wait(&hold_done);
-    delivered = held_delivered;
-    if (t == 0) {
-      const size_t used = strlen(outcomes);
-      snprintf(outcomes + used, sizeof outcomes - used, " %d:%s after %.3f s", round,
-               delivered ? "in" : "out", held_seconds);
-      __atomic_store_n(&received_flag, 0, __ATOMIC_RELEASE);
-      __atomic_store_n(&holding, 0, __ATOMIC_RELEASE);
-    }
-    pthread_barrier_wait(&hold_ready); /* both saw `delivered` and the reset */
-  }
-  if (t == 0) {
-    go = 0;
-    MPI_Send(&go, 1, MPI_INT, partner, 8000, own[0]);
-    MPI_Op_free(&hold);
-    TCHECK(delivered || !expect_aside,
-           "no large message was %s while another thread held the call lock in %d rounds "
-           "(each round: in or out of the hold, and the hold's length:%s)",
-           held_sends ? "sent" : "received", rounds, outcomes);
-  }
-  free(data);
-  return NULL;
-}
-
-/* I. Every rank of the other group sends every rank of this one a message
- * of this thread's; received with wildcards, each sender once. */
-static int world_of_remote(int color, int r) {
-  return 2 * r + (1 - color);
-}
-
-static void across(MPI_Comm inter, int t, int seq, int color) {
-  int local_n = -1, remote_n = -1;
-  MPI_Comm_size(inter, &local_n);
-  MPI_Comm_remote_size(inter, &remote_n);
-  const int evens = (size + 1) / 2;
-  TCHECK(local_n == (color == 0 ? evens : size - evens) && remote_n == size - local_n,
-         "thread %d: groups of %d and %d", t, local_n, remote_n);
-  const int n = size_of(seq, t);
-  unsigned char *out = malloc(70000), *in = malloc(70000);
-  MPI_Request *sends = malloc(sizeof(MPI_Request) * (size_t)remote_n);
-  int *heard = calloc((size_t)remote_n, sizeof(int));
-  fill(out, n, rank, t, seq);
-  for (int r = 0; r < remote_n; ++r) MPI_Isend(out, n, MPI_BYTE, r, seq % 7, inter, &sends[r]);
-  for (int k = 0; k < remote_n; ++k) {
-    MPI_Status st;
-    MPI_Recv(in, 70000, MPI_BYTE, MPI_ANY_SOURCE, MPI_ANY_TAG, inter, &st);
-    int count = -1;
-    MPI_Get_count(&st, MPI_BYTE, &count);
-    const int src = st.MPI_SOURCE;
-    TCHECK(src >= 0 && src < remote_n && st.MPI_TAG == seq % 7 && count == n,
-           "thread %d message %d: from %d tag %d, %d bytes (want %d)", t, seq, src, st.MPI_TAG,
-           count, n);
-    if (src < 0 || src >= remote_n || count != n) continue;
-    TCHECK(heard[src]++ == 0, "thread %d message %d: twice from %d", t, seq, src);
-    const int at = bad_byte(in, n, world_of_remote(color, src), t, seq);
-    TCHECK(at < 0, "thread %d message %d from %d: byte %d differs", t, seq, src, at);
-  }
-  MPI_Waitall(remote_n, sends, MPI_STATUSES_IGNORE);
-  free(heard);
-  free(sends);
-  free(in);
-  free(out);
-}
-
-/* A ring over the merged communicator (the even ranks first). */
-static void merged_ring(MPI_Comm merged, int t, int seq) {
-  const int evens = (size + 1) / 2;
-  int me = -1, n = -1;
-  MPI_Comm_rank(merged, &me);
-  MPI_Comm_size(merged, &n);
-  TCHECK(n == size && me == (rank % 2 == 0 ? rank / 2 : evens + rank / 2),
-         "thread %d: rank %d of %d in the merged communicator", t, me, n);
-  const int left = (me + n - 1) % n;
-  const int left_world = left < evens ? 2 * left : 2 * (left - evens) + 1;
-  const int bytes = size_of(seq, t);
-  unsigned char *out = malloc(70000), *in = malloc(70000);
-  fill(out, bytes, rank, t, seq);
-  MPI_Status st;
-  MPI_Sendrecv(out, bytes, MPI_BYTE, (me + 1) % n, 3, in, 70000, MPI_BYTE, MPI_ANY_SOURCE,
-               MPI_ANY_TAG, merged, &st);
-  int count = -1;
-  MPI_Get_count(&st, MPI_BYTE, &count);
-  TCHECK(st.MPI_SOURCE == left && st.MPI_TAG == 3 && count == bytes,
-         "thread %d merged: from %d tag %d, %d bytes", t, st.MPI_SOURCE, st.MPI_TAG, count);
-  if (count == bytes) {
-    const int at = bad_byte(in, bytes, left_world, t, seq);
-    TCHECK(at < 0, "thread %d merged message %d: byte %d differs", t, seq, at);
-  }
-  free(in);
-  free(out);
-}
-
-static void *intercomms(void *arg) {
-  const int t = (int)*(long *)arg;
-  const int color = rank % 2;
-  for (int round = 0; round < 4; ++round) {
-    MPI_Comm parent, half, inter, dup, split, merged;
-    TCHECK(MPI_Comm_dup(own[t], &parent) == MPI_SUCCESS, "thread %d dup", t);
-    TCHECK(MPI_Comm_split(parent, color, rank, &half) == MPI_SUCCESS, "thread %d split", t);
-    /* The leaders are rank 0 of each half: world (and parent) ranks 0 and 1. */
-    TCHECK(MPI_Intercomm_create(half, 0, parent, 1 - color, 40 + t, &inter) == MPI_SUCCESS,
-           "thread %d Intercomm_create", t);
-    TCHECK(MPI_Comm_dup(inter, &dup) == MPI_SUCCESS, "thread %d dup of the intercomm", t);
-    TCHECK(MPI_Comm_split(inter, 0, rank, &split) == MPI_SUCCESS, "thread %d inter split", t);
-    TCHECK(MPI_Intercomm_merge(inter, color, &merged) == MPI_SUCCESS, "thread %d merge", t);
-    const int seq = round * 8;
-    across(inter, t, seq, color);
-    across(dup, t, seq + 1, color);
-    across(split, t, seq + 2, color);
-    merged_ring(merged, t, seq + 3);
-    across(inter, t, seq + 4, color);
-    MPI_Comm_free(&merged);
-    MPI_Comm_free(&split);
-    MPI_Comm_free(&dup);
-    MPI_Comm_free(&inter);
-    MPI_Comm_free(&half);
-    MPI_Comm_free(&parent);
-  }
-  return NULL;
-}
-
 int main(int argc, char **argv) {
   int provided = -1;
   MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
@@ -771,26 +431,14 @@ int main(int argc, char **argv) {
   }
   run_threads(slices);
   run_threads(constructors);
-  pthread_barrier_init(&others_done, NULL, T - 1);
-  run_threads(blocked);
-  pthread_barrier_destroy(&others_done);
-  if (size > 1) {
-    pthread_barrier_init(&posted, NULL, 2);
-    pthread_barrier_init(&sent, NULL, 2);
-    for (wild = 0; wild < 2; ++wild) run_threads(left_posted);
-    pthread_barrier_destroy(&posted);
-    pthread_barrier_destroy(&sent);
-  }
+  blocked_run();
+  if (size > 1) left_posted_run();
   run_threads(small_windows);
   if (size > 1) run_threads(intercomms);
   if (size > 1) {
     const MPI_Count answered = iris_limit("rendezvous_aside"), copied = iris_limit("data_aside");
     const MPI_Count sent = iris_limit("data_sent_aside");
-    pthread_barrier_init(&hold_ready, NULL, 2);
-    pthread_barrier_init(&hold_done, NULL, 2);
-    for (held_sends = 0; held_sends < 2; ++held_sends) run_threads(held_lock);
-    pthread_barrier_destroy(&hold_ready);
-    pthread_barrier_destroy(&hold_done);
+    held_lock_run();
     if (expect_aside && rank % 2 == 0 && rank + 1 < size) {
       CHECK(iris_limit("rendezvous_aside") > answered && iris_limit("data_aside") > copied,
             "MPIX_Stat_get counted %lld rendezvous and %lld data packets delivered aside",

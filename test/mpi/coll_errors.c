@@ -1,0 +1,217 @@
+/* coll's error classes (coll.c runs them): bad roots, ops, buffers, counts,
+ * types and communicators under MPI_ERRORS_RETURN, through the int and the
+ * large-count (`_c`) bindings; truncation and mismatched counts, which every
+ * rank is told of. */
+#include "coll.h"
+
+static void expect_class(int err, int want, const char *what) {
+  int cls = -1;
+  MPI_Error_class(err, &cls);
+  CHECK(cls == want, "%s: class %d, expected %d", what, cls, want);
+}
+
+/* Every rank makes the same bad call, so none waits for another. */
+void errors(void) {
+  MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+  int a[4] = {1, 2, 3, 4};
+  int b[4 * 8];
+  double d[2] = {1, 2};
+  const MPI_Comm w = MPI_COMM_WORLD;
+  expect_class(MPI_Bcast(a, 1, MPI_INT, size, w), MPI_ERR_ROOT, "bcast root = size");
+  expect_class(MPI_Reduce(a, b, 1, MPI_INT, MPI_SUM, -1, w), MPI_ERR_ROOT, "reduce root -1");
+  expect_class(MPI_Gather(a, 1, MPI_INT, b, 1, MPI_INT, size + 2, w), MPI_ERR_ROOT, "gather root");
+  expect_class(MPI_Scatterv(a, NULL, NULL, MPI_INT, b, 1, MPI_INT, -4, w), MPI_ERR_ROOT,
+               "scatterv root");
+  expect_class(MPI_Allreduce(a, b, 1, MPI_INT, MPI_OP_NULL, w), MPI_ERR_OP, "MPI_OP_NULL");
+  expect_class(MPI_Allreduce(a, b, 1, MPI_INT, (MPI_Op)0x4000ffff, w), MPI_ERR_OP, "bad op");
+  expect_class(MPI_Allreduce(d, d + 1, 1, MPI_DOUBLE, MPI_BAND, w), MPI_ERR_OP, "band on double");
+  expect_class(MPI_Allreduce(d, d + 1, 1, MPI_DOUBLE, MPI_LAND, w), MPI_ERR_OP, "land on double");
+  expect_class(MPI_Allreduce(a, b, 1, MPI_INT, MPI_MAXLOC, w), MPI_ERR_OP, "maxloc on int");
+  expect_class(MPI_Allreduce(a, b, 1, MPI_C_BOOL, MPI_SUM, w), MPI_ERR_OP, "sum on bool");
+  expect_class(MPI_Allreduce(a, b, 1, MPI_CHAR, MPI_SUM, w), MPI_ERR_OP, "sum on char");
+  expect_class(MPI_Allreduce(a, b, 1, MPI_C_DOUBLE_COMPLEX, MPI_MAX, w), MPI_ERR_OP,
+               "max on complex");
+  expect_class(MPI_Allreduce(a, b, 1, MPI_AINT, MPI_LOR, w), MPI_ERR_OP, "lor on MPI_AINT");
+  expect_class(MPI_Reduce_scatter_block(a, b, 1, MPI_BYTE, MPI_SUM, w), MPI_ERR_OP, "sum on byte");
+  expect_class(MPI_Scan(a, b, 1, MPI_FLOAT_INT, MPI_PROD, w), MPI_ERR_OP, "prod on float_int");
+  expect_class(MPI_Allreduce(a, a, 2, MPI_INT, MPI_SUM, w), MPI_ERR_BUFFER, "aliased buffers");
+  expect_class(MPI_Allreduce(a, a + 1, 2, MPI_INT, MPI_SUM, w), MPI_ERR_BUFFER,
+               "overlapping buffers");
+  expect_class(MPI_Allgather(b, 1, MPI_INT, b, 1, MPI_INT, w), MPI_ERR_BUFFER, "aliased allgather");
+  /* The calls that did not check (MPICH's errors/coll/noalias2 and 3): the
+   * rooted ones at the root only, which must fail before waiting for
+   * anyone; the others on every rank. */
+  {
+    int counts[8], displs[8];
+    MPI_Datatype types[8];
+    for (int i = 0; i < 8; ++i) counts[i] = 1, displs[i] = i, types[i] = MPI_INT;
+    MPI_Request r = MPI_REQUEST_NULL;
+    if (rank == 0) {
+      expect_class(MPI_Gatherv(b, 1, MPI_INT, b, counts, displs, MPI_INT, 0, w), MPI_ERR_BUFFER,
+                   "aliased gatherv");
+      expect_class(MPI_Scatterv(b, counts, displs, MPI_INT, b, 1, MPI_INT, 0, w), MPI_ERR_BUFFER,
+                   "aliased scatterv");
+      expect_class(MPI_Igather(b, 1, MPI_INT, b, 1, MPI_INT, 0, w, &r), MPI_ERR_BUFFER,
+                   "aliased igather");
+      expect_class(MPI_Iscatterv(b, counts, displs, MPI_INT, b, 1, MPI_INT, 0, w, &r),
+                   MPI_ERR_BUFFER, "aliased iscatterv");
+    }
+    expect_class(MPI_Iallgather(&b[rank], 1, MPI_INT, b, 1, MPI_INT, w, &r), MPI_ERR_BUFFER,
+                 "iallgather from its own block");
+    expect_class(MPI_Ialltoall(b, 1, MPI_INT, b, 1, MPI_INT, w, &r), MPI_ERR_BUFFER,
+                 "aliased ialltoall");
+    expect_class(MPI_Ialltoallv(b, counts, displs, MPI_INT, b, counts, displs, MPI_INT, w, &r),
+                 MPI_ERR_BUFFER, "aliased ialltoallv");
+    expect_class(MPI_Alltoallw(b, counts, displs, types, b, counts, displs, types, w),
+                 MPI_ERR_BUFFER, "aliased alltoallw");
+    CHECK(r == MPI_REQUEST_NULL, "an aliased nonblocking call made a request");
+  }
+  expect_class(MPI_Alltoall(a, 1, MPI_INT, MPI_IN_PLACE, 1, MPI_INT, w), MPI_ERR_BUFFER,
+               "in-place receive buffer");
+  expect_class(MPI_Bcast(a, -1, MPI_INT, 0, w), MPI_ERR_COUNT, "bcast count -1");
+  expect_class(MPI_Allreduce(a, b, -2, MPI_INT, MPI_SUM, w), MPI_ERR_COUNT, "allreduce count");
+  expect_class(MPI_Bcast(a, 1, MPI_DATATYPE_NULL, 0, w), MPI_ERR_TYPE, "bcast datatype null");
+  expect_class(MPI_Allgather(a, 1, MPI_INT, b, 1, MPI_DATATYPE_NULL, w), MPI_ERR_TYPE,
+               "allgather recvtype");
+  expect_class(MPI_Bcast(NULL, 3, MPI_INT, 0, w), MPI_ERR_BUFFER, "bcast NULL buffer");
+  expect_class(MPI_Bcast(a, 1, MPI_INT, 0, MPI_COMM_NULL), MPI_ERR_COMM, "MPI_COMM_NULL");
+  expect_class(MPI_Allgatherv(a, 1, MPI_INT, b, NULL, NULL, MPI_INT, w), MPI_ERR_ARG,
+               "allgatherv NULL counts");
+  int counts[8] = {1, 1, 1, 1, 1, 1, 1, 1}, displs[8] = {0, 1, 2, 3, 4, 5, 6, 7};
+  counts[size - 1] = -1;
+  expect_class(MPI_Allgatherv(a, 1, MPI_INT, b, counts, displs, MPI_INT, w), MPI_ERR_COUNT,
+               "allgatherv negative count");
+  MPI_Op sum = MPI_SUM;
+  expect_class(MPI_Op_free(&sum), MPI_ERR_OP, "freeing MPI_SUM");
+  MPI_Op null = MPI_OP_NULL;
+  expect_class(MPI_Op_free(&null), MPI_ERR_OP, "freeing MPI_OP_NULL");
+  expect_class(MPI_Reduce_local(a, b, 1, MPI_DOUBLE, MPI_BXOR), MPI_ERR_OP, "reduce_local");
+  int inout[2] = {10, 20};
+  CHECK(MPI_Reduce_local(a, inout, 2, MPI_INT, MPI_SUM) == MPI_SUCCESS && inout[0] == 11 &&
+            inout[1] == 22,
+        "reduce_local gave %d %d", inout[0], inout[1]);
+  /* MPI_IN_PLACE was read as the address -1 (a crash); aliases were summed. */
+  expect_class(MPI_Reduce_local(MPI_IN_PLACE, inout, 2, MPI_INT, MPI_SUM), MPI_ERR_BUFFER,
+               "reduce_local in place");
+  expect_class(MPI_Reduce_local(inout, MPI_IN_PLACE, 2, MPI_INT, MPI_SUM), MPI_ERR_BUFFER,
+               "reduce_local inout in place");
+  expect_class(MPI_Reduce_local(inout, inout, 2, MPI_INT, MPI_SUM), MPI_ERR_BUFFER,
+               "reduce_local aliased");
+  CHECK(inout[0] == 11 && inout[1] == 22, "reduce_local errors changed %d %d", inout[0], inout[1]);
+  /* Root sends two ints where the others expect one: every other rank sees
+   * the truncation (a truncated rank passes on one byte more than it holds,
+   * so that the ranks below it in the tree are told too). */
+  int two[2] = {5, 6};
+  expect_class(MPI_Bcast(two, rank == 0 ? 2 : 1, MPI_INT, 0, w),
+               rank == 0 ? MPI_SUCCESS : MPI_ERR_TRUNCATE, "bcast with mismatched counts");
+  CHECK(two[0] == 5, "truncated bcast delivered %d", two[0]);
+  /* And the other way: the root sends one int where the others expect two;
+   * every other rank is told (MPICH's errors/coll/bcastlength), also with a
+   * root that is not rank 0. */
+  for (int root = 0; root < size && root < 2; ++root) {
+    two[0] = rank == root ? 7 : -1;
+    expect_class(MPI_Bcast(two, rank == root ? 1 : 2, MPI_INT, root, w),
+                 rank == root ? MPI_SUCCESS : MPI_ERR_TRUNCATE, "bcast of fewer than expected");
+    CHECK(two[0] == 7, "short bcast delivered %d", two[0]);
+  }
+  /* Allreduce with counts that differ between ranks: every rank is told,
+   * none waits forever (MPICH's errors/coll/allreducelength, which hangs
+   * MPICH too), in both directions; then a matching one works. */
+  for (int longer = 0; longer < 2 && size > 1; ++longer) {
+    int in[2] = {1, 1};
+    int out[2] = {0, 0};
+    const int n = (rank == 0) == (longer == 1) ? 2 : 1;
+    expect_class(MPI_Allreduce(in, out, n, MPI_INT, MPI_SUM, w), MPI_ERR_TRUNCATE,
+                 "allreduce with mismatched counts");
+  }
+  int one = 1;
+  int total = 0;
+  expect_class(MPI_Allreduce(&one, &total, 1, MPI_INT, MPI_SUM, w), MPI_SUCCESS,
+               "allreduce after a mismatch");
+  CHECK(total == size, "allreduce after a mismatch: %d", total);
+  MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL);
+}
+
+/* The same checks through the large-count (`_c`) bindings, and what only
+ * they can get wrong: counts and array entries past an int, negative counts
+ * below INT_MIN, a strided type counted past 2^31-1. Every rank makes the
+ * same bad call. */
+static void sum_c(void *in, void *inout, MPI_Count *len, MPI_Datatype *type) {
+  (void)in, (void)inout, (void)len, (void)type;
+}
+
+void errors_c(void) {
+  MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+  int a[4] = {1, 2, 3, 4};
+  int b[4 * 8];
+  const MPI_Comm w = MPI_COMM_WORLD;
+  const MPI_Count big = 3000000000LL;
+  MPI_Request r = MPI_REQUEST_NULL;
+  expect_class(MPI_Bcast_c(a, 1, MPI_INT, size, w), MPI_ERR_ROOT, "bcast_c root = size");
+  expect_class(MPI_Ibcast_c(a, 1, MPI_INT, -3, w, &r), MPI_ERR_ROOT, "ibcast_c root -3");
+  expect_class(MPI_Reduce_c(a, b, 1, MPI_INT, MPI_SUM, size, w), MPI_ERR_ROOT, "reduce_c root");
+  expect_class(MPI_Gather_init_c(a, 1, MPI_INT, b, 1, MPI_INT, -1, w, MPI_INFO_NULL, &r),
+               MPI_ERR_ROOT, "gather_init_c root");
+  expect_class(MPI_Bcast_c(a, -1, MPI_INT, 0, w), MPI_ERR_COUNT, "bcast_c count -1");
+  expect_class(MPI_Bcast_c(a, -big, MPI_INT, 0, w), MPI_ERR_COUNT, "bcast_c count -3e9");
+  expect_class(MPI_Allreduce_c(a, b, -2, MPI_INT, MPI_SUM, w), MPI_ERR_COUNT, "allreduce_c count");
+  expect_class(MPI_Allreduce_c(a, b, 1, MPI_INT, MPI_OP_NULL, w), MPI_ERR_OP, "allreduce_c op");
+  expect_class(MPI_Iallreduce_c(a, b, 1, MPI_DOUBLE, MPI_BAND, w, &r), MPI_ERR_OP,
+               "iallreduce_c band on double");
+  /* A count past an int keeps the op check of the type it counts. */
+  expect_class(MPI_Reduce_local_c(a, b, big, MPI_BYTE, MPI_SUM), MPI_ERR_OP,
+               "reduce_local_c sum on 3e9 bytes");
+  expect_class(MPI_Reduce_local_c(a, b, 1, MPI_INT, (MPI_Op)0x4000ffff), MPI_ERR_OP,
+               "reduce_local_c bad op");
+  expect_class(MPI_Allreduce_c(a, a, 2, MPI_INT, MPI_SUM, w), MPI_ERR_BUFFER, "allreduce_c alias");
+  expect_class(MPI_Bcast_c(a, 1, MPI_DATATYPE_NULL, 0, w), MPI_ERR_TYPE, "bcast_c type null");
+  expect_class(MPI_Bcast_c(a, big, (MPI_Datatype)12345, 0, w), MPI_ERR_TYPE,
+               "bcast_c 3e9 of a garbage type");
+  expect_class(MPI_Scatter_c(a, 1, MPI_INT, b, 1, MPI_DATATYPE_NULL, 0, w), MPI_ERR_TYPE,
+               "scatter_c recvtype");
+  expect_class(MPI_Bcast_c(NULL, 3, MPI_INT, 0, w), MPI_ERR_BUFFER, "bcast_c NULL buffer");
+  expect_class(MPI_Bcast_c(a, 1, MPI_INT, 0, MPI_COMM_NULL), MPI_ERR_COMM, "bcast_c comm null");
+  expect_class(MPI_Ibcast_c(a, 1, MPI_INT, 0, w, NULL), MPI_ERR_ARG, "ibcast_c NULL request");
+  MPI_Datatype strided = MPI_DATATYPE_NULL;
+  MPI_Type_vector(2, 1, 2, MPI_INT, &strided);
+  MPI_Type_commit(&strided);
+  expect_class(MPI_Bcast_c(a, big, strided, 0, w), MPI_ERR_COUNT, "bcast_c 3e9 strided");
+  MPI_Type_free(&strided);
+  MPI_Count counts[8] = {1, 1, 1, 1, 1, 1, 1, 1};
+  MPI_Aint displs[8] = {0, 1, 2, 3, 4, 5, 6, 7};
+  expect_class(MPI_Allgatherv_c(a, 1, MPI_INT, b, NULL, displs, MPI_INT, w), MPI_ERR_ARG,
+               "allgatherv_c NULL counts");
+  counts[size - 1] = -1;
+  expect_class(MPI_Allgatherv_c(a, 1, MPI_INT, b, counts, displs, MPI_INT, w), MPI_ERR_COUNT,
+               "allgatherv_c negative count");
+  counts[size - 1] = big;
+  expect_class(MPI_Iallgatherv_c(a, 1, MPI_INT, b, counts, displs, MPI_INT, w, &r), MPI_ERR_COUNT,
+               "iallgatherv_c count past an int");
+  counts[size - 1] = 1;
+  displs[0] = (MPI_Aint)1 << 40;
+  expect_class(MPI_Allgatherv_c(a, 1, MPI_INT, b, counts, displs, MPI_INT, w), MPI_ERR_COUNT,
+               "allgatherv_c displacement past an int");
+  displs[0] = (MPI_Aint)1 << 62; /* 2^64 bytes of ints */
+  expect_class(MPI_Alltoallv_c(a, counts, displs, MPI_INT, b, counts, displs, MPI_INT, w),
+               MPI_ERR_ARG, "alltoallv_c displacement overflowing in bytes");
+  displs[0] = 0;
+  expect_class(MPI_Reduce_scatter_c(a, b, NULL, MPI_INT, MPI_SUM, w), MPI_ERR_ARG,
+               "reduce_scatter_c NULL counts");
+  expect_class(MPI_Neighbor_allgather_c(a, 1, MPI_INT, b, 1, MPI_INT, w), MPI_ERR_TOPOLOGY,
+               "neighbor_allgather_c without a topology");
+  MPI_Op op = MPI_OP_NULL;
+  expect_class(MPI_Op_create_c(NULL, 1, &op), MPI_ERR_ARG, "op_create_c NULL function");
+  expect_class(MPI_Op_create_c(sum_c, 1, NULL), MPI_ERR_ARG, "op_create_c NULL op");
+  /* A good call still works after all that. */
+  int x = rank + 1;
+  CHECK(MPI_Allreduce_c(MPI_IN_PLACE, &x, 1, MPI_INT, MPI_SUM, w) == MPI_SUCCESS &&
+            x == size * (size + 1) / 2,
+        "allreduce_c after the errors gave %d", x);
+  MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL);
+}
+
+/* This file's failed checks, for main (coll.c). */
+int coll_errors_failures(void) {
+  (void)finish; /* check.h's: coll.c's main calls it */
+  return check_failures;
+}
