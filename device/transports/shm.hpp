@@ -25,6 +25,7 @@
 #include "device/core/transport.hpp"
 #include "device/core/vc.hpp"
 #include "device/protocols/engine_choice.hpp"
+#include "device/transports/shm_common.hpp"
 #include "shm/bell.hpp"
 #include "shm/node.hpp"
 #include "shm/queue.hpp"
@@ -94,12 +95,14 @@ class shm_transport : public transport {
     shm::ring_receiver rx;
     bool cma = false;       // this peer's memory can be read
     engine_choice engines;  // under `auto`: CMA or the pipeline, learned
-    // MULTIPLE: held by whoever reads `rx` (drain<true>, drain_aside)
+    // MULTIPLE: held by whoever reads `rx` (drain, shared or aside)
     // once aside passes are on (aside_).
     spin_lock rx_lock;
   };
-  // `locked`: take p.rx_lock (MULTIPLE, once aside passes are on).
-  template <bool Shared>
+  // One pass over `p`'s ring as `P` reads it (shm_common.hpp). `locked`:
+  // a shared pass takes p.rx_lock (once aside passes are on); an aside pass
+  // is called with it held.
+  template <pass P>
   int drain(peer &p, int budget, bool locked);
   // What drain reads of one record: the header, the payload and its length.
   struct ring_packet {
@@ -108,8 +111,6 @@ class shm_transport : public transport {
     std::size_t length;
   };
   ring_packet unpack(const peer &p, const shm::record_view &record) const;
-  // poll_aside's pass over one peer's ring, `p.rx_lock` held.
-  int drain_aside(peer &p, int budget);
   // Whether a message of `bytes` from `p` is read with CMA: the rule
   // (cma_chosen), and under `auto`, for a message that is not alone, what
   // the peer's messages have shown.
@@ -133,7 +134,7 @@ class shm_transport : public transport {
   // poll, giving credits back under each VC's lock (packet_deliver_shared),
   // each ring read under its rx_lock.
   int poll_shared(int budget);
-  // poll_aside: each ring whose rx_lock is free, through drain_aside.
+  // poll_aside: each ring whose rx_lock is free, through drain<pass::aside>.
   int poll_unlocked(int budget);
 };
 
@@ -232,21 +233,19 @@ class shm_queue_transport : public transport {
   xfer send_queued(peer &p, const packet_header &h, std::span<const iovec> payload,
                    std::size_t bytes);
   void take_ring(peer &p);
-  // Shared: credits given back under each VC's lock (packet_deliver_shared).
-  template <bool Shared>
+  // The call lock's poll (plain or shared: shm_common.hpp).
+  template <pass P>
   int polled(int budget);
-  template <bool Shared>
+  // One pass over the queue and over one announced ring, as `P` reads
+  // them: an aside pass holds inbox_lock_ or the ring's rx_lock, and takes
+  // only packets (a ring's announcement is the call lock's poll's).
+  template <pass P>
   int drain_queue(int budget);
-  template <bool Shared>
+  template <pass P>
   int drain_ring(peer &p, int budget);
-  template <bool Shared>
-  void deliver(int world_rank, const std::byte *bytes, std::size_t length);
-  // poll_aside's passes over the queue (inbox_lock_ held) and one announced
-  // ring (its rx_lock held): what packet_deliver_aside takes, in order,
-  // stopping at the first record it does not.
-  int drain_queue_aside(int budget);
-  int drain_ring_aside(peer &p, int budget);
-  bool deliver_aside(int world_rank, const std::byte *bytes, std::size_t length);
+  // One record's packet handed on (packet_hand_on).
+  template <pass P>
+  bool deliver(int world_rank, const std::byte *bytes, std::size_t length);
   bool cma_wanted(std::size_t bytes) const;
 
   std::vector<int> local_ranks_;  // world ranks on this node, ascending
