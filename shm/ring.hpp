@@ -17,7 +17,7 @@
 // bytes start 16 bytes into the line (aligned as a memcpy likes them), and a
 // caller with a short header of its own may start it in the spare bytes
 // instead, leaving it 56 bytes of the first line. The shm transport's brief
-// records do, so that a 32-byte message fits one line (bench/README.md,
+// records do, so that a 32-byte message fits one line (bench/results/,
 // stop 30); before, the length and kind filled those 8 bytes.
 //
 // The stamp word where the next record will start must be clear before a
@@ -30,7 +30,7 @@
 // after it first, before its stamp. Clearing before the stamp put a store to
 // a line of the ring's previous lap, another core's, ahead of every
 // message's release store: one ping-pong of 0-64 B took 0.157 us with it and
-// 0.112 us without (bench/README.md, stop 26). It always keeps one line of
+// 0.112 us without (bench/results/, stop 26). It always keeps one line of
 // slack so that the next record's word is free space. The receiver never
 // writes into the data lines: each line only moves from the sender's cache
 // to the receiver's. The head is published in its own cache line; the

@@ -44,7 +44,7 @@ void streaming_fence() {
   // (a completion flag another thread reads) must not pass them. An sfence
   // drains the write-combining buffers, a few hundred cycles: once a run of
   // 256 B, it cost a vector of 64-int blocks 2.4 GB/s against 6.5 through
-  // the cache (bench/README.md).
+  // the cache (bench/results/).
   _mm_sfence();
 #endif
 }

@@ -299,7 +299,7 @@ class request_pool {
 // and recycle the request at once (wait.cpp, finish_at_once), so neither
 // this nor any caller touches `r` after the store, unless the user freed it
 // (then nobody waits for it). On x86 both are the plain `mov` they were
-// (bench/README.md, callgrind).
+// (bench/results/, callgrind).
 void request_release_freed(request &r);
 inline void request_complete(request &r) {
   if (r.cancel_pending) [[unlikely]] {

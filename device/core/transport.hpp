@@ -276,7 +276,7 @@ inline constexpr std::size_t shm_ring_floor = 256 * 1024;
 // two from shm_ring_floor to 4 MiB. A ring larger than a large message keeps
 // the sender from waiting for room: on this project's machine a 1 MiB
 // ping-pong took 34 us with 1 MiB rings against 112 us with 256 KiB ones
-// (bench/README.md, stop 23).
+// (bench/results/, stop 23).
 std::size_t dense_ring_size(int local_size);
 
 // The transports' tunables, then each built netmod's own (netmods/).

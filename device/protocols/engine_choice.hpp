@@ -5,7 +5,7 @@
 // within minutes (a 0-byte ping-pong of 0.09 us or of 0.3 us; most likely
 // the two vCPUs on cores that share a cache, or not), and the pipeline
 // streams 30-38 GB/s in the first and 2.3-7 in the second, where CMA keeps
-// 12-13 in both (bench/README.md, stop 26).
+// 12-13 in both (bench/results/, stop 26).
 //
 // The static rule (transport_shm.cpp, cma_chosen) names an engine for each
 // message that streams among others (a message alone keeps the rule). Its
@@ -21,7 +21,7 @@
 // ways (this rank streaming rendezvous sends out too): figures timed in
 // bidirectional 2 MiB streams, where both engines move about half as much
 // a direction, had one-way 4 MiB streams that followed read with CMA at
-// 11-12 GB/s, where the pipeline moves 17-18 (bench/README.md, stop 32).
+// 11-12 GB/s, where the pipeline moves 17-18 (bench/results/, stop 32).
 //
 // The pipeline is timed in runs of messages (vc.hpp), CMA read by read. A
 // few reads come out slow for reasons of their own (a cold page to pin,
@@ -31,7 +31,7 @@
 // of 0.71 (cold, untimed), 14.4, 26.5, 13.3, 26.6, 27.7, 27.2 and 27.3 GB/s
 // came out at 20, within the margin of the pipeline's 16.7, and the
 // pipeline kept streams that CMA moved at 24-25 GB/s against its 15
-// (bench/README.md, stop 30).
+// (bench/results/, stop 30).
 #pragma once
 
 #include <time.h>
@@ -65,7 +65,7 @@ class engine_choice {
   // Its tries beside the other direction's CMA reads timed it fast enough
   // to win without this, and bidirectional 2-4 MiB streams went back and
   // forth between 12-13 GB/s (pipeline) and 20-22 (CMA) from round to
-  // round (bench/README.md, stop 32).
+  // round (bench/results/, stop 32).
   bool pick(std::size_t bytes, bool rule_cma, std::uint64_t now, bool both_ways = false) {
     const int cls = size_class(bytes);
     rate *e = rates_[both_ways ? 1 : 0][cls];
@@ -82,7 +82,7 @@ class engine_choice {
     // Both ways, the pipeline is not tried while its figure one way, halved,
     // could not beat CMA's: each try sent 8 messages through it at about half
     // CMA's rate, 56 of 1280 in bidirectional 1 MiB streams that then moved
-    // 0.93 of what CMA alone did (bench/README.md, stop 32).
+    // 0.93 of what CMA alone did (bench/results/, stop 32).
     const double one_way = rates_[0][cls][0].per_ns;
     if (both_ways && best == 1 && one_way != 0 && one_way / 2 <= e[1].per_ns * margin) {
       return true;

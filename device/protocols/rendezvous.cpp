@@ -48,7 +48,7 @@ void ask_for_data(request &r, vc &from) {
 
 // Whether a single-copy read of type `t` through the transport of `v` moves
 // enough per iovec (its mean contiguous block) to beat packing and
-// unpacking (the transport's minimum block, measured in bench/README.md).
+// unpacking (the transport's minimum block, measured in bench/results/).
 bool blocks_large(const dtype &t, const vc &v) {
   const std::size_t runs = dtype_runs(t);
   return runs != 0 && t.packed_size / runs >= v.via->scattered_min_block();

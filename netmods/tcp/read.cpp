@@ -156,7 +156,7 @@ bool tcp_netmod::try_place(int index, record_sink &sink, const frame &f, const s
 // Reads more of a placed body, and delivers the record once it is whole.
 // Reads of at most read_chunk: over loopback, one recv into a large cold
 // buffer holds the socket long enough to stall the sender (4 MiB
-// ping-pong 1265 -> 720 us with 64 KiB reads; bench/README.md).
+// ping-pong 1265 -> 720 us with 64 KiB reads; bench/results/).
 int tcp_netmod::body_ready(int index, record_sink *sink) {
   connection &c = conn(index);
   const ssize_t n =

@@ -147,7 +147,7 @@ TEST(Ring, RecordsThatDoNotFitBeforeTheEndWrapWithASkip) {
 
 // A lone large message starts at the ring's offset 0 when the receiver has
 // drained it, so that it reuses the lines still in the caches (a 2 MiB
-// ping-pong over a 4 MiB ring: 180 -> 166 us, bench/README.md, stop 32).
+// ping-pong over a 4 MiB ring: 180 -> 166 us, bench/results/, stop 32).
 TEST(Ring, ADrainedRingRewindsToItsStartAndNoOtherDoes) {
   test_ring ring(4096);
   auto tx = ring.sender();

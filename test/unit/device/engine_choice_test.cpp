@@ -82,7 +82,7 @@ TEST(EngineChoice, AnEngineWithinTheMarginDoesNotDisplaceTheRule) {
 // While this rank streams out too, the pipeline's figure counts half: a try
 // of it beside the other direction's CMA reads timed 15-17 against CMA's
 // 10-12, took the streams, and both directions then moved 12-13 GB/s
-// together against CMA's 20-22 (bench/README.md, stop 32).
+// together against CMA's 20-22 (bench/results/, stop 32).
 TEST(EngineChoice, BothWaysThePipelineMustBeatCmaByTwiceTheMargin) {
   engine_choice c;
   const std::uint64_t now = 1000 * ms;
@@ -123,7 +123,7 @@ TEST(EngineChoice, BothWaysAHopelessPipelineIsNotTried) {
 // What bidirectional streams timed does not decide one-way streams: both
 // engines move about half as much a direction there, and 2 MiB both ways
 // followed by 4 MiB one way read the latter with CMA at 11-12 GB/s where
-// the pipeline moves 17-18 (bench/README.md, stop 32).
+// the pipeline moves 17-18 (bench/results/, stop 32).
 TEST(EngineChoice, OneWayAndBothWaysLearnApart) {
   engine_choice c;
   const std::uint64_t now = 1000 * ms;

@@ -392,7 +392,7 @@ TEST_P(Protocols, RunsOfPipelinedMessagesAreTimedMessagesOfOneFragmentToo) {
 // Sends streaming to one peer take turns, a fragment each, among the first
 // `stream_width` of its queue; each message's own pieces stay in order. A window of
 // sends of one buffer then reads each piece while it is in the cache
-// (one-way 2-4 MiB streams: 13.4 -> 17-18 GB/s, bench/README.md, stop 32).
+// (one-way 2-4 MiB streams: 13.4 -> 17-18 GB/s, bench/results/, stop 32).
 TEST_P(Protocols, StreamingSendsToOnePeerTakeTurnsAFragmentEach) {
   if (GetParam() != loop_kind::ring && GetParam() != loop_kind::net) GTEST_SKIP();
   peer().stream_width = 4;  // the shm transports' width
