@@ -208,7 +208,7 @@ void schedule_start(request &r) {
     return;
   }
   started().push_back(&r);
-  progress_added.schedules = schedule_progress;
+  if (progress_added.schedules == nullptr) progress_added.schedules = schedule_progress;
   progress_added.schedules_active = started().size();
 }
 

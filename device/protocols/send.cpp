@@ -67,10 +67,33 @@ bool packet_write_filled(vc &to, packet_header h, std::size_t bytes, const paylo
   return true;
 }
 
+namespace {
+
+// progress_poll's step while rt->sending is not empty: each VC's queue
+// pushed, and the VCs with nothing left taken off the list.
+int sending_list_push() {
+  int pushed = 0;
+  for (std::size_t i = 0; i < rt->sending.size();) {
+    vc *v = rt->sending[i];
+    pushed += send_push(*v);
+    if (!v->has_pending()) {
+      v->on_sending_list = false;
+      rt->sending[i] = rt->sending.back();
+      rt->sending.pop_back();
+    } else {
+      ++i;
+    }
+  }
+  return pushed;
+}
+
+}  // namespace
+
 void sending_list_add(vc &to) {
   if (to.on_sending_list) return;
   to.on_sending_list = true;
-  progress_added.push_sends = send_push;
+  // Read first: a store each time would take the line from every poller.
+  if (progress_added.push_sends == nullptr) progress_added.push_sends = sending_list_push;
   rt->sending.push_back(&to);  // capacity reserved at init: no allocation
 }
 

@@ -3,31 +3,11 @@
 #include <sched.h>
 
 namespace iris::device {
-namespace {
-
-int push_sends() {
-  int pushed = 0;
-  for (std::size_t i = 0; i < rt->sending.size();) {
-    vc *v = rt->sending[i];
-    pushed += progress_added.push_sends(*v);
-    if (!v->has_pending()) {
-      v->on_sending_list = false;
-      rt->sending[i] = rt->sending.back();
-      rt->sending.pop_back();
-    } else {
-      ++i;
-    }
-  }
-  return pushed;
-}
-
-}  // namespace
-
 int progress_poll() {
   rt->polling = true;
   int events = 0;
   for (transport *t : rt->polled) events += t->poll(rt->config.poll_batch);
-  if (!rt->sending.empty()) events += push_sends();
+  if (!rt->sending.empty()) events += progress_added.push_sends();
   if (progress_added.schedules_active != 0) events += progress_added.schedules();
   rt->polling = false;
   return events;

@@ -17,9 +17,9 @@ namespace iris::device {
 // (sending_list_add), the collectives when a schedule starts
 // (schedule_start). One indirect call a pass, and only while there is work.
 struct progress_steps {
-  int (*push_sends)(vc &) = nullptr;  // writes what a VC has queued
-  int (*schedules)() = nullptr;       // advances the started schedules
-  std::size_t schedules_active = 0;   // started schedules (0: skip the call)
+  int (*push_sends)() = nullptr;     // writes what the VCs of rt->sending queued
+  int (*schedules)() = nullptr;      // advances the started schedules
+  std::size_t schedules_active = 0;  // started schedules (0: skip the call)
 };
 inline progress_steps progress_added;
 
