@@ -42,9 +42,15 @@ for path in files:
         found = include.match(line)
         if not found:
             continue
+        # Named from the top of the tree, or beside the including file
+        # ("types.h" in include/iris/); otherwise generated or a system
+        # header ("iris/pmpi.h", "rdma/..."), in no layer.
         target = found.group(1)
         if not (root / target).is_file():
-            continue  # a generated or system header ("iris/pmpi.h", "rdma/...")
+            beside = (root / path).parent / target
+            if not beside.is_file():
+                continue
+            target = beside.resolve().relative_to(root).as_posix()
         targets.append(target)
         theirs = layer_of(target)
         if theirs is not None and rank[theirs] > rank[mine]:

@@ -30,6 +30,8 @@ with tempfile.TemporaryDirectory() as tmp:
     write(root, "device/high/c.hpp", '#pragma once\n#include "device/high/d.hpp"\n')
     write(root, "device/high/d.hpp", '#pragma once\n#include "device/high/c.hpp"\n')
     write(root, "test/t.cpp", '#include "device/high/c.hpp"\n')  # not a layer: anything goes
+    write(root, "device/low/e.hpp", '#pragma once\n#include "../high/f.hpp"\n')  # relative, upward
+    write(root, "device/high/f.hpp", "#pragma once\n")
     code, out = run(root)
     if code != 1:
         failures.append(f"an upward include and a cycle: exit {code}, not 1")
@@ -37,15 +39,18 @@ with tempfile.TemporaryDirectory() as tmp:
         failures.append("the upward include is not named with its file and line")
     if "cycle: device/high/c.hpp -> device/high/d.hpp -> device/high/c.hpp" not in out:
         failures.append("the cycle is not named")
+    if "device/low/e.hpp:2: includes device/high/f.hpp" not in out:
+        failures.append("an upward include named relative to the file is not caught")
     if "test/t.cpp" in out:
         failures.append("a file outside the layers was judged")
     write(root, "device/low/b.hpp", "#pragma once\n")
     write(root, "device/high/d.hpp", "#pragma once\n")
+    write(root, "device/low/e.hpp", "#pragma once\n")
     code, out = run(root)
     if code != 0:
         failures.append(f"the mended tree: exit {code}:\n{out}")
 
 for f in failures:
     print(f"layers_test.py: {f}")
-print(f"layers_test.py: {5 - len(failures)} passed, {len(failures)} failed")
+print(f"layers_test.py: {6 - len(failures)} passed, {len(failures)} failed")
 sys.exit(1 if failures else 0)
