@@ -38,7 +38,7 @@ echo "== formatting"
 git ls-files '*.c' '*.h' '*.cpp' '*.hpp' | xargs clang-format --dry-run --Werror
 echo "== every binding takes the call lock (MPI_THREAD_MULTIPLE)"
 test/bindings_locked.py
-echo "== the transport seam: device/ names no transport's internals outside transport*"
+echo "== the transport seam: device/ names no transport's internals outside device/transports/"
 test/seam.py
 echo "== model checking (spin)"
 test/model/check.sh
