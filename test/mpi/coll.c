@@ -365,6 +365,34 @@ static void alltoallv(void) {
   }
 }
 
+/* Zero counts accept any pointer: one empty allocation passed as both
+ * buffers (as bindings pass an empty array), or NULL, is no overlap. */
+static void empty_buffers(void) {
+  MPI_Comm comm;
+  MPI_Comm_dup(MPI_COMM_WORLD, &comm);
+  MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN);
+  int zeros[8] = {0}, displs[8] = {0};
+  MPI_Datatype types[8];
+  for (int i = 0; i < 8; ++i) types[i] = MPI_INT;
+  char *empty = malloc(1); /* a valid pointer to no element */
+  void *bufs[] = {empty, NULL};
+  for (int k = 0; k < 2; ++k) {
+    void *buf = bufs[k];
+    int err = MPI_Alltoallv(buf, zeros, displs, MPI_INT, buf, zeros, displs, MPI_INT, comm);
+    CHECK(err == MPI_SUCCESS, "alltoallv of nothing (%s): error %d", k ? "NULL" : "empty", err);
+    MPI_Request req;
+    err = MPI_Ialltoallv(buf, zeros, displs, MPI_INT, buf, zeros, displs, MPI_INT, comm, &req);
+    if (err == MPI_SUCCESS) err = MPI_Wait(&req, MPI_STATUS_IGNORE);
+    CHECK(err == MPI_SUCCESS, "ialltoallv of nothing (%s): error %d", k ? "NULL" : "empty", err);
+    err = MPI_Alltoallw(buf, zeros, displs, types, buf, zeros, displs, types, comm);
+    CHECK(err == MPI_SUCCESS, "alltoallw of nothing (%s): error %d", k ? "NULL" : "empty", err);
+    err = MPI_Allgatherv(buf, 0, MPI_INT, buf, zeros, displs, MPI_INT, comm);
+    CHECK(err == MPI_SUCCESS, "allgatherv of nothing (%s): error %d", k ? "NULL" : "empty", err);
+  }
+  free(empty);
+  MPI_Comm_free(&comm);
+}
+
 /* Collectives never match user messages, whatever their tags, and work on
  * a communicator made by MPI_Comm_split. */
 static void isolation_and_subcommunicators(void) {
@@ -418,6 +446,7 @@ int main(int argc, char **argv) {
   allgather_alltoall();
   vector_variants();
   alltoallv();
+  empty_buffers();
   predefined_ops();
   user_op();
   errors();

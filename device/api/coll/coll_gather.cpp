@@ -520,7 +520,13 @@ int MPI_Alltoallv(const void *sendbuf, const int sendcounts[], const int sdispls
     if (int err = coll::check_vector(call, *c, sendbuf, sendcounts, sdispls, sendtype, send)) {
       return err;
     }
-    if (sendbuf == recvbuf && sendbuf != nullptr) {
+    // One buffer for both is an overlap only where bytes move both ways:
+    // with every count of one side zero (an empty allocation passed twice,
+    // as bindings do) nothing is read or written there.
+    const auto moves = [n](const int counts[]) {
+      return std::any_of(counts, counts + n, [](int k) { return k > 0; });
+    };
+    if (sendbuf == recvbuf && sendbuf != nullptr && moves(sendcounts) && moves(recvcounts)) {
       return coll::check_no_alias(call, *c, coll::bytes(sendbuf, 1), coll::bytes(recvbuf, 1));
     }
     for (int i = 0; i < n; ++i) out[i] = block_at(send, sdispls, sendcounts, i);
