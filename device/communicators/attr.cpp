@@ -1,5 +1,6 @@
 // Keyvals and attribute lists (attr.hpp).
 #include "device/communicators/attr.hpp"
+#include "device/base/handle.hpp"
 
 #include <algorithm>
 #include <unordered_map>
@@ -28,7 +29,7 @@ struct attribute {
 using attr_list = std::vector<attribute>;
 
 struct tables {
-  // Indexed by keyval & 0x7fffffff: [0] MPI_KEYVAL_INVALID, then the
+  // Indexed by the keyval's handle_index: [0] MPI_KEYVAL_INVALID, then the
   // predefined ones, never looked up as user keyvals.
   std::vector<keyval> keyvals = std::vector<keyval>(predefined_keyvals + 1);
   std::unordered_map<std::uint64_t, attr_list> lists;
@@ -44,7 +45,7 @@ std::uint64_t object_key(attr_kind kind, int obj) {
 }
 
 std::size_t keyval_index(int handle) {
-  return static_cast<std::uint32_t>(handle) & ~keyval_kind_bits;
+  return handle_index(handle);
 }
 
 keyval &keyval_of(int handle) {
@@ -71,12 +72,11 @@ attr_list *list_of(attr_kind kind, int obj) {
 int keyval_create(attr_kind kind, attr_copy_fn *copy, attr_delete_fn *del, void *extra) {
   auto &keyvals = state().keyvals;
   keyvals.push_back({kind, copy, del, extra, 0, false});
-  return static_cast<int>(keyval_kind_bits | static_cast<std::uint32_t>(keyvals.size() - 1));
+  return handle_make(handle_kind::keyval, keyvals.size() - 1);
 }
 
 keyval_check keyval_lookup(attr_kind kind, int handle) {
-  const auto bits = static_cast<std::uint32_t>(handle);
-  if ((bits & 0xf0000000U) != keyval_kind_bits) return keyval_check::invalid;
+  if (!handle_is(handle, handle_kind::keyval)) return keyval_check::invalid;
   const std::size_t index = keyval_index(handle);
   if (index == 0 || index >= state().keyvals.size()) return keyval_check::invalid;
   if (index <= predefined_keyvals) {

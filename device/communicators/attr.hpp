@@ -24,10 +24,9 @@ using attr_copy_fn = int(int oldobj, int keyval, void *extra, void *in, void *ou
 // MPI_Comm_delete_attr_function / MPI_Type_delete_attr_function / MPI_Delete_function.
 using attr_delete_fn = int(int obj, int keyval, void *value, void *extra);
 
-// Keyval handles are 0x80000000 | index; index 0 is MPI_KEYVAL_INVALID and
+// Keyval handles are of kind keyval (base/handle.hpp); index 0 is MPI_KEYVAL_INVALID and
 // 1..predefined_keyvals the predefined communicator attributes (MPI_TAG_UB
 // ...), which attr_get answers itself and which cannot be set or freed.
-inline constexpr unsigned keyval_kind_bits = 0x80000000U;
 inline constexpr int predefined_keyvals = 7;
 
 // A new keyval of `kind`; a null callback stands for the null one.

@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "device/base/handle.hpp"
 #include "device/base/threading.hpp"
 #include "device/collectives/schedule.hpp"
 #include "device/datatypes/dtype.hpp"
@@ -187,7 +188,7 @@ int comm_register_slot(std::vector<int> world_ranks, std::uint32_t context, int 
   std::size_t slot = 3;
   while (slot < rt->comms.size() && rt->comms[slot]) ++slot;
   if (slot == rt->comms.size()) rt->comms.emplace_back();
-  c->handle = 0x10000000 | static_cast<int>(slot);
+  c->handle = handle_make(handle_kind::comm, slot);
   const int handle = c->handle;
   rt->comms[slot] = std::move(c);
   return handle;
@@ -197,7 +198,7 @@ int comm_register_slot(std::vector<int> world_ranks, std::uint32_t context, int 
 
 int comm_register(std::vector<int> world_ranks, std::uint32_t context, int errhandler) {
   const int handle = comm_register_slot(std::move(world_ranks), context, errhandler);
-  comm_publish(*rt, static_cast<std::uint32_t>(handle) & 0x0fffffffU);
+  comm_publish(*rt, handle_index(handle));
   return handle;
 }
 
@@ -207,7 +208,7 @@ int comm_register_inter(std::vector<int> local, std::vector<int> remote, std::ui
       static_cast<int>(std::find(local.begin(), local.end(), rt->rank) - local.begin());
   // Not published: its sends take the call lock.
   const int handle = comm_register_slot(std::move(remote), context, errhandler);
-  communicator *c = rt->comms[static_cast<std::uint32_t>(handle) & 0x0fffffffU].get();
+  communicator *c = rt->comms[handle_index(handle)].get();
   c->rank = rank;  // comm_register looked for this process among the remote group
   c->inter = true;
   c->local_world_rank = std::move(local);
@@ -344,7 +345,7 @@ void comm_activate(communicator &c, std::uint32_t context) {
   }
   // Published only while registered (an erroneous program may have freed
   // it before the request completed, and its slot may hold another now).
-  const std::size_t slot = static_cast<std::uint32_t>(c.handle) & 0x0fffffffU;
+  const std::size_t slot = handle_index(c.handle);
   if (slot < rt->comms.size() && rt->comms[slot].get() == &c) comm_publish(*rt, slot);
 }
 
@@ -395,7 +396,7 @@ void group_bcast(const communicator &group, int root, std::vector<int> &data) {
 }
 
 void comm_release(int handle) {
-  const std::size_t slot = static_cast<std::uint32_t>(handle) & 0x0fffffffU;
+  const std::size_t slot = handle_index(handle);
   if (slot < published_comm_limit)
     rt->published_comms[slot].store(nullptr, std::memory_order_release);
   // Its contexts' receive queues, if empty, go back to the matcher's free list.
@@ -444,21 +445,20 @@ int group_register(std::vector<int> world_ranks) {
   while (slot < rt->groups.size() && rt->groups[slot]) ++slot;
   if (slot == rt->groups.size()) rt->groups.emplace_back();
   rt->groups[slot] = std::make_unique<group>(group{std::move(world_ranks)});
-  return 0x20000000 | static_cast<int>(slot);
+  return handle_make(handle_kind::group, slot);
 }
 
 group *group_lookup(int handle) {
   static group empty;
-  const auto bits = static_cast<std::uint32_t>(handle);
-  if ((bits >> 28) != 2) return nullptr;
-  const std::size_t slot = bits & 0x0fffffffU;
+  if (!handle_is(handle, handle_kind::group)) return nullptr;
+  const std::size_t slot = handle_index(handle);
   if (slot == 1) return &empty;
   if (slot < 2 || slot >= rt->groups.size()) return nullptr;
   return rt->groups[slot].get();
 }
 
 void group_release(int handle) {
-  rt->groups[static_cast<std::uint32_t>(handle) & 0x0fffffffU].reset();
+  rt->groups[handle_index(handle)].reset();
 }
 
 }  // namespace iris::device

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <cstdlib>
 
+#include "device/base/handle.hpp"
 #include "device/base/pool.hpp"
 #include "device/core/match.hpp"
 #include "device/core/packet.hpp"
@@ -209,11 +210,8 @@ struct unexpected_msg {
   std::byte inline_data[inline_capacity];
 };
 
-inline constexpr int request_handle_kind = 0x70000000;
-inline constexpr int message_handle_kind = 0x60000000;
-
 inline int request_handle(const request &r) {
-  return request_handle_kind | static_cast<int>(r.index + 1);
+  return handle_make(handle_kind::request, r.index + 1);
 }
 
 inline std::uint64_t request_id(const request &r) {
@@ -256,9 +254,8 @@ class request_pool {
   }
   // The live request named by `handle`, or nullptr.
   request *from_handle(int handle) const {
-    const auto bits = static_cast<std::uint32_t>(handle);
-    if ((bits >> 28) != (request_handle_kind >> 28) || (bits & 0x0fffffffU) == 0) return nullptr;
-    request *r = pool_.at((bits & 0x0fffffffU) - 1);
+    if (!handle_is(handle, handle_kind::request) || handle_index(handle) == 0) return nullptr;
+    request *r = pool_.at(handle_index(handle) - 1);
     return r != nullptr && r->in_use ? r : nullptr;
   }
   // The live request of `kind` named by a wire id, or nullptr.

@@ -84,6 +84,10 @@ constexpr builtin builtins[] = {
     // MPI-1's bound markers: no data (dtype.cpp's predefined() marks them)
     {MPI_LB, 0, "MPI_LB"},
     {MPI_UB, 0, "MPI_UB"},
+    {MPI_LOGICAL1, 1, "MPI_LOGICAL1"},
+    {MPI_LOGICAL2, 2, "MPI_LOGICAL2"},
+    {MPI_LOGICAL4, 4, "MPI_LOGICAL4"},
+    {MPI_LOGICAL8, 8, "MPI_LOGICAL8"},
 };
 
 static_assert(sizeof(long) == 8 && sizeof(long double) == 16 && sizeof(wchar_t) == 4,

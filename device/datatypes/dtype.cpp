@@ -4,6 +4,7 @@
 #include <cstring>
 #include <limits>
 
+#include "device/base/handle.hpp"
 #include "device/base/stream_copy.hpp"
 #include "device/datatypes/datatype.hpp"
 #include "include/mpi.h"
@@ -184,7 +185,10 @@ std::vector<std::unique_ptr<dtype>> &derived() {
   return table;
 }
 
-constexpr int derived_kind = 0x30000000;
+// Derived types are datatype handles with bit 26 clear (the predefined ones
+// set it: IRIS_BUILTIN_TYPE), so their slots lie below 2^26.
+constexpr std::uint32_t builtin_bit = std::uint32_t{1} << 26;
+constexpr std::uint32_t derived_slot_mask = builtin_bit - 1;
 
 // Bounds of `n` copies of something spanning [lo, hi) from its origin, the
 // copies `step` bytes apart (step may be negative).
@@ -305,8 +309,8 @@ bool make_builtins() {
 
 dtype *dtype_lookup_derived(int handle) {
   const auto bits = static_cast<std::uint32_t>(handle);
-  if ((bits & 0xfc000000U) != static_cast<std::uint32_t>(derived_kind)) return nullptr;
-  const std::size_t index = bits & 0x03ffffffU;
+  if (!handle_is(handle, handle_kind::datatype) || (bits & builtin_bit) != 0) return nullptr;
+  const std::size_t index = bits & derived_slot_mask;
   auto &table = derived();
   return index < table.size() ? table[index].get() : nullptr;
 }
@@ -318,14 +322,14 @@ int dtype_register(dtype t) {
   while (slot < table.size() && table[slot]) ++slot;
   if (slot == table.size()) table.emplace_back();
   table[slot] = std::make_unique<dtype>(std::move(t));
-  return derived_kind | static_cast<int>(slot);
+  return handle_make(handle_kind::datatype, slot);
 }
 
 void dtype_release(int handle) {
   // Operations still pending may use it (MPI allows freeing a type then):
   // the object lives on; only the handle is freed.
   static std::vector<std::unique_ptr<dtype>> retired;
-  retired.push_back(std::move(derived()[static_cast<std::uint32_t>(handle) & 0x03ffffffU]));
+  retired.push_back(std::move(derived()[static_cast<std::uint32_t>(handle) & derived_slot_mask]));
 }
 
 dtype dtype_basic(std::size_t bytes, std::size_t alignment) {

@@ -10,13 +10,13 @@
 #include <type_traits>
 #include <vector>
 
+#include "device/base/handle.hpp"
 #include "device/datatypes/datatype.hpp"
 #include "device/datatypes/dtype.hpp"
 
 namespace iris::device {
 namespace {
 
-constexpr std::uint32_t op_kind = 0x40000000U;
 constexpr int predefined_ops = 15;  // MPI_OP_NULL and MPI_MAX .. MPI_NO_OP
 
 enum op_index : int {
@@ -53,9 +53,8 @@ struct user_op {
 std::vector<user_op> user_ops;
 
 int index_of(int handle) {
-  const auto bits = static_cast<std::uint32_t>(handle);
-  if ((bits & 0xf0000000U) != op_kind) return -1;
-  return static_cast<int>(bits & 0x0fffffffU);
+  if (!handle_is(handle, handle_kind::op)) return -1;
+  return static_cast<int>(handle_index(handle));
 }
 
 // The slot of a user op, freed or not, while it has a function.
@@ -382,6 +381,14 @@ kernel kernel_for(int op, int datatype) {
       return location<int>(op);
     case 59:  // MPI_CXX_BOOL
       return logical<bool>(op);
+    case 66:  // MPI_LOGICAL1
+      return logical<std::int8_t>(op);
+    case 67:  // MPI_LOGICAL2
+      return logical<std::int16_t>(op);
+    case 68:  // MPI_LOGICAL4
+      return logical<std::int32_t>(op);
+    case 69:  // MPI_LOGICAL8
+      return logical<std::int64_t>(op);
     default:
       return nullptr;  // MPI_CHAR, MPI_WCHAR, MPI_PACKED, MPI_CHARACTER: no arithmetic
   }
@@ -485,7 +492,7 @@ int op_create(MPI_User_function *function, bool commutative) {
   while (slot < user_ops.size() && user_ops[slot].live()) ++slot;
   if (slot == user_ops.size()) user_ops.emplace_back();
   user_ops[slot] = {function, nullptr, commutative};
-  return static_cast<int>(op_kind | static_cast<std::uint32_t>(slot + predefined_ops));
+  return handle_make(handle_kind::op, static_cast<std::size_t>(slot + predefined_ops));
 }
 
 int op_create_c(MPI_User_function_c *function, bool commutative) {

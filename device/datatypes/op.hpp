@@ -1,5 +1,5 @@
 // Reduction operations: the predefined ones (typed kernels) and the user's
-// (MPI_Op_create). Handles are 0x40000000 | index: indices 0..14 are MPI_OP_NULL
+// (MPI_Op_create). Handles are of kind op (base/handle.hpp): indices 0..14 are MPI_OP_NULL
 // and the predefined ops of mpi.h, user ops follow.
 //
 // Order: every op computes inout[i] = in[i] o inout[i], where `in` holds the

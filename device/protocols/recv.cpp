@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "device/base/handle.hpp"
 #include "device/datatypes/dtype.hpp"
 #include "device/protocols/credit.hpp"
 #include "device/protocols/eager.hpp"
@@ -172,14 +173,13 @@ unexpected_msg *message_claim(std::uint32_t context, int source, int tag) {
 }
 
 unexpected_msg *message_from_handle(int handle) {
-  const auto bits = static_cast<std::uint32_t>(handle);
-  if ((bits >> 28) != (message_handle_kind >> 28) || (bits & 0x0fffffffU) == 0) return nullptr;
-  unexpected_msg *m = rt->matching.at((bits & 0x0fffffffU) - 1);
+  if (!handle_is(handle, handle_kind::message) || handle_index(handle) == 0) return nullptr;
+  unexpected_msg *m = rt->matching.at(handle_index(handle) - 1);
   return m != nullptr && m->claimed ? m : nullptr;
 }
 
 int message_handle(const unexpected_msg &m) {
-  return message_handle_kind | static_cast<int>(m.index + 1);
+  return handle_make(handle_kind::message, m.index + 1);
 }
 
 request *recv_claimed(const communicator &comm, unexpected_msg *m, void *data, std::size_t capacity,

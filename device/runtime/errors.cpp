@@ -217,6 +217,8 @@ const char *error_class_text(int error_class) {
       return "value too large to store";
     case MPI_ERR_WIN:
       return "invalid window";
+    case MPI_ERR_ERRHANDLER:
+      return "invalid error handler";
     case MPI_ERR_LASTCODE:
       return "last error code";
     default:

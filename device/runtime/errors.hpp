@@ -24,7 +24,7 @@ struct communicator;
 // The text of a predefined error class, or nullptr for any other number.
 const char *error_class_text(int error_class);
 
-// User error handlers: handles 0x50000004 upwards. Objects live until the
+// User error handlers: handles from MPI_ERRORS_ABORT + 1 upwards. Objects live until the
 // process ends: a communicator may still use a handler its creator freed.
 using comm_errhandler_fn = void(int *comm, int *code, ...);
 int errhandler_create(comm_errhandler_fn *fn);

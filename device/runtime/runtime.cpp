@@ -39,9 +39,8 @@ statistics stats_total(runtime &r) {
 }
 
 communicator *comm_lookup(int handle) {
-  const auto bits = static_cast<std::uint32_t>(handle);
-  if ((bits >> 28) != 1 || rt == nullptr) return nullptr;
-  const std::size_t index = bits & 0x0fffffffU;
+  if (!handle_is(handle, handle_kind::comm) || rt == nullptr) return nullptr;
+  const std::size_t index = handle_index(handle);
   if (index == 0 || index >= rt->comms.size()) return nullptr;
   return rt->comms[index].get();
 }

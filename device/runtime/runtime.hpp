@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "device/base/handle.hpp"
 #include "device/base/tunables.hpp"
 #include "device/core/comm.hpp"
 #include "device/core/request.hpp"
@@ -87,12 +88,12 @@ struct runtime {
   matcher matching;
   statistics stats;
   request_pool requests;
-  std::vector<std::unique_ptr<communicator>> comms;        // indexed by handle & 0x0fffffff
+  std::vector<std::unique_ptr<communicator>> comms;        // indexed by handle_index
   std::vector<std::unique_ptr<communicator>> freed_comms;  // kept for pending operations
   // The intracommunicators by handle slot, for comm_lookup_published: set
   // (release) once registered, cleared when freed, under the call lock.
   std::atomic<communicator *> published_comms[published_comm_limit]{};
-  std::vector<std::unique_ptr<group>> groups;  // indexed by handle & 0x0fffffff
+  std::vector<std::unique_ptr<group>> groups;  // indexed by handle_index
   std::uint32_t next_context = first_free_context;
   // Above every block of the nonblocking range proposed or agreed here.
   std::uint32_t next_nonblocking_context = first_nonblocking_context;
@@ -114,9 +115,8 @@ communicator *comm_lookup(int handle);
 // context, rank, size and world ranks never change once published; else
 // nullptr (the caller takes the call lock and comm_lookup).
 inline communicator *comm_lookup_published(const runtime &r, int handle) {
-  const auto bits = static_cast<std::uint32_t>(handle);
-  const std::size_t index = bits & 0x0fffffffU;
-  if ((bits >> 28) != 1 || index >= published_comm_limit) return nullptr;
+  const std::size_t index = handle_index(handle);
+  if (!handle_is(handle, handle_kind::comm) || index >= published_comm_limit) return nullptr;
   return r.published_comms[index].load(std::memory_order_acquire);  // pairs with comm_publish
 }
 // Publishes the intracommunicator in `slot` (under the call lock).

@@ -86,6 +86,12 @@ int MPI_Type_hindexed(int count, int array_of_blocklengths[], MPI_Aint array_of_
 #define MPI_COMBINER_F90_INTEGER 15
 #define MPI_COMBINER_RESIZED 16
 #define MPI_COMBINER_VALUE_INDEX 17
+/* The deprecated MPI-2 combiners of the removed MPI_Type_hvector,
+ * MPI_Type_hindexed and MPI_Type_struct: Iris records those calls as
+ * MPI_COMBINER_HVECTOR, _HINDEXED and _STRUCT. */
+#define MPI_COMBINER_HVECTOR_INTEGER 18
+#define MPI_COMBINER_HINDEXED_INTEGER 19
+#define MPI_COMBINER_STRUCT_INTEGER 20
 #define MPI_ORDER_C 56
 #define MPI_ORDER_FORTRAN 57
 #define MPI_DISTRIBUTE_BLOCK 121

@@ -107,6 +107,9 @@ int MPI_Request_get_status_some(int incount, MPI_Request array_of_requests[], in
 int MPI_Status_set_source(MPI_Status *status, int source);
 int MPI_Status_set_tag(MPI_Status *status, int tag);
 int MPI_Status_set_error(MPI_Status *status, int error);
+int MPI_Status_get_source(MPI_Status *status, int *source);
+int MPI_Status_get_tag(MPI_Status *status, int *tag);
+int MPI_Status_get_error(MPI_Status *status, int *error);
 
 /* Matched probes */
 int MPI_Mprobe(int source, int tag, MPI_Comm comm, MPI_Message *message, MPI_Status *status);

@@ -33,6 +33,9 @@ typedef MPI_Comm_errhandler_function MPI_Comm_errhandler_fn; /* the MPI-2 name *
 typedef void MPI_Win_errhandler_function(MPI_Win *, int *, ...);
 typedef void MPI_File_errhandler_function(MPI_File *, int *, ...);
 typedef void MPI_Session_errhandler_function(MPI_Session *, int *, ...);
+/* The deprecated MPI-2 names of the window and file handler types. */
+typedef MPI_Win_errhandler_function MPI_Win_errhandler_fn;
+typedef MPI_File_errhandler_function MPI_File_errhandler_fn;
 
 typedef struct MPI_Status {
   int MPI_SOURCE;
@@ -45,10 +48,17 @@ typedef struct MPI_Status {
 #define MPI_STATUS_IGNORE ((MPI_Status *)0)
 #define MPI_STATUSES_IGNORE ((MPI_Status *)0)
 
+/* Handles: kind << 27 | index, kind 1-15 and index below 2^27, so that every
+ * handle, predefined or made by a call, is a positive int (as MPICH's are:
+ * bindings that hold handles as integers would sign-extend a negative one).
+ * Kinds: 1 communicator, 2 group, 3 datatype, 4 op, 5 error handler,
+ * 6 message, 7 request, 8 keyval, 9 info, 10 window, 11 file, 12 session. */
+#define IRIS_HANDLE(kind, index) ((int)(((unsigned)(kind) << 27) | (unsigned)(index)))
+
 /* Communicators */
-#define MPI_COMM_NULL ((MPI_Comm)0x10000000)
-#define MPI_COMM_WORLD ((MPI_Comm)0x10000001)
-#define MPI_COMM_SELF ((MPI_Comm)0x10000002)
+#define MPI_COMM_NULL ((MPI_Comm)IRIS_HANDLE(1, 0))
+#define MPI_COMM_WORLD ((MPI_Comm)IRIS_HANDLE(1, 1))
+#define MPI_COMM_SELF ((MPI_Comm)IRIS_HANDLE(1, 2))
 
 /* MPI_Comm_split_type: SHARED gives the ranks of one node (they share
  * memory); HW_GUIDED and RESOURCE_GUIDED the same when the info key
@@ -60,22 +70,22 @@ typedef struct MPI_Status {
 #define MPI_COMM_TYPE_HW_GUIDED 3
 #define MPI_COMM_TYPE_RESOURCE_GUIDED 4
 
-/* Attribute keyvals: 0x80000000 | index. The predefined attributes are
+/* Attribute keyvals: kind 8. The predefined attributes are
  * answered by MPI_Comm_get_attr on every communicator (the value is a
  * pointer to an int) and cannot be set, deleted or freed. MPI_APPNUM is
  * absent (flag 0): Iris's launcher starts one application. */
-#define MPI_KEYVAL_INVALID ((int)0x80000000)
-#define MPI_TAG_UB ((int)0x80000001)
-#define MPI_HOST ((int)0x80000002)            /* MPI_PROC_NULL: no host process */
-#define MPI_IO ((int)0x80000003)              /* MPI_ANY_SOURCE: every rank can do I/O */
-#define MPI_WTIME_IS_GLOBAL ((int)0x80000004) /* 0: clocks are not synchronized */
-#define MPI_APPNUM ((int)0x80000005)          /* absent */
-#define MPI_UNIVERSE_SIZE ((int)0x80000006)   /* the size of MPI_COMM_WORLD */
-#define MPI_LASTUSEDCODE ((int)0x80000007)    /* the largest error code in use */
+#define MPI_KEYVAL_INVALID ((int)IRIS_HANDLE(8, 0))
+#define MPI_TAG_UB ((int)IRIS_HANDLE(8, 1))
+#define MPI_HOST ((int)IRIS_HANDLE(8, 2))            /* MPI_PROC_NULL: no host process */
+#define MPI_IO ((int)IRIS_HANDLE(8, 3))              /* MPI_ANY_SOURCE: every rank can do I/O */
+#define MPI_WTIME_IS_GLOBAL ((int)IRIS_HANDLE(8, 4)) /* 0: clocks are not synchronized */
+#define MPI_APPNUM ((int)IRIS_HANDLE(8, 5))          /* absent */
+#define MPI_UNIVERSE_SIZE ((int)IRIS_HANDLE(8, 6))   /* the size of MPI_COMM_WORLD */
+#define MPI_LASTUSEDCODE ((int)IRIS_HANDLE(8, 7))    /* the largest error code in use */
 
 /* Groups */
-#define MPI_GROUP_NULL ((MPI_Group)0x20000000)
-#define MPI_GROUP_EMPTY ((MPI_Group)0x20000001)
+#define MPI_GROUP_NULL ((MPI_Group)IRIS_HANDLE(2, 0))
+#define MPI_GROUP_EMPTY ((MPI_Group)IRIS_HANDLE(2, 1))
 
 /* Results of MPI_Comm_compare and MPI_Group_compare */
 #define MPI_IDENT 0
@@ -84,28 +94,28 @@ typedef struct MPI_Status {
 #define MPI_UNEQUAL 3
 
 /* Requests and messages */
-#define MPI_REQUEST_NULL ((MPI_Request)0x70000000)
+#define MPI_REQUEST_NULL ((MPI_Request)IRIS_HANDLE(7, 0))
 /* The value of MPI_REQUEST_NULL, as in MPICH: code written for MPICH
  * compares a message handle with MPI_REQUEST_NULL. */
-#define MPI_MESSAGE_NULL ((MPI_Message)0x70000000)
-#define MPI_MESSAGE_NO_PROC ((MPI_Message)0x6fffffff)
+#define MPI_MESSAGE_NULL ((MPI_Message)IRIS_HANDLE(7, 0))
+#define MPI_MESSAGE_NO_PROC ((MPI_Message)IRIS_HANDLE(6, 0x7ffffff))
 
 /* Error handlers */
-#define MPI_ERRHANDLER_NULL ((MPI_Errhandler)0x50000000)
-#define MPI_ERRORS_ARE_FATAL ((MPI_Errhandler)0x50000001)
-#define MPI_ERRORS_RETURN ((MPI_Errhandler)0x50000002)
-#define MPI_ERRORS_ABORT ((MPI_Errhandler)0x50000003)
+#define MPI_ERRHANDLER_NULL ((MPI_Errhandler)IRIS_HANDLE(5, 0))
+#define MPI_ERRORS_ARE_FATAL ((MPI_Errhandler)IRIS_HANDLE(5, 1))
+#define MPI_ERRORS_RETURN ((MPI_Errhandler)IRIS_HANDLE(5, 2))
+#define MPI_ERRORS_ABORT ((MPI_Errhandler)IRIS_HANDLE(5, 3))
 
 /* Info objects */
-#define MPI_INFO_NULL ((MPI_Info)0x90000000)
-#define MPI_INFO_ENV ((MPI_Info)0x90000001)
+#define MPI_INFO_NULL ((MPI_Info)IRIS_HANDLE(9, 0))
+#define MPI_INFO_ENV ((MPI_Info)IRIS_HANDLE(9, 1))
 #define MPI_MAX_INFO_KEY 255
 #define MPI_MAX_INFO_VAL 1024
 
 /* Windows, files and sessions: not supported yet (see the prototypes below) */
-#define MPI_WIN_NULL ((MPI_Win)0xa0000000)
-#define MPI_FILE_NULL ((MPI_File)0xb0000000)
-#define MPI_SESSION_NULL ((MPI_Session)0xc0000000)
+#define MPI_WIN_NULL ((MPI_Win)IRIS_HANDLE(10, 0))
+#define MPI_FILE_NULL ((MPI_File)IRIS_HANDLE(11, 0))
+#define MPI_SESSION_NULL ((MPI_Session)IRIS_HANDLE(12, 0))
 #define MPI_LOCK_EXCLUSIVE 234
 #define MPI_LOCK_SHARED 235
 #define MPI_MODE_CREATE 1
@@ -125,6 +135,7 @@ typedef struct MPI_Status {
 #define MPI_SEEK_SET 600
 #define MPI_SEEK_CUR 602
 #define MPI_SEEK_END 604
+#define MPI_DISPLACEMENT_CURRENT (-54278278) /* MPICH's value */
 #define MPI_MAX_PORT_NAME 256
 #define MPI_ARGV_NULL ((char **)0)
 #define MPI_ARGVS_NULL ((char ***)0)
@@ -135,9 +146,10 @@ typedef struct MPI_Status {
 #define MPI_CART 2
 #define MPI_DIST_GRAPH 3
 
-/* Predefined datatypes: 0x34000000 | extent << 8 | index */
-#define IRIS_BUILTIN_TYPE(extent, index) ((MPI_Datatype)(0x34000000 | ((extent) << 8) | (index)))
-#define MPI_DATATYPE_NULL ((MPI_Datatype)0x30000000)
+/* Predefined datatypes: kind 3, bit 26 set, extent << 8 | index */
+#define IRIS_BUILTIN_TYPE(extent, index) \
+  ((MPI_Datatype)(IRIS_HANDLE(3, 0x4000000) | ((extent) << 8) | (index)))
+#define MPI_DATATYPE_NULL ((MPI_Datatype)IRIS_HANDLE(3, 0))
 #define MPI_CHAR IRIS_BUILTIN_TYPE(1, 1)
 #define MPI_SIGNED_CHAR IRIS_BUILTIN_TYPE(1, 2)
 #define MPI_UNSIGNED_CHAR IRIS_BUILTIN_TYPE(1, 3)
@@ -216,32 +228,40 @@ typedef struct MPI_Status {
  * MPI_Type_create_resized does. */
 #define MPI_LB IRIS_BUILTIN_TYPE(0, 64)
 #define MPI_UB IRIS_BUILTIN_TYPE(0, 65)
+/* gfortran's LOGICAL(1), (2), (4) and (8). It has no REAL(2) and so no
+ * COMPLEX(4): those two are MPI_DATATYPE_NULL, as in MPICH without them. */
+#define MPI_LOGICAL1 IRIS_BUILTIN_TYPE(1, 66)
+#define MPI_LOGICAL2 IRIS_BUILTIN_TYPE(2, 67)
+#define MPI_LOGICAL4 IRIS_BUILTIN_TYPE(4, 68)
+#define MPI_LOGICAL8 IRIS_BUILTIN_TYPE(8, 69)
+#define MPI_REAL2 MPI_DATATYPE_NULL
+#define MPI_COMPLEX4 MPI_DATATYPE_NULL
 #define MPI_TYPECLASS_REAL 1
 #define MPI_TYPECLASS_INTEGER 2
 #define MPI_TYPECLASS_COMPLEX 3
 
-/* Reduction operations: 0x40000000 | index; user ops (MPI_Op_create) follow
+/* Reduction operations: kind 4; user ops (MPI_Op_create) follow
  * the predefined ones. A user function computes inoutvec[i] = invec[i] o
  * inoutvec[i] for *len elements of *datatype. */
 typedef void MPI_User_function(void *invec, void *inoutvec, int *len, MPI_Datatype *datatype);
 /* The same with a large count (MPI_Op_create_c). */
 typedef void MPI_User_function_c(void *invec, void *inoutvec, MPI_Count *len,
                                  MPI_Datatype *datatype);
-#define MPI_OP_NULL ((MPI_Op)0x40000000)
-#define MPI_MAX ((MPI_Op)0x40000001)
-#define MPI_MIN ((MPI_Op)0x40000002)
-#define MPI_SUM ((MPI_Op)0x40000003)
-#define MPI_PROD ((MPI_Op)0x40000004)
-#define MPI_LAND ((MPI_Op)0x40000005)
-#define MPI_BAND ((MPI_Op)0x40000006)
-#define MPI_LOR ((MPI_Op)0x40000007)
-#define MPI_BOR ((MPI_Op)0x40000008)
-#define MPI_LXOR ((MPI_Op)0x40000009)
-#define MPI_BXOR ((MPI_Op)0x4000000a)
-#define MPI_MAXLOC ((MPI_Op)0x4000000b)
-#define MPI_MINLOC ((MPI_Op)0x4000000c)
-#define MPI_REPLACE ((MPI_Op)0x4000000d)
-#define MPI_NO_OP ((MPI_Op)0x4000000e)
+#define MPI_OP_NULL ((MPI_Op)IRIS_HANDLE(4, 0))
+#define MPI_MAX ((MPI_Op)IRIS_HANDLE(4, 1))
+#define MPI_MIN ((MPI_Op)IRIS_HANDLE(4, 2))
+#define MPI_SUM ((MPI_Op)IRIS_HANDLE(4, 3))
+#define MPI_PROD ((MPI_Op)IRIS_HANDLE(4, 4))
+#define MPI_LAND ((MPI_Op)IRIS_HANDLE(4, 5))
+#define MPI_BAND ((MPI_Op)IRIS_HANDLE(4, 6))
+#define MPI_LOR ((MPI_Op)IRIS_HANDLE(4, 7))
+#define MPI_BOR ((MPI_Op)IRIS_HANDLE(4, 8))
+#define MPI_LXOR ((MPI_Op)IRIS_HANDLE(4, 9))
+#define MPI_BXOR ((MPI_Op)IRIS_HANDLE(4, 10))
+#define MPI_MAXLOC ((MPI_Op)IRIS_HANDLE(4, 11))
+#define MPI_MINLOC ((MPI_Op)IRIS_HANDLE(4, 12))
+#define MPI_REPLACE ((MPI_Op)IRIS_HANDLE(4, 13))
+#define MPI_NO_OP ((MPI_Op)IRIS_HANDLE(4, 14))
 
 /* MPI_IN_PLACE: the address -1, which no buffer of one byte or more can
  * start at (it would end past the top of the address space), and which is
@@ -266,6 +286,9 @@ typedef void MPI_User_function_c(void *invec, void *inoutvec, MPI_Count *len,
 #define MPI_MAX_ERROR_STRING 512
 #define MPI_MAX_LIBRARY_VERSION_STRING 256
 #define MPI_MAX_OBJECT_NAME 128
+#define MPI_MAX_PSET_NAME_LEN 256
+#define MPI_MAX_STRINGTAG_LEN 256
+#define MPI_MAX_DATAREP_STRING 128
 #define MPI_BSEND_OVERHEAD 64
 
 /* Error classes */
@@ -331,6 +354,7 @@ typedef void MPI_User_function_c(void *invec, void *inoutvec, MPI_Count *len,
 #define MPI_ERR_UNSUPPORTED_DATAREP 59
 #define MPI_ERR_VALUE_TOO_LARGE 60
 #define MPI_ERR_WIN 61
+#define MPI_ERR_ERRHANDLER 62 /* MPI-4.1: an invalid error handler */
 #define MPI_ERR_LASTCODE 63
 
 #ifdef __cplusplus

@@ -85,7 +85,7 @@ static void returned_classes(int size) {
   memset(&st, 0, sizeof(st));
   int count = 0;
   expect_class(MPI_Get_count(&st, MPI_DATATYPE_NULL, &count), MPI_ERR_TYPE, "Get_count type");
-  expect_class(MPI_Comm_set_errhandler(MPI_COMM_WORLD, (MPI_Errhandler)99), MPI_ERR_ARG,
+  expect_class(MPI_Comm_set_errhandler(MPI_COMM_WORLD, (MPI_Errhandler)99), MPI_ERR_ERRHANDLER,
                "bad error handler");
   /* A good call still works after all that. */
   int mine = 42;

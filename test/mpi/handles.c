@@ -1,8 +1,8 @@
 /* Handles and the small calls around them: c2f/f2c of every handle kind,
  * status conversions, Alloc_mem/Free_mem, Pcontrol, address arithmetic,
  * the MPI_Count extent queries, Type_match_size, the Fortran and C++
- * datatypes in messages and reductions, the removed MPI-1 calls, and the
- * unsupported window names. */
+ * datatypes in messages and reductions, the removed MPI-1 calls, the
+ * unsupported window names, and that every handle is a positive int. */
 #include <complex.h>
 #include <stdbool.h>
 #include <string.h>
@@ -293,6 +293,139 @@ static void from_groups(void) {
   MPI_Info_free(&hw);
 }
 
+/* Every handle, predefined or made by a call, is a positive int (as MPICH's
+ * are): a binding that holds a handle as an integer and sign-extends it
+ * must get the same value back. */
+#define POSITIVE(h) CHECK((long long)(int)(h) >= 0, "%s is negative: %d", #h, (int)(h))
+
+static int no_copy(MPI_Comm c, int k, void *x, void *in, void *out, int *flag) {
+  (void)c, (void)k, (void)x, (void)in, (void)out;
+  *flag = 0;
+  return MPI_SUCCESS;
+}
+
+static void user_fn(void *in, void *inout, int *len, MPI_Datatype *type) {
+  (void)in, (void)inout, (void)len, (void)type;
+}
+
+static void eh_fn(MPI_Comm *comm, int *code, ...) {
+  (void)comm, (void)code;
+}
+
+static void positive_handles(void) {
+  POSITIVE(MPI_COMM_NULL);
+  POSITIVE(MPI_COMM_WORLD);
+  POSITIVE(MPI_COMM_SELF);
+  POSITIVE(MPI_GROUP_NULL);
+  POSITIVE(MPI_GROUP_EMPTY);
+  POSITIVE(MPI_DATATYPE_NULL);
+  POSITIVE(MPI_INT);
+  POSITIVE(MPI_LONG_DOUBLE);
+  POSITIVE(MPI_C_LONG_DOUBLE_COMPLEX);
+  POSITIVE(MPI_OP_NULL);
+  POSITIVE(MPI_NO_OP);
+  POSITIVE(MPI_ERRHANDLER_NULL);
+  POSITIVE(MPI_ERRORS_ARE_FATAL);
+  POSITIVE(MPI_ERRORS_ABORT);
+  POSITIVE(MPI_REQUEST_NULL);
+  POSITIVE(MPI_MESSAGE_NULL);
+  POSITIVE(MPI_MESSAGE_NO_PROC);
+  POSITIVE(MPI_KEYVAL_INVALID);
+  POSITIVE(MPI_TAG_UB);
+  POSITIVE(MPI_LASTUSEDCODE);
+  POSITIVE(MPI_INFO_NULL);
+  POSITIVE(MPI_INFO_ENV);
+  POSITIVE(MPI_WIN_NULL);
+  POSITIVE(MPI_FILE_NULL);
+  POSITIVE(MPI_SESSION_NULL);
+
+  MPI_Comm dup;
+  MPI_Comm_dup(MPI_COMM_WORLD, &dup);
+  POSITIVE(dup);
+  MPI_Group group;
+  MPI_Comm_group(dup, &group);
+  POSITIVE(group);
+  MPI_Datatype type;
+  MPI_Type_contiguous(3, MPI_INT, &type);
+  POSITIVE(type);
+  MPI_Op op;
+  MPI_Op_create(user_fn, 1, &op);
+  POSITIVE(op);
+  MPI_Errhandler eh;
+  MPI_Comm_create_errhandler(eh_fn, &eh);
+  POSITIVE(eh);
+  MPI_Info info;
+  MPI_Info_create(&info);
+  POSITIVE(info);
+  int keyval;
+  MPI_Comm_create_keyval(no_copy, MPI_COMM_NULL_DELETE_FN, &keyval, NULL);
+  POSITIVE(keyval);
+  const int self = rank, tag = 7;
+  int v = 1, got = 0;
+  MPI_Request req;
+  MPI_Isend(&v, 1, MPI_INT, self, tag, dup, &req);
+  POSITIVE(req);
+  MPI_Message msg;
+  MPI_Mprobe(self, tag, dup, &msg, MPI_STATUS_IGNORE);
+  POSITIVE(msg);
+  MPI_Mrecv(&got, 1, MPI_INT, &msg, MPI_STATUS_IGNORE);
+  MPI_Wait(&req, MPI_STATUS_IGNORE);
+  CHECK(got == 1, "message to self: %d", got);
+  MPI_Comm_free_keyval(&keyval);
+  MPI_Info_free(&info);
+  MPI_Errhandler_free(&eh);
+  MPI_Op_free(&op);
+  MPI_Type_free(&type);
+  MPI_Group_free(&group);
+  MPI_Comm_free(&dup);
+}
+
+/* Names an MPI-4.1 mpi.h has that programs and bindings use. */
+static void newer_names(void) {
+  MPI_Status st;
+  memset(&st, 0, sizeof(st));
+  int v = -1;
+  CHECK(MPI_Status_set_source(&st, 3) == MPI_SUCCESS && MPI_Status_get_source(&st, &v) == 0 &&
+            v == 3 && st.MPI_SOURCE == 3,
+        "Status source %d", v);
+  CHECK(MPI_Status_set_tag(&st, 44) == MPI_SUCCESS && MPI_Status_get_tag(&st, &v) == 0 && v == 44 &&
+            st.MPI_TAG == 44,
+        "Status tag %d", v);
+  CHECK(MPI_Status_set_error(&st, MPI_ERR_TAG) == MPI_SUCCESS &&
+            MPI_Status_get_error(&st, &v) == 0 && v == MPI_ERR_TAG && st.MPI_ERROR == MPI_ERR_TAG,
+        "Status error %d", v);
+  int cls = -1;
+  MPI_Error_class(MPI_ERR_ERRHANDLER, &cls);
+  char text[MPI_MAX_ERROR_STRING];
+  int len = 0;
+  MPI_Error_string(MPI_ERR_ERRHANDLER, text, &len);
+  CHECK(cls == MPI_ERR_ERRHANDLER && MPI_ERR_ERRHANDLER <= MPI_ERR_LASTCODE && len > 0,
+        "MPI_ERR_ERRHANDLER: class %d, text '%s'", cls, text);
+  CHECK(MPI_MAX_PSET_NAME_LEN > 0 && MPI_MAX_STRINGTAG_LEN > 0 && MPI_MAX_DATAREP_STRING > 0,
+        "the string limits");
+  CHECK(MPI_COMBINER_HVECTOR_INTEGER != MPI_COMBINER_HINDEXED_INTEGER &&
+            MPI_COMBINER_STRUCT_INTEGER != MPI_COMBINER_STRUCT,
+        "the MPI-2 combiners");
+  MPI_Win_errhandler_fn *wfn = NULL;
+  MPI_File_errhandler_fn *ffn = NULL;
+  CHECK(wfn == NULL && ffn == NULL && MPI_DISPLACEMENT_CURRENT < 0, "the deprecated names");
+  CHECK(MPI_REAL2 == MPI_DATATYPE_NULL && MPI_COMPLEX4 == MPI_DATATYPE_NULL, "REAL2, COMPLEX4");
+  const MPI_Datatype logicals[] = {MPI_LOGICAL1, MPI_LOGICAL2, MPI_LOGICAL4, MPI_LOGICAL8};
+  for (int i = 0; i < 4; ++i) {
+    int bytes = 0;
+    MPI_Type_size(logicals[i], &bytes);
+    CHECK(bytes == 1 << i, "MPI_LOGICAL%d has size %d", 1 << i, bytes);
+  }
+  /* LAND and LOR over LOGICAL1: every rank true, and only rank 0 true. */
+  signed char all = 1, any = rank == 0, land = 0, lor = 0;
+  MPI_Allreduce(&all, &land, 1, MPI_LOGICAL1, MPI_LAND, MPI_COMM_WORLD);
+  MPI_Allreduce(&any, &lor, 1, MPI_LOGICAL1, MPI_LOR, MPI_COMM_WORLD);
+  CHECK(land != 0 && lor != 0, "LOGICAL1 LAND %d LOR %d", land, lor);
+  long long l8 = rank == 0, land8 = 1;
+  MPI_Allreduce(&l8, &land8, 1, MPI_LOGICAL8, MPI_LAND, MPI_COMM_WORLD);
+  CHECK((land8 != 0) == (size == 1), "LOGICAL8 LAND %lld at %d ranks", land8, size);
+}
+
 int main(int argc, char **argv) {
   MPI_Init(&argc, &argv);
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
@@ -302,6 +435,8 @@ int main(int argc, char **argv) {
   fortran_types();
   removed_and_unsupported();
   from_groups();
+  positive_handles();
+  newer_names();
   MPI_Barrier(MPI_COMM_WORLD);
   if (rank == 0 && check_failures == 0) printf("handles: all checks passed on %d ranks\n", size);
   return finish();

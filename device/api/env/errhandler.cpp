@@ -16,7 +16,7 @@ int MPI_Comm_set_errhandler(MPI_Comm comm, MPI_Errhandler errhandler) {
   communicator *c = nullptr;
   if (int err = api::check_comm(call, comm, c)) return err;
   if (!device::errhandler_valid(errhandler)) {
-    return device::error_raise(c, call, MPI_ERR_ARG, "invalid error handler handle 0x%x",
+    return device::error_raise(c, call, MPI_ERR_ERRHANDLER, "invalid error handler handle 0x%x",
                                static_cast<unsigned>(errhandler));
   }
   c->errhandler = errhandler;
@@ -56,7 +56,8 @@ int MPI_Errhandler_free(MPI_Errhandler *errhandler) {
   if (int err = api::check_initialized(call)) return err;
   if (int err = api::check_not_null(call, nullptr, errhandler, "errhandler")) return err;
   if (!device::errhandler_valid(*errhandler)) {
-    return device::error_raise(nullptr, call, MPI_ERR_ARG, "invalid error handler handle 0x%x",
+    return device::error_raise(nullptr, call, MPI_ERR_ERRHANDLER,
+                               "invalid error handler handle 0x%x",
                                static_cast<unsigned>(*errhandler));
   }
   *errhandler = MPI_ERRHANDLER_NULL;

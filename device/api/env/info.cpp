@@ -1,7 +1,7 @@
 // MPI bindings for info objects: ordered (key, value) lists of strings.
 // Keys and values are shorter than MPI_MAX_INFO_KEY and MPI_MAX_INFO_VAL, so
 // that a buffer of that many characters always holds one with its NUL.
-// Handles are 0x90000000 | index; index 0 is MPI_INFO_NULL, 1 MPI_INFO_ENV
+// Handles are of kind info (base/handle.hpp); index 0 is MPI_INFO_NULL, 1 MPI_INFO_ENV
 // (empty: Iris records nothing about how the program was started). As MPI-4
 // allows, they work before MPI_Init and after MPI_Finalize; an error then
 // ends the process with one line (no communicator holds a handler yet).
@@ -14,6 +14,7 @@
 #include "device/api/env/info.hpp"
 
 #include "device/api/check.hpp"
+#include "device/base/handle.hpp"
 
 using namespace iris;
 
@@ -21,10 +22,9 @@ namespace {
 
 using api::info_entries;
 
-constexpr unsigned info_kind = 0x90000000U;
 constexpr std::size_t env_index = 1;
 
-// Indexed by handle & 0x0fffffff; a freed object is std::nullopt. Only one
+// Indexed by handle_index; a freed object is std::nullopt. Only one
 // thread at a time calls in (MPI_THREAD_SERIALIZED at most).
 std::vector<std::optional<info_entries>> &infos() {
   static std::vector<std::optional<info_entries>> table{std::nullopt, info_entries{}};
@@ -32,14 +32,15 @@ std::vector<std::optional<info_entries>> &infos() {
 }
 
 int info_handle(std::size_t index) {
-  return static_cast<int>(info_kind | index);
+  return device::handle_make(device::handle_kind::info, index);
 }
 
 int check_info(const char *call, MPI_Info handle, info_entries *&out) {
-  const auto bits = static_cast<unsigned>(handle);
-  const std::size_t index = bits & 0x0fffffffU;
-  if ((bits & 0xf0000000U) != info_kind || index >= infos().size() || !infos()[index]) {
-    return device::error_raise(nullptr, call, MPI_ERR_INFO, "invalid info handle 0x%x", bits);
+  const std::size_t index = device::handle_index(handle);
+  if (!device::handle_is(handle, device::handle_kind::info) || index >= infos().size() ||
+      !infos()[index]) {
+    return device::error_raise(nullptr, call, MPI_ERR_INFO, "invalid info handle 0x%x",
+                               static_cast<unsigned>(handle));
   }
   out = &*infos()[index];
   return MPI_SUCCESS;
@@ -76,10 +77,11 @@ namespace iris::api {
 int info_read(const char *call, const device::communicator *c, MPI_Info info, info_entries &out) {
   out.clear();
   if (info == MPI_INFO_NULL) return MPI_SUCCESS;
-  const auto bits = static_cast<unsigned>(info);
-  const std::size_t index = bits & 0x0fffffffU;
-  if ((bits & 0xf0000000U) != info_kind || index >= infos().size() || !infos()[index]) {
-    return device::error_raise(c, call, MPI_ERR_INFO, "invalid info handle 0x%x", bits);
+  const std::size_t index = device::handle_index(info);
+  if (!device::handle_is(info, device::handle_kind::info) || index >= infos().size() ||
+      !infos()[index]) {
+    return device::error_raise(c, call, MPI_ERR_INFO, "invalid info handle 0x%x",
+                               static_cast<unsigned>(info));
   }
   out = *infos()[index];
   return MPI_SUCCESS;
@@ -235,7 +237,7 @@ int MPI_Info_free(MPI_Info *info) {
   if (int err = api::check_not_null(call, nullptr, info, "info")) return err;
   info_entries *entries = nullptr;
   if (int err = check_info(call, *info, entries)) return err;
-  const std::size_t index = static_cast<unsigned>(*info) & 0x0fffffffU;
+  const std::size_t index = device::handle_index(*info);
   if (index == env_index) {
     return device::error_raise(nullptr, call, MPI_ERR_INFO, "MPI_INFO_ENV cannot be freed");
   }

@@ -178,6 +178,37 @@ int MPI_Status_set_error(MPI_Status *status, int error) {
 
 }  // extern "C"
 
+namespace {
+
+// MPI_Status_get_source, _tag and _error: one public field of a status.
+int status_field(const char *call, const MPI_Status *status, int MPI_Status::*field, int *out) {
+  if (int err = api::check_not_null(call, nullptr, status, "status")) return err;
+  if (int err = api::check_not_null(call, nullptr, out, "the result")) return err;
+  *out = status->*field;
+  return MPI_SUCCESS;
+}
+
+}  // namespace
+
+extern "C" {
+
+int MPI_Status_get_source(MPI_Status *status, int *source) {
+  const device::api_guard guard;
+  return status_field("MPI_Status_get_source", status, &MPI_Status::MPI_SOURCE, source);
+}
+
+int MPI_Status_get_tag(MPI_Status *status, int *tag) {
+  const device::api_guard guard;
+  return status_field("MPI_Status_get_tag", status, &MPI_Status::MPI_TAG, tag);
+}
+
+int MPI_Status_get_error(MPI_Status *status, int *error) {
+  const device::api_guard guard;
+  return status_field("MPI_Status_get_error", status, &MPI_Status::MPI_ERROR, error);
+}
+
+}  // extern "C"
+
 // Generalized requests (MPI-4.1 section 13.2): complete when the user calls
 // MPI_Grequest_complete. Wait and Test then call query_fn for the status and
 // free_fn; Request_get_status calls query_fn only; MPI_Cancel calls

@@ -43,10 +43,12 @@ basic_rep rep_of(MPI_Datatype t) {
     case MPI_UINT8_T:
     case MPI_CHARACTER:
     case MPI_INTEGER1:
+    case MPI_LOGICAL1:
       return {1, 1, 1, kind::raw};
     case MPI_SHORT:
     case MPI_INT16_T:
     case MPI_INTEGER2:
+    case MPI_LOGICAL2:
       return {2, 2, 1, kind::sint};
     case MPI_UNSIGNED_SHORT:
     case MPI_UINT16_T:
@@ -56,6 +58,7 @@ basic_rep rep_of(MPI_Datatype t) {
     case MPI_INTEGER:
     case MPI_INTEGER4:
     case MPI_LOGICAL:
+    case MPI_LOGICAL4:
       return {4, 4, 1, kind::sint};
     case MPI_UNSIGNED:
     case MPI_UINT32_T:
@@ -71,6 +74,7 @@ basic_rep rep_of(MPI_Datatype t) {
     case MPI_OFFSET:
     case MPI_COUNT:
     case MPI_INTEGER8:
+    case MPI_LOGICAL8:
       return {8, 8, 1, kind::sint};
     case MPI_UNSIGNED_LONG_LONG:
     case MPI_UINT64_T:
