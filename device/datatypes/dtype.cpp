@@ -315,21 +315,37 @@ dtype *dtype_lookup_derived(int handle) {
   return index < table.size() ? table[index].get() : nullptr;
 }
 
+// Slots of freed handles, reused last freed first: registering stays O(1)
+// however many types a program made and freed.
+std::vector<std::size_t> &free_slots() {
+  static std::vector<std::size_t> slots;
+  return slots;
+}
+
 int dtype_register(dtype t) {
   auto &table = derived();
   if (table.empty()) table.emplace_back();  // index 0 is MPI_DATATYPE_NULL
-  std::size_t slot = 1;
-  while (slot < table.size() && table[slot]) ++slot;
-  if (slot == table.size()) table.emplace_back();
+  std::size_t slot = table.size();
+  if (!free_slots().empty()) {
+    slot = free_slots().back();
+    free_slots().pop_back();
+  } else {
+    table.emplace_back();
+  }
   table[slot] = std::make_unique<dtype>(std::move(t));
   return handle_make(handle_kind::datatype, slot);
 }
 
-void dtype_release(int handle) {
-  // Operations still pending may use it (MPI allows freeing a type then):
-  // the object lives on; only the handle is freed.
+void dtype_release(int handle, bool idle) {
   static std::vector<std::unique_ptr<dtype>> retired;
-  retired.push_back(std::move(derived()[static_cast<std::uint32_t>(handle) & derived_slot_mask]));
+  const std::size_t slot = static_cast<std::uint32_t>(handle) & derived_slot_mask;
+  if (idle) {
+    retired.clear();
+    derived()[slot].reset();
+  } else {
+    retired.push_back(std::move(derived()[slot]));
+  }
+  free_slots().push_back(slot);
 }
 
 dtype dtype_basic(std::size_t bytes, std::size_t alignment) {

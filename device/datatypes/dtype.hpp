@@ -116,7 +116,11 @@ inline const dtype *dtype_lookup(int handle) {
 
 // Registers a new derived type (not committed); returns its handle.
 int dtype_register(dtype t);
-void dtype_release(int handle);
+// Frees `handle` for reuse. Operations still pending may use the type (MPI
+// allows freeing it then), so the object lives on until a release finds
+// `idle`: no operation pending in the process (no live request: the caller
+// knows, this layer does not). Then every object retired so far goes.
+void dtype_release(int handle, bool idle);
 
 // A basic type of `bytes` bytes (what the predefined types are made of).
 dtype dtype_basic(std::size_t bytes, std::size_t alignment);

@@ -19,14 +19,19 @@ std::map<MPI_Datatype, envelope> &records() {
   return all;
 }
 
-// A new handle for a copy of derived type `type`, with its record.
+// A new handle for a copy of derived type `type`, with a record of its own
+// (its inner types copied again): each record owns the copies it names, and
+// envelope_forget frees them with it.
 MPI_Datatype private_copy(MPI_Datatype type) {
   const device::dtype *t = device::dtype_lookup(type);
   if (t == nullptr || t->predefined) return type;
   device::dtype copy = *t;
   copy.name.clear();
   const MPI_Datatype made = device::dtype_register(std::move(copy));
-  if (const envelope *e = envelope_of(type)) records()[made] = *e;
+  if (const envelope *e = envelope_of(type)) {
+    const envelope inner = *e;  // recording may move the records
+    envelope_record(made, inner.combiner, inner.ints, inner.aints, inner.types);
+  }
   return made;
 }
 
@@ -55,7 +60,20 @@ const envelope *envelope_of(MPI_Datatype type) {
 }
 
 void envelope_forget(MPI_Datatype type) {
-  records().erase(type);
+  const auto it = records().find(type);
+  if (it == records().end()) return;
+  const std::vector<MPI_Datatype> copies = std::move(it->second.types);
+  records().erase(it);
+  for (const MPI_Datatype copy : copies) {
+    const device::dtype *t = device::dtype_lookup(copy);
+    if (t == nullptr || t->predefined) continue;
+    envelope_forget(copy);
+    type_release(copy);
+  }
+}
+
+void type_release(MPI_Datatype type) {
+  device::dtype_release(type, device::rt == nullptr || device::rt->requests.live() == 0);
 }
 
 }  // namespace iris::api

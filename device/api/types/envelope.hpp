@@ -31,6 +31,10 @@ int envelope_made(int err, const MPI_Datatype *made, int combiner, std::vector<i
 const envelope *envelope_of(MPI_Datatype type);
 // MPI_Type_free.
 void envelope_forget(MPI_Datatype type);
+
+// Frees a derived type's handle (device::dtype_release), with its object at
+// once when no operation is pending in the process (no live request).
+void type_release(MPI_Datatype type);
 // For a subarray or darray record: the offsets of its elements, in extents
 // of its old type, in typemap order (types_array.cpp). False for others.
 bool array_offsets(const envelope &e, std::vector<MPI_Aint> &out);

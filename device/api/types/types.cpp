@@ -180,7 +180,7 @@ int MPI_Type_dup(MPI_Datatype old, MPI_Datatype *newtype) {
   copy.name.clear();
   const MPI_Datatype made = device::dtype_register(std::move(copy));  // committed if old was
   if (int err = api::attrs_copy(call, nullptr, device::attr_kind::type, old, made)) {
-    device::dtype_release(made);
+    api::type_release(made);
     return err;
   }
   *newtype = made;
@@ -211,7 +211,7 @@ int MPI_Type_free(MPI_Datatype *handle) {
   // The delete callbacks first: when one fails, the type stays.
   if (int err = api::attrs_delete_all(call, nullptr, device::attr_kind::type, *handle)) return err;
   api::envelope_forget(*handle);
-  device::dtype_release(*handle);
+  api::type_release(*handle);
   *handle = MPI_DATATYPE_NULL;
   return MPI_SUCCESS;
 }
