@@ -73,9 +73,12 @@ class api_guard {
 // the call without the call lock (an eager message that goes out at once
 // under its VC's lock: send.hpp, send_unlocked; a receive matched under its
 // context's lock: recv_multiple.hpp; a wait spinning on request_done:
-// api/wait.cpp) and otherwise takes the call lock (api_guard) and runs the
-// binding's body. Out of line, so that below MULTIPLE the binding keeps no
-// registers for it.
+// api/p2p/wait.cpp) and otherwise takes the call lock (api_guard) and runs the
+// binding's body. Out of line (gnu::noinline), so that below MULTIPLE the
+// binding keeps no registers for it; not gnu::cold, which would compile the
+// MULTIPLE path for size and place it among the error paths: that cost 2-4%
+// of the 8-byte rate at MULTIPLE, by where the linker happened to put it
+// (bench/results/2026-11-28-issue36-multiple-rate.md).
 template <typename Body, typename Multiple>
 inline int api_send_call(Body body, Multiple multiple) {
   if (!threads_enabled) [[likely]] {

@@ -124,9 +124,9 @@ int send_blocking_aside(const char *call, const void *buf, int count, MPI_Dataty
 // call lock when it can go at once, else under it, as below MULTIPLE (an
 // MPI_Send that streams aside waits without it); a locked MPI_Isend then
 // refills this thread's request cache.
-[[gnu::noinline, gnu::cold]] int send_multiple(const char *call, const void *buf, int count,
-                                               MPI_Datatype type, int dest, int tag, MPI_Comm comm,
-                                               bool nonblocking, MPI_Request *request) {
+[[gnu::noinline]] int send_multiple(const char *call, const void *buf, int count, MPI_Datatype type,
+                                    int dest, int tag, MPI_Comm comm, bool nonblocking,
+                                    MPI_Request *request) {
   if ((!nonblocking || request != nullptr) &&
       send_unlocked(buf, count, type, dest, tag, comm, request)) {
     return MPI_SUCCESS;
@@ -185,8 +185,8 @@ bool recv_unlocked(void *buf, int count, MPI_Datatype type, int source, int tag,
 
 // MPI_Irecv under MULTIPLE: without the call lock when it can, else under it
 // as below MULTIPLE, refilling this thread's request cache.
-[[gnu::noinline, gnu::cold]] int recv_multiple(void *buf, int count, MPI_Datatype type, int source,
-                                               int tag, MPI_Comm comm, MPI_Request *request) {
+[[gnu::noinline]] int recv_multiple(void *buf, int count, MPI_Datatype type, int source, int tag,
+                                    MPI_Comm comm, MPI_Request *request) {
   if (recv_unlocked(buf, count, type, source, tag, comm, request)) return MPI_SUCCESS;
   const device::api_guard guard;
   if (int err = api::check_not_null("MPI_Irecv", nullptr, request, "request")) return err;
@@ -201,9 +201,8 @@ bool recv_unlocked(void *buf, int count, MPI_Datatype type, int source, int tag,
 // MPI_Irecv and MPI_Wait's unlocked halves), so that a blocking receive
 // too is matched by its thread and may be delivered by a waiting thread
 // without the lock. Anything else runs as below MULTIPLE, under the lock.
-[[gnu::noinline, gnu::cold]] int recv_blocking_multiple(void *buf, int count, MPI_Datatype type,
-                                                        int source, int tag, MPI_Comm comm,
-                                                        MPI_Status *status) {
+[[gnu::noinline]] int recv_blocking_multiple(void *buf, int count, MPI_Datatype type, int source,
+                                             int tag, MPI_Comm comm, MPI_Status *status) {
   MPI_Request handle = MPI_REQUEST_NULL;
   if (!device::call_lock_held() && recv_unlocked(buf, count, type, source, tag, comm, &handle)) {
     device::request *r = device::rt->requests.from_handle(handle);

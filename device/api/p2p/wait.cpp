@@ -220,7 +220,7 @@ bool iris::api::wait_unlocked(MPI_Request *request, MPI_Status *status) {
 
 namespace {
 
-[[gnu::noinline, gnu::cold]] int wait_multiple(MPI_Request *request, MPI_Status *status) {
+[[gnu::noinline]] int wait_multiple(MPI_Request *request, MPI_Status *status) {
   if (request != nullptr && *request != MPI_REQUEST_NULL && unlocked_ok() &&
       api::wait_unlocked(request, status)) {
     return MPI_SUCCESS;
@@ -229,8 +229,7 @@ namespace {
   return wait_body(request, status);
 }
 
-[[gnu::noinline, gnu::cold]] int test_multiple(MPI_Request *request, int *flag,
-                                               MPI_Status *status) {
+[[gnu::noinline]] int test_multiple(MPI_Request *request, int *flag, MPI_Status *status) {
   device::request *r = nullptr;
   if (request != nullptr && flag != nullptr && *request != MPI_REQUEST_NULL && unlocked_ok()) {
     r = unlocked_request(*request);
@@ -460,8 +459,8 @@ int finish_some_unlocked(const char *call, int count, MPI_Request requests[], in
   return in_status_result(call, any_error);
 }
 
-[[gnu::noinline, gnu::cold]] int waitany_multiple(int count, MPI_Request requests[], int *index,
-                                                  MPI_Status *status) {
+[[gnu::noinline]] int waitany_multiple(int count, MPI_Request requests[], int *index,
+                                       MPI_Status *status) {
   if (index != nullptr && unlocked_array(count, requests)) {
     int found = -1;
     unlocked_until([&] { return (found = first_done_unlocked(count, requests)) >= 0; });
@@ -472,8 +471,8 @@ int finish_some_unlocked(const char *call, int count, MPI_Request requests[], in
   return waitany_body<true>(count, requests, index, status);
 }
 
-[[gnu::noinline, gnu::cold]] int testany_multiple(int count, MPI_Request requests[], int *index,
-                                                  int *flag, MPI_Status *status) {
+[[gnu::noinline]] int testany_multiple(int count, MPI_Request requests[], int *index, int *flag,
+                                       MPI_Status *status) {
   if (index != nullptr && flag != nullptr && unlocked_array(count, requests)) {
     int found = first_done_unlocked(count, requests);
     if (found < 0) {
@@ -491,8 +490,7 @@ int finish_some_unlocked(const char *call, int count, MPI_Request requests[], in
   return testany_body<true>(count, requests, index, flag, status);
 }
 
-[[gnu::noinline, gnu::cold]] int waitall_multiple(int count, MPI_Request requests[],
-                                                  MPI_Status statuses[]) {
+[[gnu::noinline]] int waitall_multiple(int count, MPI_Request requests[], MPI_Status statuses[]) {
   if (unlocked_array(count, requests)) {
     int first_open = 0;  // everything before it is complete
     unlocked_until(
@@ -511,8 +509,8 @@ int finish_some_unlocked(const char *call, int count, MPI_Request requests[], in
   return waitall_body(count, requests, statuses);
 }
 
-[[gnu::noinline, gnu::cold]] int testall_multiple(int count, MPI_Request requests[], int *flag,
-                                                  MPI_Status statuses[]) {
+[[gnu::noinline]] int testall_multiple(int count, MPI_Request requests[], int *flag,
+                                       MPI_Status statuses[]) {
   if (flag != nullptr && unlocked_array(count, requests)) {
     if (!all_done_unlocked(count, requests)) {
       const int events = poll_once();
@@ -530,9 +528,8 @@ int finish_some_unlocked(const char *call, int count, MPI_Request requests[], in
   return testall_body<true>(count, requests, flag, statuses);
 }
 
-[[gnu::noinline, gnu::cold]] int waitsome_multiple(int incount, MPI_Request requests[],
-                                                   int *outcount, int indices[],
-                                                   MPI_Status statuses[]) {
+[[gnu::noinline]] int waitsome_multiple(int incount, MPI_Request requests[], int *outcount,
+                                        int indices[], MPI_Status statuses[]) {
   if (outcount != nullptr && indices != nullptr && unlocked_array(incount, requests)) {
     unlocked_until([&] { return first_done_unlocked(incount, requests) >= 0; });
     return finish_some_unlocked("MPI_Waitsome", incount, requests, outcount, indices, statuses);
@@ -541,9 +538,8 @@ int finish_some_unlocked(const char *call, int count, MPI_Request requests[], in
   return waitsome_body<true>(incount, requests, outcount, indices, statuses);
 }
 
-[[gnu::noinline, gnu::cold]] int testsome_multiple(int incount, MPI_Request requests[],
-                                                   int *outcount, int indices[],
-                                                   MPI_Status statuses[]) {
+[[gnu::noinline]] int testsome_multiple(int incount, MPI_Request requests[], int *outcount,
+                                        int indices[], MPI_Status statuses[]) {
   if (outcount != nullptr && indices != nullptr && unlocked_array(incount, requests)) {
     if (first_done_unlocked(incount, requests) >= 0) {
       test_found();
