@@ -156,6 +156,12 @@ class transport {
   virtual void stream_timed(vc &from, std::size_t bytes, std::size_t timed, std::uint64_t ns) {
     (void)from, (void)bytes, (void)timed, (void)ns;
   }
+  // A message alone that such a transport sent to the pipeline (it set
+  // `from.alone_started` when it chose) arrived whole `ns` after the
+  // choice, with nothing else streaming in meanwhile.
+  virtual void alone_timed(vc &from, std::size_t bytes, std::uint64_t ns) {
+    (void)from, (void)bytes, (void)ns;
+  }
 
   // Optional single copy of a non-contiguous layout, sender side: names in
   // the RTS the buffer's origin `base` and the description of its layout

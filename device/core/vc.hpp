@@ -145,6 +145,9 @@ struct vc {
   std::uint64_t stream_started = 0;
   std::size_t stream_bytes = 0;
   bool time_next_stream = false;
+  // A message alone sent to the pipeline by such a transport: when the
+  // engine was chosen (0: none), until the receive ends (alone_timed).
+  std::uint64_t alone_started = 0;
   std::vector<packet_header> backlog;  // control packets that found the transport full
   bool on_sending_list = false;
   // MPI_THREAD_MULTIPLE (device/README.md, "Threads"). `shared` is set at

@@ -6,22 +6,18 @@
 // the two vCPUs on cores that share a cache, or not), and the pipeline
 // streams 30-38 GB/s in the first and 2.3-7 in the second, where CMA keeps
 // 12-13 in both (bench/results/, stop 26).
-//
-// The static rule (transport_shm.cpp, cma_chosen) names an engine for each
-// message that streams among others (a message alone keeps the rule). Its
-// engine is used until it has been timed; then the other gets a try of
-// `try_messages` messages; from then on the faster of the two (the other
-// by at least `margin`) carries the messages, and the slower gets a try
-// once every `probe_ns` (the first time after a tenth of it), so a change
-// of state is seen within that; a try's time replaces what was known of
-// its engine.
-// Rates are kept per size class (the engines' fixed costs weigh differently
-// at 64 KiB and at 4 MiB): bytes per nanosecond, the engine in use as a
-// moving average of its messages. And apart for streams one way and both
-// ways (this rank streaming rendezvous sends out too): figures timed in
-// bidirectional 2 MiB streams, where both engines move about half as much
-// a direction, had one-way 4 MiB streams that followed read with CMA at
-// 11-12 GB/s, where the pipeline moves 17-18 (bench/results/, stop 32).
+// The static rule (transports/shm.cpp, cma_chosen) names an engine for each message. Its engine is
+// used until it has been timed; then the other gets a try of `try_messages` messages; from then on
+// the faster of the two (the other by at least `margin`) carries the messages, and the slower gets
+// a try once every `probe_ns` (the first time after a tenth of it), so a change of state is seen
+// within that; a try's time replaces what was known of its engine. Rates are kept per size class
+// (the engines' fixed costs weigh differently at 64 KiB and at 4 MiB): bytes per nanosecond, the
+// engine in use as a moving average of its messages. And apart for each `flow`: messages alone (a
+// ping-pong: what counts is one message's latency, handshake included), streams one way, and
+// streams both ways (this rank streaming rendezvous sends out too). Figures timed in bidirectional
+// 2 MiB streams, where both engines move about half as much a direction, had one-way 4 MiB streams
+// that followed read with CMA at 11-12 GB/s, where the pipeline moves 17-18; and which engine moves
+// a message alone faster differs from machine to machine by 2x either way (bench/results/).
 //
 // The pipeline is timed in runs of messages (vc.hpp), CMA read by read. A
 // few reads come out slow for reasons of their own (a cold page to pin,
@@ -43,6 +39,15 @@
 
 namespace iris::device {
 
+// What a rendezvous message of one peer travels among (engine_choice keeps
+// its figures apart for each).
+enum class flow : int {
+  alone = 0,      // nothing else streams in, nor out: a message alone,
+                  // timed from the engine's choice to the receive's end
+  one_way = 1,    // among other receives streaming in
+  both_ways = 2,  // among others, while this rank streams rendezvous sends out
+};
+
 // CLOCK_MONOTONIC in nanoseconds (the vDSO: no system call).
 inline std::uint64_t monotonic_ns() {
   timespec t{};
@@ -53,23 +58,24 @@ inline std::uint64_t monotonic_ns() {
 
 class engine_choice {
  public:
-  static constexpr std::uint64_t probe_ns = 100'000'000;  // 100 ms
+  static constexpr std::uint64_t probe_ns = 100'000'000;       // 100 ms
+  static constexpr std::uint64_t max_wait_ns = 16 * probe_ns;  // a message alone's longest
   static constexpr double margin = 1.25;
   static constexpr int try_messages = 8;  // a try of the slower engine
 
-  // Whether a message of `bytes` is read with CMA, `rule_cma` being the
-  // static rule's answer, at monotonic time `now` (ns). `both_ways`: this
-  // rank streams rendezvous sends out too. The pipeline's figure then
-  // counts half: it copies on both cores for each direction, CMA on one,
+  // Whether a message of `bytes` is read with CMA, `rule_cma` being the static rule's answer, at
+  // monotonic time `now` (ns), among `kind` of traffic. Both ways the pipeline's figure counts
+  // half: it copies on both cores for each direction, CMA on one,
   // so both directions through the pipeline move about what one did alone.
   // Its tries beside the other direction's CMA reads timed it fast enough
   // to win without this, and bidirectional 2-4 MiB streams went back and
   // forth between 12-13 GB/s (pipeline) and 20-22 (CMA) from round to
   // round (bench/results/, stop 32).
-  bool pick(std::size_t bytes, bool rule_cma, std::uint64_t now, bool both_ways = false) {
+  bool pick(std::size_t bytes, bool rule_cma, std::uint64_t now, flow kind) {
+    const bool both_ways = kind == flow::both_ways;
     const int cls = size_class(bytes);
-    rate *e = rates_[both_ways ? 1 : 0][cls];
-    int &trying = trying_[both_ways ? 1 : 0][cls];
+    rate *e = rates_[static_cast<int>(kind)][cls];
+    int &trying = trying_[static_cast<int>(kind)][cls];
     if (trying > 0) {  // the rest of a try
       --trying;
       return e[1].probing;
@@ -83,13 +89,24 @@ class engine_choice {
     // could not beat CMA's: each try sent 8 messages through it at about half
     // CMA's rate, 56 of 1280 in bidirectional 1 MiB streams that then moved
     // 0.93 of what CMA alone did (bench/results/, stop 32).
-    const double one_way = rates_[0][cls][0].per_ns;
+    const double one_way = rates_[static_cast<int>(flow::one_way)][cls][0].per_ns;
     if (both_ways && best == 1 && one_way != 0 && one_way / 2 <= e[1].per_ns * margin) {
       return true;
     }
-    // An engine timed once is tried again sooner: a first try may meet cold
-    // caches (a send buffer still in the sender's cache, read across dies).
-    if (now - other.at >= (other.samples < 2 ? probe_ns / 10 : probe_ns)) {
+    // In a stream an engine timed once is tried again sooner: a first try
+    // may meet cold caches (a send buffer still in the sender's cache, read
+    // across dies). A message alone waits `other.wait` (probe_ns at first):
+    // there each try costs a ping-pong 8 round trips at the slower engine's
+    // pace, 2-3x the faster's (bench/results/), so an engine that stays far
+    // slower is tried half as often each time, down to once every
+    // max_wait_ns, and a closer one every probe_ns.
+    const bool alone = kind == flow::alone;
+    const std::uint64_t wait = alone ? other.wait : other.samples < 2 ? probe_ns / 10 : probe_ns;
+    if (now - other.at >= wait) {
+      if (alone) {
+        const bool far = other.samples > 0 && figure[best] > figure[1 - best] * 2 * margin;
+        other.wait = far ? std::min(2 * other.wait, max_wait_ns) : probe_ns;
+      }
       other.at = now;  // not tried again for a while, even if no time comes back
       other.probing = true;
       other.try_seen = 0;
@@ -102,19 +119,23 @@ class engine_choice {
     return best == 1;
   }
 
-  // `timed` bytes of a message of `bytes` moved in `ns` with CMA (`cma`) or
-  // the pipeline (whose first data packet starts the clock: not timed),
-  // one way or both (as pick).
+  // `timed` bytes of a message of `bytes` moved in `ns` with CMA (`cma`) or the pipeline, among
+  // `kind` of traffic (as pick). A stream's pipeline run starts its clock at a first data packet
+  // (not counted); a message alone, at the engine's choice.
   void measured(std::size_t bytes, std::size_t timed, bool cma, std::uint64_t ns, std::uint64_t now,
-                bool both_ways = false) {
+                flow kind) {
     if (ns == 0) ns = 1;
-    rate &r = rates_[both_ways ? 1 : 0][size_class(bytes)][cma ? 1 : 0];
+    rate &r = rates_[static_cast<int>(kind)][size_class(bytes)][cma ? 1 : 0];
     r.at = now;
     const double sample = static_cast<double>(timed) / static_cast<double>(ns);
-    if (cma) {
+    if (cma || kind == flow::alone) {
       // A try of CMA is try_messages reads, timed but for the first (cold:
       // a lone read of 64 KiB took 30-100 us here, 5 in a stream). Tried or
-      // in use, its reads count in groups, by their median (above).
+      // in use, its reads count in groups, by their median (above). So do
+      // messages alone through the pipeline, each timed on its own: one
+      // that met a descheduled rank took 100x its peers, and as a moving
+      // average handed a ping-pong to CMA, 2.3x slower, until the
+      // pipeline's next try.
       if (r.probing && ++r.try_seen == 1) return;
       r.group[r.grouped++] = sample;
       if (r.grouped < group_reads) return;
@@ -124,7 +145,7 @@ class engine_choice {
       return;
     }
     if (r.probing) {
-      // A try of the pipeline is timed as one run (vc.hpp).
+      // A try of a stream's pipeline is timed as one run (vc.hpp).
       r.try_timed += timed;
       r.try_ns += ns;
       adopt(r, static_cast<double>(r.try_timed) / static_cast<double>(r.try_ns));
@@ -134,17 +155,19 @@ class engine_choice {
   }
 
   // The learned rate of one engine for messages of `bytes` (0: not timed).
-  double rate_of(std::size_t bytes, bool cma, bool both_ways = false) const {
-    return rates_[both_ways ? 1 : 0][size_class(bytes)][cma ? 1 : 0].per_ns;
+  double rate_of(std::size_t bytes, bool cma, flow kind) const {
+    return rates_[static_cast<int>(kind)][size_class(bytes)][cma ? 1 : 0].per_ns;
   }
 
  private:
-  static constexpr int group_reads = try_messages - 1;  // CMA reads a figure counts
+  static constexpr int group_reads =
+      try_messages - 1;  // CMA reads (or messages alone) a figure counts
 
   struct rate {
     double per_ns = 0;     // bytes per nanosecond; 0 until timed
     std::uint64_t at = 0;  // when last timed or tried
     int samples = 0;
+    std::uint64_t wait = probe_ns;  // a message alone: from one try to the next
     // Being tried as the slower engine: what the try has timed so far.
     bool probing = false;
     int try_seen = 0;
@@ -173,8 +196,9 @@ class engine_choice {
     const int width = static_cast<int>(std::bit_width(bytes | 1));
     return width <= 16 ? 0 : width <= 17 ? 1 : width <= 19 ? 2 : width <= 21 ? 3 : 4;
   }
-  rate rates_[2][classes][2];    // [one way, both ways][size class][pipeline, CMA]
-  int trying_[2][classes] = {};  // messages of a try still to come
+  static constexpr int flows = 3;
+  rate rates_[flows][classes][2];    // [flow][size class][pipeline, CMA]
+  int trying_[flows][classes] = {};  // messages of a try still to come
 };
 
 }  // namespace iris::device

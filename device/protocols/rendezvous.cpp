@@ -456,6 +456,14 @@ const char *rendezvous_on_data(vc &from, const packet_header &h, const std::byte
   r->progress += h.length;
   if (r->progress == r->expected) {
     --rt->pipeline_receives;
+    if (from.alone_started != 0) {
+      // A message alone (its transport chose the pipeline for it and
+      // learns from its time): timed only if it stayed alone to its end.
+      if (rt->pipeline_receives == 0 && from.stream_started == 0) {
+        from.via->alone_timed(from, r->expected, monotonic_ns() - from.alone_started);
+      }
+      from.alone_started = 0;
+    }
     if (from.stream_started != 0) {
       // The run ends when nothing else streams, or after 8 MiB: its rate
       // counts the gaps between its messages too (credits, handshakes).

@@ -49,9 +49,9 @@ constexpr tunable table[] = {
     {"IRIS_RNDV_ENGINE", 0, 0, 2, "auto,cma,pipeline",
      "how rendezvous data moves between ranks of one node: cma reads the sender's memory "
      "(process_vm_readv, one copy by the receiver); pipeline streams it through the ring "
-     "(two copies, by both sides at once); auto pipelines a message alone, and a stream too "
-     "over rings larger than 256 KiB; over 256 KiB rings it reads a stream's messages with "
-     "cma (many in flight), where the kernel allows"},
+     "(two copies, by both sides at once); auto starts from a fixed rule (the pipeline for a "
+     "message alone) and then takes what each peer's messages have shown faster, apart for "
+     "messages alone and for streams, where the kernel allows cma"},
     {"IRIS_CMA_THRESHOLD", 32 * 1024, 0, std::int64_t{1} << 40, nullptr,
      "with IRIS_RNDV_ENGINE=auto, the smallest rendezvous message read with cma"},
     {"IRIS_CMA_MIN_BLOCK", 64 * 1024, 1, std::int64_t{1} << 40, nullptr,

@@ -273,33 +273,35 @@ bool shm_transport::next_waiting(peer &p) {
   return p.rx.ready();
 }
 
-// Under `auto`, one message alone goes through the pipeline: sender and
-// receiver copy at the same time, which halves its latency. So does a stream
-// of messages once the pair rings are larger than the floor (the rings a
-// small node chooses): with 4 MiB rings the pipeline streamed 30-35 GB/s
-// here against CMA's 13 (bench/results/, stop 23). Over the floor's rings
-// (large nodes' pooled rings, or IRIS_SHM_RING_SIZE=262144) a stream is read
-// with CMA, which moved more there, except for very large messages while
-// this rank sends nothing itself: CMA of a large buffer is slow on virtual
-// machines, and the sender's idle core copies through the pipeline faster.
-bool shm_transport::cma_wanted(peer &p, vc &from, std::size_t bytes) {
+// Under `auto` the rule (cma_chosen) pipelines a message alone, and a
+// stream too once the pair rings are larger than the floor (the rings a
+// small node chooses); over the floor's rings (large nodes' pooled rings, or
+// IRIS_SHM_RING_SIZE=262144) it reads a stream with CMA, except for very
+// large messages while this rank sends nothing itself (the sender's idle
+// core then copies through the pipeline). Then what the peer's messages of
+// the same kind have shown decides (engine_choice.hpp): a message alone
+// learns apart from streams, since which engine moves one fastest differs
+// by 2x either way from machine to machine (bench/results/).
+bool shm_transport::cma_wanted(peer &p, vc &from, std::size_t bytes, flow &kind) {
   const bool rule = cma_chosen(bytes);
   const auto &shm = rt->transport_config.shm;
-  if (shm.engine != rndv_engine::automatic || bytes < shm.cma_threshold) return rule;
-  // A message alone keeps the rule: the pipeline, where both sides copy at
-  // once, moved a lone message fastest in both of the VM's states. One
-  // among others (another streaming in, or more from this peer behind it)
-  // takes the engine its peer's streams have shown faster.
-  const bool others = rt->pipeline_receives > 0 || next_waiting(p);
-  if (!others) return rule;
   // While this rank streams large messages out too, both directions copy
   // through the pipeline on both cores, where CMA copies each once: the
   // pipeline then has to show itself faster, not CMA, and its figure
-  // counts half (engine_choice::pick; bidirectional streams of 1-4 MiB
-  // here: 11-13 GB/s through the pipeline, 18-22 with CMA: bench/results/,
-  // stops 30 and 32).
+  // counts half (engine_choice::pick).
   const bool both_ways = rt->rendezvous_sends > 0;
-  const bool cma = p.engines.pick(bytes, rule || both_ways, monotonic_ns(), both_ways);
+  kind = both_ways ? flow::both_ways : flow::one_way;
+  if (shm.engine != rndv_engine::automatic || bytes < shm.cma_threshold) return rule;
+  const bool others = rt->pipeline_receives > 0 || next_waiting(p);
+  const std::uint64_t now = monotonic_ns();
+  if (!others) {
+    if (both_ways) return rule;  // an exchange: each side's one receive
+    kind = flow::alone;
+    const bool cma = p.engines.pick(bytes, rule, now, kind);
+    if (!cma) from.alone_started = now;  // timed to its end (alone_timed)
+    return cma;
+  }
+  const bool cma = p.engines.pick(bytes, rule || both_ways, now, kind);
   if (!cma) from.time_next_stream = true;  // timed even if it streams alone
   return cma;
 }
@@ -330,7 +332,13 @@ bool shm_transport::times_streams() const {
 void shm_transport::stream_timed(vc &from, std::size_t bytes, std::size_t timed, std::uint64_t ns) {
   if (bytes < rt->transport_config.shm.cma_threshold) return;
   peers_[static_cast<std::size_t>(from.slot)].engines.measured(
-      bytes, timed, false, ns, monotonic_ns(), rt->rendezvous_sends > 0);
+      bytes, timed, false, ns, monotonic_ns(),
+      rt->rendezvous_sends > 0 ? flow::both_ways : flow::one_way);
+}
+
+void shm_transport::alone_timed(vc &from, std::size_t bytes, std::uint64_t ns) {
+  peers_[static_cast<std::size_t>(from.slot)].engines.measured(bytes, bytes, false, ns,
+                                                               monotonic_ns(), flow::alone);
 }
 
 xfer cma_read_scattered(bool &cma, std::int64_t pid, read_plan &plan) {
@@ -364,7 +372,8 @@ xfer shm_transport::read(vc &from, const rts_payload &where, std::byte *to, std:
                          std::uint64_t cookie) {
   (void)cookie;
   peer &p = peers_[static_cast<std::size_t>(from.slot)];
-  if (!p.cma || !cma_wanted(p, from, bytes)) return xfer::retry;
+  flow kind = flow::one_way;
+  if (!p.cma || !cma_wanted(p, from, bytes, kind)) return xfer::retry;
   const bool timed = times_streams();
   const std::uint64_t start = timed ? monotonic_ns() : 0;
   if (!shm::cma::read(where.pid, where.address, to, bytes)) {
@@ -373,7 +382,7 @@ xfer shm_transport::read(vc &from, const rts_payload &where, std::byte *to, std:
   }
   if (timed) {
     const std::uint64_t end = monotonic_ns();
-    p.engines.measured(bytes, bytes, true, end - start, end, rt->rendezvous_sends > 0);
+    p.engines.measured(bytes, bytes, true, end - start, end, kind);
   }
   ++cma_messages_;
   return xfer::done;

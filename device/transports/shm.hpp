@@ -73,6 +73,7 @@ class shm_transport : public transport {
             std::uint64_t cookie) override;
   bool times_streams() const override;
   void stream_timed(vc &from, std::size_t bytes, std::size_t timed, std::uint64_t ns) override;
+  void alone_timed(vc &from, std::size_t bytes, std::uint64_t ns) override;
   void expose_layout(vc &to, rts_payload &where, const void *base, const void *layout,
                      std::size_t layout_bytes) override;
   std::size_t scattered_min_block() const override;
@@ -111,10 +112,9 @@ class shm_transport : public transport {
     std::size_t length;
   };
   ring_packet unpack(const peer &p, const shm::record_view &record) const;
-  // Whether a message of `bytes` from `p` is read with CMA: the rule
-  // (cma_chosen), and under `auto`, for a message that is not alone, what
-  // the peer's messages have shown.
-  bool cma_wanted(peer &p, vc &from, std::size_t bytes);
+  // Whether a message of `bytes` from `p` is read with CMA: the rule (cma_chosen), and under `auto`
+  // what the peer's messages of its `kind` of traffic have shown (set here).
+  bool cma_wanted(peer &p, vc &from, std::size_t bytes, flow &kind);
   // Whether another record from `p` waits behind the one being handled
   // (or, outside drain, any record).
   bool next_waiting(peer &p);
