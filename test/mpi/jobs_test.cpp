@@ -360,8 +360,8 @@ TEST_P(SurfaceTest, LargeCountCollectives) {
   expect_passes("collc");
 }
 
-// Graph topologies, Cart_sub and the map calls, Topo_test, topologies kept
-// by Comm_dup.
+// Graph topologies (with the neighbourhood collectives over one), Cart_sub
+// and the map calls, Topo_test, topologies kept by Comm_dup.
 TEST_P(SurfaceTest, Topologies) {
   expect_passes("topo");
 }

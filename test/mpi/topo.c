@@ -1,4 +1,6 @@
-/* Topologies: a ring graph (Graph_create and every query), Graph_map and
+/* Topologies: a ring graph (Graph_create and every query), the
+ * neighbourhood collectives on a graph with double edges and self-loops
+ * (at 1 and 2 ranks), Graph_map and
  * Cart_map, Cart_sub of a 2-D grid into rows and columns with point-to-point
  * along them, Topo_test of each kind, topologies kept by Comm_dup, and the
  * error classes of bad arguments. */
@@ -57,6 +59,81 @@ static void graph(void) {
   MPI_Graph_create(MPI_COMM_WORLD, 1, one_index, edges, 0, &g);
   CHECK((rank == 0) == (g != MPI_COMM_NULL), "graph of one node on rank %d", rank);
   if (g != MPI_COMM_NULL) MPI_Comm_free(&g);
+}
+
+/* The block that `to` receives as its block k over graph g: sent by nb[k],
+ * as the m-th of its messages to `to`, where m counts the earlier blocks of
+ * `to` from the same rank (several edges between two ranks match in order). */
+static int expected_block(const int *index, const int *edges, int to, int k) {
+  const int first = to == 0 ? 0 : index[to - 1];
+  const int from = edges[first + k];
+  int m = 0;
+  for (int j = first; j < first + k; ++j) m += edges[j] == from;
+  const int from_first = from == 0 ? 0 : index[from - 1];
+  for (int j = from_first; j < index[from]; ++j) {
+    if (edges[j] == to && m-- == 0) return from * 100 + (j - from_first);
+  }
+  return -1;
+}
+
+/* Neighbourhood collectives on a general graph (MPI_Graph_create): the
+ * neighbours are MPI_Graph_neighbors' list, sent to and received from in
+ * that order. A ring where node i links to i-1 then i+1: at 2 ranks both
+ * edges go to the other rank, at 1 rank both are self-loops. */
+static void graph_neighbors(void) {
+  int index[64], edges[128], e = 0;
+  for (int i = 0; i < size; ++i) {
+    edges[e++] = (i + size - 1) % size;
+    edges[e++] = (i + 1) % size;
+    index[i] = e;
+  }
+  MPI_Comm g;
+  MPI_Graph_create(MPI_COMM_WORLD, size, index, edges, 0, &g);
+  int out[2], in[2];
+  /* Allgather: every block of a rank is its rank. */
+  in[0] = in[1] = -1;
+  int err = MPI_Neighbor_allgather(&rank, 1, MPI_INT, in, 1, MPI_INT, g);
+  CHECK(err == MPI_SUCCESS, "Neighbor_allgather on a graph: %d", err);
+  const int *nb = edges + (rank == 0 ? 0 : index[rank - 1]);
+  for (int k = 0; k < 2; ++k) CHECK(in[k] == nb[k], "allgather block %d: %d", k, in[k]);
+  /* Alltoall, blocking, nonblocking and persistent: block k is rank*100+k. */
+  for (int form = 0; form < 3; ++form) {
+    out[0] = rank * 100;
+    out[1] = rank * 100 + 1;
+    in[0] = in[1] = -1;
+    MPI_Request r = MPI_REQUEST_NULL;
+    if (form == 0) err = MPI_Neighbor_alltoall(out, 1, MPI_INT, in, 1, MPI_INT, g);
+    if (form == 1) err = MPI_Ineighbor_alltoall(out, 1, MPI_INT, in, 1, MPI_INT, g, &r);
+    if (form == 2) {
+      err = MPI_Neighbor_alltoall_init(out, 1, MPI_INT, in, 1, MPI_INT, g, MPI_INFO_NULL, &r);
+      if (err == MPI_SUCCESS) err = MPI_Start(&r);
+    }
+    CHECK(err == MPI_SUCCESS, "neighbor alltoall form %d on a graph: %d", form, err);
+    if (r != MPI_REQUEST_NULL) MPI_Wait(&r, MPI_STATUS_IGNORE);
+    if (form == 2) MPI_Request_free(&r);
+    for (int k = 0; k < 2; ++k) {
+      const int want = expected_block(index, edges, rank, k);
+      CHECK(in[k] == want, "alltoall form %d block %d: %d, not %d", form, k, in[k], want);
+    }
+  }
+  /* Alltoallv and alltoallw, the blocks swapped in the buffers. */
+  const int counts[2] = {1, 1}, displs[2] = {1, 0};
+  const MPI_Aint wdispls[2] = {sizeof(int), 0};
+  const MPI_Datatype types[2] = {MPI_INT, MPI_INT};
+  for (int w = 0; w < 2; ++w) {
+    out[1] = rank * 100;
+    out[0] = rank * 100 + 1;
+    in[0] = in[1] = -1;
+    err = w ? MPI_Neighbor_alltoallw(out, counts, wdispls, types, in, counts, wdispls, types, g)
+            : MPI_Neighbor_alltoallv(out, counts, displs, MPI_INT, in, counts, displs, MPI_INT, g);
+    CHECK(err == MPI_SUCCESS, "Neighbor_alltoall%c on a graph: %d", w ? 'w' : 'v', err);
+    for (int k = 0; k < 2; ++k) {
+      const int want = expected_block(index, edges, rank, k);
+      CHECK(in[1 - k] == want, "alltoall%c block %d: %d, not %d", w ? 'w' : 'v', k, in[1 - k],
+            want);
+    }
+  }
+  MPI_Comm_free(&g);
 }
 
 static void cart(void) {
@@ -164,6 +241,7 @@ int main(int argc, char **argv) {
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
   graph();
+  graph_neighbors();
   cart();
   errors();
   MPI_Barrier(MPI_COMM_WORLD);

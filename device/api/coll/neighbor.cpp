@@ -1,19 +1,25 @@
-// The neighbourhood collectives over a Cartesian topology or a distributed
-// graph: Neighbor_allgather(v), Neighbor_alltoall(v,w), their nonblocking
-// forms and (nbc_init.cpp) their persistent ones, all as one schedule round.
+// The neighbourhood collectives over a Cartesian topology, a graph or a
+// distributed graph: Neighbor_allgather(v), Neighbor_alltoall(v,w), their
+// nonblocking forms and (nbc_init.cpp) their persistent ones, all as one
+// schedule round.
 //
 // The neighbours are the topology's lists: for a Cartesian grid, for each
 // dimension the rank one step down, then one step up (MPI_PROC_NULL off the
-// edge of a non-periodic one); for a distributed graph, its sources and
-// destinations in the order given. In a periodic dimension of size 1 or 2
+// edge of a non-periodic one); for a graph (MPI_Graph_create), the rank's
+// neighbours as MPI_Graph_neighbors lists them, both to send to and to
+// receive from; for a distributed graph, its sources and destinations in
+// the order given. In a periodic dimension of size 1 or 2
 // the same rank is both neighbours, so each message carries its direction as
 // its sub-tag: the block a rank sends up arrives as its peer's block from
-// below. A graph's messages all share sub-tag 0 and match in order.
+// below. A graph's messages all share sub-tag 0 and match in order (MPI
+// asks a graph's edges between two ranks to be as many each way; several
+// edges then pair up in the order listed).
 #include <algorithm>
 #include <vector>
 
 #include "device/api/coll/nbc.hpp"
 #include "device/communicators/topology.hpp"
+#include "device/communicators/topology_graph.hpp"
 
 using namespace iris;
 using iris::api::communicator;
@@ -55,8 +61,13 @@ int neighbors_of(const char *call, const communicator &c, neighbors &n) {
     n.out = graph->destinations;
     return MPI_SUCCESS;
   }
-  return device::error_raise(&c, call, MPI_ERR_TOPOLOGY,
-                             "the communicator has no Cartesian or distributed graph topology");
+  if (const device::general_graph *graph = device::general_graph_of(c)) {
+    const auto first = graph->edges.begin() + graph->first_edge(c.rank);
+    n.in.assign(first, first + graph->degree(c.rank));
+    n.out = n.in;
+    return MPI_SUCCESS;
+  }
+  return device::error_raise(&c, call, MPI_ERR_TOPOLOGY, "the communicator has no topology");
 }
 
 // Checks the send and receive sides of `kind` for n.out and n.in blocks.
