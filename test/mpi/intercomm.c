@@ -207,6 +207,30 @@ static void split_and_create(MPI_Comm inter) {
   }
   if (sub != MPI_COMM_NULL) MPI_Comm_free(&sub);
 
+  /* Comm_split_type on an intercommunicator (MPI-4): with every rank on
+   * one node, MPI_COMM_TYPE_SHARED keeps both groups whole, in key order
+   * (over several nodes, only that it works); MPI_UNDEFINED gives
+   * MPI_COMM_NULL. */
+  MPI_Comm node;
+  int node_size = 0;
+  MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
+  MPI_Comm_size(node, &node_size);
+  MPI_Comm_free(&node);
+  int err = MPI_Comm_split_type(inter, MPI_COMM_TYPE_SHARED, -lrank, MPI_INFO_NULL, &sub);
+  /* Over several nodes a part with no remote member on its node gets none. */
+  CHECK(err == MPI_SUCCESS && (sub != MPI_COMM_NULL || node_size != size),
+        "split_type of an intercommunicator: %d", err);
+  if (err == MPI_SUCCESS && sub != MPI_COMM_NULL) {
+    if (node_size == size) {
+      n = 0;
+      for (int j = rsize - 1; j >= 0; --j) remote[n++] = 2 * j + other;
+      check_sub(sub, lsize, lsize - 1 - lrank, remote, n, "split_type");
+    }
+    MPI_Comm_free(&sub);
+  }
+  err = MPI_Comm_split_type(inter, MPI_UNDEFINED, 0, MPI_INFO_NULL, &sub);
+  CHECK(err == MPI_SUCCESS && sub == MPI_COMM_NULL, "split_type MPI_UNDEFINED: %d", err);
+
   MPI_Group local, part;
   MPI_Comm_group(inter, &local);
   const int zero = 0;

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <climits>
 #include <cstring>
+#include <optional>
 #include <vector>
 
 #include "device/api/check.hpp"
@@ -263,15 +264,20 @@ int MPI_Comm_split(MPI_Comm comm, int color, int key, MPI_Comm *newcomm) {
 // hardware-guided types with "mpi_hw_resource_type" = "mpi_shared_memory".
 // Any other resource gives MPI_COMM_NULL, as MPI-4.1 says. Unguided, the
 // node is the answer when it is a strict subset of comm, else MPI_COMM_NULL.
+// On an intercommunicator (MPI-4) the local group is split so, and each part
+// joins the remote group's part of the same type, as MPI_Comm_split does.
 int MPI_Comm_split_type(MPI_Comm comm, int split_type, int key, MPI_Info info, MPI_Comm *newcomm) {
   const device::api_guard guard;
   const char *call = "MPI_Comm_split_type";
   communicator *c = nullptr;
-  if (int err = api::check_intracomm(call, comm, c)) return err;
+  if (int err = api::check_comm(call, comm, c)) return err;
   if (int err = api::check_not_null(call, c, newcomm, "newcomm")) return err;
   api::info_entries hints;
   if (int err = api::info_read(call, c, info, hints)) return err;
-  const int node = device::comm_node_of(*c, c->rank);
+  std::optional<device::communicator> local;
+  if (c->inter) local.emplace(device::inter_local_group(*c));
+  const communicator &own = local ? *local : *c;
+  const int node = device::comm_node_of(own, own.rank);
   int color = MPI_UNDEFINED;
   switch (split_type) {
     case MPI_UNDEFINED:
@@ -287,14 +293,17 @@ int MPI_Comm_split_type(MPI_Comm comm, int split_type, int key, MPI_Info info, M
     }
     case MPI_COMM_TYPE_HW_UNGUIDED: {
       bool all_here = true;
-      for (int r = 0; r < c->size; ++r) all_here = all_here && device::comm_node_of(*c, r) == node;
+      for (int r = 0; r < own.size; ++r) {
+        all_here = all_here && device::comm_node_of(own, r) == node;
+      }
       if (!all_here) color = node;
       break;
     }
     default:
       return device::error_raise(c, call, MPI_ERR_ARG, "invalid split_type %d", split_type);
   }
-  *newcomm = split_common(c, color, key);
+  *newcomm = c->inter ? api::inter_split(*c, device::comm_allgather_pairs(own, color, key), color)
+                      : split_common(c, color, key);
   if (*newcomm != MPI_COMM_NULL && split_type != MPI_COMM_TYPE_SHARED) {
     device::comm_lookup(*newcomm)->hints = {{"mpi_hw_resource_type", "mpi_shared_memory"}};
   }
