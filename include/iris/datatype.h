@@ -118,7 +118,7 @@ int MPI_Type_get_contents_c(MPI_Datatype datatype, MPI_Count max_integers, MPI_C
                             int array_of_integers[], MPI_Aint array_of_addresses[],
                             MPI_Count array_of_large_counts[], MPI_Datatype array_of_datatypes[]);
 /* "external32" only: big-endian, the standard's sizes (MPI_LONG in 4
- * bytes); long double types are MPI_ERR_UNSUPPORTED_DATAREP. */
+ * bytes, long double types as 16-byte IEEE quad). */
 int MPI_Pack_external(const char datarep[], const void *inbuf, int incount, MPI_Datatype datatype,
                       void *outbuf, MPI_Aint outsize, MPI_Aint *position);
 int MPI_Pack_external_c(const char datarep[], const void *inbuf, MPI_Count incount,

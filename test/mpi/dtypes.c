@@ -1,10 +1,11 @@
 /* Datatype constructors and representations: external32 bytes checked
- * against hand-written ones (and back), envelopes and contents of every
- * combiner (inner types freed first), subarray and darray type maps checked
- * against reference loops in both orders, a subarray sent between ranks,
- * the f90 types, the error classes of bad arguments, MPI-1's MPI_LB and
- * MPI_UB markers, and the _c constructors' blocks past 2^31-1. */
+ * against hand-written ones (and back; long double types as IEEE quad), envelopes and contents of
+ * every combiner (inner types freed first), subarray and darray type maps checked against reference
+ * loops in both orders, a subarray sent between ranks, the f90 types, the error classes of bad
+ * arguments, MPI-1's MPI_LB and MPI_UB markers, and the _c constructors' blocks past 2^31-1. */
 #include <complex.h>
+#include <float.h>
+#include <math.h>
 #include <string.h>
 
 #include "check.h"
@@ -36,7 +37,7 @@ static void external32(void) {
   MPI_Pack_external_size("external32", 1, t, &bytes);
   CHECK(bytes == (MPI_Aint)sizeof(want), "external32 size %ld, want %zu", (long)bytes,
         sizeof(want));
-  unsigned char buf[64];
+  unsigned char buf[128];
   MPI_Aint pos = 0;
   MPI_Pack_external("external32", &in, 1, t, buf, sizeof(buf), &pos);
   CHECK(pos == (MPI_Aint)sizeof(want) && memcmp(buf, want, sizeof(want)) == 0,
@@ -73,10 +74,55 @@ static void external32(void) {
   CHECK(back[0] == 1 && back[1] == 0 && back[4] == 5, "vector external32 unpack");
   MPI_Type_free(&v);
 
+  /* Long double types are IEEE quad in external32 (16 bytes, big-endian):
+   * 1.0 and -2.5 by hand, as a complex pair and in MPI_LONG_DOUBLE_INT;
+   * then values that must come back as they were. */
+  const long double ld[2] = {1.0L, -2.5L};
+  const unsigned char want_ld[32] = {0x3f, 0xff, 0,    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+                                     0xc0, 0x00, 0x40, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+  int err = MPI_Pack_external_size("external32", 2, MPI_LONG_DOUBLE, &bytes);
+  CHECK(err == MPI_SUCCESS && bytes == 32, "MPI_LONG_DOUBLE external32 size: %d, %ld", err,
+        (long)bytes);
+  pos = 0;
+  err = MPI_Pack_external("external32", ld, 2, MPI_LONG_DOUBLE, buf, sizeof(buf), &pos);
+  CHECK(err == MPI_SUCCESS && pos == 32 && memcmp(buf, want_ld, 32) == 0,
+        "MPI_LONG_DOUBLE external32 bytes: %d", err);
+  long double complex lz = 1.0L - 2.5L * I, lz_back = 0;
+  pos = 0;
+  MPI_Pack_external("external32", &lz, 1, MPI_C_LONG_DOUBLE_COMPLEX, buf, sizeof(buf), &pos);
+  CHECK(pos == 32 && memcmp(buf, want_ld, 32) == 0, "long double complex external32 bytes");
+  pos = 0;
+  MPI_Unpack_external("external32", buf, 32, &pos, &lz_back, 1, MPI_C_LONG_DOUBLE_COMPLEX);
+  CHECK(lz_back == lz, "long double complex external32 round trip");
+  struct {
+    long double v;
+    int k;
+  } ldpair = {-2.5L, 9}, ldpair_back = {0, 0};
+  MPI_Pack_external_size("external32", 1, MPI_LONG_DOUBLE_INT, &bytes);
+  CHECK(bytes == 20, "MPI_LONG_DOUBLE_INT external32 size %ld", (long)bytes);
+  pos = 0;
+  MPI_Pack_external("external32", &ldpair, 1, MPI_LONG_DOUBLE_INT, buf, sizeof(buf), &pos);
+  CHECK(pos == 20 && memcmp(buf, want_ld + 16, 16) == 0 && buf[19] == 9,
+        "MPI_LONG_DOUBLE_INT external32 bytes");
+  pos = 0;
+  MPI_Unpack_external("external32", buf, 20, &pos, &ldpair_back, 1, MPI_LONG_DOUBLE_INT);
+  CHECK(ldpair_back.v == -2.5L && ldpair_back.k == 9, "MPI_LONG_DOUBLE_INT round trip");
+  const long double odd[6] = {1.0L / 3, -0.0L, LDBL_MAX, LDBL_TRUE_MIN, LDBL_MIN, INFINITY};
+  long double odd_back[6] = {0};
+  pos = 0;
+  MPI_Pack_external("external32", odd, 6, MPI_LONG_DOUBLE, buf, sizeof(buf), &pos);
+  CHECK(pos == 96, "6 long doubles: %ld bytes", (long)pos);
+  pos = 0;
+  MPI_Unpack_external("external32", buf, 96, &pos, odd_back, 6, MPI_LONG_DOUBLE);
+  for (int k = 0; k < 6; ++k) {
+    CHECK(odd_back[k] == odd[k] && signbit(odd_back[k]) == signbit(odd[k]),
+          "long double %d back as %Lg, not %Lg", k, odd_back[k], odd[k]);
+  }
+
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
   long big = 1L << 40;
   pos = 0;
-  int err = MPI_Pack_external("external32", &big, 1, MPI_LONG, buf, sizeof(buf), &pos);
+  err = MPI_Pack_external("external32", &big, 1, MPI_LONG, buf, sizeof(buf), &pos);
   CHECK(err == MPI_ERR_CONVERSION, "a long past 2^31 in external32: %d", err);
   err = MPI_Pack_external("native", grid, 1, MPI_INT, buf, sizeof(buf), &pos);
   CHECK(err == MPI_ERR_UNSUPPORTED_DATAREP, "datarep native: %d", err);

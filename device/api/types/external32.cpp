@@ -3,13 +3,18 @@
 // big-endian, at the standard's sizes (MPI_LONG and MPI_UNSIGNED_LONG take
 // 4 bytes; a value that does not fit is MPI_ERR_CONVERSION), the pair types
 // without their padding, complex types as two reals. Long double types
-// (IEEE quad in external32) are MPI_ERR_UNSUPPORTED_DATAREP.
+// (MPI_LONG_DOUBLE, MPI_REAL16 and their complex types, which are long
+// double here) are IEEE quad in external32: the x87 80-bit format widens to
+// it exactly and narrows back with its low fraction bits cut; a platform
+// whose long double is neither (nor quad itself) refuses them with
+// MPI_ERR_UNSUPPORTED_DATAREP.
 //
 // The typemap is walked through the constructor records (envelope.hpp),
 // since the flattened form keeps bytes, not basic types.
 #include <cstdint>
 #include <cstring>
 #include <functional>
+#include <limits>
 #include <string_view>
 #include <vector>
 
@@ -20,7 +25,13 @@ using namespace iris;
 
 namespace {
 
-enum class kind : std::uint8_t { raw, sint, uint, real, unsupported };
+enum class kind : std::uint8_t { raw, sint, uint, real, quad, unsupported };
+
+// How this platform's long double becomes IEEE quad: x87's 80 bits (64 of
+// significand, the integer bit explicit), quad itself, or neither.
+constexpr int long_double_digits = std::numeric_limits<long double>::digits;
+constexpr kind long_double_kind =
+    long_double_digits == 64 || long_double_digits == 113 ? kind::quad : kind::unsupported;
 
 struct basic_rep {
   int native;    // bytes in memory
@@ -99,8 +110,15 @@ basic_rep rep_of(MPI_Datatype t) {
       return {16, 16, 2, kind::real};
     case MPI_INTEGER16:
       return {16, 16, 1, kind::sint};
+    case MPI_LONG_DOUBLE:
+    case MPI_REAL16:
+      return {16, 16, 1, long_double_kind};
+    case MPI_C_LONG_DOUBLE_COMPLEX:
+    case MPI_CXX_LONG_DOUBLE_COMPLEX:
+    case MPI_COMPLEX32:
+      return {32, 32, 2, long_double_kind};
     default:
-      return {0, 0, 1, kind::unsupported};  // long double types
+      return {0, 0, 1, kind::unsupported};
   }
 }
 
@@ -240,8 +258,52 @@ void swap_copy(const std::byte *from, std::byte *to, int n) {
   for (int i = 0; i < n; ++i) to[i] = from[n - 1 - i];
 }
 
+// One long double at `from` as big-endian IEEE quad at `to`, and back. x87:
+// the sign and the 15-bit exponent carry over (the same bias), the
+// significand's 63 bits after its explicit integer bit become the top of
+// quad's 112-bit fraction (denormals, infinities and NaNs included); back,
+// the integer bit is 1 unless the exponent is 0, and the fraction's low 49
+// bits are cut.
+void quad_encode(const std::byte *from, std::byte *to) {
+  if constexpr (long_double_digits == 113) {
+    swap_copy(from, to, 16);
+  } else {
+    std::uint64_t significand = 0;
+    std::uint16_t sign_exponent = 0;
+    std::memcpy(&significand, from, 8);
+    std::memcpy(&sign_exponent, from + 8, 2);
+    const std::uint64_t fraction = significand & ~(std::uint64_t{1} << 63);
+    const std::uint64_t hi = std::uint64_t{sign_exponent} << 48 | fraction >> 15;
+    const std::uint64_t lo = fraction << 49;
+    swap_copy(reinterpret_cast<const std::byte *>(&hi), to, 8);
+    swap_copy(reinterpret_cast<const std::byte *>(&lo), to + 8, 8);
+  }
+}
+
+void quad_decode(const std::byte *from, std::byte *to) {
+  if constexpr (long_double_digits == 113) {
+    swap_copy(from, to, 16);
+  } else {
+    std::uint64_t hi = 0;
+    std::uint64_t lo = 0;
+    swap_copy(from, reinterpret_cast<std::byte *>(&hi), 8);
+    swap_copy(from + 8, reinterpret_cast<std::byte *>(&lo), 8);
+    const auto sign_exponent = static_cast<std::uint16_t>(hi >> 48);
+    const bool normal = (sign_exponent & 0x7fff) != 0;
+    const std::uint64_t significand =
+        (normal ? std::uint64_t{1} << 63 : 0) | (hi & 0xffff'ffff'ffffULL) << 15 | lo >> 49;
+    std::memset(to, 0, 16);  // the 6 padding bytes too
+    std::memcpy(to, &significand, 8);
+    std::memcpy(to + 8, &sign_exponent, 2);
+  }
+}
+
 int encode(const std::byte *native, std::byte *out, const basic_rep &r) {
   const int part = r.native / r.parts;
+  if (r.how == kind::quad) {
+    for (int p = 0; p < r.parts; ++p) quad_encode(native + p * part, out + p * part);
+    return MPI_SUCCESS;
+  }
   if (r.native == r.external) {
     for (int p = 0; p < r.parts; ++p) swap_copy(native + p * part, out + p * part, part);
     return MPI_SUCCESS;
@@ -259,6 +321,10 @@ int encode(const std::byte *native, std::byte *out, const basic_rep &r) {
 
 void decode(const std::byte *in, std::byte *native, const basic_rep &r) {
   const int part = r.native / r.parts;
+  if (r.how == kind::quad) {
+    for (int p = 0; p < r.parts; ++p) quad_decode(in + p * part, native + p * part);
+    return;
+  }
   if (r.native == r.external) {
     for (int p = 0; p < r.parts; ++p) swap_copy(in + p * part, native + p * part, part);
     return;
@@ -299,7 +365,8 @@ int external_size(const char *call, MPI_Count count, MPI_Datatype type, MPI_Coun
   }
   if (unsupported) {
     return device::error_raise(nullptr, call, MPI_ERR_UNSUPPORTED_DATAREP,
-                               "long double types have no external32 conversion in Iris");
+                               "long double types have no external32 conversion on this "
+                               "platform (its long double is neither x87 nor IEEE quad)");
   }
   bytes = one * count;
   return MPI_SUCCESS;
