@@ -277,6 +277,10 @@ const char *error_remove(int code, bool is_class) {
   if ((e->error_class == code) != is_class) {
     return is_class ? "an error code, not a class" : "an error class, not a code";
   }
+  // MPI-4.1 9.5: a code's string goes first, and a class's codes.
+  if (!is_class && !e->text.empty()) {
+    return "the code still has an error string (MPI_Remove_error_string first)";
+  }
   if (is_class) {
     for (const added_error &other : added_errors) {
       if (!other.removed && other.error_class == code && &other != e) {

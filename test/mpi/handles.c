@@ -226,13 +226,24 @@ static void removed_and_unsupported(void) {
   MPI_Add_error_string(code, "an iris test error");
   err = MPI_Remove_error_class(cls);
   CHECK(err == MPI_ERR_ARG, "removing a class with codes: %d", err);
+  err = MPI_Remove_error_code(code);
+  CHECK(err == MPI_ERR_ARG, "removing a code with a string: %d", err);
+  err = MPI_Remove_error_class(MPI_ERR_ARG);
+  CHECK(err == MPI_ERR_ARG, "removing a predefined class: %d", err);
+  err = MPI_Remove_error_string(MPI_ERR_ARG);
+  CHECK(err == MPI_ERR_ARG, "removing a predefined string: %d", err);
+  err = MPI_Add_error_string(MPI_ERR_ARG, "not ours");
+  CHECK(err == MPI_ERR_ARG, "a string for a predefined class: %d", err);
   CHECK(MPI_Remove_error_string(code) == MPI_SUCCESS, "Remove_error_string");
   err = MPI_Remove_error_string(code);
   CHECK(err == MPI_ERR_ARG, "removing a string twice: %d", err);
   CHECK(MPI_Remove_error_code(code) == MPI_SUCCESS, "Remove_error_code");
   CHECK(MPI_Remove_error_class(cls) == MPI_SUCCESS, "Remove_error_class");
+  int removed_class = cls;
   err = MPI_Error_class(code, &cls);
   CHECK(err == MPI_ERR_ARG, "the class of a removed code: %d", err);
+  err = MPI_Add_error_code(removed_class, &code);
+  CHECK(err == MPI_ERR_ARG, "a code of a removed class: %d", err);
   MPI_Errhandler_set(MPI_COMM_WORLD, old);
 }
 
