@@ -134,6 +134,64 @@ static int cancel_fn(void *extra, int complete) {
   return MPI_SUCCESS;
 }
 
+/* Query and free functions that fail with the code `extra` points to. */
+static int failing_query(void *extra, MPI_Status *st) {
+  MPI_Status_set_elements(st, MPI_BYTE, 0);
+  MPI_Status_set_cancelled(st, 0);
+  return *(int *)extra;
+}
+static int failing_free(void *extra) {
+  return *(int *)extra;
+}
+
+/* What a generalized request's functions return is the calls' result:
+ * Wait, Test and Request_get_status return the query's error; Waitall
+ * MPI_ERR_IN_STATUS with it in the status; Wait the free function's when
+ * the query succeeds; Grequest_complete the free function's for a request
+ * freed before it completed. */
+static void generalized_errors(void) {
+  MPI_Comm_set_errhandler(MPI_COMM_SELF, MPI_ERRORS_RETURN);
+  MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+  int cls = 0, code = 0, ok = MPI_SUCCESS;
+  MPI_Add_error_class(&cls);
+  MPI_Add_error_code(cls, &code);
+  MPI_Request req, two[2];
+  MPI_Status st, sts[2];
+  int flag = 0;
+  MPI_Grequest_start(failing_query, NULL, NULL, &code, &req);
+  MPI_Grequest_complete(req);
+  int err = MPI_Request_get_status(req, &flag, &st);
+  CHECK(err == code && flag == 1, "get_status of a failing query: %d", err);
+  err = MPI_Wait(&req, &st);
+  CHECK(err == code && req == MPI_REQUEST_NULL, "wait on a failing query: %d", err);
+  MPI_Grequest_start(failing_query, NULL, NULL, &code, &req);
+  MPI_Grequest_complete(req);
+  err = MPI_Test(&req, &flag, &st);
+  CHECK(err == code && flag == 1, "test on a failing query: %d", err);
+  MPI_Grequest_start(failing_query, NULL, NULL, &ok, &two[0]);
+  MPI_Grequest_start(failing_query, NULL, NULL, &code, &two[1]);
+  MPI_Grequest_complete(two[0]);
+  MPI_Grequest_complete(two[1]);
+  err = MPI_Waitall(2, two, sts);
+  CHECK(err == MPI_ERR_IN_STATUS && sts[0].MPI_ERROR == MPI_SUCCESS && sts[1].MPI_ERROR == code,
+        "waitall with a failing query: %d, %d %d", err, sts[0].MPI_ERROR, sts[1].MPI_ERROR);
+  MPI_Grequest_start(failing_query, failing_free, NULL, &ok, &req);
+  MPI_Grequest_complete(req);
+  int failing = MPI_ERR_OTHER;
+  MPI_Request_free(&req);
+  MPI_Grequest_start(NULL, failing_free, NULL, &failing, &req);
+  MPI_Grequest_complete(req);
+  err = MPI_Wait(&req, MPI_STATUS_IGNORE);
+  CHECK(err == MPI_ERR_OTHER, "wait on a failing free function: %d", err);
+  MPI_Grequest_start(NULL, failing_free, NULL, &failing, &req);
+  const MPI_Request kept = req;
+  MPI_Request_free(&req);
+  err = MPI_Grequest_complete(kept);
+  CHECK(err == MPI_ERR_OTHER, "Grequest_complete of a freed request, free failing: %d", err);
+  MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL);
+  MPI_Comm_set_errhandler(MPI_COMM_SELF, MPI_ERRORS_ARE_FATAL);
+}
+
 static void generalized(void) {
   int who = 42;
   MPI_Request req;
@@ -353,6 +411,7 @@ int main(int argc, char **argv) {
   isendrecv();
   partitioned();
   generalized();
+  generalized_errors();
   buffers();
   proc_null_and_cancel();
   get_status_arrays();

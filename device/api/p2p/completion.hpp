@@ -106,9 +106,15 @@ inline int single_result(const char *call, const device::communicator *comm, int
                                "a message ends part-way through an element of the receive "
                                "datatype: the type signatures differ");
   }
+  if (device::error_class_of(error) == MPI_ERR_TRUNCATE) {
+    return device::error_raise(comm, call, error,
+                               "a message did not fit its receive: a buffer too small, or ranks of "
+                               "a collective passing counts that do not match");
+  }
   return device::error_raise(comm, call, error,
-                             "a message did not fit its receive: a buffer too small, or ranks of a "
-                             "collective passing counts that do not match");
+                             "the request ended with error code %d (a generalized request's query "
+                             "or free function, or the operation the request stood for)",
+                             error);
 }
 
 inline int in_status_result(const char *call, bool any_error) {

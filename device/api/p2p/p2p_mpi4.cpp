@@ -306,8 +306,14 @@ int MPI_Grequest_complete(MPI_Request request) {
   }
   r->complete = true;
   if (ext->user_freed) {
-    (void)ext->free_fn(ext->extra_state);
+    // Freed by the user before: its free function runs now, and what it
+    // returns is this call's (MPI-4.1 13.2).
+    const int freed = ext->free_fn(ext->extra_state);
     device::rt->requests.release(r);
+    if (freed != MPI_SUCCESS) {
+      return device::error_raise(nullptr, call, freed,
+                                 "the free function of the generalized request returned %d", freed);
+    }
   }
   return MPI_SUCCESS;
 }
