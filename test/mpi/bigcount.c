@@ -106,6 +106,26 @@ static void small_counts(void) {
   int small_size = 0;
   MPI_Type_size(t, &small_size);
   CHECK(small_size == MPI_UNDEFINED, "Type_size of 48e9 bytes: %d", small_size);
+  /* Its envelope is the call that made it, with the count as a large one;
+   * the int forms cannot say it. */
+  MPI_Count ni = -1, na = -1, nc = -1, nd = -1, counts[1] = {0};
+  int combiner = -1, ints[1];
+  MPI_Aint aints[1];
+  MPI_Datatype inner = MPI_DATATYPE_NULL;
+  MPI_Type_get_envelope_c(t, &ni, &na, &nc, &nd, &combiner);
+  CHECK(combiner == MPI_COMBINER_CONTIGUOUS && ni == 0 && na == 0 && nc == 1 && nd == 1,
+        "contiguous_c(3e9) envelope: combiner %d, %lld %lld %lld %lld", combiner, (long long)ni,
+        (long long)na, (long long)nc, (long long)nd);
+  MPI_Type_get_contents_c(t, 1, 1, 1, 1, ints, aints, counts, &inner);
+  CHECK(counts[0] == huge && inner == MPI_C_DOUBLE_COMPLEX, "contiguous_c(3e9) contents: %lld",
+        (long long)counts[0]);
+  MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+  int ni_int = 0, na_int = 0, nd_int = 0;
+  int too_large = MPI_Type_get_envelope(t, &ni_int, &na_int, &nd_int, &combiner);
+  int err_class = -1;
+  MPI_Error_class(too_large, &err_class);
+  CHECK(err_class == MPI_ERR_VALUE_TOO_LARGE, "int envelope of contiguous_c(3e9): %d", err_class);
+  MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL);
   MPI_Type_free(&t);
   MPI_Count psize = 0;
   MPI_Pack_size_c(huge, MPI_INT, MPI_COMM_WORLD, &psize);

@@ -30,7 +30,7 @@ MPI_Datatype private_copy(MPI_Datatype type) {
   const MPI_Datatype made = device::dtype_register(std::move(copy));
   if (const envelope *e = envelope_of(type)) {
     const envelope inner = *e;  // recording may move the records
-    envelope_record(made, inner.combiner, inner.ints, inner.aints, inner.types);
+    envelope_record(made, inner.combiner, inner.ints, inner.aints, inner.types, inner.counts);
   }
   return made;
 }
@@ -38,12 +38,15 @@ MPI_Datatype private_copy(MPI_Datatype type) {
 }  // namespace
 
 void envelope_record(MPI_Datatype made, int combiner, std::vector<int> ints,
-                     std::vector<MPI_Aint> aints, const std::vector<MPI_Datatype> &types) {
+                     std::vector<MPI_Aint> aints, const std::vector<MPI_Datatype> &types,
+                     std::vector<MPI_Count> counts) {
   envelope e;
   e.combiner = combiner;
   e.ints = std::move(ints);
   e.aints = std::move(aints);
+  e.counts = std::move(counts);
   for (const MPI_Datatype t : types) e.types.push_back(private_copy(t));
+  envelope_forget(made);  // a record it had, with its copies
   records()[made] = std::move(e);
 }
 
@@ -90,6 +93,62 @@ int envelope_checked(const char *call, MPI_Datatype datatype, const device::dtyp
   return MPI_SUCCESS;
 }
 
+// MPI_Type_get_contents(_c): `max_counts` -1 for the int form, which has no
+// large counts to give.
+int contents(const char *call, MPI_Datatype datatype, MPI_Count max_integers,
+             MPI_Count max_addresses, MPI_Count max_counts, MPI_Count max_datatypes,
+             int array_of_integers[], MPI_Aint array_of_addresses[],
+             MPI_Count array_of_large_counts[], MPI_Datatype array_of_datatypes[]) {
+  const device::dtype *t = nullptr;
+  if (int err = envelope_checked(call, datatype, t)) return err;
+  const api::envelope *e = api::envelope_of(datatype);
+  if (t->predefined || e == nullptr) {
+    return device::error_raise(nullptr, call, MPI_ERR_ARG,
+                               "datatype 0x%x is predefined (MPI_COMBINER_NAMED): it has no "
+                               "contents",
+                               static_cast<unsigned>(datatype));
+  }
+  if (max_counts < 0 && !e->counts.empty()) {
+    return device::error_raise(nullptr, call, MPI_ERR_VALUE_TOO_LARGE,
+                               "datatype 0x%x was built with counts past 2^31-1: its contents "
+                               "need MPI_Type_get_contents_c",
+                               static_cast<unsigned>(datatype));
+  }
+  const auto size = [](const auto &v) { return static_cast<MPI_Count>(v.size()); };
+  if (max_integers < size(e->ints) || max_addresses < size(e->aints) ||
+      max_datatypes < size(e->types) || (max_counts >= 0 && max_counts < size(e->counts))) {
+    return device::error_raise(nullptr, call, MPI_ERR_ARG,
+                               "arrays too small: the type has %zu integers, %zu addresses, %zu "
+                               "large counts and %zu datatypes",
+                               e->ints.size(), e->aints.size(), e->counts.size(), e->types.size());
+  }
+  if ((!e->ints.empty() && array_of_integers == nullptr) ||
+      (!e->aints.empty() && array_of_addresses == nullptr) ||
+      (!e->counts.empty() && array_of_large_counts == nullptr) ||
+      (!e->types.empty() && array_of_datatypes == nullptr)) {
+    return device::error_raise(nullptr, call, MPI_ERR_ARG, "an output array is NULL");
+  }
+  std::copy(e->ints.begin(), e->ints.end(), array_of_integers);
+  std::copy(e->aints.begin(), e->aints.end(), array_of_addresses);
+  std::copy(e->counts.begin(), e->counts.end(), array_of_large_counts);
+  const std::vector<MPI_Datatype> inner = e->types;  // the copies below may grow the records
+  for (std::size_t i = 0; i < inner.size(); ++i) {
+    const device::dtype *it = device::dtype_lookup(inner[i]);
+    if (it == nullptr || it->predefined) {
+      array_of_datatypes[i] = inner[i];
+      continue;
+    }
+    device::dtype copy = *it;
+    const MPI_Datatype made = device::dtype_register(std::move(copy));
+    if (const api::envelope *ie = api::envelope_of(inner[i])) {
+      const api::envelope keep = *ie;
+      api::envelope_record(made, keep.combiner, keep.ints, keep.aints, keep.types, keep.counts);
+    }
+    array_of_datatypes[i] = made;
+  }
+  return MPI_SUCCESS;
+}
+
 }  // namespace
 
 extern "C" {
@@ -110,6 +169,12 @@ int MPI_Type_get_envelope(MPI_Datatype datatype, int *num_integers, int *num_add
     *combiner = MPI_COMBINER_NAMED;
     return MPI_SUCCESS;
   }
+  if (!e->counts.empty()) {
+    return device::error_raise(nullptr, call, MPI_ERR_VALUE_TOO_LARGE,
+                               "datatype 0x%x was built with counts past 2^31-1: its envelope "
+                               "needs MPI_Type_get_envelope_c",
+                               static_cast<unsigned>(datatype));
+  }
   *num_integers = static_cast<int>(e->ints.size());
   *num_addresses = static_cast<int>(e->aints.size());
   *num_datatypes = static_cast<int>(e->types.size());
@@ -121,17 +186,24 @@ int MPI_Type_get_envelope_c(MPI_Datatype datatype, MPI_Count *num_integers,
                             MPI_Count *num_addresses, MPI_Count *num_large_counts,
                             MPI_Count *num_datatypes, int *combiner) {
   const device::api_guard guard;
-  int ni = 0, na = 0, nd = 0;
-  if (int err = MPI_Type_get_envelope(datatype, &ni, &na, &nd, combiner)) return err;
+  const char *call = "MPI_Type_get_envelope_c";
+  const device::dtype *t = nullptr;
+  if (int err = envelope_checked(call, datatype, t)) return err;
   if (num_integers == nullptr || num_addresses == nullptr || num_large_counts == nullptr ||
-      num_datatypes == nullptr) {
-    return device::error_raise(nullptr, "MPI_Type_get_envelope_c", MPI_ERR_ARG,
-                               "an output argument is NULL");
+      num_datatypes == nullptr || combiner == nullptr) {
+    return device::error_raise(nullptr, call, MPI_ERR_ARG, "an output argument is NULL");
   }
-  *num_integers = ni;
-  *num_addresses = na;
-  *num_large_counts = 0;  // Iris records the int form of every constructor
-  *num_datatypes = nd;
+  const api::envelope *e = api::envelope_of(datatype);
+  if (t->predefined || e == nullptr) {
+    *num_integers = *num_addresses = *num_large_counts = *num_datatypes = 0;
+    *combiner = MPI_COMBINER_NAMED;
+    return MPI_SUCCESS;
+  }
+  *num_integers = static_cast<MPI_Count>(e->ints.size());
+  *num_addresses = static_cast<MPI_Count>(e->aints.size());
+  *num_large_counts = static_cast<MPI_Count>(e->counts.size());
+  *num_datatypes = static_cast<MPI_Count>(e->types.size());
+  *combiner = e->combiner;
   return MPI_SUCCESS;
 }
 
@@ -139,47 +211,8 @@ int MPI_Type_get_contents(MPI_Datatype datatype, int max_integers, int max_addre
                           int max_datatypes, int array_of_integers[], MPI_Aint array_of_addresses[],
                           MPI_Datatype array_of_datatypes[]) {
   const device::api_guard guard;
-  const char *call = "MPI_Type_get_contents";
-  const device::dtype *t = nullptr;
-  if (int err = envelope_checked(call, datatype, t)) return err;
-  const api::envelope *e = api::envelope_of(datatype);
-  if (t->predefined || e == nullptr) {
-    return device::error_raise(nullptr, call, MPI_ERR_ARG,
-                               "datatype 0x%x is predefined (MPI_COMBINER_NAMED): it has no "
-                               "contents",
-                               static_cast<unsigned>(datatype));
-  }
-  if (max_integers < static_cast<int>(e->ints.size()) ||
-      max_addresses < static_cast<int>(e->aints.size()) ||
-      max_datatypes < static_cast<int>(e->types.size())) {
-    return device::error_raise(nullptr, call, MPI_ERR_ARG,
-                               "arrays too small: the type has %zu integers, %zu addresses and "
-                               "%zu datatypes",
-                               e->ints.size(), e->aints.size(), e->types.size());
-  }
-  if ((!e->ints.empty() && array_of_integers == nullptr) ||
-      (!e->aints.empty() && array_of_addresses == nullptr) ||
-      (!e->types.empty() && array_of_datatypes == nullptr)) {
-    return device::error_raise(nullptr, call, MPI_ERR_ARG, "an output array is NULL");
-  }
-  std::copy(e->ints.begin(), e->ints.end(), array_of_integers);
-  std::copy(e->aints.begin(), e->aints.end(), array_of_addresses);
-  const std::vector<MPI_Datatype> inner = e->types;  // the copies below may grow the records
-  for (std::size_t i = 0; i < inner.size(); ++i) {
-    const device::dtype *it = device::dtype_lookup(inner[i]);
-    if (it == nullptr || it->predefined) {
-      array_of_datatypes[i] = inner[i];
-      continue;
-    }
-    device::dtype copy = *it;
-    const MPI_Datatype made = device::dtype_register(std::move(copy));
-    if (const api::envelope *ie = api::envelope_of(inner[i])) {
-      const api::envelope keep = *ie;
-      api::envelope_record(made, keep.combiner, keep.ints, keep.aints, keep.types);
-    }
-    array_of_datatypes[i] = made;
-  }
-  return MPI_SUCCESS;
+  return contents("MPI_Type_get_contents", datatype, max_integers, max_addresses, -1, max_datatypes,
+                  array_of_integers, array_of_addresses, nullptr, array_of_datatypes);
 }
 
 int MPI_Type_get_contents_c(MPI_Datatype datatype, MPI_Count max_integers, MPI_Count max_addresses,
@@ -187,12 +220,9 @@ int MPI_Type_get_contents_c(MPI_Datatype datatype, MPI_Count max_integers, MPI_C
                             int array_of_integers[], MPI_Aint array_of_addresses[],
                             MPI_Count array_of_large_counts[], MPI_Datatype array_of_datatypes[]) {
   const device::api_guard guard;
-  (void)max_large_counts;
-  (void)array_of_large_counts;
-  auto clamp = [](MPI_Count n) { return n > INT_MAX ? INT_MAX : static_cast<int>(n); };
-  return MPI_Type_get_contents(datatype, clamp(max_integers), clamp(max_addresses),
-                               clamp(max_datatypes), array_of_integers, array_of_addresses,
-                               array_of_datatypes);
+  return contents("MPI_Type_get_contents_c", datatype, max_integers, max_addresses,
+                  max_large_counts, max_datatypes, array_of_integers, array_of_addresses,
+                  array_of_large_counts, array_of_datatypes);
 }
 
 }  // extern "C"

@@ -17,11 +17,17 @@ struct envelope {
   std::vector<int> ints;
   std::vector<MPI_Aint> aints;
   std::vector<MPI_Datatype> types;  // predefined ones as given, derived ones private copies
+  // A _c constructor's arguments past 2^31-1 (MPI_Type_get_contents_c's
+  // large counts); a record with any has no int form (MPI_Type_get_envelope
+  // says MPI_ERR_VALUE_TOO_LARGE).
+  std::vector<MPI_Count> counts;
 };
 
-// Records how `made` was built (inner derived types are copied).
+// Records how `made` was built (inner derived types are copied), replacing
+// any record it had.
 void envelope_record(MPI_Datatype made, int combiner, std::vector<int> ints,
-                     std::vector<MPI_Aint> aints, const std::vector<MPI_Datatype> &types);
+                     std::vector<MPI_Aint> aints, const std::vector<MPI_Datatype> &types,
+                     std::vector<MPI_Count> counts = {});
 // For a constructor's return: records when `err` is MPI_SUCCESS, then
 // returns `err`.
 int envelope_made(int err, const MPI_Datatype *made, int combiner, std::vector<int> ints,

@@ -197,8 +197,13 @@ int walk(MPI_Datatype t, MPI_Aint at, const visit &f) {
       return f(at, d->size == 4 ? MPI_REAL4 : d->size == 8 ? MPI_REAL8 : MPI_REAL16);
     case MPI_COMBINER_F90_COMPLEX:
       return f(at, d->size == 8 ? MPI_COMPLEX8 : d->size == 16 ? MPI_COMPLEX16 : MPI_COMPLEX32);
-    case MPI_COMBINER_CONTIGUOUS:
-      return run(old, at, v[0]);
+    case MPI_COMBINER_CONTIGUOUS: {
+      const MPI_Count n = v.empty() ? e->counts[0] : v[0];  // a _c count past 2^31-1
+      for (MPI_Count j = 0; j < n; ++j) {
+        if (int err = walk(old, at + static_cast<MPI_Aint>(j) * ext, f)) return err;
+      }
+      return MPI_SUCCESS;
+    }
     case MPI_COMBINER_VECTOR:
       for (int i = 0; i < v[0]; ++i) {
         if (int err = run(old, at + MPI_Aint{i} * v[2] * ext, v[1])) return err;

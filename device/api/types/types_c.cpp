@@ -12,6 +12,7 @@
 
 #include "device/api/check.hpp"
 #include "device/api/types/bigcount.hpp"
+#include "device/api/types/envelope.hpp"
 #include "device/datatypes/dtype.hpp"
 
 using namespace iris;
@@ -157,6 +158,8 @@ int MPI_Type_contiguous_c(MPI_Count count, MPI_Datatype oldtype, MPI_Datatype *n
   big_count b;
   if (int err = b.set(call, MPI_COMM_WORLD, count, oldtype)) return err;
   *newtype = b.release();
+  // Built from pieces, it reports what the program asked for.
+  api::envelope_record(*newtype, MPI_COMBINER_CONTIGUOUS, {}, {}, {oldtype}, {count});
   return MPI_SUCCESS;
 }
 
