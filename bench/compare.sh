@@ -14,7 +14,9 @@
 # round, for a refactor's before/after in one session (summarize.py prints
 # its own table of the two).
 # ONLY="iris_base iris" runs just those (a quick A/B without the peers).
-# Over shared memory Open MPI also runs without CMA (openmpi_nocma).
+# Over shared memory Open MPI also runs without CMA (openmpi_nocma). Open
+# MPI runs unbound (openmpi, --oversubscribe) and bound to cores
+# (openmpi_bind, as mpirun -n 2 does by default on this machine).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build}
@@ -50,6 +52,10 @@ fi
 if command -v mpicc.openmpi >/dev/null; then
   mpicc.openmpi -O2 -Wno-stringop-overflow -o "$out/pt2pt.openmpi" bench/pt2pt.c
   run[openmpi]="mpirun.openmpi --allow-run-as-root --oversubscribe $ompi_args -n 2 $out/pt2pt.openmpi"
+  # --oversubscribe also drops mpirun's binding; a user's `mpirun -n 2`
+  # binds each rank to a core, and Open MPI's 8-byte rate is higher so.
+  run[openmpi_bind]="mpirun.openmpi --allow-run-as-root --bind-to core $ompi_args -n 2 $out/pt2pt.openmpi"
+  names="$names openmpi_bind"
   if [ "$transport" = shm ]; then
     # Without CMA Open MPI copies through its shared-memory FIFO: its
     # stronger configuration here for mid-size streams (peers.md).

@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # Lone messages, each rendezvous engine: pingpong.c (a plain OSU-style
 # ping-pong) at 16 KiB-4 MiB with Iris under IRIS_RNDV_ENGINE=auto, cma and
-# pipeline, then Open MPI (with and without CMA) and MPICH, ROUNDS times in
-# turn, 2 ranks on shared memory. BASE=<build dir> adds that build of Iris
-# (auto) as iris_base. Prints a table of medians: latency (us), auto against
-# the best peer, and auto against the faster of Iris's two engines in the
-# same round. Needs `apt-get install mpich openmpi-bin libmpich-dev
+# pipeline, then Open MPI (with and without CMA, and bound to cores) and
+# MPICH, ROUNDS times in turn, 2 ranks on shared memory. BASE=<build dir>
+# adds that build of Iris (auto) as iris_base. Prints a table of medians:
+# latency (us), auto against the best peer, and auto against the faster of
+# Iris's two engines in the same round. Needs `apt-get install mpich openmpi-bin libmpich-dev
 # libopenmpi-dev`; a missing MPI is skipped.
 #   [BASE=dir] [OUT=dir] bench/engines.sh [build-dir] [rounds]
 set -euo pipefail
@@ -29,8 +29,9 @@ fi
 if command -v mpicc.openmpi >/dev/null && command -v mpirun.openmpi >/dev/null; then
   mpicc.openmpi -O2 -o "$out/pingpong.openmpi" bench/pingpong.c
   ompi="mpirun.openmpi --allow-run-as-root --oversubscribe -n 2"
-  names="$names openmpi openmpi_nocma"
+  names="$names openmpi openmpi_bind openmpi_nocma"
   run[openmpi]="$ompi $out/pingpong.openmpi"
+  run[openmpi_bind]="mpirun.openmpi --allow-run-as-root --bind-to core -n 2 $out/pingpong.openmpi"
   run[openmpi_nocma]="$ompi --mca btl_vader_single_copy_mechanism none $out/pingpong.openmpi"
 fi
 if command -v mpicc.mpich >/dev/null && command -v mpiexec.mpich >/dev/null; then

@@ -11,7 +11,7 @@ import statistics
 import sys
 
 d = sys.argv[1] if len(sys.argv) > 1 else "/tmp/iris-compare"
-names = ["iris", "mpich", "openmpi", "openmpi_nocma"]
+names = ["iris", "mpich", "openmpi", "openmpi_nocma", "openmpi_bind"]
 data = {}  # name -> size -> list of (lat, bw, bibw)
 rate = {}
 for name in names + ["iris_base"]:
