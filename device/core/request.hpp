@@ -71,6 +71,9 @@ struct request_ext {
   // MPI_Request_free of a live request: true when it may be released now;
   // false when the extension releases it itself once its operation ends.
   virtual bool free(request &r) = 0;
+  // After free: the error code freeing returned (a generalized request's
+  // free function), which MPI_Request_free returns.
+  virtual int freed_error() const { return 0; }
   // MPI_Start of a persistent extension (persistent_op::ext); an MPI error class.
   virtual int start(request &r) {
     (void)r;

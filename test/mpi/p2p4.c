@@ -147,8 +147,8 @@ static int failing_free(void *extra) {
 /* What a generalized request's functions return is the calls' result:
  * Wait, Test and Request_get_status return the query's error; Waitall
  * MPI_ERR_IN_STATUS with it in the status; Wait the free function's when
- * the query succeeds; Grequest_complete the free function's for a request
- * freed before it completed. */
+ * the query succeeds; Request_free the free function's for a complete
+ * request, and Grequest_complete for a request freed before it completed. */
 static void generalized_errors(void) {
   MPI_Comm_set_errhandler(MPI_COMM_SELF, MPI_ERRORS_RETURN);
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
@@ -179,6 +179,11 @@ static void generalized_errors(void) {
   MPI_Grequest_complete(req);
   int failing = MPI_ERR_OTHER;
   MPI_Request_free(&req);
+  MPI_Grequest_start(NULL, failing_free, NULL, &failing, &req);
+  MPI_Grequest_complete(req);
+  err = MPI_Request_free(&req);
+  CHECK(err == MPI_ERR_OTHER && req == MPI_REQUEST_NULL,
+        "Request_free of a complete request, free failing: %d", err);
   MPI_Grequest_start(NULL, failing_free, NULL, &failing, &req);
   MPI_Grequest_complete(req);
   err = MPI_Wait(&req, MPI_STATUS_IGNORE);

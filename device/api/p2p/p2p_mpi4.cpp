@@ -222,6 +222,7 @@ struct grequest_ext final : device::request_ext {
   MPI_Grequest_cancel_function *cancel_fn = nullptr;
   void *extra_state = nullptr;
   bool user_freed = false;
+  int free_result = MPI_SUCCESS;  // what free_fn returned in MPI_Request_free
 
   void poll(device::request &r) override { (void)r; }
   int query_into(MPI_Status *status) {
@@ -250,9 +251,10 @@ struct grequest_ext final : device::request_ext {
       user_freed = true;  // MPI_Grequest_complete calls free_fn and releases it
       return false;
     }
-    (void)free_fn(extra_state);
+    free_result = free_fn(extra_state);
     return true;
   }
+  int freed_error() const override { return free_result; }
 };
 
 int grequest_null_query(void *, MPI_Status *) {

@@ -21,7 +21,13 @@ int MPI_Request_free(MPI_Request *request) {
   device::request &r = live(*request);
   *request = MPI_REQUEST_NULL;
   if (r.ext != nullptr) {
-    if (r.ext->free(r)) device::rt->requests.release(&r);
+    const bool now = r.ext->free(r);
+    const int error = r.ext->freed_error();
+    if (now) device::rt->requests.release(&r);
+    if (error != MPI_SUCCESS) {
+      return device::error_raise(nullptr, call, error,
+                                 "the free function of the generalized request returned %d", error);
+    }
     return MPI_SUCCESS;
   }
   // The device releases it when it completes.
