@@ -93,6 +93,29 @@ int envelope_checked(const char *call, MPI_Datatype datatype, const device::dtyp
   return MPI_SUCCESS;
 }
 
+// MPI_Type_get_envelope(_c): the sizes of the record's arrays (all 0 and
+// MPI_COMBINER_NAMED for a predefined type).
+int envelope(const char *call, MPI_Datatype datatype, MPI_Count &ni, MPI_Count &na, MPI_Count &nc,
+             MPI_Count &nd, int *combiner) {
+  const device::dtype *t = nullptr;
+  if (int err = envelope_checked(call, datatype, t)) return err;
+  if (combiner == nullptr) {
+    return device::error_raise(nullptr, call, MPI_ERR_ARG, "an output argument is NULL");
+  }
+  const api::envelope *e = api::envelope_of(datatype);
+  if (t->predefined || e == nullptr) {
+    ni = na = nc = nd = 0;
+    *combiner = MPI_COMBINER_NAMED;
+    return MPI_SUCCESS;
+  }
+  ni = static_cast<MPI_Count>(e->ints.size());
+  na = static_cast<MPI_Count>(e->aints.size());
+  nc = static_cast<MPI_Count>(e->counts.size());
+  nd = static_cast<MPI_Count>(e->types.size());
+  *combiner = e->combiner;
+  return MPI_SUCCESS;
+}
+
 // MPI_Type_get_contents(_c): `max_counts` -1 for the int form, which has no
 // large counts to give.
 int contents(const char *call, MPI_Datatype datatype, MPI_Count max_integers,
@@ -157,28 +180,20 @@ int MPI_Type_get_envelope(MPI_Datatype datatype, int *num_integers, int *num_add
                           int *num_datatypes, int *combiner) {
   const device::api_guard guard;
   const char *call = "MPI_Type_get_envelope";
-  const device::dtype *t = nullptr;
-  if (int err = envelope_checked(call, datatype, t)) return err;
-  if (num_integers == nullptr || num_addresses == nullptr || num_datatypes == nullptr ||
-      combiner == nullptr) {
+  if (num_integers == nullptr || num_addresses == nullptr || num_datatypes == nullptr) {
     return device::error_raise(nullptr, call, MPI_ERR_ARG, "an output argument is NULL");
   }
-  const api::envelope *e = api::envelope_of(datatype);
-  if (t->predefined || e == nullptr) {
-    *num_integers = *num_addresses = *num_datatypes = 0;
-    *combiner = MPI_COMBINER_NAMED;
-    return MPI_SUCCESS;
-  }
-  if (!e->counts.empty()) {
+  MPI_Count ni = 0, na = 0, nc = 0, nd = 0;
+  if (int err = envelope(call, datatype, ni, na, nc, nd, combiner)) return err;
+  if (nc != 0) {
     return device::error_raise(nullptr, call, MPI_ERR_VALUE_TOO_LARGE,
                                "datatype 0x%x was built with counts past 2^31-1: its envelope "
                                "needs MPI_Type_get_envelope_c",
                                static_cast<unsigned>(datatype));
   }
-  *num_integers = static_cast<int>(e->ints.size());
-  *num_addresses = static_cast<int>(e->aints.size());
-  *num_datatypes = static_cast<int>(e->types.size());
-  *combiner = e->combiner;
+  *num_integers = static_cast<int>(ni);
+  *num_addresses = static_cast<int>(na);
+  *num_datatypes = static_cast<int>(nd);
   return MPI_SUCCESS;
 }
 
@@ -187,24 +202,12 @@ int MPI_Type_get_envelope_c(MPI_Datatype datatype, MPI_Count *num_integers,
                             MPI_Count *num_datatypes, int *combiner) {
   const device::api_guard guard;
   const char *call = "MPI_Type_get_envelope_c";
-  const device::dtype *t = nullptr;
-  if (int err = envelope_checked(call, datatype, t)) return err;
   if (num_integers == nullptr || num_addresses == nullptr || num_large_counts == nullptr ||
-      num_datatypes == nullptr || combiner == nullptr) {
+      num_datatypes == nullptr) {
     return device::error_raise(nullptr, call, MPI_ERR_ARG, "an output argument is NULL");
   }
-  const api::envelope *e = api::envelope_of(datatype);
-  if (t->predefined || e == nullptr) {
-    *num_integers = *num_addresses = *num_large_counts = *num_datatypes = 0;
-    *combiner = MPI_COMBINER_NAMED;
-    return MPI_SUCCESS;
-  }
-  *num_integers = static_cast<MPI_Count>(e->ints.size());
-  *num_addresses = static_cast<MPI_Count>(e->aints.size());
-  *num_large_counts = static_cast<MPI_Count>(e->counts.size());
-  *num_datatypes = static_cast<MPI_Count>(e->types.size());
-  *combiner = e->combiner;
-  return MPI_SUCCESS;
+  return envelope(call, datatype, *num_integers, *num_addresses, *num_large_counts, *num_datatypes,
+                  combiner);
 }
 
 int MPI_Type_get_contents(MPI_Datatype datatype, int max_integers, int max_addresses,
