@@ -5,8 +5,8 @@
 # MPICH, ROUNDS times in turn, 2 ranks on shared memory. BASE=<build dir>
 # adds that build of Iris (auto) as iris_base. Prints a table of medians:
 # latency (us), auto against the best peer, and auto against the faster of
-# Iris's two engines in the same round. Needs `apt-get install mpich openmpi-bin libmpich-dev
-# libopenmpi-dev`; a missing MPI is skipped.
+# Iris's two engines in the same round. Needs `apt-get install mpich
+# openmpi-bin libmpich-dev libopenmpi-dev`; a missing MPI is skipped.
 #   [BASE=dir] [OUT=dir] bench/engines.sh [build-dir] [rounds]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -66,9 +66,10 @@ for size in sorted({s for _, s in runs}):
     paired = [auto[r] / min(runs[("iris_cma", size)][r], runs[("iris_pipeline", size)][r])
               for r in auto if r in runs[("iris_cma", size)] and r in runs[("iris_pipeline", size)]]
     best = min((med[n] for n in peers if n in med), default=None)
-    print(f"| {size} | " + " | ".join(f"{med[n]:.2f}" if n in med else "-" for n in names) +
-          f" | {best / med['iris_auto']:.2f} |" if best else " | - |", end="")
-    print(f" {statistics.median(paired):.3f} |")
+    cells = [f"{med[n]:.2f}" if n in med else "-" for n in names]
+    cells.append(f"{best / med['iris_auto']:.2f}" if best else "-")
+    cells.append(f"{statistics.median(paired):.3f}" if paired else "-")
+    print(f"| {size} | " + " | ".join(cells) + " |")
 print("\nlatency: half the round trip (us), median over rounds; 'auto / best peer' above 1:"
       " Iris ahead; 'auto / faster engine': the same round's faster of cma and pipeline")
 PY
