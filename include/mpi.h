@@ -24,6 +24,7 @@
 #include "iris/topology.h"
 #include "iris/types.h"
 #include "iris/unsupported.h"
+#include "iris/am.h"
 /* Generated from the parts above: last. */
 #include "iris/pmpi.h"
 

@@ -156,6 +156,15 @@ class netmod {
     (void)sink;
     return 0;
   }
+  // The device's progress thread's sleep (device/am/): waits until a
+  // record may have arrived or `timeout_ms` passes, from a thread that does
+  // not hold the call lock while poll() may run on another; it reads
+  // nothing poll() writes without an atomic. false: this netmod cannot wait
+  // so (the thread naps instead). The default cannot.
+  virtual bool wait(int timeout_ms) {
+    (void)timeout_ms;
+    return false;
+  }
   // Flushes, says goodbye and closes. Bounded in time.
   virtual void finalize() = 0;
   // One line for IRIS_DEBUG: what this rank listens on.

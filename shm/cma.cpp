@@ -28,6 +28,26 @@ bool permitted(const std::string &card) {
   return read(static_cast<std::int64_t>(pid), address, &word, sizeof(word)) && word == probe_word;
 }
 
+std::int64_t card_pid(const std::string &card) {
+  unsigned long long pid = 0;
+  unsigned long long address = 0;
+  if (std::sscanf(card.c_str(), "%llx:%llx", &pid, &address) != 2) return 0;
+  return static_cast<std::int64_t>(pid);
+}
+
+bool write(std::int64_t pid, std::uint64_t address, const void *from, std::size_t bytes) {
+  const auto *out = static_cast<const std::byte *>(from);
+  std::size_t done = 0;
+  while (done < bytes) {
+    iovec local{const_cast<std::byte *>(out + done), bytes - done};
+    iovec remote{reinterpret_cast<void *>(address + done), bytes - done};
+    const ssize_t n = process_vm_writev(static_cast<pid_t>(pid), &local, 1, &remote, 1, 0);
+    if (n <= 0) return false;
+    done += static_cast<std::size_t>(n);
+  }
+  return true;
+}
+
 bool read(std::int64_t pid, std::uint64_t address, void *to, std::size_t bytes) {
   auto *into = static_cast<std::byte *>(to);
   std::size_t done = 0;

@@ -20,6 +20,13 @@ std::string card();
 // published `card` (false on any refusal or a malformed card).
 bool permitted(const std::string &card);
 
+// The pid a card names (0 for a malformed card).
+std::int64_t card_pid(const std::string &card);
+
+// Writes `bytes` from `from` at `address` in process `pid`. False when the
+// kernel refuses or the write falls short (some bytes may have landed).
+bool write(std::int64_t pid, std::uint64_t address, const void *from, std::size_t bytes);
+
 // Reads `bytes` at `address` in process `pid` into `to`. False when the
 // kernel refuses or the read falls short.
 bool read(std::int64_t pid, std::uint64_t address, void *to, std::size_t bytes);

@@ -8,6 +8,7 @@
 namespace iris::device {
 
 bool threads_enabled = false;
+bool calls_locked = false;
 void (*call_lock_entered)() = nullptr;
 
 namespace {
@@ -25,6 +26,9 @@ std::atomic<bool> call_locked{false};
 // exactly when it holds the lock; `call_depth` is touched by the holder only.
 std::atomic<pthread_t> call_owner{};
 int call_depth = 0;
+// Fresh takes so far: written by the holder only (a plain increment, no
+// locked instruction), read by anyone.
+std::atomic<std::uint64_t> call_entries{0};
 // Threads waiting in call_lock_take: a waiting thread lets them in. Relaxed:
 // a stale read only delays the hand-over by one poll.
 std::atomic<int> call_waiters{0};
@@ -59,6 +63,7 @@ void call_lock_enter() {
   call_lock_take();
   call_owner.store(self, std::memory_order_relaxed);
   call_depth = 1;
+  call_entries.store(call_entries.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
   if (call_lock_entered != nullptr) call_lock_entered();
 }
 
@@ -74,8 +79,13 @@ bool call_lock_try_enter() {
   }
   call_owner.store(self, std::memory_order_relaxed);
   call_depth = 1;
+  call_entries.store(call_entries.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
   if (call_lock_entered != nullptr) call_lock_entered();
   return true;
+}
+
+std::uint64_t call_lock_entries() {
+  return call_entries.load(std::memory_order_relaxed);
 }
 
 bool call_lock_held() {

@@ -17,12 +17,20 @@
 #pragma once
 
 #include <atomic>
+#include <cstdint>
 
 namespace iris::device {
 
-// Set at MPI_Init_thread(MPI_THREAD_MULTIPLE); read by every binding.
+// Set at MPI_Init_thread(MPI_THREAD_MULTIPLE).
 // Hidden: one load, not two through the GOT, in every binding of libiris.
 [[gnu::visibility("hidden")]] extern bool threads_enabled;
+// Whether every binding takes the call lock: under MULTIPLE (set at init),
+// or once the progress thread of active messages runs (device/am/), which
+// polls under it beside the program's thread at any thread level. Read by
+// every binding. It turns true only inside a binding of the one thread
+// that calls MPI (the progress thread starts after), so no binding ever
+// sees it change between taking the lock and giving it back.
+[[gnu::visibility("hidden")]] extern bool calls_locked;
 
 // Run under the call lock by a thread that takes it afresh (not when it
 // nests) and at each call_lock_pause (between the polls of a wait); set at
@@ -41,6 +49,10 @@ void call_lock_leave();
 bool call_lock_try_enter();
 // Whether this thread holds the call lock (a binding called from a callback).
 bool call_lock_held();
+// How many times a thread has taken the call lock afresh so far: the
+// progress thread (device/am/) tells from it whether the program's threads
+// are inside MPI lately. Any thread; relaxed.
+std::uint64_t call_lock_entries();
 // Called by a waiting thread between polls: when another thread waits for
 // the lock, or `idle` (the caller would yield anyway), gives the lock up
 // across a sched_yield and takes it back at the same recursion depth.
@@ -52,7 +64,7 @@ bool call_lock_pause(bool idle);
 // small-message bindings use api_send_call instead.
 class api_guard {
  public:
-  api_guard() : held_(threads_enabled) {
+  api_guard() : held_(calls_locked) {
     if (held_) call_lock_enter();
   }
   ~api_guard() {
@@ -79,12 +91,23 @@ class api_guard {
 // MULTIPLE path for size and place it among the error paths: that cost 2-4%
 // of the 8-byte rate at MULTIPLE, by where the linker happened to put it
 // (bench/results/2026-11-28-issue36-multiple-rate.md).
+//
+// With the progress thread below MULTIPLE the body runs under the call
+// lock (api_locked_call), as every other binding's.
+template <typename Body>
+[[gnu::noinline]] int api_locked_call(Body body) {
+  call_lock_enter();
+  const int result = body();
+  call_lock_leave();
+  return result;
+}
 template <typename Body, typename Multiple>
 inline int api_send_call(Body body, Multiple multiple) {
-  if (!threads_enabled) [[likely]] {
+  if (!calls_locked) [[likely]] {
     return body();
   }
-  return multiple();
+  if (threads_enabled) return multiple();
+  return api_locked_call(body);
 }
 
 // The lock of one VC's sending side under MULTIPLE (vc.hpp): a word taken

@@ -36,6 +36,16 @@ constexpr tunable table[] = {
      "its way to memory); 0: never"},
     {"IRIS_POLL_BATCH", 16, 1, 1 << 20, nullptr,
      "most packets taken from one peer in one progress call, so that no peer starves the others"},
+    // Active messages (device/am/).
+    {"IRIS_ASYNC_PROGRESS", 0, 0, 2, "auto,on,off",
+     "the progress thread that completes active messages, put and get while this rank "
+     "computes without calling MPI: auto starts it at the first MPIX_Am_register or "
+     "MPIX_Expose, on at MPI_Init, off never (operations then progress only inside MPI "
+     "calls; put and get to a rank of this node by CMA need no thread either way)"},
+    {"IRIS_AM_PULL_MIN", 64 * 1024, 0, std::int64_t{1} << 40, nullptr,
+     "smallest data of an active message that the target reads from the origin itself (CMA, "
+     "ranks of one node) after the header handler ran; smaller data travels in the message's "
+     "packets"},
     {"IRIS_DEBUG", 0, 0, 1, nullptr,
      "1 prints one line per rank at start-up describing its transports"},
     {"IRIS_STATS", 0, 0, 1, nullptr,
@@ -128,6 +138,8 @@ settings settings_load() {
   s.sleep = static_cast<int>(value_of("IRIS_SLEEP"));
   s.sleep_after = static_cast<int>(value_of("IRIS_SLEEP_AFTER"));
   s.sleep_timeout_ms = static_cast<int>(value_of("IRIS_SLEEP_TIMEOUT"));
+  s.async_progress = static_cast<int>(value_of("IRIS_ASYNC_PROGRESS"));
+  s.am_pull_min = static_cast<std::uint64_t>(value_of("IRIS_AM_PULL_MIN"));
   s.debug = value_of("IRIS_DEBUG") != 0;
   s.stats = value_of("IRIS_STATS") != 0;
   return s;

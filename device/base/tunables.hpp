@@ -49,6 +49,8 @@ struct settings {
   int sleep_timeout_ms;
   int poll_batch;
   std::size_t nontemporal_min;  // SIZE_MAX: never (IRIS_NONTEMPORAL_MIN=0)
+  int async_progress;           // 0 auto, 1 on, 2 off
+  std::uint64_t am_pull_min;
   bool debug;
   bool stats;
 };

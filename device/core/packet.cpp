@@ -43,6 +43,11 @@ const char *packet_check(const packet_header &h, std::size_t payload, int world_
     case packet_type::cancel_reply:
       if (payload != 0 || h.sender_request == 0 || h.length > 1) return "malformed cancel";
       return nullptr;
+    case packet_type::active:
+      if (payload != h.length || payload < sizeof(active_payload)) {
+        return "active packet shorter than its step or than its length";
+      }
+      return nullptr;
   }
   return "unknown packet type";
 }

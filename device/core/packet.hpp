@@ -22,6 +22,7 @@ enum class packet_type : std::uint8_t {
   sync_ack = 8,       // a synchronous send matched: `sender_request` done
   cancel_send = 9,    // the sender asks to withdraw `sender_request` if unmatched
   cancel_reply = 10,  // the answer: `length` 1 if it was withdrawn, 0 if too late
+  active = 11,        // an active-message operation (device/am/): active_payload, then bytes
 };
 
 struct packet_header {
@@ -53,6 +54,36 @@ struct rts_payload {
   std::uint64_t layout;
   std::uint64_t layout_bytes;
 };
+
+// What an active packet carries first (device/am/, after IBM LAPI): one
+// step of an operation, then up to `length - sizeof(active_payload)` bytes
+// of its stream. A message's stream is its user header, then its data; a
+// put's is its data; a get's reply is the bytes read. Every field is
+// checked by the active-message layer before use.
+enum class active_kind : std::uint8_t {
+  message = 1,   // a piece of an MPIX_Amsend's stream (offset 0: the first)
+  put = 2,       // a piece of an MPIX_Put's data, for `address` + offset
+  get = 3,       // asks for `total` bytes at `address`
+  get_data = 4,  // a piece of the bytes a get asked for, for origin op `op`
+  notify = 5,    // an operation done by shared memory: increment `counter`, then ack
+  ack = 6,       // origin op `op` is complete at the target; `status` 0 or an MPI error class
+};
+struct active_payload {
+  active_kind kind;
+  std::uint8_t pull;  // message: the target reads the data at `address` itself
+  std::uint16_t uhdr_length;
+  std::int32_t handler;   // message: the handler id
+  std::uint32_t context;  // message: the communicator's context id
+  std::int32_t origin;    // message: the origin's rank in that communicator
+  std::uint64_t op;       // the origin's operation id (acks and get replies name it)
+  std::uint64_t total;    // bytes of the whole stream (get: bytes asked for)
+  std::uint64_t offset;   // where this packet's bytes go in the stream
+  std::uint64_t address;  // put, get: in the target; a pulled message: in the origin
+  std::uint64_t counter;  // the target counter's address (0: none)
+  std::int32_t status;    // ack: MPI_SUCCESS or the error class of a refusal
+  std::uint32_t reason;   // ack: which refusal (device/am/state.hpp, am_refusal)
+};
+static_assert(sizeof(active_payload) == 64, "part of the wire format");
 
 // The largest message length the device accepts in a header.
 inline constexpr std::uint64_t max_message_length = std::uint64_t{1} << 48;

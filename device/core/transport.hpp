@@ -8,6 +8,8 @@
 //   send / poll             the data path: one indirect call per packet
 //   read / expose / conceal optional single-copy rendezvous (CMA, RMA)
 //   read_scattered ...      the same for non-contiguous layouts (CMA)
+//   peer_access             optional put/get without the peer (CMA: device/am/)
+//   wait_arrival            optional sleep of the progress thread (epoll)
 //   ~transport              at MPI_Finalize, after the last barrier
 //
 // The protocols (eager, credit, rendezvous, sync, cancel) only ever talk to
@@ -187,6 +189,31 @@ class transport {
   virtual xfer read_scattered(vc &from, const rts_payload &where, read_plan &plan) {
     (void)from, (void)where, (void)plan;
     return xfer::retry;
+  }
+
+  // Optional, for active messages' put and get to a peer without the
+  // peer's help (device/am/): writes (`write`) or reads `bytes` at
+  // `address` in the peer's process from or into `local`. done: moved;
+  // retry: not this way (no such path, or the kernel refused; nothing is
+  // known of the bytes then: the caller reports it or sends packets).
+  virtual xfer peer_access(vc &peer, bool write, std::uint64_t address, void *local,
+                           std::size_t bytes) {
+    (void)peer, (void)write, (void)address, (void)local, (void)bytes;
+    return xfer::retry;
+  }
+  // Whether peer_access may work for `peer`.
+  virtual bool peer_accessible(const vc &peer) const {
+    (void)peer;
+    return false;
+  }
+  // The progress thread's sleep (device/am/progress_thread.cpp) on a
+  // transport whose packets cannot ring the bell: waits until something may
+  // have arrived or `timeout_ms` passes, without the call lock (it reads
+  // nothing the call lock's holder writes). false: this transport cannot
+  // wait so, and the thread naps instead.
+  virtual bool wait_arrival(int timeout_ms) {
+    (void)timeout_ms;
+    return false;
   }
 
   // Whether a send to a peer of this transport must ever wait for the

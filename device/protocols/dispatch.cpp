@@ -4,6 +4,7 @@
 
 #include <iterator>
 
+#include "device/am/am.hpp"
 #include "device/protocols/cancel.hpp"
 #include "device/protocols/credit.hpp"
 #include "device/protocols/eager.hpp"
@@ -29,8 +30,9 @@ constexpr packet_handler handlers[] = {
     sync_on_ack,         // sync_ack
     cancel_on_request,   // cancel_send
     cancel_on_reply,     // cancel_reply
+    am_on_packet,        // active
 };
-static_assert(std::size(handlers) == static_cast<std::size_t>(packet_type::cancel_reply) + 1,
+static_assert(std::size(handlers) == static_cast<std::size_t>(packet_type::active) + 1,
               "every packet type has its handler");
 
 // A message on a context this rank has not reached: every context below

@@ -9,6 +9,7 @@ int progress_poll() {
   for (transport *t : rt->polled) events += t->poll(rt->config.poll_batch);
   if (!rt->sending.empty()) events += progress_added.push_sends();
   if (progress_added.schedules_active != 0) events += progress_added.schedules();
+  if (progress_added.active != nullptr) events += progress_added.active();
   rt->polling = false;
   return events;
 }

@@ -19,6 +19,7 @@ namespace iris::device {
 struct progress_steps {
   int (*push_sends)() = nullptr;     // writes what the VCs of rt->sending queued
   int (*schedules)() = nullptr;      // advances the started schedules
+  int (*active)() = nullptr;         // pushes queued active-message packets (device/am/)
   std::size_t schedules_active = 0;  // started schedules (0: skip the call)
 };
 inline progress_steps progress_added;
@@ -48,17 +49,18 @@ void progress_until(Done done) {
     if (progress_poll() > 0) {
       idle = 0;
     } else if (++idle > rt->spin_limit) {
-      // Under MPI_THREAD_MULTIPLE a waiting thread never sleeps on its bell:
-      // another thread of this process may need the call lock to send what
-      // would wake it. It yields with the lock given up instead.
-      if (threads_enabled) {
+      // Under MPI_THREAD_MULTIPLE, or with the progress thread, a waiting
+      // thread never sleeps on its bell: another thread of this process may
+      // need the call lock to send what would wake it (and the progress
+      // thread sleeps on the bell itself). It yields with the lock given up.
+      if (calls_locked) {
         call_lock_pause(true);
       } else if (progress_idle(idle - rt->spin_limit) > 0) {
         idle = 0;
       }
       continue;
     }
-    if (threads_enabled) call_lock_pause(false);
+    if (calls_locked) call_lock_pause(false);
   }
 }
 

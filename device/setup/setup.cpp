@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <stdexcept>
 
+#include "device/am/am.hpp"
 #include "device/base/threading.hpp"
 #include "device/collectives/collective.hpp"
 #include "device/protocols/credit.hpp"
@@ -123,6 +124,7 @@ int runtime_init(int required_thread_level) {
   r->thread_level = required_thread_level;
   // Chosen once, before the program can start threads that call MPI.
   threads_enabled = required_thread_level == MPI_THREAD_MULTIPLE;
+  calls_locked = threads_enabled;
   call_lock_entered = threads_enabled ? recv_taken_drain : nullptr;
   if (threads_enabled) r->matching.share();
   r->vcs.resize(static_cast<std::size_t>(r->size));
@@ -131,6 +133,7 @@ int runtime_init(int required_thread_level) {
   rt = r.get();  // errors from here on name the rank
   try {
     transports_open(*r);
+    am_card_put();
     r->pmi->commit();
     r->pmi->fence();
     transports_connect(*r);
@@ -173,6 +176,17 @@ int runtime_init(int required_thread_level) {
 }
 
 int runtime_finalize() {
+  // Active messages: every op started here completes (its target acks),
+  // then a barrier; replies that handlers started meanwhile complete in a
+  // second round. Then the progress thread stops.
+  if (am_started()) {
+    for (int round = 0; round < 2; ++round) {
+      am_quiesce();
+      barrier(*comm_lookup(MPI_COMM_WORLD));
+    }
+    am_quiesce();
+    am_close();
+  }
   // Every send must reach its peer's transport before this process may leave, and
   // no peer may still be sending to it: MPI_Finalize is collective.
   progress_until([] { return rt->sending.empty(); });

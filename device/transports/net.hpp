@@ -36,6 +36,7 @@ class net_transport final : public transport,
   // MPI_THREAD_MULTIPLE over a netmod with poll_aside (TCP): eager messages
   // into receives posted without the call lock (transport.hpp).
   int poll_aside(int budget) override;
+  bool wait_arrival(int timeout_ms) override { return net_->wait(timeout_ms); }
   void expose(vc &to, request &r, rts_payload &where) override;
   void conceal(request &r) override;
   xfer read(vc &from, const rts_payload &where, std::byte *to, std::size_t bytes,

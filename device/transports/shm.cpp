@@ -80,6 +80,7 @@ void shm_transport::connect(runtime &r) {
                           segment_->sender(local_index_, i),
                           segment_->receiver(i, local_index_),
                           cma,
+                          0,
                           {},
                           {}});
   }
@@ -351,6 +352,23 @@ xfer cma_read_scattered(bool &cma, std::int64_t pid, read_plan &plan) {
     }
   }
   return xfer::done;
+}
+
+xfer cma_peer_access(bool cma, std::int64_t &pid, int world_rank, bool write, std::uint64_t address,
+                     void *local, std::size_t bytes) {
+  if (!cma) return xfer::retry;
+  if (pid == 0) {
+    try {
+      pid = shm::cma::card_pid(rt->pmi->get(world_rank, "iris.cma"));
+    } catch (const std::exception &) {
+      pid = 0;
+    }
+    if (pid == 0) pid = -1;
+  }
+  if (pid < 0) return xfer::retry;
+  const bool moved = write ? shm::cma::write(pid, address, local, bytes)
+                           : shm::cma::read(pid, address, local, bytes);
+  return moved ? xfer::done : xfer::retry;
 }
 
 bool cma_chosen(std::size_t bytes) {

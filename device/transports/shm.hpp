@@ -79,6 +79,14 @@ class shm_transport : public transport {
   std::size_t scattered_min_block() const override;
   bool reads_scattered(vc &from, std::size_t bytes) override;
   xfer read_scattered(vc &from, const rts_payload &where, read_plan &plan) override;
+  xfer peer_access(vc &peer, bool write, std::uint64_t address, void *local,
+                   std::size_t bytes) override {
+    auto &p = peers_[static_cast<std::size_t>(peer.slot)];
+    return cma_peer_access(p.cma, p.pid, p.world_rank, write, address, local, bytes);
+  }
+  bool peer_accessible(const vc &peer) const override {
+    return peers_[static_cast<std::size_t>(peer.slot)].cma;
+  }
   std::string describe() const override;
   std::string statistics() const override;
   bool statistic(std::string_view name, std::uint64_t &value) const override;
@@ -95,6 +103,7 @@ class shm_transport : public transport {
     shm::ring_sender tx;
     shm::ring_receiver rx;
     bool cma = false;       // this peer's memory can be read
+    std::int64_t pid = 0;   // for peer_access: 0 not looked up yet, -1 none
     engine_choice engines;  // under `auto`: CMA or the pipeline, learned
     // MULTIPLE: held by whoever reads `rx` (drain, shared or aside)
     // once aside passes are on (aside_).
@@ -199,6 +208,14 @@ class shm_queue_transport : public transport {
   std::size_t scattered_min_block() const override;
   bool reads_scattered(vc &from, std::size_t bytes) override;
   xfer read_scattered(vc &from, const rts_payload &where, read_plan &plan) override;
+  xfer peer_access(vc &peer, bool write, std::uint64_t address, void *local,
+                   std::size_t bytes) override {
+    auto &p = peers_[static_cast<std::size_t>(peer.slot)];
+    return cma_peer_access(p.cma, p.pid, p.world_rank, write, address, local, bytes);
+  }
+  bool peer_accessible(const vc &peer) const override {
+    return peers_[static_cast<std::size_t>(peer.slot)].cma;
+  }
   std::string describe() const override;
   std::string statistics() const override;
   bool statistic(std::string_view name, std::uint64_t &value) const override;
@@ -227,6 +244,7 @@ class shm_queue_transport : public transport {
     shm::ring_sender tx;
     shm::ring_receiver rx;  // attached once the peer announced its ring
     bool cma = false;       // this peer's memory can be read
+    std::int64_t pid = 0;   // for peer_access: 0 not looked up yet, -1 none
     // MULTIPLE: held by whoever reads `rx` once aside passes are on.
     spin_lock rx_lock;
   };

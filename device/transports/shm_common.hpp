@@ -61,6 +61,12 @@ void name_layout(rts_payload &where, const void *base, const void *layout,
 // Reads every piece of `plan` from process `pid`; `cma` turns false (and
 // the read is retried another way) when the kernel refuses one.
 xfer cma_read_scattered(bool &cma, std::int64_t pid, read_plan &plan);
+// Active messages' put and get by CMA (transport::peer_access) with local
+// rank `world_rank`, whose pid its CMA card names, looked up at the first
+// use (`pid`: 0 not yet, -1 none). retry when `cma` is off or the kernel
+// refuses.
+xfer cma_peer_access(bool cma, std::int64_t &pid, int world_rank, bool write, std::uint64_t address,
+                     void *local, std::size_t bytes);
 // Whether IRIS_RNDV_ENGINE's fixed rule reads a message of `bytes` with CMA.
 bool cma_chosen(std::size_t bytes);
 

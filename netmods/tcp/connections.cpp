@@ -1,6 +1,7 @@
 // The connection table: slots reused by index (the index is the epoll tag),
 // the epoll set, the one connection read without epoll, the deadlines of
 // connections being set up, and losing a peer whose connection broke.
+#include <poll.h>
 #include <sys/epoll.h>
 #include <unistd.h>
 
@@ -117,6 +118,7 @@ void tcp_netmod::solo_update() {
   }
   if (only != solo_) leave_solo();
   solo_ = only;
+  solo_fd_.store(only >= 0 ? conn(only).fd : -1, std::memory_order_relaxed);
 }
 
 // Ends solo reading: the connection goes back into the epoll set.
@@ -128,6 +130,18 @@ void tcp_netmod::leave_solo() {
     if (!c.watched) watch(c, solo_, events_for(c));
   }
   solo_ = -1;
+  solo_fd_.store(-1, std::memory_order_relaxed);
+}
+
+// The epoll set is readable while a watched socket has events (level-
+// triggered, so nothing that came before the wait is missed); the solo
+// connection is outside it and watched here directly.
+bool tcp_netmod::wait(int timeout_ms) {
+  pollfd fds[2] = {{epoll_fd_, POLLIN, 0}, {solo_fd_.load(std::memory_order_relaxed), POLLIN, 0}};
+  const nfds_t n = fds[1].fd >= 0 ? 2 : 1;
+  if (epoll_fd_ < 0) return false;
+  ::poll(fds, n, timeout_ms);
+  return true;
 }
 
 void tcp_netmod::check_deadlines() {

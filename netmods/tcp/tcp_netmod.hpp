@@ -172,6 +172,7 @@ class tcp_netmod final : public netmod_base {
   send_status send_concurrent(int peer, std::span<const iovec> parts) override;  // write.cpp
   int poll(record_sink &sink) override;
   int poll_aside(aside_sink &sink) override;  // read.cpp
+  bool wait(int timeout_ms) override;         // connections.cpp
   void finalize() override;
   std::string preview(const config &conf) override;
   std::string describe() const override;
@@ -250,7 +251,10 @@ class tcp_netmod final : public netmod_base {
   std::vector<std::unique_ptr<connection>> conns_;  // slots, reused; the epoll tag is the index
   int waiting_ = 0;                                 // dials and hellos with a deadline
   std::size_t unproven_ = 0;                        // accepted, hello not yet checked
-  int solo_ = -1;       // the only connection, read without epoll (solo_update)
+  int solo_ = -1;  // the only connection, read without epoll (solo_update)
+  // solo_'s socket for wait(), which runs in another thread (relaxed: a
+  // stale one only ends a wait early or late by its timeout).
+  std::atomic<int> solo_fd_{-1};
   unsigned polls_ = 0;  // polls since start, for epoll_every
   bool finalizing_ = false;
   // MULTIPLE (conf_.concurrent_sends): whether aside passes read, and

@@ -294,6 +294,23 @@ TEST_P(JobTest, ThreadMultiple) {
       << r.output;
 }
 
+// Active messages (test/mpi/am.c): handlers, counters, put and get,
+// replies from handlers, a storm, refusals, and a target that computes
+// while the others' operations complete, in the six configurations of
+// above_transports() (shm puts by CMA, tcp and ofi by packets and the
+// progress thread) and ofi alone.
+TEST_P(JobTest, ActiveMessages) {
+  const std::string name = configs[std::get<1>(GetParam())].name;
+  if (!above_transports() && name != "ofi_rxm") {
+    GTEST_SKIP() << "runs in the six configurations of above_transports() and ofi_rxm";
+  }
+  const run_result r = job(ranks(), "am", {}, env(), 180, nodes());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("am: all checks passed on " + std::to_string(ranks()) + " ranks"),
+            std::string::npos)
+      << r.output;
+}
+
 INSTANTIATE_TEST_SUITE_P(Ranks, JobTest,
                          ::testing::Combine(::testing::Values(1, 2, 4, 8),
                                             ::testing::Range(0, int(std::size(configs)))),

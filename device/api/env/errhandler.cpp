@@ -3,6 +3,7 @@
 // MPIX_Stat_get extension.
 #include <cstring>
 
+#include "device/am/am.hpp"
 #include "device/api/check.hpp"
 
 using namespace iris;
@@ -228,6 +229,7 @@ int MPIX_Stat_get(const char *name, MPI_Count *value) {
   }
   std::uint64_t setting = 0;
   if (device::transport_statistic(device::rt->transports, name, setting) ||
+      device::am_statistic(name, setting) ||
       device::transport_setting_value(device::rt->transport_config, name, setting)) {
     *value = static_cast<MPI_Count>(setting);
     return MPI_SUCCESS;

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <cstring>
 
+#include "device/am/am.hpp"
 #include "device/api/check.hpp"
 #include "device/api/comm/attr.hpp"
 #include "device/setup/setup.hpp"
@@ -28,6 +29,8 @@ int init_common(const char *call, int required, int *provided) {
   main_thread = pthread_self();
   const int err = device::runtime_init(required);
   if (provided != nullptr) *provided = device::rt->thread_level;
+  // Last: from here a progress thread may poll (IRIS_ASYNC_PROGRESS=on).
+  if (err == MPI_SUCCESS) device::am_init_done();
   return err;
 }
 

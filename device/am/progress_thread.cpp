@@ -1,0 +1,145 @@
+// The progress thread of active messages (IRIS_ASYNC_PROGRESS): it polls
+// under the call lock while the program's thread computes, so that ops of
+// other ranks (handlers, replies, packet puts and gets) complete here
+// without this rank calling MPI.
+//
+// It never spins. While the program's threads enter MPI often (they poll
+// themselves), it naps briefly without being woken by anyone, so that
+// peers' sends cost nothing more. Once they have stayed out of MPI for
+// `quiet_ns`, it sleeps where the transports wake it: on this rank's shm
+// bell (marked asleep, every local sender rings it) or in the netmod's wait
+// (epoll), with a timeout so that it sees the stop request. A node of shm
+// and net peers waits on the netmod with a 1 ms timeout (a bell and a
+// socket cannot be waited on together); a netmod that cannot wait (ofi)
+// gets naps.
+#include <pthread.h>
+#include <time.h>
+
+#include <atomic>
+#include <cstdint>
+#include <thread>
+
+#include "device/am/am.hpp"
+#include "device/am/state.hpp"
+#include "device/base/threading.hpp"
+#include "device/runtime/progress.hpp"
+#include "device/runtime/runtime.hpp"
+
+namespace iris::device {
+
+namespace {
+
+constexpr std::uint64_t quiet_ns = 1'000'000;  // no MPI entry for this long: sleep woken
+constexpr long nap_ns = 200'000;               // the nap while the program is in MPI
+constexpr int sleep_ms = 20;                   // the longest sleep (stop is seen within it)
+
+std::thread worker;
+std::atomic<bool> stopping{false};
+bool running = false;
+
+std::uint64_t now_ns() {
+  timespec t{};
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return static_cast<std::uint64_t>(t.tv_sec) * 1'000'000'000U +
+         static_cast<std::uint64_t>(t.tv_nsec);
+}
+
+void nap(long ns) {
+  const timespec t{0, ns};
+  nanosleep(&t, nullptr);
+}
+
+// How the thread sleeps once the program is quiet, chosen at start under
+// the call lock.
+struct sleep_plan {
+  transport *bell = nullptr;    // every polled transport rings it
+  transport *waiter = nullptr;  // a netmod that can wait
+  int wait_ms = sleep_ms;
+};
+
+sleep_plan plan_sleep() {
+  sleep_plan p;
+  bool all_wake = true;
+  transport *holder = nullptr;
+  for (transport *t : rt->polled) {
+    all_wake = all_wake && t->wakes_sleepers();
+    if (t->holds_bell()) holder = t;
+    if (!t->wakes_sleepers() && t->wait_arrival(0)) p.waiter = t;
+  }
+  if (all_wake && holder != nullptr) {
+    p.bell = holder;
+  } else if (p.waiter != nullptr && holder != nullptr) {
+    p.wait_ms = 1;  // shm peers too: their packets are seen within this
+  }
+  return p;
+}
+
+bool work_queued() {
+  return !rt->sending.empty() || progress_added.active != nullptr;
+}
+
+void run(sleep_plan plan) {
+  std::uint64_t seen = call_lock_entries();
+  std::uint64_t active_at = now_ns();
+  while (!stopping.load(std::memory_order_acquire)) {
+    const std::uint64_t entries = call_lock_entries();
+    if (entries != seen) {
+      seen = entries;
+      active_at = now_ns();
+    }
+    const bool quiet = now_ns() - active_at > quiet_ns;
+    if (!call_lock_try_enter()) {
+      nap(nap_ns);  // a thread of the program is inside MPI: it polls
+      continue;
+    }
+    const bool armed = quiet && plan.bell != nullptr && plan.bell->sleep_begin();
+    const int events = progress_poll();
+    const bool queued = work_queued();
+    call_lock_leave();
+    seen = call_lock_entries();  // this thread's own take is no sign of the program
+    if (events > 0 || queued) {
+      if (armed) plan.bell->sleep_end();
+      if (queued && events == 0) nap(nap_ns / 4);  // a full ring: let the peer drain it
+      continue;
+    }
+    if (armed) {
+      plan.bell->sleep_wait(sleep_ms);
+      plan.bell->sleep_end();
+    } else if (quiet && plan.waiter != nullptr) {
+      plan.waiter->wait_arrival(plan.wait_ms);
+    } else {
+      nap(nap_ns);
+    }
+  }
+}
+
+}  // namespace
+
+void async_progress_start() {
+  if (running || rt == nullptr) return;
+  am_state &s = am_state_get();
+  if (s.async == 2) return;  // IRIS_ASYNC_PROGRESS=off
+  // From here every binding takes the call lock; this one holds it to the
+  // end of its body if it took it (MULTIPLE), else nothing else runs yet.
+  calls_locked = true;
+  stopping.store(false, std::memory_order_relaxed);
+  const sleep_plan plan = plan_sleep();
+  worker = std::thread(run, plan);
+  pthread_setname_np(worker.native_handle(), "iris-progress");
+  running = true;
+}
+
+void async_progress_stop() {
+  if (!running) return;
+  stopping.store(true, std::memory_order_release);
+  // The caller may hold the call lock (MPI_Finalize): the thread then only
+  // naps or sleeps until it sees the request.
+  worker.join();
+  running = false;
+}
+
+bool async_progress_running() {
+  return running;
+}
+
+}  // namespace iris::device

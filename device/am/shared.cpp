@@ -1,0 +1,116 @@
+// Put and get to a peer of this node without the peer's help: the origin
+// reads the target's exposure table and moves the bytes itself, both by
+// the transport's peer_access (CMA). Only a target counter needs the
+// target: a notify step, which the target's progress (its thread, or its
+// next MPI call) answers with an ack.
+#include <cstdio>
+#include <cstring>
+#include <stdexcept>
+
+#include "device/am/am.hpp"
+#include "device/am/exposure.hpp"
+#include "device/am/state.hpp"
+#include "device/runtime/runtime.hpp"
+
+namespace iris::device {
+
+namespace {
+
+// Where `peer`'s exposure table lives in its process (its card), or 0.
+std::uint64_t table_address(am_peer &p, int peer) {
+  if (p.exposure_address == 0) {
+    p.exposure_address = 1;
+    try {
+      unsigned long long at = 0;
+      const std::string card = rt->pmi->get(peer, "iris.am");
+      if (std::sscanf(card.c_str(), "%llx", &at) == 1 && at > 1) p.exposure_address = at;
+    } catch (const std::exception &) {
+      // No card: packets then.
+    }
+  }
+  return p.exposure_address > 1 ? p.exposure_address : 0;
+}
+
+// Whether [address, address + bytes) is exposed at the target, read from
+// its table. false: the table could not be read (send packets instead).
+bool target_exposes(vc &v, am_peer &p, std::uint64_t address, std::uint64_t bytes, bool &covered) {
+  const std::uint64_t at = table_address(p, v.world_rank);
+  if (at == 0) return false;
+  struct {
+    std::uint64_t used;
+    std::uint64_t slots[exposure_slots][2];
+  } copy;
+  static_assert(sizeof(copy) == sizeof(exposure_table));
+  std::size_t want = sizeof(std::uint64_t) + exposure_head_slots * 2 * sizeof(std::uint64_t);
+  if (v.via->peer_access(v, false, at, &copy, want) != xfer::done) return false;
+  if (copy.used > exposure_slots) return false;
+  if (copy.used > exposure_head_slots) {
+    want = sizeof(std::uint64_t) + copy.used * 2 * sizeof(std::uint64_t);
+    if (v.via->peer_access(v, false, at, &copy, want) != xfer::done) return false;
+    if (copy.used > exposure_slots) return false;
+  }
+  covered = exposure_covers(copy.slots, copy.used, address, bytes);
+  return true;
+}
+
+// The op's bytes moved: done, or waiting for the target counter's ack.
+void moved(am_state &s, am_op &op) {
+  ++s.stats_shared;
+  const std::uint64_t id = am_op_id(s, op);
+  // The origin buffer is free (a put's) or filled (a get's) already.
+  counter_bump(op.origin_counter);
+  op.origin_counter = nullptr;
+  if (op.step.counter == 0) {
+    am_op_complete(s, id, MPI_SUCCESS, nullptr);
+    return;
+  }
+  active_payload step{};
+  step.kind = active_kind::notify;
+  step.op = id;
+  step.counter = op.step.counter;
+  am_control(s, op.target, step);
+}
+
+bool shared_move(am_state &s, am_op &op, bool write) {
+  vc &v = rt->vcs[static_cast<std::size_t>(op.target)];
+  if (!v.via->peer_accessible(v)) return false;
+  am_peer &p = s.peers[static_cast<std::size_t>(op.target)];
+  bool covered = false;
+  if (!target_exposes(v, p, op.step.address, op.step.total, covered)) return false;
+  if (!covered) {
+    ++s.stats_shared;
+    counter_bump(op.origin_counter);
+    op.origin_counter = nullptr;
+    am_op_complete(s, am_op_id(s, op), MPI_ERR_RMA_RANGE,
+                   am_refusal_text(static_cast<std::uint32_t>(am_refusal::range)));
+    return true;
+  }
+  if (op.step.total != 0) {
+    void *local = write ? const_cast<std::byte *>(op.data) : static_cast<void *>(op.into);
+    if (v.via->peer_access(v, write, op.step.address, local,
+                           static_cast<std::size_t>(op.step.total)) != xfer::done) {
+      return false;
+    }
+  }
+  moved(s, op);
+  return true;
+}
+
+}  // namespace
+
+bool am_shared_put(am_state &s, am_op &op) {
+  return shared_move(s, op, true);
+}
+
+bool am_shared_get(am_state &s, am_op &op) {
+  return shared_move(s, op, false);
+}
+
+void am_card_put() {
+  char text[32];
+  std::snprintf(text, sizeof(text), "%llx",
+                static_cast<unsigned long long>(reinterpret_cast<std::uintptr_t>(&exposures())));
+  rt->pmi->put("iris.am", text);
+}
+
+}  // namespace iris::device
