@@ -20,10 +20,10 @@ struct multiple_runtime {
     rt->size = 1;
     rt->spin_limit = 50;    // waits yield soon: the stress tests oversubscribe the cores
     rt->next_context = 40;  // agreements start above the predefined contexts
-    threads_enabled = true;
+    threads_enabled = calls_locked = true;
   }
   ~multiple_runtime() {
-    threads_enabled = false;
+    threads_enabled = calls_locked = false;
     delete rt;
     rt = nullptr;
   }
@@ -68,11 +68,11 @@ inline vc &peer_runtime(std::unique_ptr<transport> via, communicator &comm) {
 // call lock, as runtime_init sets it.
 struct multiple_receives {
   multiple_receives() {
-    threads_enabled = true;
+    threads_enabled = calls_locked = true;
     call_lock_entered = recv_taken_drain;
   }
   ~multiple_receives() {
-    threads_enabled = false;
+    threads_enabled = calls_locked = false;
     call_lock_entered = nullptr;
   }
   multiple_receives(const multiple_receives &) = delete;

@@ -16,8 +16,8 @@ namespace {
 
 // Turns MULTIPLE's locking on for one test, as MPI_Init_thread does.
 struct multiple_on {
-  multiple_on() { threads_enabled = true; }
-  ~multiple_on() { threads_enabled = false; }
+  multiple_on() { threads_enabled = calls_locked = true; }
+  ~multiple_on() { threads_enabled = calls_locked = false; }
 };
 
 TEST(CallLock, NestedGuardsAndPausesKeepEveryUpdate) {
@@ -89,6 +89,39 @@ TEST(CallLock, BelowMultipleTheGuardTakesNothing) {
   other.join();
   EXPECT_TRUE(entered);
   EXPECT_FALSE(call_lock_pause(true));
+}
+
+// The progress thread of active messages below MULTIPLE (calls_locked
+// alone): every binding takes the call lock, the small-message ones too,
+// which run their plain body under it, never MULTIPLE's unlocked half.
+TEST(CallLock, WithTheProgressThreadBelowMultipleEveryBindingLocks) {
+  ASSERT_FALSE(threads_enabled);
+  calls_locked = true;
+  bool body_locked = false;
+  bool multiple_ran = false;
+  const int result = api_send_call(
+      [&] {
+        body_locked = call_lock_held();
+        return 7;
+      },
+      [&] {
+        multiple_ran = true;
+        return 0;
+      });
+  EXPECT_EQ(result, 7);
+  EXPECT_TRUE(body_locked);
+  EXPECT_FALSE(multiple_ran);
+  EXPECT_FALSE(call_lock_held());
+  {
+    const api_guard held;
+    EXPECT_TRUE(call_lock_held());
+    bool other_entered = false;
+    std::thread other([&] { other_entered = call_lock_try_enter(); });
+    other.join();
+    EXPECT_FALSE(other_entered);
+  }
+  EXPECT_FALSE(call_lock_held());
+  calls_locked = false;
 }
 
 }  // namespace

@@ -26,8 +26,8 @@ namespace iris::device {
 namespace {
 
 struct multiple_on {
-  multiple_on() { threads_enabled = true; }
-  ~multiple_on() { threads_enabled = false; }
+  multiple_on() { threads_enabled = calls_locked = true; }
+  ~multiple_on() { threads_enabled = calls_locked = false; }
 };
 
 TEST(VcLock, SeededStressKeepsEveryUpdate) {
