@@ -26,6 +26,11 @@ namespace iris::shm {
 
 struct alignas(cache_line) bell {
   std::atomic<std::uint32_t> asleep{0};  // 1 while its rank sleeps or is about to
+  // A word its rank publishes to the ranks of its node, beside the bell
+  // because each rank has one line here (the device keeps the version of
+  // what it exposed to put and get in it). Written rarely by its rank
+  // (release), read by the others (acquire).
+  std::atomic<std::uint64_t> published{0};
 };
 static_assert(sizeof(bell) == cache_line);
 

@@ -67,6 +67,9 @@ bool am_started();
 // At MPI_Init, before the PMI commit: puts this process's card (where its
 // exposure table lives, for peers that check it by shared memory).
 void am_card_put();
+// After MPIX_Expose or MPIX_Conceal changed this process's table: the
+// version peers on this node check moves.
+void am_exposures_changed();
 // At the end of MPI_Init: starts the progress thread under
 // IRIS_ASYNC_PROGRESS=on.
 void am_init_done();

@@ -3,9 +3,10 @@
 // other ranks (handlers, replies, packet puts and gets) complete here
 // without this rank calling MPI.
 //
-// It never spins. While the program's threads enter MPI often (they poll
-// themselves), it naps briefly without being woken by anyone, so that
-// peers' sends cost nothing more. Once they have stayed out of MPI for
+// It never spins. While the program's threads enter MPI (they poll
+// themselves), it naps without being woken by anyone, 0.2 ms at first and
+// up to 5 ms while they keep at it, so that peers' sends cost nothing more
+// and its wakes take little of the cores. Once they have stayed out of MPI for
 // `quiet_ns`, it sleeps where the transports wake it: on this rank's shm
 // bell (marked asleep, every local sender rings it) or in the netmod's wait
 // (epoll), with a timeout so that it sees the stop request. A node of shm
@@ -15,6 +16,7 @@
 #include <pthread.h>
 #include <time.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <thread>
@@ -30,7 +32,8 @@ namespace iris::device {
 namespace {
 
 constexpr std::uint64_t quiet_ns = 1'000'000;  // no MPI entry for this long: sleep woken
-constexpr long nap_ns = 200'000;               // the nap while the program is in MPI
+constexpr long nap_min_ns = 200'000;           // the naps while the program is in MPI,
+constexpr long nap_max_ns = 5'000'000;         // doubling from the first to the last
 constexpr int sleep_ms = 20;                   // the longest sleep (stop is seen within it)
 
 std::thread worker;
@@ -78,7 +81,21 @@ bool work_queued() {
   return !rt->sending.empty() || progress_added.active != nullptr;
 }
 
+// The progress thread's way in and out: the call lock, or below MULTIPLE
+// the program flag (threading.hpp).
+bool enter() {
+  return call_guard == call_guarding::flagged ? program_flag_try() : call_lock_try_enter();
+}
+void leave() {
+  if (call_guard == call_guarding::flagged) {
+    program_flag_done();
+  } else {
+    call_lock_leave();
+  }
+}
+
 void run(sleep_plan plan) {
+  long backoff = nap_min_ns;
   std::uint64_t seen = call_lock_entries();
   std::uint64_t active_at = now_ns();
   while (!stopping.load(std::memory_order_acquire)) {
@@ -88,27 +105,36 @@ void run(sleep_plan plan) {
       active_at = now_ns();
     }
     const bool quiet = now_ns() - active_at > quiet_ns;
-    if (!call_lock_try_enter()) {
-      nap(nap_ns);  // a thread of the program is inside MPI: it polls
+    if (!quiet) {
+      // The program keeps entering MPI, where it polls itself: nap, longer
+      // each time while it keeps at it (each wake takes a core from it),
+      // then poll once in case its calls are ones that do not poll.
+      nap(backoff);
+      backoff = std::min(2 * backoff, nap_max_ns);
+    }
+    if (!enter()) {
+      nap(nap_min_ns);  // a thread of the program is inside MPI: it polls
       continue;
     }
     const bool armed = quiet && plan.bell != nullptr && plan.bell->sleep_begin();
     const int events = progress_poll();
     const bool queued = work_queued();
-    call_lock_leave();
-    seen = call_lock_entries();  // this thread's own take is no sign of the program
+    leave();
+    seen = call_lock_entries();  // this thread's own entry is no sign of the program
     if (events > 0 || queued) {
+      backoff = nap_min_ns;
       if (armed) plan.bell->sleep_end();
-      if (queued && events == 0) nap(nap_ns / 4);  // a full ring: let the peer drain it
+      if (queued && events == 0) nap(nap_min_ns / 4);  // a full ring: let the peer drain it
       continue;
     }
+    if (!quiet) continue;
     if (armed) {
       plan.bell->sleep_wait(sleep_ms);
       plan.bell->sleep_end();
-    } else if (quiet && plan.waiter != nullptr) {
+    } else if (plan.waiter != nullptr) {
       plan.waiter->wait_arrival(plan.wait_ms);
     } else {
-      nap(nap_ns);
+      nap(nap_min_ns);
     }
   }
 }
@@ -119,9 +145,13 @@ void async_progress_start() {
   if (running || rt == nullptr) return;
   am_state &s = am_state_get();
   if (s.async == 2) return;  // IRIS_ASYNC_PROGRESS=off
-  // From here every binding takes the call lock; this one holds it to the
-  // end of its body if it took it (MULTIPLE), else nothing else runs yet.
-  calls_locked = true;
+  // From here every binding keeps the thread out: by the call lock under
+  // MULTIPLE, else by the program flag where the kernel has membarrier(2),
+  // or the call lock. The binding that starts it (below MULTIPLE its guard
+  // took nothing) touches nothing of the device after this call.
+  if (call_guard == call_guarding::none) {
+    call_guard = program_flag_possible() ? call_guarding::flagged : call_guarding::locked;
+  }
   stopping.store(false, std::memory_order_relaxed);
   const sleep_plan plan = plan_sleep();
   worker = std::thread(run, plan);

@@ -31,11 +31,9 @@ std::uint64_t table_address(am_peer &p, int peer) {
   return p.exposure_address > 1 ? p.exposure_address : 0;
 }
 
-// Whether [address, address + bytes) is exposed at the target, read from
-// its table. false: the table could not be read (send packets instead).
-bool target_exposes(vc &v, am_peer &p, std::uint64_t address, std::uint64_t bytes, bool &covered) {
-  const std::uint64_t at = table_address(p, v.world_rank);
-  if (at == 0) return false;
+// Reads `peer`'s table into p.table (used slots only). false: it could
+// not be read.
+bool table_read(vc &v, am_peer &p, std::uint64_t at) {
   struct {
     std::uint64_t used;
     std::uint64_t slots[exposure_slots][2];
@@ -49,7 +47,26 @@ bool target_exposes(vc &v, am_peer &p, std::uint64_t address, std::uint64_t byte
     if (v.via->peer_access(v, false, at, &copy, want) != xfer::done) return false;
     if (copy.used > exposure_slots) return false;
   }
-  covered = exposure_covers(copy.slots, copy.used, address, bytes);
+  p.table.assign(&copy.slots[0][0], &copy.slots[0][0] + copy.used * 2);
+  return true;
+}
+
+// Whether [address, address + bytes) is exposed at the target, by its table
+// as read last, read again when the target's published version moved (or
+// it publishes none). false: the table could not be read (send packets).
+bool target_exposes(vc &v, am_peer &p, std::uint64_t address, std::uint64_t bytes, bool &covered) {
+  const std::uint64_t at = table_address(p, v.world_rank);
+  if (at == 0) return false;
+  const std::atomic<std::uint64_t> *word = v.via->peer_published_word(v);
+  // Read before the table: a change after it shows at the next op.
+  const std::uint64_t version =
+      word != nullptr ? word->load(std::memory_order_acquire) : UINT64_MAX;
+  if (word == nullptr || version != p.table_version) {
+    if (!table_read(v, p, at)) return false;
+    p.table_version = word != nullptr ? version : UINT64_MAX;
+  }
+  covered = exposure_covers(reinterpret_cast<const std::uint64_t(*)[2]>(p.table.data()),
+                            p.table.size() / 2, address, bytes);
   return true;
 }
 
@@ -104,6 +121,16 @@ bool am_shared_put(am_state &s, am_op &op) {
 
 bool am_shared_get(am_state &s, am_op &op) {
   return shared_move(s, op, false);
+}
+
+void am_exposures_changed() {
+  if (rt == nullptr) return;
+  for (const auto &t : rt->transports) {
+    // Pairs with an origin's acquire in target_exposes; after the table's stores.
+    if (std::atomic<std::uint64_t> *word = t->published_word()) {
+      word->fetch_add(1, std::memory_order_release);
+    }
+  }
 }
 
 void am_card_put() {

@@ -80,8 +80,11 @@ struct am_peer {
   int refused = MPI_SUCCESS;
   std::string refused_why;
   // Put and get by shared memory (peer_access): where the peer's exposure
-  // table lives in its process (0: not looked up; 1: no card).
+  // table lives in its process (0: not looked up; 1: no card), and the
+  // copy read last with the version it had (the peer's published word).
   std::uint64_t exposure_address = 0;
+  std::uint64_t table_version = UINT64_MAX;
+  std::vector<std::uint64_t> table;  // base, bytes, base, bytes, ...
 };
 
 // Ops answered from here (a get's data), pushed as streams like the

@@ -1,14 +1,18 @@
 #include "device/base/threading.hpp"
 
+#include <linux/membarrier.h>
 #include <pthread.h>
 #include <sched.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include <atomic>
 
 namespace iris::device {
 
 bool threads_enabled = false;
-bool calls_locked = false;
+call_guarding call_guard = call_guarding::none;
+program_flags call_flags;
 void (*call_lock_entered)() = nullptr;
 
 namespace {
@@ -85,7 +89,8 @@ bool call_lock_try_enter() {
 }
 
 std::uint64_t call_lock_entries() {
-  return call_entries.load(std::memory_order_relaxed);
+  return call_entries.load(std::memory_order_relaxed) +
+         call_flags.entries.load(std::memory_order_relaxed);
 }
 
 bool call_lock_held() {
@@ -111,6 +116,49 @@ bool call_lock_pause(bool idle) {
   call_owner.store(pthread_self(), std::memory_order_relaxed);
   call_depth = depth;
   return true;
+}
+
+namespace {
+
+long membarrier(int command) {
+  return syscall(SYS_membarrier, command, 0, 0);
+}
+
+}  // namespace
+
+bool program_flag_possible() {
+  static const bool possible = [] {
+    const long supported = membarrier(MEMBARRIER_CMD_QUERY);
+    return supported >= 0 && (supported & MEMBARRIER_CMD_PRIVATE_EXPEDITED) != 0 &&
+           membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED) == 0;
+  }();
+  return possible;
+}
+
+void program_flag_wait() {
+  // The progress thread is polling (or about to back off): wait until it is
+  // out, with the program's flag up so that it does not come back in.
+  for (int spins = 0; call_flags.progress.load(std::memory_order_acquire); ++spins) {
+    if (spins >= 100) sched_yield();
+  }
+}
+
+bool program_flag_try() {
+  call_flags.progress.store(true, std::memory_order_relaxed);
+  // A full barrier on every CPU running this process: the program's store
+  // of its flag before it is seen here, or this store before its load.
+  if (membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED) != 0 ||
+      call_flags.program.load(std::memory_order_acquire)) {
+    call_flags.progress.store(false, std::memory_order_release);
+    return false;
+  }
+  call_flags.progress_thread.store(pthread_self(), std::memory_order_relaxed);
+  return true;
+}
+
+void program_flag_done() {
+  call_flags.progress_thread.store(pthread_t{}, std::memory_order_relaxed);
+  call_flags.progress.store(false, std::memory_order_release);  // pairs with program_flag_wait
 }
 
 void spin_lock::lock_slow() {

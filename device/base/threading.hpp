@@ -16,6 +16,8 @@
 // single-threaded program.
 #pragma once
 
+#include <pthread.h>
+
 #include <atomic>
 #include <cstdint>
 
@@ -24,13 +26,74 @@ namespace iris::device {
 // Set at MPI_Init_thread(MPI_THREAD_MULTIPLE).
 // Hidden: one load, not two through the GOT, in every binding of libiris.
 [[gnu::visibility("hidden")]] extern bool threads_enabled;
-// Whether every binding takes the call lock: under MULTIPLE (set at init),
-// or once the progress thread of active messages runs (device/am/), which
-// polls under it beside the program's thread at any thread level. Read by
-// every binding. It turns true only inside a binding of the one thread
-// that calls MPI (the progress thread starts after), so no binding ever
-// sees it change between taking the lock and giving it back.
-[[gnu::visibility("hidden")]] extern bool calls_locked;
+// How every binding keeps other threads of this process out of the device
+// (device/am/'s progress thread, or the program's own under MULTIPLE).
+// Read by every binding: one load and one predicted branch when `none`.
+// Turns from `none` only inside a binding of the one thread that calls MPI
+// (the progress thread starts after), so no binding sees it change between
+// its entry and its exit.
+enum class call_guarding : std::uint8_t {
+  none,     // below MULTIPLE, no progress thread: nothing
+  locked,   // the call lock: under MULTIPLE, or a progress thread without membarrier(2)
+  flagged,  // a progress thread below MULTIPLE: the program flag (below)
+};
+[[gnu::visibility("hidden")]] extern call_guarding call_guard;
+
+// The program flag: below MULTIPLE one thread at a time calls MPI, and the
+// progress thread must not poll while it does. Instead of the call lock
+// (an exchange and a store in every binding, 25-35% of a small message's
+// latency here) the two form an asymmetric Dekker pair, like the shm
+// doorbells: the program's thread stores its flag and reads the progress
+// thread's with only a compiler barrier between; the progress thread
+// stores its own flag, runs membarrier(2) (a full barrier on every CPU
+// running this process), then reads the program's. Either the progress
+// thread sees the program inside MPI and backs off, or the program sees it
+// polling and waits for it to finish.
+struct program_flags {
+  std::atomic<bool> program{false};   // written by the program's thread (below MULTIPLE)
+  std::atomic<bool> progress{false};  // written by the progress thread
+  // The progress thread while it is inside (its handlers call bindings,
+  // which must then take nothing).
+  std::atomic<pthread_t> progress_thread{};
+  int depth = 0;  // the program's nesting (one thread at a time)
+  // Fresh entries (call_lock_entries): written by the program's thread
+  // alone (a plain increment), read by the progress thread.
+  std::atomic<std::uint64_t> entries{0};
+};
+[[gnu::visibility("hidden")]] extern program_flags call_flags;
+// Whether this kernel has the barrier (registers this process for it once).
+bool program_flag_possible();
+// The program's thread, when it found the progress thread polling.
+void program_flag_wait();
+// The progress thread: true when it may poll (then program_flag_done()).
+bool program_flag_try();
+void program_flag_done();
+
+// Whether this thread is the progress thread, inside (a handler calling a
+// binding).
+inline bool program_flag_polling_here() {
+  return call_flags.progress.load(std::memory_order_relaxed) &&
+         pthread_equal(call_flags.progress_thread.load(std::memory_order_relaxed), pthread_self());
+}
+// false: called by the progress thread inside its pass; nothing to leave.
+inline bool program_flag_enter() {
+  if (call_flags.progress.load(std::memory_order_relaxed) && program_flag_polling_here()) {
+    return false;
+  }
+  if (call_flags.depth++ != 0) return true;
+  call_flags.program.store(true, std::memory_order_relaxed);
+  std::atomic_signal_fence(std::memory_order_seq_cst);  // the heavy side's membarrier does the rest
+  if (call_flags.progress.load(std::memory_order_relaxed)) program_flag_wait();
+  call_flags.entries.store(call_flags.entries.load(std::memory_order_relaxed) + 1,
+                           std::memory_order_relaxed);
+  return true;
+}
+inline void program_flag_leave() {
+  if (--call_flags.depth != 0) return;
+  // Pairs with program_flag_try's acquire: what this call wrote is the
+  // progress thread's to read once it sees the flag down.
+  call_flags.program.store(false, std::memory_order_release);
+}
 
 // Run under the call lock by a thread that takes it afresh (not when it
 // nests) and at each call_lock_pause (between the polls of a wait); set at
@@ -49,9 +112,10 @@ void call_lock_leave();
 bool call_lock_try_enter();
 // Whether this thread holds the call lock (a binding called from a callback).
 bool call_lock_held();
-// How many times a thread has taken the call lock afresh so far: the
-// progress thread (device/am/) tells from it whether the program's threads
-// are inside MPI lately. Any thread; relaxed.
+// How many times a thread has taken the call lock afresh, or the program
+// raised its flag (below), so far: the progress thread (device/am/) tells
+// from it whether the program's threads are inside MPI lately. Any thread;
+// relaxed.
 std::uint64_t call_lock_entries();
 // Called by a waiting thread between polls: when another thread waits for
 // the lock, or `idle` (the caller would yield anyway), gives the lock up
@@ -64,17 +128,25 @@ bool call_lock_pause(bool idle);
 // small-message bindings use api_send_call instead.
 class api_guard {
  public:
-  api_guard() : held_(calls_locked) {
-    if (held_) call_lock_enter();
+  api_guard() : held_(call_guard) {
+    if (held_ == call_guarding::locked) {
+      call_lock_enter();
+    } else if (held_ == call_guarding::flagged && !program_flag_enter()) {
+      held_ = call_guarding::none;
+    }
   }
   ~api_guard() {
-    if (held_) call_lock_leave();
+    if (held_ == call_guarding::locked) {
+      call_lock_leave();
+    } else if (held_ == call_guarding::flagged) {
+      program_flag_leave();
+    }
   }
   api_guard(const api_guard &) = delete;
   api_guard &operator=(const api_guard &) = delete;
 
  private:
-  bool held_;
+  call_guarding held_;
 };
 
 // The small-message bindings' guard (MPI_Send, MPI_Isend, MPI_Recv,
@@ -92,22 +164,20 @@ class api_guard {
 // of the 8-byte rate at MULTIPLE, by where the linker happened to put it
 // (bench/results/2026-11-28-issue36-multiple-rate.md).
 //
-// With the progress thread below MULTIPLE the body runs under the call
-// lock (api_locked_call), as every other binding's.
+// With the progress thread below MULTIPLE the body runs guarded
+// (api_guarded_call), as every other binding's.
 template <typename Body>
-[[gnu::noinline]] int api_locked_call(Body body) {
-  call_lock_enter();
-  const int result = body();
-  call_lock_leave();
-  return result;
+[[gnu::noinline]] int api_guarded_call(Body body) {
+  const api_guard guard;
+  return body();
 }
 template <typename Body, typename Multiple>
 inline int api_send_call(Body body, Multiple multiple) {
-  if (!calls_locked) [[likely]] {
+  if (call_guard == call_guarding::none) [[likely]] {
     return body();
   }
   if (threads_enabled) return multiple();
-  return api_locked_call(body);
+  return api_guarded_call(body);
 }
 
 // The lock of one VC's sending side under MULTIPLE (vc.hpp): a word taken

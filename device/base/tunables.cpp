@@ -42,7 +42,7 @@ constexpr tunable table[] = {
      "computes without calling MPI: auto starts it at the first MPIX_Am_register or "
      "MPIX_Expose, on at MPI_Init, off never (operations then progress only inside MPI "
      "calls; put and get to a rank of this node by CMA need no thread either way)"},
-    {"IRIS_AM_PULL_MIN", 64 * 1024, 0, std::int64_t{1} << 40, nullptr,
+    {"IRIS_AM_PULL_MIN", 32 * 1024, 0, std::int64_t{1} << 40, nullptr,
      "smallest data of an active message that the target reads from the origin itself (CMA, "
      "ranks of one node) after the header handler ran; smaller data travels in the message's "
      "packets"},

@@ -23,6 +23,7 @@
 
 #include <sys/uio.h>
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -200,6 +201,15 @@ class transport {
                            std::size_t bytes) {
     (void)peer, (void)write, (void)address, (void)local, (void)bytes;
     return xfer::retry;
+  }
+  // With peer_access: a word each rank publishes to the ranks that reach
+  // its memory, in memory they share (device/am/ keeps there the version of
+  // its exposure table, so that an origin reads the table again only when
+  // it changed). This rank's and `peer`'s; nullptr: none.
+  virtual std::atomic<std::uint64_t> *published_word() { return nullptr; }
+  virtual const std::atomic<std::uint64_t> *peer_published_word(const vc &peer) const {
+    (void)peer;
+    return nullptr;
   }
   // Whether peer_access may work for `peer`.
   virtual bool peer_accessible(const vc &peer) const {

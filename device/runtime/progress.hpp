@@ -6,6 +6,8 @@
 // waiting thread lets other threads in between polls (threading.hpp).
 #pragma once
 
+#include <sched.h>
+
 #include "device/base/threading.hpp"
 #include "device/runtime/runtime.hpp"
 
@@ -53,14 +55,16 @@ void progress_until(Done done) {
       // thread never sleeps on its bell: another thread of this process may
       // need the call lock to send what would wake it (and the progress
       // thread sleeps on the bell itself). It yields with the lock given up.
-      if (calls_locked) {
+      if (call_guard == call_guarding::locked) {
         call_lock_pause(true);
+      } else if (call_guard == call_guarding::flagged) {
+        sched_yield();  // the progress thread sleeps on the bell; it stays out meanwhile
       } else if (progress_idle(idle - rt->spin_limit) > 0) {
         idle = 0;
       }
       continue;
     }
-    if (calls_locked) call_lock_pause(false);
+    if (call_guard == call_guarding::locked) call_lock_pause(false);
   }
 }
 

@@ -124,7 +124,7 @@ int runtime_init(int required_thread_level) {
   r->thread_level = required_thread_level;
   // Chosen once, before the program can start threads that call MPI.
   threads_enabled = required_thread_level == MPI_THREAD_MULTIPLE;
-  calls_locked = threads_enabled;
+  call_guard = threads_enabled ? call_guarding::locked : call_guarding::none;
   call_lock_entered = threads_enabled ? recv_taken_drain : nullptr;
   if (threads_enabled) r->matching.share();
   r->vcs.resize(static_cast<std::size_t>(r->size));

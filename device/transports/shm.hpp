@@ -49,6 +49,7 @@ class sleeper_bell {
   }
   bool wait(int timeout_ms) { return shm::bell_wait(*bell_, timeout_ms); }
   void end() { bell_->asleep.store(0, std::memory_order_relaxed); }
+  shm::bell &own() { return *bell_; }
 
  private:
   shm::bell *bell_ = nullptr;
@@ -86,6 +87,12 @@ class shm_transport : public transport {
   }
   bool peer_accessible(const vc &peer) const override {
     return peers_[static_cast<std::size_t>(peer.slot)].cma;
+  }
+  std::atomic<std::uint64_t> *published_word() override {
+    return bell_.held() ? &bell_.own().published : nullptr;
+  }
+  const std::atomic<std::uint64_t> *peer_published_word(const vc &peer) const override {
+    return &peers_[static_cast<std::size_t>(peer.slot)].bell->published;
   }
   std::string describe() const override;
   std::string statistics() const override;
@@ -215,6 +222,12 @@ class shm_queue_transport : public transport {
   }
   bool peer_accessible(const vc &peer) const override {
     return peers_[static_cast<std::size_t>(peer.slot)].cma;
+  }
+  std::atomic<std::uint64_t> *published_word() override {
+    return bell_.held() ? &bell_.own().published : nullptr;
+  }
+  const std::atomic<std::uint64_t> *peer_published_word(const vc &peer) const override {
+    return &peers_[static_cast<std::size_t>(peer.slot)].bell->published;
   }
   std::string describe() const override;
   std::string statistics() const override;

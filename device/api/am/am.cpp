@@ -239,6 +239,7 @@ int MPIX_Expose(void *base, MPI_Aint bytes) {
   if (err != MPI_SUCCESS) {
     return device::error_raise(nullptr, call, err, "%p is exposed already", base);
   }
+  device::am_exposures_changed();
   device::am_progress_wanted();  // last: a progress thread may poll from here
   return MPI_SUCCESS;
 }
@@ -251,6 +252,7 @@ int MPIX_Conceal(void *base) {
     return device::error_raise(nullptr, call, MPI_ERR_ARG,
                                "%p is not the base of a region exposed by MPIX_Expose", base);
   }
+  device::am_exposures_changed();
   return MPI_SUCCESS;
 }
 

@@ -20,10 +20,12 @@ struct multiple_runtime {
     rt->size = 1;
     rt->spin_limit = 50;    // waits yield soon: the stress tests oversubscribe the cores
     rt->next_context = 40;  // agreements start above the predefined contexts
-    threads_enabled = calls_locked = true;
+    threads_enabled = true;
+    call_guard = call_guarding::locked;
   }
   ~multiple_runtime() {
-    threads_enabled = calls_locked = false;
+    threads_enabled = false;
+    call_guard = call_guarding::none;
     delete rt;
     rt = nullptr;
   }
@@ -68,11 +70,13 @@ inline vc &peer_runtime(std::unique_ptr<transport> via, communicator &comm) {
 // call lock, as runtime_init sets it.
 struct multiple_receives {
   multiple_receives() {
-    threads_enabled = calls_locked = true;
+    threads_enabled = true;
+    call_guard = call_guarding::locked;
     call_lock_entered = recv_taken_drain;
   }
   ~multiple_receives() {
-    threads_enabled = calls_locked = false;
+    threads_enabled = false;
+    call_guard = call_guarding::none;
     call_lock_entered = nullptr;
   }
   multiple_receives(const multiple_receives &) = delete;

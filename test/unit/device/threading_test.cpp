@@ -16,8 +16,14 @@ namespace {
 
 // Turns MULTIPLE's locking on for one test, as MPI_Init_thread does.
 struct multiple_on {
-  multiple_on() { threads_enabled = calls_locked = true; }
-  ~multiple_on() { threads_enabled = calls_locked = false; }
+  multiple_on() {
+    threads_enabled = true;
+    call_guard = call_guarding::locked;
+  }
+  ~multiple_on() {
+    threads_enabled = false;
+    call_guard = call_guarding::none;
+  }
 };
 
 TEST(CallLock, NestedGuardsAndPausesKeepEveryUpdate) {
@@ -91,12 +97,13 @@ TEST(CallLock, BelowMultipleTheGuardTakesNothing) {
   EXPECT_FALSE(call_lock_pause(true));
 }
 
-// The progress thread of active messages below MULTIPLE (calls_locked
-// alone): every binding takes the call lock, the small-message ones too,
-// which run their plain body under it, never MULTIPLE's unlocked half.
+// The progress thread of active messages below MULTIPLE without
+// membarrier(2) (call_guarding::locked alone): every binding takes the call
+// lock, the small-message ones too, which run their plain body under it,
+// never MULTIPLE's unlocked half.
 TEST(CallLock, WithTheProgressThreadBelowMultipleEveryBindingLocks) {
   ASSERT_FALSE(threads_enabled);
-  calls_locked = true;
+  call_guard = call_guarding::locked;
   bool body_locked = false;
   bool multiple_ran = false;
   const int result = api_send_call(
@@ -121,7 +128,53 @@ TEST(CallLock, WithTheProgressThreadBelowMultipleEveryBindingLocks) {
     EXPECT_FALSE(other_entered);
   }
   EXPECT_FALSE(call_lock_held());
-  calls_locked = false;
+  call_guard = call_guarding::none;
+}
+
+// With membarrier(2) (call_guarding::flagged): the program's bindings raise
+// its flag, nested ones once; the progress thread gets in only while it is
+// down, and a binding entered meanwhile waits for it to leave; a binding
+// that a handler calls on the progress thread takes nothing. A seeded
+// stress: the two threads add to one plain counter, each only inside.
+TEST(ProgramFlag, ProgramAndProgressThreadNeverOverlap) {
+  if (!program_flag_possible()) GTEST_SKIP() << "no membarrier(2) here";
+  ASSERT_FALSE(threads_enabled);
+  call_guard = call_guarding::flagged;
+  long shared = 0;
+  std::atomic<bool> stop{false};
+  std::atomic<int> inside{0};
+  long progress_entries = 0;
+  std::thread progress([&] {
+    while (!stop.load(std::memory_order_relaxed)) {
+      if (!program_flag_try()) continue;
+      if (inside.fetch_add(1) != 0) ADD_FAILURE() << "both inside";
+      {
+        const api_guard from_a_handler;  // a handler calling a binding: takes nothing
+        ++shared;
+      }
+      ++progress_entries;
+      inside.fetch_sub(1);
+      program_flag_done();
+    }
+  });
+  unsigned seed = 20261128;
+  for (int i = 0; i < 20000; ++i) {
+    const api_guard outer;
+    {
+      const api_guard nested;  // a binding calling another: still one flag
+      if (inside.fetch_add(1) != 0) ADD_FAILURE() << "both inside";
+      ++shared;
+      inside.fetch_sub(1);
+    }
+    seed = seed * 1103515245U + 12345U;
+    for (unsigned spin = (seed >> 16) % 64; spin > 0; --spin) asm volatile("");
+  }
+  stop = true;
+  progress.join();
+  EXPECT_EQ(shared, 20000 + progress_entries);
+  EXPECT_FALSE(call_flags.program.load());
+  EXPECT_EQ(call_flags.depth, 0);
+  call_guard = call_guarding::none;
 }
 
 }  // namespace

@@ -26,8 +26,14 @@ namespace iris::device {
 namespace {
 
 struct multiple_on {
-  multiple_on() { threads_enabled = calls_locked = true; }
-  ~multiple_on() { threads_enabled = calls_locked = false; }
+  multiple_on() {
+    threads_enabled = true;
+    call_guard = call_guarding::locked;
+  }
+  ~multiple_on() {
+    threads_enabled = false;
+    call_guard = call_guarding::none;
+  }
 };
 
 TEST(VcLock, SeededStressKeepsEveryUpdate) {
