@@ -83,7 +83,9 @@ inline bool program_flag_enter() {
   if (call_flags.depth++ != 0) return true;
   call_flags.program.store(true, std::memory_order_relaxed);
   std::atomic_signal_fence(std::memory_order_seq_cst);  // the heavy side's membarrier does the rest
-  if (call_flags.progress.load(std::memory_order_relaxed)) program_flag_wait();
+  // Acquire (a plain load on x86): pairs with program_flag_done's release,
+  // so that what the progress thread did before it left is seen here.
+  if (call_flags.progress.load(std::memory_order_acquire)) program_flag_wait();
   call_flags.entries.store(call_flags.entries.load(std::memory_order_relaxed) + 1,
                            std::memory_order_relaxed);
   return true;

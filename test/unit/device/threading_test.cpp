@@ -140,6 +140,8 @@ TEST(ProgramFlag, ProgramAndProgressThreadNeverOverlap) {
   if (!program_flag_possible()) GTEST_SKIP() << "no membarrier(2) here";
   ASSERT_FALSE(threads_enabled);
   call_guard = call_guarding::flagged;
+  // Relaxed everywhere but the flags: only their protocol orders the two
+  // threads, so that TSan reports `shared` if it does not.
   long shared = 0;
   std::atomic<bool> stop{false};
   std::atomic<int> inside{0};
@@ -147,13 +149,13 @@ TEST(ProgramFlag, ProgramAndProgressThreadNeverOverlap) {
   std::thread progress([&] {
     while (!stop.load(std::memory_order_relaxed)) {
       if (!program_flag_try()) continue;
-      if (inside.fetch_add(1) != 0) ADD_FAILURE() << "both inside";
+      if (inside.fetch_add(1, std::memory_order_relaxed) != 0) ADD_FAILURE() << "both inside";
       {
         const api_guard from_a_handler;  // a handler calling a binding: takes nothing
         ++shared;
       }
       ++progress_entries;
-      inside.fetch_sub(1);
+      inside.fetch_sub(1, std::memory_order_relaxed);
       program_flag_done();
     }
   });
@@ -162,9 +164,9 @@ TEST(ProgramFlag, ProgramAndProgressThreadNeverOverlap) {
     const api_guard outer;
     {
       const api_guard nested;  // a binding calling another: still one flag
-      if (inside.fetch_add(1) != 0) ADD_FAILURE() << "both inside";
+      if (inside.fetch_add(1, std::memory_order_relaxed) != 0) ADD_FAILURE() << "both inside";
       ++shared;
-      inside.fetch_sub(1);
+      inside.fetch_sub(1, std::memory_order_relaxed);
     }
     seed = seed * 1103515245U + 12345U;
     for (unsigned spin = (seed >> 16) % 64; spin > 0; --spin) asm volatile("");
