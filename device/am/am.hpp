@@ -75,9 +75,23 @@ void am_exposures_changed();
 void am_init_done();
 // At the end of MPIX_Am_register and MPIX_Expose: starts it under auto.
 void am_progress_wanted();
+// MPI_Alloc_mem and MPI_Free_mem (memory.cpp). am_alloc_mem gives a block
+// the ranks of this node map (from am_block_min bytes, when there are such
+// ranks and /dev/shm has room), else nullptr (the binding allocates
+// plainly); am_free_mem frees one (false: not a block). am_block_of says
+// which block [base, base + bytes) lies in, for MPIX_Expose. At
+// MPI_Finalize am_blocks_close removes their names from /dev/shm.
+inline constexpr std::size_t am_block_min = 4096;
+void *am_alloc_mem(std::size_t bytes);
+bool am_free_mem(void *base);
+bool am_block_of(const void *base, std::size_t bytes, std::uint64_t &key, std::uint64_t &offset,
+                 std::uint64_t &block_bytes);
+void am_blocks_close();
+
 // What MPIX_Stat_get reports of this layer by name: am_messages, am_puts,
-// am_gets (started here), am_shared (puts and gets done by peer_access),
-// am_pulled (messages whose data the target read); false for other names.
+// am_gets (started here), am_shared (puts and gets done without the
+// target: by peer_access or in a mapped block), am_mapped (of those, in a
+// block), am_pulled (messages whose data the target read); false for other names.
 bool am_statistic(const char *name, std::uint64_t &value);
 // At MPI_Finalize, before the last barrier: waits for every op started
 // here, stops the progress thread; after it: drops the layer's state.

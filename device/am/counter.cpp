@@ -20,6 +20,7 @@ std::unordered_set<const iris_counter *> &alive() {
 
 iris_counter *counter_create() {
   auto *c = new iris_counter;
+  c->magic.store(counter_magic, std::memory_order_relaxed);
   const std::lock_guard<std::mutex> held(alive_lock);
   alive().insert(c);
   return c;
@@ -30,6 +31,7 @@ void counter_free(iris_counter *c) {
     const std::lock_guard<std::mutex> held(alive_lock);
     alive().erase(c);
   }
+  c->magic.store(0, std::memory_order_relaxed);
   delete c;
 }
 

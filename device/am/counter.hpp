@@ -11,6 +11,7 @@
 // The object behind MPIX_Counter (include/iris/am.h declares it opaque).
 struct iris_counter {
   std::atomic<std::int64_t> value{0};
+  std::atomic<std::uint64_t> magic{0};  // counter_magic while alive (counter_valid)
 };
 
 namespace iris::device {
@@ -18,7 +19,16 @@ namespace iris::device {
 // A new counter at 0, alive until counter_free.
 iris_counter *counter_create();
 void counter_free(iris_counter *c);
-// Whether `c` is a counter alive in this process (any thread).
+inline constexpr std::uint64_t counter_magic = 0x49726973436e7472ULL;  // "IrisCntr"
+
+// Whether `c`, a counter the program passes, is alive: its mark, read
+// without a lock (any thread). A pointer that was never a counter is the
+// program's error, as a bad FILE * is stdio's.
+inline bool counter_valid(const iris_counter *c) {
+  return c->magic.load(std::memory_order_relaxed) == counter_magic;
+}
+// Whether `c` is among the counters alive in this process, found without
+// following it (any thread): for addresses that come in packets.
 bool counter_alive(const iris_counter *c);
 // The counter named by a target-counter address from a packet, or nullptr.
 iris_counter *counter_at(std::uint64_t address);

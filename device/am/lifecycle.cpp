@@ -35,11 +35,9 @@ bool am_statistic(const char *name, std::uint64_t &value) {
   const struct {
     const char *name;
     std::uint64_t value;
-  } table[] = {{"am_messages", s.stats_messages},
-               {"am_puts", s.stats_puts},
-               {"am_gets", s.stats_gets},
-               {"am_shared", s.stats_shared},
-               {"am_pulled", s.stats_pulled}};
+  } table[] = {{"am_messages", s.stats_messages}, {"am_puts", s.stats_puts},
+               {"am_gets", s.stats_gets},         {"am_shared", s.stats_shared},
+               {"am_mapped", s.stats_mapped},     {"am_pulled", s.stats_pulled}};
   for (const auto &entry : table) {
     if (std::strcmp(entry.name, name) == 0) {
       value = entry.value;
@@ -61,12 +59,13 @@ void am_close() {
     const am_state &s = *am;
     std::fprintf(stderr,
                  "iris: rank %d stats: active messages %llu (data pulled by the target %llu), "
-                 "puts %llu, gets %llu (by shared memory %llu)\n",
+                 "puts %llu, gets %llu (without the target %llu, of them in mapped blocks %llu)\n",
                  rt->rank, static_cast<unsigned long long>(s.stats_messages),
                  static_cast<unsigned long long>(s.stats_pulled),
                  static_cast<unsigned long long>(s.stats_puts),
                  static_cast<unsigned long long>(s.stats_gets),
-                 static_cast<unsigned long long>(s.stats_shared));
+                 static_cast<unsigned long long>(s.stats_shared),
+                 static_cast<unsigned long long>(s.stats_mapped));
   }
   delete am;
   am = nullptr;

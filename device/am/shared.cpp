@@ -36,25 +36,28 @@ std::uint64_t table_address(am_peer &p, int peer) {
 bool table_read(vc &v, am_peer &p, std::uint64_t at) {
   struct {
     std::uint64_t used;
-    std::uint64_t slots[exposure_slots][2];
+    std::uint64_t slots[exposure_slots][slot_words];
   } copy;
   static_assert(sizeof(copy) == sizeof(exposure_table));
-  std::size_t want = sizeof(std::uint64_t) + exposure_head_slots * 2 * sizeof(std::uint64_t);
+  constexpr std::size_t slot_size = slot_words * sizeof(std::uint64_t);
+  std::size_t want = sizeof(std::uint64_t) + exposure_head_slots * slot_size;
   if (v.via->peer_access(v, false, at, &copy, want) != xfer::done) return false;
   if (copy.used > exposure_slots) return false;
   if (copy.used > exposure_head_slots) {
-    want = sizeof(std::uint64_t) + copy.used * 2 * sizeof(std::uint64_t);
+    want = sizeof(std::uint64_t) + copy.used * slot_size;
     if (v.via->peer_access(v, false, at, &copy, want) != xfer::done) return false;
     if (copy.used > exposure_slots) return false;
   }
-  p.table.assign(&copy.slots[0][0], &copy.slots[0][0] + copy.used * 2);
+  p.table.assign(&copy.slots[0][0], &copy.slots[0][0] + copy.used * slot_words);
   return true;
 }
 
-// Whether [address, address + bytes) is exposed at the target, by its table
-// as read last, read again when the target's published version moved (or
-// it publishes none). false: the table could not be read (send packets).
-bool target_exposes(vc &v, am_peer &p, std::uint64_t address, std::uint64_t bytes, bool &covered) {
+// The slot of the target's table, as read last, that holds [address,
+// address + bytes) (nullptr: none), read again when the target's published
+// version moved (or it publishes none). false: the table could not be read
+// (send packets).
+bool target_exposes(vc &v, am_peer &p, std::uint64_t address, std::uint64_t bytes,
+                    const std::uint64_t *&slot) {
   const std::uint64_t at = table_address(p, v.world_rank);
   if (at == 0) return false;
   const std::atomic<std::uint64_t> *word = v.via->peer_published_word(v);
@@ -65,9 +68,17 @@ bool target_exposes(vc &v, am_peer &p, std::uint64_t address, std::uint64_t byte
     if (!table_read(v, p, at)) return false;
     p.table_version = word != nullptr ? version : UINT64_MAX;
   }
-  covered = exposure_covers(reinterpret_cast<const std::uint64_t(*)[2]>(p.table.data()),
-                            p.table.size() / 2, address, bytes);
+  slot = exposure_covering(p.table.data(), p.table.size() / slot_words, address, bytes);
   return true;
+}
+
+// Where [address, ...) lies in this process's mapping of the target's
+// block, when the region is in one that maps here; else nullptr.
+std::byte *mapped_at(vc &v, const std::uint64_t *slot, std::uint64_t address) {
+  if (slot[slot_block] == 0) return nullptr;
+  std::byte *block = v.via->peer_block(v, slot[slot_block], slot[slot_block_bytes]);
+  if (block == nullptr) return nullptr;
+  return block + slot[slot_block_offset] + (address - slot[slot_base]);
 }
 
 // The op's bytes moved: done, or waiting for the target counter's ack.
@@ -92,9 +103,9 @@ bool shared_move(am_state &s, am_op &op, bool write) {
   vc &v = rt->vcs[static_cast<std::size_t>(op.target)];
   if (!v.via->peer_accessible(v)) return false;
   am_peer &p = s.peers[static_cast<std::size_t>(op.target)];
-  bool covered = false;
-  if (!target_exposes(v, p, op.step.address, op.step.total, covered)) return false;
-  if (!covered) {
+  const std::uint64_t *slot = nullptr;
+  if (!target_exposes(v, p, op.step.address, op.step.total, slot)) return false;
+  if (slot == nullptr) {
     ++s.stats_shared;
     counter_bump(op.origin_counter);
     op.origin_counter = nullptr;
@@ -102,11 +113,20 @@ bool shared_move(am_state &s, am_op &op, bool write) {
                    am_refusal_text(static_cast<std::uint32_t>(am_refusal::range)));
     return true;
   }
-  if (op.step.total != 0) {
-    void *local = write ? const_cast<std::byte *>(op.data) : static_cast<void *>(op.into);
-    if (v.via->peer_access(v, write, op.step.address, local,
-                           static_cast<std::size_t>(op.step.total)) != xfer::done) {
-      return false;
+  const auto bytes = static_cast<std::size_t>(op.step.total);
+  if (bytes != 0) {
+    if (std::byte *there = mapped_at(v, slot, op.step.address)) {
+      // Mapped here: plain copies. The counters' release (or the notify's
+      // packet) publishes them.
+      if (write) {
+        std::memcpy(there, op.data, bytes);
+      } else {
+        std::memcpy(op.into, there, bytes);
+      }
+      ++s.stats_mapped;
+    } else {
+      void *local = write ? const_cast<std::byte *>(op.data) : static_cast<void *>(op.into);
+      if (v.via->peer_access(v, write, op.step.address, local, bytes) != xfer::done) return false;
     }
   }
   moved(s, op);
@@ -114,6 +134,34 @@ bool shared_move(am_state &s, am_op &op, bool write) {
 }
 
 }  // namespace
+
+bool am_shared_direct(am_state &s, int target, bool write, void *local, std::size_t bytes,
+                      std::uint64_t address) {
+  vc &v = rt->vcs[static_cast<std::size_t>(target)];
+  if (!v.via->peer_accessible(v)) return false;
+  am_peer &p = s.peers[static_cast<std::size_t>(target)];
+  const std::uint64_t *slot = nullptr;
+  if (!target_exposes(v, p, address, bytes, slot)) return false;
+  if (slot == nullptr) {
+    if (p.refused == MPI_SUCCESS) {
+      p.refused = MPI_ERR_RMA_RANGE;
+      p.refused_why = am_refusal_text(static_cast<std::uint32_t>(am_refusal::range));
+    }
+  } else if (bytes != 0) {
+    if (std::byte *there = mapped_at(v, slot, address)) {
+      if (write) {
+        std::memcpy(there, local, bytes);
+      } else {
+        std::memcpy(local, there, bytes);
+      }
+      ++s.stats_mapped;
+    } else if (v.via->peer_access(v, write, address, local, bytes) != xfer::done) {
+      return false;
+    }
+  }
+  ++s.stats_shared;
+  return true;
+}
 
 bool am_shared_put(am_state &s, am_op &op) {
   return shared_move(s, op, true);

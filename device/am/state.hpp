@@ -84,7 +84,7 @@ struct am_peer {
   // copy read last with the version it had (the peer's published word).
   std::uint64_t exposure_address = 0;
   std::uint64_t table_version = UINT64_MAX;
-  std::vector<std::uint64_t> table;  // base, bytes, base, bytes, ...
+  std::vector<std::uint64_t> table;  // slot_words words a slot (exposure.hpp)
 };
 
 // Ops answered from here (a get's data), pushed as streams like the
@@ -104,7 +104,7 @@ struct am_state {
   std::uint64_t pull_min = 0;  // IRIS_AM_PULL_MIN
   int async = 0;               // IRIS_ASYNC_PROGRESS: 0 auto, 1 on, 2 off
   std::uint64_t stats_messages = 0, stats_puts = 0, stats_gets = 0, stats_shared = 0,
-                stats_pulled = 0;
+                stats_mapped = 0, stats_pulled = 0;
 };
 
 // The layer's state, made at the first use (am_state_get) and dropped at
@@ -136,6 +136,10 @@ void am_op_complete(am_state &s, std::uint64_t id, int status, const char *why);
 // so (the op then completes, or waits for its notify's ack); false: send
 // packets.
 bool am_shared_put(am_state &s, am_op &op);
+// The same for a put (`write`) or get without a target counter, before any
+// op is made: true when it is complete (or refused: kept for the fence).
+bool am_shared_direct(am_state &s, int target, bool write, void *local, std::size_t bytes,
+                      std::uint64_t address);
 bool am_shared_get(am_state &s, am_op &op);
 
 // The progress thread (progress_thread.cpp).

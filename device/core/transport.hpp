@@ -211,6 +211,21 @@ class transport {
     (void)peer;
     return nullptr;
   }
+  // Optional, memory the ranks of this node map and then read and write
+  // with plain loads and stores (MPI_Alloc_mem, for put and get: device/am/):
+  // a new block of `bytes` that this rank names `key`; nullptr: none here
+  // (the caller allocates plainly). block_unlink removes the name (the
+  // caller unmaps); peer_block maps `peer`'s block `key` of `bytes` at its
+  // first use (kept until finalize; nullptr: none of that size).
+  virtual void *block_alloc(std::size_t bytes, std::uint64_t key) {
+    (void)bytes, (void)key;
+    return nullptr;
+  }
+  virtual void block_unlink(std::uint64_t key) { (void)key; }
+  virtual std::byte *peer_block(vc &peer, std::uint64_t key, std::size_t bytes) {
+    (void)peer, (void)key, (void)bytes;
+    return nullptr;
+  }
   // Whether peer_access may work for `peer`.
   virtual bool peer_accessible(const vc &peer) const {
     (void)peer;

@@ -187,6 +187,7 @@ int runtime_finalize() {
     am_quiesce();
     am_close();
   }
+  am_blocks_close();
   // Every send must reach its peer's transport before this process may leave, and
   // no peer may still be sending to it: MPI_Finalize is collective.
   progress_until([] { return rt->sending.empty(); });

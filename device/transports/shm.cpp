@@ -9,6 +9,7 @@
 #include "device/runtime/errors.hpp"
 #include "device/runtime/runtime.hpp"
 #include "device/transports/shm_common.hpp"
+#include "shm/block.hpp"
 #include "shm/cma.hpp"
 
 namespace iris::device {
@@ -369,6 +370,40 @@ xfer cma_peer_access(bool cma, std::int64_t &pid, int world_rank, bool write, st
   const bool moved = write ? shm::cma::write(pid, address, local, bytes)
                            : shm::cma::read(pid, address, local, bytes);
   return moved ? xfer::done : xfer::retry;
+}
+
+namespace {
+
+std::string block_name(int rank, std::uint64_t key) {
+  return "/" + pmi::shm_name_prefix(rt->pmi->job_id()) + "mem" + std::to_string(rank) + "." +
+         std::to_string(key);
+}
+
+}  // namespace
+
+block_maps::~block_maps() {
+  for (const mapped &m : peers_) shm::block_unmap(m.base, m.bytes);
+}
+
+void *block_maps::alloc(std::size_t bytes, std::uint64_t key) {
+  try {
+    return shm::block_create(block_name(rt->rank, key), bytes);
+  } catch (const shm::error &) {
+    return nullptr;  // /dev/shm full: plain memory, reached by CMA instead
+  }
+}
+
+void block_maps::unlink(std::uint64_t key) {
+  shm::block_remove(block_name(rt->rank, key));
+}
+
+std::byte *block_maps::peer(int world_rank, std::uint64_t key, std::size_t bytes) {
+  for (const mapped &m : peers_) {
+    if (m.rank == world_rank && m.key == key && m.bytes == bytes) return m.base;
+  }
+  auto *base = static_cast<std::byte *>(shm::block_map(block_name(world_rank, key), bytes));
+  if (base != nullptr) peers_.push_back({world_rank, key, base, bytes});
+  return base;
 }
 
 bool cma_chosen(std::size_t bytes) {

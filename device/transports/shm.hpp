@@ -88,6 +88,13 @@ class shm_transport : public transport {
   bool peer_accessible(const vc &peer) const override {
     return peers_[static_cast<std::size_t>(peer.slot)].cma;
   }
+  void *block_alloc(std::size_t bytes, std::uint64_t key) override {
+    return blocks_.alloc(bytes, key);
+  }
+  void block_unlink(std::uint64_t key) override { blocks_.unlink(key); }
+  std::byte *peer_block(vc &peer, std::uint64_t key, std::size_t bytes) override {
+    return blocks_.peer(peer.world_rank, key, bytes);
+  }
   std::atomic<std::uint64_t> *published_word() override {
     return bell_.held() ? &bell_.own().published : nullptr;
   }
@@ -145,6 +152,7 @@ class shm_transport : public transport {
   const peer *draining_ = nullptr;  // whose ring drain() is reading
   std::uint64_t cma_messages_ = 0;  // rendezvous messages read with CMA
   aside_switch aside_;  // MULTIPLE: whether threads without the call lock read the rings
+  block_maps blocks_;   // MPI_Alloc_mem's blocks (transport::block_alloc)
 
  protected:
   // poll, giving credits back under each VC's lock (packet_deliver_shared),
@@ -223,6 +231,13 @@ class shm_queue_transport : public transport {
   bool peer_accessible(const vc &peer) const override {
     return peers_[static_cast<std::size_t>(peer.slot)].cma;
   }
+  void *block_alloc(std::size_t bytes, std::uint64_t key) override {
+    return blocks_.alloc(bytes, key);
+  }
+  void block_unlink(std::uint64_t key) override { blocks_.unlink(key); }
+  std::byte *peer_block(vc &peer, std::uint64_t key, std::size_t bytes) override {
+    return blocks_.peer(peer.world_rank, key, bytes);
+  }
   std::atomic<std::uint64_t> *published_word() override {
     return bell_.held() ? &bell_.own().published : nullptr;
   }
@@ -297,6 +312,7 @@ class shm_queue_transport : public transport {
   std::unique_ptr<std::atomic<peer *>[]> announced_;
   std::atomic<std::size_t> announced_count_{0};
   aside_switch aside_;
+  block_maps blocks_;     // MPI_Alloc_mem's blocks (transport::block_alloc)
   spin_lock inbox_lock_;  // held by whoever reads inbox_ once aside passes are on
   std::uint64_t busy_packets_ = 0;
   std::uint64_t cma_messages_ = 0;  // rendezvous messages read with CMA

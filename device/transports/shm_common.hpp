@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string_view>
+#include <vector>
 
 #include "device/core/transport.hpp"
 #include "device/protocols/credit.hpp"
@@ -67,6 +68,28 @@ xfer cma_read_scattered(bool &cma, std::int64_t pid, read_plan &plan);
 // refuses.
 xfer cma_peer_access(bool cma, std::int64_t &pid, int world_rank, bool write, std::uint64_t address,
                      void *local, std::size_t bytes);
+// The blocks of MPI_Alloc_mem (transport::block_alloc): this rank's names
+// and the peers' blocks mapped here, unmapped when the transport ends.
+class block_maps {
+ public:
+  block_maps() = default;
+  block_maps(const block_maps &) = delete;
+  block_maps &operator=(const block_maps &) = delete;
+  ~block_maps();
+  void *alloc(std::size_t bytes, std::uint64_t key);
+  void unlink(std::uint64_t key);
+  std::byte *peer(int world_rank, std::uint64_t key, std::size_t bytes);
+
+ private:
+  struct mapped {
+    int rank;
+    std::uint64_t key;
+    std::byte *base;
+    std::size_t bytes;
+  };
+  std::vector<mapped> peers_;
+};
+
 // Whether IRIS_RNDV_ENGINE's fixed rule reads a message of `bytes` with CMA.
 bool cma_chosen(std::size_t bytes);
 

@@ -104,9 +104,18 @@ static unsigned char pattern(int origin, int target, size_t i) {
   return (unsigned char)(origin * 31 + target * 7 + i * 13 + (i >> 8));
 }
 
-static void test_put_get(size_t chunk) {
+/* `alloc_mem`: the window from MPI_Alloc_mem, which ranks of a node map
+ * (puts and gets into it are plain copies there), else from malloc. */
+static void test_put_get(size_t chunk, int alloc_mem) {
   if (chunk == 0) chunk = 1; /* a region is named by its base: 1 byte each */
-  unsigned char *window = malloc(chunk * (size_t)size + 1);
+  unsigned char *window = NULL;
+  if (alloc_mem) {
+    CHECK(
+        MPI_Alloc_mem((MPI_Aint)(chunk * (size_t)size + 1), MPI_INFO_NULL, &window) == MPI_SUCCESS,
+        "B: MPI_Alloc_mem");
+  } else {
+    window = malloc(chunk * (size_t)size + 1);
+  }
   memset(window, 0xEE, chunk * (size_t)size + 1);
   CHECK(MPIX_Expose(window, (MPI_Aint)(chunk * (size_t)size)) == MPI_SUCCESS, "expose");
   MPIX_Counter target_c, origin_c, completion_c;
@@ -164,7 +173,11 @@ static void test_put_get(size_t chunk) {
   free(in);
   free(out);
   free(all);
-  free(window);
+  if (alloc_mem) {
+    MPI_Free_mem(window);
+  } else {
+    free(window);
+  }
 }
 
 /* ---- C: replies from handlers ---- */
@@ -486,18 +499,23 @@ int main(int argc, char **argv) {
   test_accumulate();
   int sizes[20];
   const int count = edge_sizes(sizes, 1 << 20);
-  for (int i = 0; i < count; ++i) test_put_get((size_t)sizes[i]);
-  test_put_get(1 << 20);
+  for (int i = 0; i < count; ++i) test_put_get((size_t)sizes[i], 0);
+  test_put_get(1 << 20, 0);
+  for (int i = 0; i < count; ++i) test_put_get((size_t)sizes[i], 1);
+  test_put_get(1 << 20, 1);
   test_replies();
   test_storm();
   test_refusals();
   test_busy_target();
-  MPI_Count shared = -1, pulled = -1;
+  MPI_Count shared = -1, mapped = -1, pulled = -1;
   MPIX_Stat_get("am_shared", &shared);
+  MPIX_Stat_get("am_mapped", &mapped);
   MPIX_Stat_get("am_pulled", &pulled);
   if (rank == 0) {
-    printf("am: rank 0 moved %lld puts and gets by shared memory, %lld messages pulled\n", shared,
-           pulled);
+    printf(
+        "am: rank 0 moved %lld puts and gets by shared memory (%lld in mapped blocks), %lld "
+        "messages pulled\n",
+        shared, mapped, pulled);
   }
   if (rank == 0 && check_failures == 0) printf("am: all checks passed on %d ranks\n", size);
   return finish();

@@ -460,18 +460,21 @@ TEST_F(LargeJobTest, DevShmTooSmallForTheQueuesIsOneClearLine) {
       << r.output;
 }
 
-// Active messages on one node: put and get by CMA, large data pulled by
-// the target; where the kernel refuses CMA, the same program passes with
+// Active messages on one node: put and get by CMA, and into MPI_Alloc_mem's
+// memory by plain copies in the mapped block; large data pulled by the
+// target. Where the kernel refuses CMA, the same program passes with
 // everything as packets through the progress thread.
 TEST_F(FailureTest, ActiveMessagesByCmaAndWithoutIt) {
   const run_result by_cma = job(4, "am");
   ASSERT_EQ(by_cma.exit_code, 0) << by_cma.output;
   EXPECT_EQ(by_cma.output.find("moved 0 puts"), std::string::npos) << by_cma.output;
+  EXPECT_EQ(by_cma.output.find("(0 in mapped blocks)"), std::string::npos) << by_cma.output;
   EXPECT_EQ(by_cma.output.find(", 0 messages pulled"), std::string::npos) << by_cma.output;
   const run_result refused =
       job(4, "am", {}, {{"LD_PRELOAD", required_env("IRIS_NO_CMA_LIBRARY")}});
   ASSERT_EQ(refused.exit_code, 0) << refused.output;
-  EXPECT_NE(refused.output.find("moved 0 puts and gets by shared memory, 0 messages pulled"),
+  EXPECT_NE(refused.output.find(
+                "moved 0 puts and gets by shared memory (0 in mapped blocks), 0 messages pulled"),
             std::string::npos)
       << refused.output;
 }

@@ -31,7 +31,7 @@ int route_checks(const char *call, MPI_Comm handle, int target, communicator *&c
 
 // A counter of this process: null (none) or alive.
 int counter_check(const char *call, const communicator *c, MPIX_Counter counter, const char *what) {
-  if (counter == MPIX_COUNTER_NULL || device::counter_alive(counter)) return MPI_SUCCESS;
+  if (counter == MPIX_COUNTER_NULL || device::counter_valid(counter)) return MPI_SUCCESS;
   return device::error_raise(c, call, MPI_ERR_ARG, "%s %p is not a counter of this process", what,
                              static_cast<void *>(counter));
 }
@@ -231,7 +231,10 @@ int MPIX_Expose(void *base, MPI_Aint bytes) {
   if (base == nullptr) {  // also for 0 bytes: a region is named by its base
     return device::error_raise(nullptr, call, MPI_ERR_BUFFER, "NULL base");
   }
-  const int err = device::exposure_add(base, static_cast<std::size_t>(bytes));
+  std::uint64_t block = 0, offset = 0, block_bytes = 0;
+  device::am_block_of(base, static_cast<std::size_t>(bytes), block, offset, block_bytes);
+  const int err =
+      device::exposure_add(base, static_cast<std::size_t>(bytes), block, offset, block_bytes);
   if (err == MPI_ERR_NO_MEM) {
     return device::error_raise(nullptr, call, err, "%zu regions exposed already (the most)",
                                device::exposure_slots);

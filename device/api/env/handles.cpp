@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "device/am/am.hpp"
 #include "device/api/check.hpp"
 
 using namespace iris;
@@ -128,8 +129,9 @@ int MPI_Status_f082f(const MPI_F08_status *f08_status, MPI_Fint *f_status) {
   return MPI_Status_c2f(f08_status, f_status);
 }
 
-// Plain memory for now (no hints are read); the call is where registered
-// memory would come from.
+// From 4 KiB on a node with other ranks, memory they map (device/am/
+// memory.cpp: their puts and gets into it are plain copies); else plain
+// memory. No hints are read.
 int MPI_Alloc_mem(MPI_Aint size, MPI_Info info, void *baseptr) {
   const device::api_guard guard;
   const char *call = "MPI_Alloc_mem";
@@ -139,7 +141,8 @@ int MPI_Alloc_mem(MPI_Aint size, MPI_Info info, void *baseptr) {
     return device::error_raise(nullptr, call, MPI_ERR_ARG, "negative size %lld",
                                static_cast<long long>(size));
   }
-  void *p = std::malloc(size > 0 ? static_cast<std::size_t>(size) : 1);
+  void *p = device::am_alloc_mem(static_cast<std::size_t>(size));
+  if (p == nullptr) p = std::malloc(size > 0 ? static_cast<std::size_t>(size) : 1);
   if (p == nullptr) {
     return device::error_raise(nullptr, call, MPI_ERR_NO_MEM, "cannot allocate %lld bytes",
                                static_cast<long long>(size));
@@ -150,7 +153,7 @@ int MPI_Alloc_mem(MPI_Aint size, MPI_Info info, void *baseptr) {
 
 int MPI_Free_mem(void *base) {
   const device::api_guard guard;
-  std::free(base);
+  if (!device::am_free_mem(base)) std::free(base);
   return MPI_SUCCESS;
 }
 
