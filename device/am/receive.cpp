@@ -61,8 +61,10 @@ void stream_end(am_state &s, int peer, am_incoming &in) {
     counter_bump(c);
   }
   const std::uint64_t op = in.first.op;
+  const bool wanted = (in.first.flags & active_ack) != 0;
   in = am_incoming{};
-  ack(s, peer, op, status, reason);
+  // An origin that asked for none learns of success from its next fence.
+  if (wanted || status != MPI_SUCCESS) ack(s, peer, op, status, reason);
 }
 
 void refuse(am_incoming &in, int status, am_refusal reason) {
@@ -98,7 +100,7 @@ void message_handle(am_state &s, vc &from, am_incoming &in) {
   in.into =
       static_cast<std::byte *>(fn(in.comm_handle, step.origin, in.uhdr.data(), step.uhdr_length,
                                   static_cast<MPI_Aint>(data_len), &in.completion, &in.user_info));
-  if (step.pull != 0 && in.into != nullptr && data_len != 0) {
+  if ((step.flags & active_pull) != 0 && in.into != nullptr && data_len != 0) {
     if (from.via->peer_access(from, false, step.address, in.into,
                               static_cast<std::size_t>(data_len)) != xfer::done) {
       refuse(in, MPI_ERR_OTHER, am_refusal::pull);
@@ -134,7 +136,7 @@ const char *stream_piece(am_state &s, vc &from, const active_payload &step, cons
     return "active-message stream piece out of order";
   }
   const std::uint64_t uhdr_len = in.first.kind == active_kind::message ? in.first.uhdr_length : 0;
-  const std::uint64_t stream = in.first.pull != 0 ? uhdr_len : in.first.total;
+  const std::uint64_t stream = (in.first.flags & active_pull) != 0 ? uhdr_len : in.first.total;
   if (n > stream - in.received) return "active-message stream longer than it said";
   if (in.received < uhdr_len) {
     const std::size_t take =
@@ -219,12 +221,23 @@ const char *dispatch(am_state &s, vc &from, const active_payload &step, const st
           c != nullptr ? am_refusal::none : am_refusal::counter);
       return nullptr;
     }
+    case active_kind::fence:
+      // Every earlier step of this origin's came before it and is done.
+      if (n != 0) return "fence with a payload";
+      ack(s, peer, step.op, MPI_SUCCESS, am_refusal::none);
+      return nullptr;
     case active_kind::ack: {
       if (n != 0) return "ack with a payload";
       if (step.status < MPI_SUCCESS || step.status > MPI_ERR_LASTCODE) {
         return "ack with an unknown status";
       }
       const am_op *op = am_op_find(s, step.op);
+      if (op == nullptr && step.status != MPI_SUCCESS) {
+        // A refusal of an op that asked for no ack (already ended here):
+        // kept for the fence, which comes after it.
+        am_refusal_keep(s, peer, step.status, am_refusal_text(step.reason));
+        return nullptr;
+      }
       if (op == nullptr || op->target != peer || op->kind == active_kind::get_data) {
         return "ack for no operation of this process";
       }

@@ -150,6 +150,11 @@ void stream_sent(am_state &s, am_op &op) {
   }
   // The origin buffer may be reused (a pulled message's only after the ack).
   if (!op.pulled) counter_bump(op.origin_counter);
+  if (!op.acked) {
+    // Nobody waits for its ack: it ends here; a fence asks the target.
+    s.peers[static_cast<std::size_t>(op.target)].unfenced = true;
+    am_op_free(s, id);
+  }
 }
 
 // Pushes peer `peer`'s queue: control steps first, then streams in turn.
@@ -228,14 +233,19 @@ void am_stream(am_state &s, std::uint64_t id) {
   if (s.handler_depth == 0 && s.pushing == 0) (void)am_push();
 }
 
-void am_op_complete(am_state &s, std::uint64_t id, int status, const char *why) {
-  am_op *op = am_op_find(s, id);
-  if (op == nullptr) return;
-  am_peer &p = s.peers[static_cast<std::size_t>(op->target)];
+void am_refusal_keep(am_state &s, int peer, int status, const char *why) {
+  am_peer &p = s.peers[static_cast<std::size_t>(peer)];
   if (status != MPI_SUCCESS && p.refused == MPI_SUCCESS) {
     p.refused = status;
     p.refused_why = why != nullptr ? why : "refused at the target";
   }
+}
+
+void am_op_complete(am_state &s, std::uint64_t id, int status, const char *why) {
+  am_op *op = am_op_find(s, id);
+  if (op == nullptr) return;
+  am_peer &p = s.peers[static_cast<std::size_t>(op->target)];
+  am_refusal_keep(s, op->target, status, why);
   // A pulled message's buffer was read by the target; a get's bytes are
   // here (or refused): the origin counter counts now.
   if (op->pulled || op->kind == active_kind::get) counter_bump(op->origin_counter);
@@ -257,9 +267,26 @@ am_op &op_start(am_state &s, const am_route &to, active_kind kind, std::uint64_t
   op.step.op = id;
   op.step.context = to.context;
   op.step.origin = to.comm_rank;
-  ++s.peers[static_cast<std::size_t>(to.target_world)].outstanding;
-  ++s.outstanding;
   return op;
+}
+
+// An op whose end this process waits for: an ack, or a get's data.
+void op_awaited(am_state &s, am_op &op) {
+  op.acked = true;
+  ++s.peers[static_cast<std::size_t>(op.target)].outstanding;
+  ++s.outstanding;
+}
+
+// A message or put: acked when the origin needs to know it ended there
+// (a completion counter, or a pulled message's origin counter); else it
+// ends when sent and a fence asks.
+void op_ack_if_needed(am_state &s, am_op &op) {
+  if (op.completion_counter != nullptr || op.pulled) {
+    op.step.flags |= active_ack;
+    op_awaited(s, op);
+  } else {
+    op.acked = false;
+  }
 }
 
 }  // namespace
@@ -283,11 +310,12 @@ int am_send(const am_route &to, int handler, const void *uhdr, int uhdr_len, con
   // Large data the target can read itself goes by its header alone.
   if (data_len >= s.pull_min && data_len > 0 && v.via->peer_accessible(v)) {
     op.pulled = true;
-    op.step.pull = 1;
+    op.step.flags |= active_pull;
     op.step.address = reinterpret_cast<std::uintptr_t>(data);
     ++s.stats_pulled;
   }
   ++s.stats_messages;
+  op_ack_if_needed(s, op);
   am_stream(s, id);
   return MPI_SUCCESS;
 }
@@ -311,7 +339,12 @@ int am_put(const am_route &to, const void *origin, std::size_t bytes, std::uint6
   op.step.counter = target_counter;
   op.origin_counter = origin_counter;
   op.completion_counter = completion_counter;
+  op_awaited(s, op);  // by shared memory: until done, or its notify's ack
   if (am_shared_put(s, op)) return MPI_SUCCESS;
+  // As packets: the awaiting is undone for an op that wants no ack.
+  --s.peers[static_cast<std::size_t>(op.target)].outstanding;
+  --s.outstanding;
+  op_ack_if_needed(s, op);
   am_stream(s, id);
   return MPI_SUCCESS;
 }
@@ -332,6 +365,7 @@ int am_get(const am_route &to, void *origin, std::size_t bytes, std::uint64_t ta
   op.step.address = target_addr;
   op.step.counter = target_counter;
   op.origin_counter = origin_counter;
+  op_awaited(s, op);
   if (am_shared_get(s, op)) return MPI_SUCCESS;
   am_control(s, to.target_world, op.step);
   return MPI_SUCCESS;
@@ -340,6 +374,19 @@ int am_get(const am_route &to, void *origin, std::size_t bytes, std::uint64_t ta
 int am_fence(int target, const char **why) {
   if (am == nullptr) return MPI_SUCCESS;
   am_state &s = *am;
+  // Targets that ended ops without acks: a fence step after them, whose
+  // ack says they are done there.
+  const int from = target >= 0 ? target : 0;
+  const int to = target >= 0 ? target + 1 : static_cast<int>(s.peers.size());
+  for (int peer = from; peer < to; ++peer) {
+    am_peer &p = s.peers[static_cast<std::size_t>(peer)];
+    if (!p.unfenced) continue;
+    p.unfenced = false;
+    std::uint64_t id = 0;
+    am_op &op = op_start(s, {peer, 0, 0, 0}, active_kind::fence, id);
+    op_awaited(s, op);
+    am_stream(s, id);
+  }
   if (target >= 0) {
     progress_until([&] { return s.peers[static_cast<std::size_t>(target)].outstanding == 0; });
   } else {

@@ -45,6 +45,7 @@ struct am_op {
   std::uint64_t sent = 0;   // stream bytes handed to the transport
   bool first_sent = false;  // its first packet went (an empty stream has one)
   bool pulled = false;      // a message whose data the target reads itself
+  bool acked = true;        // counted outstanding until its ack (else it ends once sent)
   // A get: where its bytes go, and how many came.
   std::byte *into = nullptr;
   std::uint64_t received = 0;
@@ -75,7 +76,8 @@ struct am_peer {
   std::deque<std::uint64_t> streams;  // op ids, oldest first
   bool on_list = false;               // in am_state::waiting
   am_incoming incoming;
-  int outstanding = 0;  // ops to this peer not complete yet
+  int outstanding = 0;    // ops to this peer not complete yet (acks, gets, fences awaited)
+  bool unfenced = false;  // ops went to it that sent no ack: a fence asks
   // The first refusal among its ops since the last fence that covered them.
   int refused = MPI_SUCCESS;
   std::string refused_why;
@@ -131,6 +133,8 @@ void am_stream(am_state &s, std::uint64_t id);
 int am_push();
 // An op has ended at its target (an ack, a get's last byte, a refusal).
 void am_op_complete(am_state &s, std::uint64_t id, int status, const char *why);
+// Keeps a refusal of world rank `peer`'s for the next fence that covers it.
+void am_refusal_keep(am_state &s, int peer, int status, const char *why);
 
 // Put and get by the transport's peer_access (shared.cpp): true when done
 // so (the op then completes, or waits for its notify's ack); false: send

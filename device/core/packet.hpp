@@ -67,10 +67,14 @@ enum class active_kind : std::uint8_t {
   get_data = 4,  // a piece of the bytes a get asked for, for origin op `op`
   notify = 5,    // an operation done by shared memory: increment `counter`, then ack
   ack = 6,       // origin op `op` is complete at the target; `status` 0 or an MPI error class
+  fence = 7,     // ack op `op` once every earlier step from this origin is done
 };
+// active_payload::flags
+inline constexpr std::uint8_t active_pull = 1;  // message: the target reads the data at `address`
+inline constexpr std::uint8_t active_ack = 2;   // message, put: ack even when all went well
 struct active_payload {
   active_kind kind;
-  std::uint8_t pull;  // message: the target reads the data at `address` itself
+  std::uint8_t flags;  // active_pull, active_ack
   std::uint16_t uhdr_length;
   std::int32_t handler;   // message: the handler id
   std::uint32_t context;  // message: the communicator's context id
