@@ -14,6 +14,7 @@
 #ifndef IRIS_MPI_H_INCLUDED
 #define IRIS_MPI_H_INCLUDED
 
+#include "iris/am.h"
 #include "iris/coll.h"
 #include "iris/comm.h"
 #include "iris/datatype.h"
@@ -24,7 +25,6 @@
 #include "iris/topology.h"
 #include "iris/types.h"
 #include "iris/unsupported.h"
-#include "iris/am.h"
 /* Generated from the parts above: last. */
 #include "iris/pmpi.h"
 
