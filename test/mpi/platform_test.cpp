@@ -470,8 +470,9 @@ TEST_F(FailureTest, ActiveMessagesByCmaAndWithoutIt) {
   EXPECT_EQ(by_cma.output.find("moved 0 puts"), std::string::npos) << by_cma.output;
   EXPECT_EQ(by_cma.output.find("(0 in mapped blocks)"), std::string::npos) << by_cma.output;
   EXPECT_EQ(by_cma.output.find(", 0 messages pulled"), std::string::npos) << by_cma.output;
-  const run_result refused =
-      job(4, "am", {}, {{"LD_PRELOAD", required_env("IRIS_NO_CMA_LIBRARY")}});
+  const run_result refused = job(4, "am", {},
+                                 {{"LD_PRELOAD", required_env("IRIS_NO_CMA_LIBRARY")},
+                                  {"ASAN_OPTIONS", "verify_asan_link_order=0"}});
   ASSERT_EQ(refused.exit_code, 0) << refused.output;
   EXPECT_NE(refused.output.find(
                 "moved 0 puts and gets by shared memory (0 in mapped blocks), 0 messages pulled"),
