@@ -53,6 +53,11 @@ int am_put(const am_route &to, const void *origin, std::size_t bytes, std::uint6
            iris_counter *completion_counter);
 int am_get(const am_route &to, void *origin, std::size_t bytes, std::uint64_t target_addr,
            std::uint64_t target_counter, iris_counter *origin_counter);
+// A put (`write`) or get without a target counter that lands where the
+// last one to `target` (world rank) did, in memory mapped here, while the
+// target's exposures have not changed: done with one copy, the statistics
+// counted. false: nothing was done (take am_put or am_get).
+bool am_mapped_hit(int target, bool write, void *local, std::size_t bytes, std::uint64_t address);
 // Waits until every op started here to world rank `target` (-1: to all)
 // has completed there. Returns MPI_SUCCESS or the class of the first
 // refusal among them (then forgotten), with its reason in `why`.

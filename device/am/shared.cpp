@@ -73,12 +73,19 @@ bool target_exposes(vc &v, am_peer &p, std::uint64_t address, std::uint64_t byte
 }
 
 // Where [address, ...) lies in this process's mapping of the target's
-// block, when the region is in one that maps here; else nullptr.
-std::byte *mapped_at(vc &v, const std::uint64_t *slot, std::uint64_t address) {
+// block, when the region is in one that maps here; else nullptr. Such a
+// region becomes the peer's hit, which the next op checks first.
+std::byte *mapped_at(vc &v, am_peer &p, const std::uint64_t *slot, std::uint64_t address) {
   if (slot[slot_block] == 0) return nullptr;
   std::byte *block = v.via->peer_block(v, slot[slot_block], slot[slot_block_bytes]);
   if (block == nullptr) return nullptr;
-  return block + slot[slot_block_offset] + (address - slot[slot_base]);
+  std::byte *base = block + slot[slot_block_offset];
+  p.hit.word = v.via->peer_published_word(v);
+  p.hit.version = p.table_version;
+  p.hit.base = slot[slot_base];
+  p.hit.end = slot[slot_base] + slot[slot_bytes];
+  p.hit.mapped = p.hit.word != nullptr ? base : nullptr;
+  return base + (address - slot[slot_base]);
 }
 
 // The op's bytes moved: done, or waiting for the target counter's ack.
@@ -115,7 +122,7 @@ bool shared_move(am_state &s, am_op &op, bool write) {
   }
   const auto bytes = static_cast<std::size_t>(op.step.total);
   if (bytes != 0) {
-    if (std::byte *there = mapped_at(v, slot, op.step.address)) {
+    if (std::byte *there = mapped_at(v, p, slot, op.step.address)) {
       // Mapped here: plain copies. The counters' release (or the notify's
       // packet) publishes them.
       if (write) {
@@ -135,6 +142,28 @@ bool shared_move(am_state &s, am_op &op, bool write) {
 
 }  // namespace
 
+bool am_mapped_hit(int target, bool write, void *local, std::size_t bytes, std::uint64_t address) {
+  if (am == nullptr) return false;
+  am_state &s = *am;
+  const am_peer &p = s.peers[static_cast<std::size_t>(target)];
+  // Read before the bytes move, as target_exposes reads it: a region
+  // concealed after this read is the program's race, as with the table.
+  if (p.hit.mapped == nullptr || address < p.hit.base || address > p.hit.end ||
+      bytes > p.hit.end - address || p.hit.word->load(std::memory_order_acquire) != p.hit.version) {
+    return false;
+  }
+  std::byte *there = p.hit.mapped + (address - p.hit.base);
+  if (write) {
+    std::memcpy(there, local, bytes);
+  } else {
+    std::memcpy(local, there, bytes);
+  }
+  ++(write ? s.stats_puts : s.stats_gets);
+  ++s.stats_mapped;
+  ++s.stats_shared;
+  return true;
+}
+
 bool am_shared_direct(am_state &s, int target, bool write, void *local, std::size_t bytes,
                       std::uint64_t address) {
   vc &v = rt->vcs[static_cast<std::size_t>(target)];
@@ -148,7 +177,7 @@ bool am_shared_direct(am_state &s, int target, bool write, void *local, std::siz
       p.refused_why = am_refusal_text(static_cast<std::uint32_t>(am_refusal::range));
     }
   } else if (bytes != 0) {
-    if (std::byte *there = mapped_at(v, slot, address)) {
+    if (std::byte *there = mapped_at(v, p, slot, address)) {
       if (write) {
         std::memcpy(there, local, bytes);
       } else {

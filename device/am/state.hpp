@@ -87,6 +87,14 @@ struct am_peer {
   std::uint64_t exposure_address = 0;
   std::uint64_t table_version = UINT64_MAX;
   std::vector<std::uint64_t> table;  // slot_words words a slot (exposure.hpp)
+  // The region the last mapped put or get landed in (am_mapped_hit):
+  // [base, end) of the peer's, at `mapped` here, good while the peer's
+  // published word still reads `version` (mapped nullptr: none).
+  struct {
+    const std::atomic<std::uint64_t> *word = nullptr;
+    std::uint64_t version = 0, base = 0, end = 0;
+    std::byte *mapped = nullptr;
+  } hit;
 };
 
 // Ops answered from here (a get's data), pushed as streams like the

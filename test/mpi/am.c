@@ -12,7 +12,13 @@
  *      negative lengths, a counter address that cannot be one);
  *   F  a target that computes without calling MPI while rank 0 completes
  *      100 rounds of put, get and request/reply with it, then sets a flag
- *      in its memory that ends the computing.
+ *      in its memory that ends the computing;
+ *   G  puts and gets without a target counter, one after another into the
+ *      same MPI_Alloc_mem block (on one node the origin then copies into
+ *      its mapping of the block without looking the region up again):
+ *      into two regions in turn, across the first one's end (refused, the
+ *      gap between them left as it was), and after the target concealed a
+ *      region (refused, nothing written).
  * Prints "am: all checks passed on N ranks". */
 #include <stdint.h>
 #include <stdlib.h>
@@ -423,6 +429,82 @@ static void test_refusals(void) {
   MPI_Barrier(MPI_COMM_WORLD);
 }
 
+/* ---- G: one region after another in a mapped block ---- */
+static void test_mapped_regions(void) {
+  MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+  enum { block = 4096, a_at = 0, b_at = 2048, region = 1024 };
+  unsigned char *mem = NULL;
+  CHECK(MPI_Alloc_mem(block, MPI_INFO_NULL, &mem) == MPI_SUCCESS, "G: MPI_Alloc_mem");
+  memset(mem, 0x55, block);
+  MPIX_Expose(mem + a_at, region);
+  MPIX_Expose(mem + b_at, region);
+  MPI_Aint mine = (MPI_Aint)(uintptr_t)mem, *all = malloc(sizeof(MPI_Aint) * (size_t)size);
+  MPI_Allgather(&mine, 1, MPI_AINT, all, 1, MPI_AINT, MPI_COMM_WORLD);
+  const int to = (rank + 1) % size, from = (rank + size - 1) % size;
+  const MPI_Aint a = all[to] + a_at, b = all[to] + b_at;
+  unsigned char out[8], in[8];
+  int cls = -1;
+  /* Every 8 bytes of A, then of B, then of A again: each put a copy once
+   * the first one found the region. */
+  for (int pass = 0; pass < 3; ++pass) {
+    const MPI_Aint base = pass == 1 ? b : a;
+    for (int i = 0; i < region / 8; ++i) {
+      memset(out, (unsigned char)(rank * 3 + pass + i), sizeof out);
+      CHECK(MPIX_Put(out, 8, to, base + 8 * i, MPI_COMM_WORLD, 0, MPIX_COUNTER_NULL,
+                     MPIX_COUNTER_NULL) == MPI_SUCCESS,
+            "G: put");
+    }
+  }
+  for (int i = 0; i < region / 8; i += 17) {
+    CHECK(MPIX_Get(in, 8, to, a + 8 * i, MPI_COMM_WORLD, 0, MPIX_COUNTER_NULL) == MPI_SUCCESS,
+          "G: get");
+    CHECK(MPIX_Am_fence(MPI_COMM_WORLD, to) == MPI_SUCCESS, "G: fence after a get");
+    CHECK(in[0] == (unsigned char)(rank * 3 + 2 + i) && in[7] == in[0],
+          "G: get of A[%d] gave %d, want %d", 8 * i, in[0], (unsigned char)(rank * 3 + 2 + i));
+  }
+  /* Across A's end into the gap, which is mapped too: refused. */
+  MPIX_Put(out, 8, to, a + region - 4, MPI_COMM_WORLD, 0, MPIX_COUNTER_NULL, MPIX_COUNTER_NULL);
+  MPI_Error_class(MPIX_Am_fence(MPI_COMM_WORLD, to), &cls);
+  CHECK(cls == MPI_ERR_RMA_RANGE, "G: put across A's end: fence gave class %d", cls);
+  MPIX_Put(out, 8, to, a - 8, MPI_COMM_WORLD, 0, MPIX_COUNTER_NULL, MPIX_COUNTER_NULL);
+  MPI_Error_class(MPIX_Am_fence(MPI_COMM_WORLD, to), &cls);
+  CHECK(cls == MPI_ERR_RMA_RANGE, "G: put below A: fence gave class %d", cls);
+  MPI_Barrier(MPI_COMM_WORLD);
+  for (int i = 0; i < block; ++i) {
+    const int in_a = i >= a_at && i < a_at + region, in_b = i >= b_at && i < b_at + region;
+    const unsigned char want = in_a   ? (unsigned char)(from * 3 + 2 + (i - a_at) / 8)
+                               : in_b ? (unsigned char)(from * 3 + 1 + (i - b_at) / 8)
+                                      : 0x55;
+    if (mem[i] != want) {
+      CHECK(0, "G: byte %d of the block is %d, want %d", i, mem[i], want);
+      break;
+    }
+  }
+  /* A concealed (the origin's last put went there): refused, A unchanged. */
+  MPIX_Conceal(mem + a_at);
+  MPI_Barrier(MPI_COMM_WORLD);
+  memset(out, 0xAA, sizeof out);
+  MPIX_Put(out, 8, to, a, MPI_COMM_WORLD, 0, MPIX_COUNTER_NULL, MPIX_COUNTER_NULL);
+  MPI_Error_class(MPIX_Am_fence(MPI_COMM_WORLD, to), &cls);
+  CHECK(cls == MPI_ERR_RMA_RANGE, "G: put after the conceal: fence gave class %d", cls);
+  MPIX_Get(in, 8, to, a + 8, MPI_COMM_WORLD, 0, MPIX_COUNTER_NULL);
+  MPI_Error_class(MPIX_Am_fence(MPI_COMM_WORLD, to), &cls);
+  CHECK(cls == MPI_ERR_RMA_RANGE, "G: get after the conceal: fence gave class %d", cls);
+  CHECK(MPIX_Put(out, 8, to, b, MPI_COMM_WORLD, 0, MPIX_COUNTER_NULL, MPIX_COUNTER_NULL) ==
+                MPI_SUCCESS &&
+            MPIX_Am_fence(MPI_COMM_WORLD, to) == MPI_SUCCESS,
+        "G: B still takes puts");
+  MPI_Barrier(MPI_COMM_WORLD);
+  CHECK(mem[a_at] == (unsigned char)(from * 3 + 2) && mem[b_at] == 0xAA,
+        "G: after the conceal A[0] is %d (want %d), B[0] %d (want %d)", mem[a_at],
+        (unsigned char)(from * 3 + 2), mem[b_at], 0xAA);
+  MPIX_Conceal(mem + b_at);
+  MPI_Free_mem(mem);
+  free(all);
+  MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL);
+  MPI_Barrier(MPI_COMM_WORLD);
+}
+
 /* ---- F: a target that computes ---- */
 static double seconds(void) {
   struct timespec t;
@@ -507,6 +589,7 @@ int main(int argc, char **argv) {
   test_storm();
   test_refusals();
   test_busy_target();
+  test_mapped_regions();
   MPI_Count shared = -1, mapped = -1, pulled = -1;
   MPIX_Stat_get("am_shared", &shared);
   MPIX_Stat_get("am_mapped", &mapped);
