@@ -165,6 +165,12 @@ class netmod {
     (void)timeout_ms;
     return false;
   }
+  // Called by that thread just before wait(), while no other thread may
+  // call poll() (it holds the call lock or the program flag), after a
+  // poll() that found nothing: false when something arrived meanwhile or
+  // the netmod's wait would miss what did (poll again instead of waiting).
+  // The default's wait needs no arming.
+  virtual bool wait_arm() { return true; }
   // Flushes, says goodbye and closes. Bounded in time.
   virtual void finalize() = 0;
   // One line for IRIS_DEBUG: what this rank listens on.

@@ -9,9 +9,10 @@
 // and its wakes take little of the cores. Once they have stayed out of MPI for
 // `quiet_ns`, it sleeps where the transports wake it: on this rank's shm
 // bell (marked asleep, every local sender rings it) or in the netmod's wait
-// (epoll), with a timeout so that it sees the stop request. A node of shm
-// and net peers waits on the netmod with a 1 ms timeout (a bell and a
-// socket cannot be waited on together); a netmod that cannot wait (ofi)
+// (epoll, or the OFI completion queue's wait object), with a timeout so
+// that it sees the stop request. A node of shm and net peers waits on the
+// netmod with a 1 ms timeout (a bell and a socket cannot be waited on
+// together); a netmod that cannot wait (a provider without FI_WAIT_FD)
 // gets naps.
 #include <pthread.h>
 #include <time.h>
@@ -38,6 +39,7 @@ constexpr int sleep_ms = 20;                   // the longest sleep (stop is see
 
 std::thread worker;
 std::atomic<bool> stopping{false};
+std::atomic<std::uint64_t> waits{0};  // async_progress_waits
 bool running = false;
 
 std::uint64_t now_ns() {
@@ -98,6 +100,7 @@ void run(sleep_plan plan) {
   long backoff = nap_min_ns;
   std::uint64_t seen = call_lock_entries();
   std::uint64_t active_at = now_ns();
+  int unarmed = 0;  // arms of the netmod's wait that failed in a row
   while (!stopping.load(std::memory_order_acquire)) {
     const std::uint64_t entries = call_lock_entries();
     if (entries != seen) {
@@ -119,6 +122,9 @@ void run(sleep_plan plan) {
     const bool armed = quiet && plan.bell != nullptr && plan.bell->sleep_begin();
     const int events = progress_poll();
     const bool queued = work_queued();
+    // The netmod's wait is armed here, where nobody polls meanwhile.
+    const bool waitable = quiet && !armed && events == 0 && !queued && plan.waiter != nullptr &&
+                          plan.waiter->wait_arm();
     leave();
     seen = call_lock_entries();  // this thread's own entry is no sign of the program
     if (events > 0 || queued) {
@@ -129,10 +135,15 @@ void run(sleep_plan plan) {
     }
     if (!quiet) continue;
     if (armed) {
+      waits.fetch_add(1, std::memory_order_relaxed);
       plan.bell->sleep_wait(sleep_ms);
       plan.bell->sleep_end();
-    } else if (plan.waiter != nullptr) {
+    } else if (waitable) {
+      waits.fetch_add(1, std::memory_order_relaxed);
       plan.waiter->wait_arrival(plan.wait_ms);
+      unarmed = 0;
+    } else if (plan.waiter != nullptr && ++unarmed < 4) {
+      continue;  // it has something (poll again) or failed to arm (a few times, then nap)
     } else {
       nap(nap_min_ns);
     }
@@ -170,6 +181,10 @@ void async_progress_stop() {
 
 bool async_progress_running() {
   return running;
+}
+
+std::uint64_t async_progress_waits() {
+  return waits.load(std::memory_order_relaxed);
 }
 
 }  // namespace iris::device

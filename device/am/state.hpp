@@ -158,5 +158,8 @@ bool am_shared_get(am_state &s, am_op &op);
 void async_progress_start();
 void async_progress_stop();
 bool async_progress_running();
+// How many times the thread slept where a transport wakes it (a bell or
+// the netmod's wait) rather than napping.
+std::uint64_t async_progress_waits();
 
 }  // namespace iris::device

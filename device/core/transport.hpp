@@ -240,6 +240,10 @@ class transport {
     (void)timeout_ms;
     return false;
   }
+  // Called under the call lock (or the program flag) just before
+  // wait_arrival, after a poll that found nothing: false when the wait
+  // could miss what already arrived (poll again instead).
+  virtual bool wait_arm() { return true; }
 
   // Whether a send to a peer of this transport must ever wait for the
   // receiver: false only for the self transport, whose packets are

@@ -37,6 +37,7 @@ class net_transport final : public transport,
   // into receives posted without the call lock (transport.hpp).
   int poll_aside(int budget) override;
   bool wait_arrival(int timeout_ms) override { return net_->wait(timeout_ms); }
+  bool wait_arm() override { return net_->wait_arm(); }
   void expose(vc &to, request &r, rts_payload &where) override;
   void conceal(request &r) override;
   xfer read(vc &from, const rts_payload &where, std::byte *to, std::size_t bytes,

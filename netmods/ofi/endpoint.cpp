@@ -1,6 +1,7 @@
 // The endpoint and what it owns: fabric, domain, completion queue, address
 // vector, endpoint; and the receive, send and read operations with their
 // buffers, allocated once (no allocation on the data path).
+#include <poll.h>
 #include <rdma/fi_cm.h>
 #include <rdma/fi_endpoint.h>
 
@@ -22,9 +23,17 @@ void ofi_netmod::open_endpoint() {
   check(fi_domain(fabric_, info_, &domain_, nullptr), "fi_domain");
   fi_cq_attr cq_attr{};
   cq_attr.format = FI_CQ_FORMAT_MSG;
-  cq_attr.wait_obj = FI_WAIT_NONE;
   cq_attr.size = 2 * max_buffers + max_reads + 64;
-  check(fi_cq_open(domain_, &cq_attr, &cq_, nullptr), "fi_cq_open");
+  // With a file descriptor to wait on, where the provider has one: the
+  // device's progress thread sleeps in it (wait). Without, it naps.
+  cq_attr.wait_obj = FI_WAIT_FD;
+  if (fi_cq_open(domain_, &cq_attr, &cq_, nullptr) == 0) {
+    if (fi_control(&cq_->fid, FI_GETWAIT, &wait_fd_) != 0) wait_fd_ = -1;
+  } else {
+    cq_ = nullptr;
+    cq_attr.wait_obj = FI_WAIT_NONE;
+    check(fi_cq_open(domain_, &cq_attr, &cq_, nullptr), "fi_cq_open");
+  }
   fi_av_attr av_attr{};
   av_attr.type = FI_AV_TABLE;
   av_attr.count = static_cast<std::size_t>(size_);
@@ -33,6 +42,26 @@ void ofi_netmod::open_endpoint() {
   check(fi_ep_bind(ep_, &cq_->fid, FI_TRANSMIT | FI_RECV), "fi_ep_bind (completion queue)");
   check(fi_ep_bind(ep_, &av_->fid, 0), "fi_ep_bind (address vector)");
   check(fi_enable(ep_), "fi_enable");
+}
+
+// fi_trywait, under the caller's guard: no completion is waiting, and the
+// provider will signal wait_fd_ for the next. Under MULTIPLE a sender may
+// hold the domain meanwhile.
+bool ofi_netmod::wait_arm() {
+  if (wait_fd_ < 0) return false;
+  const lock_if guard(domain_lock_, conf_.concurrent_sends);
+  if (stashed_ != 0) return false;
+  fid *cq = &cq_->fid;
+  return fi_trywait(fabric_, &cq, 1) == FI_SUCCESS;
+}
+
+// Sleeps in poll(2) on the completion queue's wait object, armed by
+// wait_arm; reads nothing of the netmod's but the descriptor.
+bool ofi_netmod::wait(int timeout_ms) {
+  if (wait_fd_ < 0) return false;
+  pollfd fd{wait_fd_, POLLIN, 0};
+  ::poll(&fd, 1, timeout_ms);
+  return true;
 }
 
 // Receive and send buffers, each one record long, from one allocation.

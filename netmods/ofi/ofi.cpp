@@ -116,6 +116,7 @@ void ofi_netmod::close_all() {
   ep_ = nullptr;
   av_ = nullptr;
   cq_ = nullptr;
+  wait_fd_ = -1;
   domain_ = nullptr;
   fabric_ = nullptr;
   info_ = nullptr;

@@ -129,6 +129,10 @@ class ofi_netmod final : public netmod_base {
   send_status send_concurrent(int peer, std::span<const iovec> parts) override;
   // completion.cpp
   int poll(record_sink &sink) override;
+  // endpoint.cpp: the completion queue's wait object, where the provider
+  // gives one (FI_WAIT_FD)
+  bool wait(int timeout_ms) override;
+  bool wait_arm() override;
   // rma.cpp
   bool rma_expose(const void *buffer, std::size_t length, remote_region &region) override;
   void rma_conceal(const remote_region &region) override;
@@ -199,6 +203,7 @@ class ofi_netmod final : public netmod_base {
   fid_fabric *fabric_ = nullptr;
   fid_domain *domain_ = nullptr;
   fid_cq *cq_ = nullptr;
+  int wait_fd_ = -1;  // the completion queue's (FI_GETWAIT); -1: none, wait() cannot
   fid_av *av_ = nullptr;
   fid_ep *ep_ = nullptr;
   std::string provider_;

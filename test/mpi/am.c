@@ -444,15 +444,18 @@ static void test_mapped_regions(void) {
   const MPI_Aint a = all[to] + a_at, b = all[to] + b_at;
   unsigned char out[8], in[8];
   int cls = -1;
+  MPIX_Counter reusable;
+  MPIX_Counter_create(&reusable);
   /* Every 8 bytes of A, then of B, then of A again: each put a copy once
    * the first one found the region. */
   for (int pass = 0; pass < 3; ++pass) {
     const MPI_Aint base = pass == 1 ? b : a;
     for (int i = 0; i < region / 8; ++i) {
       memset(out, (unsigned char)(rank * 3 + pass + i), sizeof out);
-      CHECK(MPIX_Put(out, 8, to, base + 8 * i, MPI_COMM_WORLD, 0, MPIX_COUNTER_NULL,
-                     MPIX_COUNTER_NULL) == MPI_SUCCESS,
+      CHECK(MPIX_Put(out, 8, to, base + 8 * i, MPI_COMM_WORLD, 0, reusable, MPIX_COUNTER_NULL) ==
+                MPI_SUCCESS,
             "G: put");
+      MPIX_Counter_wait(reusable, 1); /* `out` may be written again */
     }
   }
   for (int i = 0; i < region / 8; i += 17) {
@@ -499,6 +502,7 @@ static void test_mapped_regions(void) {
         "G: after the conceal A[0] is %d (want %d), B[0] %d (want %d)", mem[a_at],
         (unsigned char)(from * 3 + 2), mem[b_at], 0xAA);
   MPIX_Conceal(mem + b_at);
+  MPIX_Counter_free(&reusable);
   MPI_Free_mem(mem);
   free(all);
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL);
@@ -536,6 +540,11 @@ static void test_busy_target(void) {
     while (v == 0 && seconds() - start < 60) MPIX_Counter_get(flagged, &v);
     CHECK(v == 1 && flag_word[0] == 100,
           "F: the operations did not complete while rank 1 computed");
+    /* Its progress thread slept where the transports wake it (the shm
+     * bell, epoll, the OFI completion queue's wait object), not in naps. */
+    MPI_Count waits = 0;
+    MPIX_Stat_get("am_thread_waits", &waits);
+    CHECK(waits > 0, "F: the progress thread never slept in a transport's wait");
   } else if (rank == 0) {
     MPIX_Counter oc, cc;
     MPIX_Counter_create(&oc);
@@ -544,6 +553,10 @@ static void test_busy_target(void) {
     struct request_header h;
     MPIX_Counter_address(replies, &h.reply_counter);
     memcpy(request, &h, sizeof(h));
+    /* Rank 1's thread sees it out of MPI for this long: it sleeps now. */
+    const double quiet = seconds();
+    while (seconds() - quiet < 0.02) {
+    }
     for (long round = 1; round <= 100; ++round) {
       long v = round, back = 0;
       MPIX_Put(&v, sizeof(v), 1, all[4 + 1] + 8, MPI_COMM_WORLD, 0, MPIX_COUNTER_NULL, cc);
