@@ -150,11 +150,8 @@ void stream_sent(am_state &s, am_op &op) {
   }
   // The origin buffer may be reused (a pulled message's only after the ack).
   if (!op.pulled) counter_bump(op.origin_counter);
-  if (!op.acked) {
-    // Nobody waits for its ack: it ends here; a fence asks the target.
-    s.peers[static_cast<std::size_t>(op.target)].unfenced = true;
-    am_op_free(s, id);
-  }
+  // Nobody waits for its ack: it ends here (a fence asks the target).
+  if (!op.acked) am_op_free(s, id);
 }
 
 // Pushes peer `peer`'s queue: control steps first, then streams in turn.
@@ -285,7 +282,10 @@ void op_ack_if_needed(am_state &s, am_op &op) {
     op.step.flags |= active_ack;
     op_awaited(s, op);
   } else {
+    // Known to a fence from now, while still queued: the fence's own step
+    // goes out behind it.
     op.acked = false;
+    s.peers[static_cast<std::size_t>(op.target)].unfenced = true;
   }
 }
 

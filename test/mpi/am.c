@@ -18,7 +18,10 @@
  *      its mapping of the block without looking the region up again):
  *      into two regions in turn, across the first one's end (refused, the
  *      gap between them left as it was), and after the target concealed a
- *      region (refused, nothing written).
+ *      region (refused, nothing written);
+ *   H  a fence right after a large put with no counters, while the put is
+ *      still queued at the origin: rank 1 puts 16 MiB into rank 0, fences,
+ *      then sends rank 0 a message, after which rank 0 finds every byte.
  * Prints "am: all checks passed on N ranks". */
 #include <stdint.h>
 #include <stdlib.h>
@@ -509,6 +512,34 @@ static void test_mapped_regions(void) {
   MPI_Barrier(MPI_COMM_WORLD);
 }
 
+/* ---- H: a fence behind a queued put ---- */
+static void test_fence_behind_put(void) {
+  if (size < 2) return;
+  enum { bytes = 16 << 20 };
+  unsigned char *mem = malloc(bytes);
+  memset(mem, rank == 1 ? 0xC3 : 0, bytes);
+  if (rank == 0) MPIX_Expose(mem, bytes);
+  MPI_Aint at = (MPI_Aint)(uintptr_t)mem;
+  MPI_Bcast(&at, 1, MPI_AINT, 0, MPI_COMM_WORLD);
+  if (rank == 1) {
+    CHECK(MPIX_Put(mem, bytes, 0, at, MPI_COMM_WORLD, 0, MPIX_COUNTER_NULL, MPIX_COUNTER_NULL) ==
+              MPI_SUCCESS,
+          "H: put");
+    CHECK(MPIX_Am_fence(MPI_COMM_WORLD, 0) == MPI_SUCCESS, "H: fence");
+    /* A message is no active message: it does not queue behind the put. */
+    MPI_Send(NULL, 0, MPI_BYTE, 0, 8, MPI_COMM_WORLD);
+  } else if (rank == 0) {
+    MPI_Recv(NULL, 0, MPI_BYTE, 1, 8, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    size_t bad = 0;
+    while (bad < bytes && mem[bad] == 0xC3) ++bad;
+    CHECK(bad == bytes, "H: after the fence and the message, byte %zu of the put had not landed",
+          bad);
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+  if (rank == 0) MPIX_Conceal(mem);
+  free(mem);
+}
+
 /* ---- F: a target that computes ---- */
 static double seconds(void) {
   struct timespec t;
@@ -603,6 +634,7 @@ int main(int argc, char **argv) {
   test_refusals();
   test_busy_target();
   test_mapped_regions();
+  test_fence_behind_put();
   MPI_Count shared = -1, mapped = -1, pulled = -1;
   MPIX_Stat_get("am_shared", &shared);
   MPIX_Stat_get("am_mapped", &mapped);
