@@ -10,7 +10,7 @@
  *   MPI_Put then one flush. sendrecv_rtt_us is a reference, not one-sided:
  *   an MPI_Send of the size answered by an 8-byte MPI_Send, the two-sided
  *   shape of the active-message round trip. An MPI whose MPI_Win_allocate
- *   fails (Iris today) prints the reason and skips the one-sided lines.
+ *   fails prints the reason and skips the one-sided lines.
  * - Iris's MPIX active messages, built when mpi.h defines MPIX_COUNTER_NULL:
  *   MPIX_Put / MPIX_Get into memory rank 1 exposed. put_lat_us waits on the
  *   completion counter, put_fence_lat_us on MPIX_Am_fence, get_lat_us on the
@@ -29,7 +29,16 @@
  * all timed). busy_s is rank 0's time, busy_ratio that over busy_seconds,
  * busy_rounds_in_compute the rounds done before the compute ended. Rank 0
  * stops after cap_seconds (busy_rounds then says how many it did). One
- * sample a run; am.sh's rounds give its median.
+ * sample a run; am.sh's rounds give its median. The MPI half then does the
+ * same with the one-sided issue's round (busy_lock_*): lock (shared), 8 B
+ * put, 8 B get, 8 B fetch_and_op, unlock.
+ *
+ * The MPI half also measures, at 8 B under lock_all: get_bw_MBps (64 gets,
+ * one flush), acc_lat_us (MPI_Accumulate SUM of one long long + flush),
+ * fop_lat_us (MPI_Fetch_and_op + flush), cas_lat_us (MPI_Compare_and_swap
+ * + flush); and per epoch on rank 0: fence_round_us (an 8-byte put, then
+ * MPI_Win_fence on both ranks), pscw_round_us (rank 0 starts, puts 8 B and
+ * completes; rank 1 posts and waits).
  *
  * Output: "# " lines say what ran; every other line is
  * "api figure bytes value", api "mpi" or "mpix" (am.sh reads them). */
@@ -111,8 +120,8 @@ static void spin(double seconds) {
 
 /* Rank 1 computes, rank 0 does busy_rounds rounds of round(); begin and end
  * (either may be NULL) are timed with them. */
-static void busy_target(int rank, const char *api, const char *what, void (*begin)(void),
-                        void (*round)(void), void (*end)(void)) {
+static void busy_target(int rank, const char *api, const char *figure, const char *what,
+                        void (*begin)(void), void (*round)(void), void (*end)(void)) {
   MPI_Barrier(MPI_COMM_WORLD);
   if (rank == 1) spin(busy_seconds);
   if (rank == 0) {
@@ -130,10 +139,15 @@ static void busy_target(int rank, const char *api, const char *what, void (*begi
         "while it computed%s\n",
         api, done, what, elapsed, elapsed / busy_seconds, busy_seconds, during,
         done < busy_rounds ? " (capped)" : "");
-    print(api, "busy_s", small, elapsed);
-    print(api, "busy_ratio", small, elapsed / busy_seconds);
-    print(api, "busy_rounds_in_compute", small, during);
-    print(api, "busy_rounds", small, done);
+    char name[64];
+    snprintf(name, sizeof name, "%s_s", figure);
+    print(api, name, small, elapsed);
+    snprintf(name, sizeof name, "%s_ratio", figure);
+    print(api, name, small, elapsed / busy_seconds);
+    snprintf(name, sizeof name, "%s_rounds_in_compute", figure);
+    print(api, name, small, during);
+    snprintf(name, sizeof name, "%s_rounds", figure);
+    print(api, name, small, done);
   }
   MPI_Barrier(MPI_COMM_WORLD);
 }
@@ -173,6 +187,87 @@ static double mpi_put_bw(int rank, size_t bytes, int iters) {
   return MPI_Wtime() - start;
 }
 
+/* Seconds per window of gets. */
+static double mpi_get_bw(int rank, size_t bytes, int iters) {
+  if (rank != 0) return 0;
+  const double start = MPI_Wtime();
+  for (int i = 0; i < iters; ++i) {
+    for (int w = 0; w < window; ++w) {
+      MPI_Get(buf, (int)bytes, MPI_BYTE, 1, 0, (int)bytes, MPI_BYTE, win);
+    }
+    MPI_Win_flush(1, win);
+  }
+  return MPI_Wtime() - start;
+}
+
+/* The atomics, one 8-byte element and a flush each. */
+static double mpi_acc_lat(int rank, size_t bytes, int iters) {
+  (void)bytes;
+  if (rank != 0) return 0;
+  const long long one = 1;
+  const double start = MPI_Wtime();
+  for (int i = 0; i < iters; ++i) {
+    MPI_Accumulate(&one, 1, MPI_LONG_LONG, 1, 0, 1, MPI_LONG_LONG, MPI_SUM, win);
+    MPI_Win_flush(1, win);
+  }
+  return MPI_Wtime() - start;
+}
+
+static double mpi_fop_lat(int rank, size_t bytes, int iters) {
+  (void)bytes;
+  if (rank != 0) return 0;
+  const long long one = 1;
+  long long old = 0;
+  const double start = MPI_Wtime();
+  for (int i = 0; i < iters; ++i) {
+    MPI_Fetch_and_op(&one, &old, MPI_LONG_LONG, 1, 0, MPI_SUM, win);
+    MPI_Win_flush(1, win);
+  }
+  return MPI_Wtime() - start;
+}
+
+static double mpi_cas_lat(int rank, size_t bytes, int iters) {
+  (void)bytes;
+  if (rank != 0) return 0;
+  long long compare = 0, origin = 0, old = 0;
+  const double start = MPI_Wtime();
+  for (int i = 0; i < iters; ++i) {
+    origin = compare + 1;
+    MPI_Compare_and_swap(&origin, &compare, &old, MPI_LONG_LONG, 1, 8, win);
+    MPI_Win_flush(1, win);
+    compare = old;
+  }
+  return MPI_Wtime() - start;
+}
+
+/* Active target, both ranks: a fence epoch with one 8-byte put from rank
+ * 0; a PSCW epoch (rank 1 posts and waits, rank 0 starts, puts and
+ * completes). */
+static double mpi_fence_round(int rank, size_t bytes, int iters) {
+  const double start = MPI_Wtime();
+  for (int i = 0; i < iters; ++i) {
+    if (rank == 0) MPI_Put(buf, (int)bytes, MPI_BYTE, 1, 0, (int)bytes, MPI_BYTE, win);
+    MPI_Win_fence(0, win);
+  }
+  return rank == 0 ? MPI_Wtime() - start : 0;
+}
+
+static MPI_Group peer_group; /* the other rank */
+static double mpi_pscw_round(int rank, size_t bytes, int iters) {
+  const double start = MPI_Wtime();
+  for (int i = 0; i < iters; ++i) {
+    if (rank == 0) {
+      MPI_Win_start(peer_group, 0, win);
+      MPI_Put(buf, (int)bytes, MPI_BYTE, 1, 0, (int)bytes, MPI_BYTE, win);
+      MPI_Win_complete(win);
+    } else if (rank == 1) {
+      MPI_Win_post(peer_group, 0, win);
+      MPI_Win_wait(win);
+    }
+  }
+  return rank == 0 ? MPI_Wtime() - start : 0;
+}
+
 static double sendrecv_rtt(int rank, size_t bytes, int iters) {
   char reply[small] = {0};
   const double start = MPI_Wtime();
@@ -199,6 +294,16 @@ static void mpi_busy_round(void) {
   MPI_Win_flush(1, win);
   MPI_Get(buf, small, MPI_BYTE, 1, 0, small, MPI_BYTE, win);
   MPI_Win_flush(1, win);
+}
+/* The one-sided issue's round: lock, put, get, fetch-and-op, unlock. */
+static void mpi_busy_lock_round(void) {
+  const long long one = 1;
+  long long old = 0;
+  MPI_Win_lock(MPI_LOCK_SHARED, 1, 0, win);
+  MPI_Put(buf, small, MPI_BYTE, 1, 0, small, MPI_BYTE, win);
+  MPI_Get(buf + small, small, MPI_BYTE, 1, small, small, MPI_BYTE, win);
+  MPI_Fetch_and_op(&one, &old, MPI_LONG_LONG, 1, 2 * small, MPI_SUM, win);
+  MPI_Win_unlock(1, win);
 }
 
 /* A window of max_bytes on every rank; false (on every rank) if the MPI
@@ -233,15 +338,42 @@ static void mpi_half(int rank) {
     const double put = measure(rank, mpi_put_lat, bytes, lat_iters);
     const double get = measure(rank, mpi_get_lat, bytes, lat_iters);
     const double bw = measure(rank, mpi_put_bw, bytes, window_iterations(bytes));
+    const double gbw = measure(rank, mpi_get_bw, bytes, window_iterations(bytes));
     if (rank == 0) {
       print("mpi", "put_lat_us", bytes, put * 1e6);
       print("mpi", "get_lat_us", bytes, get * 1e6);
       print("mpi", "put_bw_MBps", bytes, (double)bytes * window / bw / 1e6);
+      print("mpi", "get_bw_MBps", bytes, (double)bytes * window / gbw / 1e6);
     }
   }
-  if (rank == 0) mpi_unlock_all();
-  busy_target(rank, "mpi", "8 B put, flush, 8 B get, flush; lock_all and unlock_all timed too",
-              mpi_lock_all, mpi_busy_round, mpi_unlock_all);
+  const double acc = measure(rank, mpi_acc_lat, 8, 2000);
+  const double fop = measure(rank, mpi_fop_lat, 8, 2000);
+  const double cas = measure(rank, mpi_cas_lat, 8, 2000);
+  if (rank == 0) {
+    print("mpi", "acc_lat_us", 8, acc * 1e6);
+    print("mpi", "fop_lat_us", 8, fop * 1e6);
+    print("mpi", "cas_lat_us", 8, cas * 1e6);
+    mpi_unlock_all();
+  }
+  MPI_Group world;
+  MPI_Comm_group(MPI_COMM_WORLD, &world);
+  const int other = 1 - rank;
+  MPI_Group_incl(world, 1, &other, &peer_group);
+  MPI_Group_free(&world);
+  MPI_Win_fence(0, win);
+  const double fence = measure(rank, mpi_fence_round, small, 1000);
+  MPI_Win_fence(MPI_MODE_NOSUCCEED, win);
+  const double pscw = measure(rank, mpi_pscw_round, small, 1000);
+  MPI_Group_free(&peer_group);
+  if (rank == 0) {
+    print("mpi", "fence_round_us", small, fence * 1e6);
+    print("mpi", "pscw_round_us", small, pscw * 1e6);
+  }
+  busy_target(rank, "mpi", "busy",
+              "8 B put, flush, 8 B get, flush; lock_all and unlock_all timed too", mpi_lock_all,
+              mpi_busy_round, mpi_unlock_all);
+  busy_target(rank, "mpi", "busy_lock", "lock, 8 B put, 8 B get, 8 B fetch_and_op, unlock", NULL,
+              mpi_busy_lock_round, NULL);
   MPI_Win_free(&win);
 }
 
@@ -396,7 +528,8 @@ static void mpix_half(int rank) {
       print("mpix", "am_rtt_us", bytes, rtt * 1e6);
     }
   }
-  busy_target(rank, "mpix", "8 B MPIX_Put, completion counter, 8 B MPIX_Get, origin counter", NULL,
+  busy_target(rank, "mpix", "busy",
+              "8 B MPIX_Put, completion counter, 8 B MPIX_Get, origin counter", NULL,
               mpix_busy_round, NULL);
   MPIX_Am_fence(MPI_COMM_WORLD, MPI_ANY_SOURCE);
   MPI_Barrier(MPI_COMM_WORLD);

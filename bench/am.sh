@@ -4,9 +4,9 @@
 # times (A, B, C, A, B, C, ...), 2 ranks on shared memory. Open MPI runs
 # unbound (openmpi, --oversubscribe) and without CMA (openmpi_nocma,
 # --mca btl_vader_single_copy_mechanism none), as compare.sh runs them.
-# Prints a table of medians over rounds and, when Iris ran, its ratio to the
-# best peer: latency best/Iris, bandwidth Iris/best (above 1: Iris ahead);
-# Iris's MPIX figure where it has one, else its MPI one. Needs `apt-get
+# Prints a table of medians over rounds and, when Iris ran, its ratios to
+# the best peer: latency best/Iris, bandwidth Iris/best (above 1: Iris
+# ahead), for Iris's MPI figure and for its MPIX one. Needs `apt-get
 # install mpich openmpi-bin libmpich-dev libopenmpi-dev`; a missing MPI is
 # skipped.
 #   [MPIS="iris mpich openmpi openmpi_nocma"] [OUT=dir] [BUSY=1] [CAP=15] \
@@ -81,34 +81,39 @@ rows = [("put_lat_us", "put_lat_us", "put_lat_us", "put_lat_us"),
         ("put_fence_lat_us (peers: put_lat_us)", None, "put_fence_lat_us", "put_lat_us"),
         ("get_lat_us", "get_lat_us", "get_lat_us", "get_lat_us"),
         ("put_bw_MBps", "put_bw_MBps", "put_bw_MBps", "put_bw_MBps"),
+        ("get_bw_MBps", "get_bw_MBps", None, "get_bw_MBps")] + [
+        (f, f, None, f) for f in ("acc_lat_us", "fop_lat_us", "cas_lat_us", "fence_round_us",
+                                  "pscw_round_us")] + [
         ("rtt_us: MPIX am_rtt_us, MPI sendrecv_rtt_us (reference)", "sendrecv_rtt_us", "am_rtt_us",
          "sendrecv_rtt_us")] + [
-        (f, f, f, f) for f in ("busy_s", "busy_ratio", "busy_rounds_in_compute", "busy_rounds")]
+        (f, f, f, f) for f in ("busy_s", "busy_ratio", "busy_rounds_in_compute", "busy_rounds")] + [
+        (f, f, None, f) for f in ("busy_lock_s", "busy_lock_ratio", "busy_lock_rounds_in_compute",
+                                  "busy_lock_rounds")]
 peers = [n for n in names if n != "iris"]
 cols = (["iris (MPI)", "iris (MPIX)"] if "iris" in names else []) + peers
 print("| figure | bytes | " + " | ".join(cols) + " | best peer |" +
-      (" Iris / best peer |" if "iris" in names else ""))
-print("|---|---:" + "|---:" * (len(cols) + 1 + ("iris" in names)) + "|")
+      (" Iris MPI / best peer | Iris MPIX / best peer |" if "iris" in names else ""))
+print("|---|---:" + "|---:" * (len(cols) + 1 + 2 * ("iris" in names)) + "|")
 fmt = lambda v: "-" if v is None else (f"{v:.0f}" if v >= 1000 else f"{v:.3g}" if v < 1 else f"{v:.4g}")
 sizes = sorted({k[3] for k in runs})
 for label, mpi_fig, mpix_fig, peer_fig in rows:
     for size in sizes:
         iris_mpi = med("iris", "mpi", mpi_fig, size) if mpi_fig else None
-        iris_mpix = med("iris", "mpix", mpix_fig, size)
+        iris_mpix = med("iris", "mpix", mpix_fig, size) if mpix_fig else None
         vals = [med(n, "mpi", peer_fig, size) for n in peers]
         if iris_mpi is None and iris_mpix is None and (mpi_fig is None or all(v is None for v in vals)):
             continue  # an MPIX-only row without Iris would repeat the peers' row
-        higher = label.endswith("MBps") or label.startswith("busy_rounds")
+        higher = label.endswith("MBps") or "_rounds" in label
         known = [v for v in vals if v is not None]
         best = (max(known) if higher else min(known)) if known else None
         cells = ([fmt(iris_mpi), fmt(iris_mpix)] if "iris" in names else []) + [fmt(v) for v in vals]
         cells.append(fmt(best))
         if "iris" in names:
-            iris = iris_mpix if iris_mpix is not None else iris_mpi
-            ratio = "-"
-            if iris and best and not label.startswith("busy_rounds"):
-                ratio = f"{(iris / best) if higher else (best / iris):.2f}"
-            cells.append(ratio)
+            for iris in (iris_mpi, iris_mpix):
+                ratio = "-"
+                if iris and best and "_rounds" not in label:
+                    ratio = f"{(iris / best) if higher else (best / iris):.2f}"
+                cells.append(ratio)
         print(f"| {label} | {size} | " + " | ".join(cells) + " |")
 print(f"\nmedians over rounds; raw runs in {out}")
 PY

@@ -22,6 +22,7 @@
 #include "iris/handles.h"
 #include "iris/large_count.h"
 #include "iris/p2p.h"
+#include "iris/rma.h"
 #include "iris/topology.h"
 #include "iris/types.h"
 #include "iris/unsupported.h"

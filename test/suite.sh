@@ -25,8 +25,10 @@
 #      pair rings, a large node's queues and pooled rings, tcp and ofi
 #      with its concurrent sends on (libfabric picks tcp;ofi_rxm here; clean
 #      in 7 runs of 7 by hand), and test/mpi/am.c (active messages: the
-#      progress thread polls beside the program's thread) at 2 ranks over
-#      the same four, a few seconds
+#      progress thread polls beside the program's thread) and test/mpi/rma.c
+#      (one-sided: the target's handlers run on its progress thread, the
+#      origins' CPU atomics on mapped windows) at 2 ranks over the same
+#      four, a few seconds
 # The normal build uses link-time optimisation (meson.build); the sanitizer
 # builds do not (they look for bugs, not speed, and build faster without).
 # Installs missing Debian packages first (.ci/deps). Build trees: build/,
@@ -72,7 +74,7 @@ LSAN_OPTIONS=suppressions="$PWD/test/lsan.supp":print_suppressions=0 \
 
 echo "== ThreadSanitizer (lock-free unit tests, MPI_THREAD_MULTIPLE)"
 setup build-tsan -Db_sanitize=thread -Db_lundef=false -Db_lto=false
-ninja -C build-tsan test/unit/unit_test test/mpi/threads test/mpi/am
+ninja -C build-tsan test/unit/unit_test test/mpi/threads test/mpi/am test/mpi/rma
 TSAN_OPTIONS=halt_on_error=1 meson test -C build-tsan --no-rebuild --print-errorlogs --suite unit \
   --test-args='--gtest_filter=-*Ofi*'
 # Launched by the normal build's mpiexec: libpmix's own threads, in the
@@ -88,4 +90,7 @@ for transport in "IRIS_SHM=1" "IRIS_SHM_DENSE_RANKS=0 IRIS_SHM_BUSY_PACKETS=4" \
   # shellcheck disable=SC2086
   env $transport TSAN_OPTIONS=halt_on_error=1 \
     build/pmi/mpiexec -n 2 build-tsan/test/mpi/am | grep -q "am: all checks passed"
+  # shellcheck disable=SC2086
+  env $transport TSAN_OPTIONS=halt_on_error=1 \
+    build/pmi/mpiexec -n 2 build-tsan/test/mpi/rma | grep -q "rma: all checks passed"
 done

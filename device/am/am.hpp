@@ -53,6 +53,16 @@ int am_put(const am_route &to, const void *origin, std::size_t bytes, std::uint6
            iris_counter *completion_counter);
 int am_get(const am_route &to, void *origin, std::size_t bytes, std::uint64_t target_addr,
            std::uint64_t target_counter, iris_counter *origin_counter);
+// The device's own header handlers (the one-sided layer's), apart from
+// the program's: ids from am_internal_handlers up, in registration order,
+// which every process makes in the same order. am_send takes them as it
+// takes the program's ids.
+inline constexpr int am_internal_handlers = 1 << 30;
+int am_register_internal(MPIX_Am_header_fn *fn);
+// Where this process's memory [address, address + bytes) of world rank
+// `target` is mapped here (a block of its MPI_Alloc_mem that it exposed),
+// or nullptr: reach it by am_put and am_get.
+std::byte *am_mapped(int target, std::uint64_t address, std::size_t bytes);
 // A put (`write`) or get without a target counter that lands where the
 // last one to `target` (world rank) did, in memory mapped here, while the
 // target's exposures have not changed: done with one copy, the statistics

@@ -1,6 +1,7 @@
 // The layer's life: handlers registered, the end at MPI_Finalize.
 #include <cstdio>
 #include <cstring>
+#include <vector>
 
 #include "device/am/am.hpp"
 #include "device/am/state.hpp"
@@ -15,6 +16,30 @@ int am_register(MPIX_Am_header_fn *fn, int *handler) {
   *handler = static_cast<int>(s.handlers.size());
   s.handlers.push_back(fn);
   return MPI_SUCCESS;
+}
+
+namespace {
+// The device's own handlers (am_register_internal), process-wide.
+std::vector<MPIX_Am_header_fn *> &internal_handlers() {
+  static std::vector<MPIX_Am_header_fn *> all;
+  return all;
+}
+}  // namespace
+
+int am_register_internal(MPIX_Am_header_fn *fn) {
+  auto &all = internal_handlers();
+  all.push_back(fn);
+  return am_internal_handlers + static_cast<int>(all.size()) - 1;
+}
+
+MPIX_Am_header_fn *am_handler_of(const am_state &s, int id) {
+  if (id >= am_internal_handlers) {
+    const auto &all = internal_handlers();
+    const auto i = static_cast<std::size_t>(id - am_internal_handlers);
+    return i < all.size() ? all[i] : nullptr;
+  }
+  if (id < 0 || static_cast<std::size_t>(id) >= s.handlers.size()) return nullptr;
+  return s.handlers[static_cast<std::size_t>(id)];
 }
 
 int am_handlers() {

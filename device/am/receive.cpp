@@ -76,7 +76,7 @@ void refuse(am_incoming &in, int status, am_refusal reason) {
 // A message's first packet: which handler, which communicator, from whom.
 void message_begin(am_state &s, int peer, am_incoming &in) {
   const active_payload &step = in.first;
-  if (step.handler < 0 || static_cast<std::size_t>(step.handler) >= s.handlers.size()) {
+  if (am_handler_of(s, step.handler) == nullptr) {
     refuse(in, MPI_ERR_ARG, am_refusal::handler);
     return;
   }
@@ -96,7 +96,7 @@ void message_handle(am_state &s, vc &from, am_incoming &in) {
   if (in.status != MPI_SUCCESS) return;
   const active_payload &step = in.first;
   const std::uint64_t data_len = step.total - step.uhdr_length;
-  MPIX_Am_header_fn *fn = s.handlers[static_cast<std::size_t>(step.handler)];
+  MPIX_Am_header_fn *fn = am_handler_of(s, step.handler);
   in.into =
       static_cast<std::byte *>(fn(in.comm_handle, step.origin, in.uhdr.data(), step.uhdr_length,
                                   static_cast<MPI_Aint>(data_len), &in.completion, &in.user_info));

@@ -142,6 +142,16 @@ bool shared_move(am_state &s, am_op &op, bool write) {
 
 }  // namespace
 
+std::byte *am_mapped(int target, std::uint64_t address, std::size_t bytes) {
+  vc &v = rt->vcs[static_cast<std::size_t>(target)];
+  if (!v.via->peer_accessible(v)) return nullptr;
+  am_state &s = am_state_get();
+  am_peer &p = s.peers[static_cast<std::size_t>(target)];
+  const std::uint64_t *slot = nullptr;
+  if (!target_exposes(v, p, address, bytes, slot) || slot == nullptr) return nullptr;
+  return mapped_at(v, p, slot, address);
+}
+
 bool am_mapped_hit(int target, bool write, void *local, std::size_t bytes, std::uint64_t address) {
   if (am == nullptr) return false;
   am_state &s = *am;

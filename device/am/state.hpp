@@ -122,6 +122,9 @@ struct am_state {
 extern am_state *am;
 am_state &am_state_get();
 
+// A header handler by id, the program's or the device's (nullptr: none).
+MPIX_Am_header_fn *am_handler_of(const am_state &s, int id);
+
 // Slots.
 std::uint64_t am_op_new(am_state &s);
 am_op *am_op_find(am_state &s, std::uint64_t id);

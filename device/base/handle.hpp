@@ -22,6 +22,7 @@ enum class handle_kind : std::uint32_t {
   request = 7,
   keyval = 8,
   info = 9,
+  win = 10,
 };
 
 constexpr bool handle_is(int handle, handle_kind kind) {

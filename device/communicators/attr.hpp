@@ -1,6 +1,6 @@
 // Attribute caching (MPI-4.1 chapter 7.7): keyvals and the attributes that
-// communicators and datatypes carry, with the user's copy and delete
-// callbacks.
+// communicators, datatypes and windows carry, with the user's copy and
+// delete callbacks (windows are never duplicated: delete only).
 //
 // Lifecycle: keyval_create -> attr_set / attr_get / attr_delete on objects
 // -> attrs_copy when an object is duplicated (Comm_dup, Type_dup) ->
@@ -17,7 +17,7 @@
 
 namespace iris::device {
 
-enum class attr_kind : std::uint8_t { comm, type };
+enum class attr_kind : std::uint8_t { comm, type, win };
 
 // MPI_Comm_copy_attr_function / MPI_Type_copy_attr_function / MPI_Copy_function.
 using attr_copy_fn = int(int oldobj, int keyval, void *extra, void *in, void *out, int *flag);

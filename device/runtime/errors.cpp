@@ -60,27 +60,49 @@ const added_error *added_error_of(int code) {
 
 }  // namespace
 
+namespace {
+
+// The handler `handler` of the object `handle` (a communicator or window)
+// for `error_class`.
+int raise_to(int handler, int handle, const char *call, int error_class, const char *format,
+             va_list args) {
+  if (handler == MPI_ERRORS_RETURN) return error_class;
+  if (handler >= first_user_errhandler &&
+      handler - first_user_errhandler < static_cast<int>(user_errhandlers.size())) {
+    int code = error_class;
+    user_errhandlers[static_cast<std::size_t>(handler - first_user_errhandler)](&handle, &code);
+    return error_class;
+  }
+  const std::string line = format_line(call, format, args);
+  // MPI_ERRORS_ABORT acts as MPI_Abort(comm, code) would: the job ends with
+  // the code. MPI_ERRORS_ARE_FATAL ends it as a failure (exit code 1).
+  end_job(line,
+          handler == MPI_ERRORS_ABORT && error_class > 0 && error_class < 256 ? error_class : 1);
+}
+
+}  // namespace
+
 int error_raise(const communicator *comm, const char *call, int error_class, const char *format,
                 ...) {
   const api_guard guard;  // also for the unsupported functions' table, which holds none
   if (comm == nullptr && rt != nullptr) comm = comm_lookup(MPI_COMM_WORLD);
   const int handler = comm != nullptr ? comm->errhandler : MPI_ERRORS_ARE_FATAL;
-  if (handler == MPI_ERRORS_RETURN) return error_class;
-  if (handler >= first_user_errhandler &&
-      handler - first_user_errhandler < static_cast<int>(user_errhandlers.size())) {
-    int handle = comm->handle;
-    int code = error_class;
-    user_errhandlers[static_cast<std::size_t>(handler - first_user_errhandler)](&handle, &code);
-    return error_class;
-  }
   va_list args;
   va_start(args, format);
-  const std::string line = format_line(call, format, args);
+  const int err =
+      raise_to(handler, comm != nullptr ? comm->handle : 0, call, error_class, format, args);
   va_end(args);
-  // MPI_ERRORS_ABORT acts as MPI_Abort(comm, code) would: the job ends with
-  // the code. MPI_ERRORS_ARE_FATAL ends it as a failure (exit code 1).
-  end_job(line,
-          handler == MPI_ERRORS_ABORT && error_class > 0 && error_class < 256 ? error_class : 1);
+  return err;
+}
+
+int error_raise_object(int handler, int handle, const char *call, int error_class,
+                       const char *format, ...) {
+  const api_guard guard;
+  va_list args;
+  va_start(args, format);
+  const int err = raise_to(handler, handle, call, error_class, format, args);
+  va_end(args);
+  return err;
 }
 
 void fatal(const char *call, const char *format, ...) {

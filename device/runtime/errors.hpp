@@ -17,6 +17,10 @@ struct communicator;
 // MPI_Abort(comm, error_class) would (the exit code is the class).
 [[gnu::format(printf, 4, 5)]] int error_raise(const communicator *comm, const char *call,
                                               int error_class, const char *format, ...);
+// The same for an object that is no communicator (a window): its handler
+// and handle, which a user handler gets.
+[[gnu::format(printf, 5, 6)]] int error_raise_object(int handler, int handle, const char *call,
+                                                     int error_class, const char *format, ...);
 
 // Prints "iris: rank R: CALL: reason" and ends the job with exit code 1.
 [[noreturn, gnu::format(printf, 2, 3)]] void fatal(const char *call, const char *format, ...);

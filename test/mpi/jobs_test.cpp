@@ -311,6 +311,26 @@ TEST_P(JobTest, ActiveMessages) {
       << r.output;
 }
 
+// MPI one-sided communication (test/mpi/rma.c): windows of every flavor,
+// fence, passive target, every op and the errors, in the configurations
+// of ActiveMessages, which it runs over; at 4 ranks a job of 3 too (an odd
+// count: lock and accumulate messages that pass a rank by).
+TEST_P(JobTest, OneSided) {
+  const std::string name = configs[std::get<1>(GetParam())].name;
+  if (!above_transports() && name != "ofi_rxm") {
+    GTEST_SKIP() << "runs in the six configurations of above_transports() and ofi_rxm";
+  }
+  std::vector<int> counts{ranks()};
+  if (ranks() == 4) counts.push_back(3);
+  for (const int n : counts) {
+    const run_result r = job(n, "rma", {}, env(), 180, nodes());
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    EXPECT_NE(r.output.find("rma: all checks passed on " + std::to_string(n) + " ranks"),
+              std::string::npos)
+        << r.output;
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Ranks, JobTest,
                          ::testing::Combine(::testing::Values(1, 2, 4, 8),
                                             ::testing::Range(0, int(std::size(configs)))),

@@ -1,9 +1,10 @@
 // MPI bindings for attribute caching: keyvals and the attributes of
-// communicators and datatypes (device/attr.hpp keeps them), the MPI-1
+// communicators, datatypes and windows (device/attr.hpp keeps them), the MPI-1
 // names, the predefined callbacks and the predefined attributes.
 #include "device/api/comm/attr.hpp"
 
 #include "device/api/check.hpp"
+#include "device/api/rma/rma.hpp"
 #include "device/communicators/attr.hpp"
 
 using namespace iris;
@@ -13,7 +14,15 @@ using device::keyval_check;
 namespace {
 
 const char *kind_name(attr_kind kind) {
-  return kind == attr_kind::comm ? "communicator" : "datatype";
+  switch (kind) {
+    case attr_kind::comm:
+      return "communicator";
+    case attr_kind::type:
+      return "datatype";
+    case attr_kind::win:
+      return "window";
+  }
+  return "?";
 }
 
 // Checks that `keyval` is a live keyval of `kind`; with `settable`, a
@@ -120,10 +129,14 @@ int check_type(const char *call, MPI_Datatype type) {
 }
 
 // The object an attribute call names: a communicator (whose handler then
-// reports errors) or a datatype.
+// reports errors), a datatype or a window.
 int check_object(const char *call, attr_kind kind, int obj, device::communicator *&c) {
   if (kind == attr_kind::comm) return api::check_comm(call, obj, c);
   c = nullptr;
+  if (kind == attr_kind::win) {
+    api::rma::window *w = nullptr;
+    return api::rma::check_window(call, obj, w);
+  }
   return check_type(call, obj);
 }
 
@@ -139,11 +152,21 @@ int set_attr(const char *call, attr_kind kind, int obj, int keyval, void *value)
 int get_attr(const char *call, attr_kind kind, int obj, int keyval, void *value, int *flag) {
   device::communicator *c = nullptr;
   if (int err = check_object(call, kind, obj, c)) return err;
-  if (int err = check_keyval(call, c, kind, keyval, false, true)) return err;
+  void *unused = nullptr;
+  const bool window_predefined =
+      kind == attr_kind::win && api::rma::predefined_attr(*api::rma::lookup(obj), keyval, &unused);
+  if (!window_predefined) {
+    if (int err = check_keyval(call, c, kind, keyval, false, true)) return err;
+  }
   if (int err = api::check_not_null(call, c, value, "attribute_val")) return err;
   if (int err = api::check_not_null(call, c, flag, "flag")) return err;
   // attribute_val is really a void **: the value is a pointer, stored there.
   void *found = nullptr;
+  if (kind == attr_kind::win && api::rma::predefined_attr(*api::rma::lookup(obj), keyval, &found)) {
+    *static_cast<void **>(value) = found;
+    *flag = 1;
+    return MPI_SUCCESS;
+  }
   const bool present = device::keyval_lookup(kind, keyval) == keyval_check::predefined
                            ? predefined_get(keyval, &found)
                            : device::attr_get(kind, obj, keyval, found);
@@ -250,6 +273,32 @@ int MPI_Type_get_attr(MPI_Datatype type, int keyval, void *attribute_val, int *f
 int MPI_Type_delete_attr(MPI_Datatype type, int keyval) {
   const device::api_guard guard;
   return delete_attr("MPI_Type_delete_attr", attr_kind::type, type, keyval);
+}
+
+int MPI_Win_create_keyval(MPI_Win_copy_attr_function *copy, MPI_Win_delete_attr_function *del,
+                          int *keyval, void *extra_state) {
+  const device::api_guard guard;
+  return keyval_create("MPI_Win_create_keyval", attr_kind::win, copy, del, keyval, extra_state);
+}
+
+int MPI_Win_free_keyval(int *keyval) {
+  const device::api_guard guard;
+  return keyval_free("MPI_Win_free_keyval", attr_kind::win, keyval);
+}
+
+int MPI_Win_set_attr(MPI_Win win, int keyval, void *attribute_val) {
+  const device::api_guard guard;
+  return set_attr("MPI_Win_set_attr", attr_kind::win, win, keyval, attribute_val);
+}
+
+int MPI_Win_get_attr(MPI_Win win, int keyval, void *attribute_val, int *flag) {
+  const device::api_guard guard;
+  return get_attr("MPI_Win_get_attr", attr_kind::win, win, keyval, attribute_val, flag);
+}
+
+int MPI_Win_delete_attr(MPI_Win win, int keyval) {
+  const device::api_guard guard;
+  return delete_attr("MPI_Win_delete_attr", attr_kind::win, win, keyval);
 }
 
 int MPI_Keyval_create(MPI_Copy_function *copy, MPI_Delete_function *del, int *keyval,

@@ -8,6 +8,7 @@
 #include "device/am/am.hpp"
 #include "device/api/check.hpp"
 #include "device/api/comm/attr.hpp"
+#include "device/api/rma/rma.hpp"
 #include "device/setup/setup.hpp"
 
 using namespace iris;
@@ -68,6 +69,7 @@ int MPI_Finalize(void) {
   api::attrs_delete_all("MPI_Finalize", device::comm_lookup(MPI_COMM_SELF), device::attr_kind::comm,
                         MPI_COMM_SELF);
   api::buffered_sends_drain();
+  api::rma::close_all();  // windows the program left open (MPI says it frees them)
   const int err = device::runtime_finalize();
   device::attr_clear_all();
   finalized = true;

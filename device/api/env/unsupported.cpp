@@ -1,5 +1,5 @@
 // The MPI-4 C functions of the families Iris does not implement yet:
-// one-sided communication, sessions, dynamic processes and MPI-IO. Each one links, and reports
+// sessions, dynamic processes and MPI-IO. Each one links, and reports
 // MPI_ERR_UNSUPPORTED_OPERATION through the error handler of its
 // communicator argument (MPI_COMM_WORLD's when it has none) with a line that
 // names the call and the family. Output arguments are left untouched.
@@ -9,12 +9,10 @@ using namespace iris;
 
 namespace {
 
-enum family { one_sided, sessions, dynamic_processes, mpi_io };
+enum family { sessions, dynamic_processes, mpi_io };
 
 const char *family_name(family f) {
   switch (f) {
-    case one_sided:
-      return "one-sided communication";
     case sessions:
       return "sessions";
     case dynamic_processes:
@@ -37,200 +35,7 @@ int unsupported(const char *call, family f, MPI_Comm comm) {
 
 extern "C" {
 
-// One-sided communication
-int MPI_Win_create(void *, MPI_Aint, int, MPI_Info, MPI_Comm comm, MPI_Win *) {
-  return unsupported("MPI_Win_create", one_sided, comm);
-}
-int MPI_Win_allocate(MPI_Aint, int, MPI_Info, MPI_Comm comm, void *, MPI_Win *) {
-  return unsupported("MPI_Win_allocate", one_sided, comm);
-}
-int MPI_Win_allocate_shared(MPI_Aint, int, MPI_Info, MPI_Comm comm, void *, MPI_Win *) {
-  return unsupported("MPI_Win_allocate_shared", one_sided, comm);
-}
-int MPI_Win_create_dynamic(MPI_Info, MPI_Comm comm, MPI_Win *) {
-  return unsupported("MPI_Win_create_dynamic", one_sided, comm);
-}
-int MPI_Win_shared_query(MPI_Win, int, MPI_Aint *, int *, void *) {
-  return unsupported("MPI_Win_shared_query", one_sided, MPI_COMM_NULL);
-}
-int MPI_Win_attach(MPI_Win, void *, MPI_Aint) {
-  return unsupported("MPI_Win_attach", one_sided, MPI_COMM_NULL);
-}
-int MPI_Win_detach(MPI_Win, const void *) {
-  return unsupported("MPI_Win_detach", one_sided, MPI_COMM_NULL);
-}
-int MPI_Win_free(MPI_Win *) {
-  return unsupported("MPI_Win_free", one_sided, MPI_COMM_NULL);
-}
-int MPI_Win_get_group(MPI_Win, MPI_Group *) {
-  return unsupported("MPI_Win_get_group", one_sided, MPI_COMM_NULL);
-}
-int MPI_Win_set_info(MPI_Win, MPI_Info) {
-  return unsupported("MPI_Win_set_info", one_sided, MPI_COMM_NULL);
-}
-int MPI_Win_get_info(MPI_Win, MPI_Info *) {
-  return unsupported("MPI_Win_get_info", one_sided, MPI_COMM_NULL);
-}
-int MPI_Put(const void *, int, MPI_Datatype, int, MPI_Aint, int, MPI_Datatype, MPI_Win) {
-  return unsupported("MPI_Put", one_sided, MPI_COMM_NULL);
-}
-int MPI_Get(void *, int, MPI_Datatype, int, MPI_Aint, int, MPI_Datatype, MPI_Win) {
-  return unsupported("MPI_Get", one_sided, MPI_COMM_NULL);
-}
-int MPI_Accumulate(const void *, int, MPI_Datatype, int, MPI_Aint, int, MPI_Datatype, MPI_Op,
-                   MPI_Win) {
-  return unsupported("MPI_Accumulate", one_sided, MPI_COMM_NULL);
-}
-int MPI_Get_accumulate(const void *, int, MPI_Datatype, void *, int, MPI_Datatype, int, MPI_Aint,
-                       int, MPI_Datatype, MPI_Op, MPI_Win) {
-  return unsupported("MPI_Get_accumulate", one_sided, MPI_COMM_NULL);
-}
-int MPI_Fetch_and_op(const void *, void *, MPI_Datatype, int, MPI_Aint, MPI_Op, MPI_Win) {
-  return unsupported("MPI_Fetch_and_op", one_sided, MPI_COMM_NULL);
-}
-int MPI_Compare_and_swap(const void *, const void *, void *, MPI_Datatype, int, MPI_Aint, MPI_Win) {
-  return unsupported("MPI_Compare_and_swap", one_sided, MPI_COMM_NULL);
-}
-int MPI_Rput(const void *, int, MPI_Datatype, int, MPI_Aint, int, MPI_Datatype, MPI_Win,
-             MPI_Request *) {
-  return unsupported("MPI_Rput", one_sided, MPI_COMM_NULL);
-}
-int MPI_Rget(void *, int, MPI_Datatype, int, MPI_Aint, int, MPI_Datatype, MPI_Win, MPI_Request *) {
-  return unsupported("MPI_Rget", one_sided, MPI_COMM_NULL);
-}
-int MPI_Raccumulate(const void *, int, MPI_Datatype, int, MPI_Aint, int, MPI_Datatype, MPI_Op,
-                    MPI_Win, MPI_Request *) {
-  return unsupported("MPI_Raccumulate", one_sided, MPI_COMM_NULL);
-}
-int MPI_Rget_accumulate(const void *, int, MPI_Datatype, void *, int, MPI_Datatype, int, MPI_Aint,
-                        int, MPI_Datatype, MPI_Op, MPI_Win, MPI_Request *) {
-  return unsupported("MPI_Rget_accumulate", one_sided, MPI_COMM_NULL);
-}
-int MPI_Win_fence(int, MPI_Win) {
-  return unsupported("MPI_Win_fence", one_sided, MPI_COMM_NULL);
-}
-int MPI_Win_post(MPI_Group, int, MPI_Win) {
-  return unsupported("MPI_Win_post", one_sided, MPI_COMM_NULL);
-}
-int MPI_Win_start(MPI_Group, int, MPI_Win) {
-  return unsupported("MPI_Win_start", one_sided, MPI_COMM_NULL);
-}
-int MPI_Win_complete(MPI_Win) {
-  return unsupported("MPI_Win_complete", one_sided, MPI_COMM_NULL);
-}
-int MPI_Win_wait(MPI_Win) {
-  return unsupported("MPI_Win_wait", one_sided, MPI_COMM_NULL);
-}
-int MPI_Win_test(MPI_Win, int *) {
-  return unsupported("MPI_Win_test", one_sided, MPI_COMM_NULL);
-}
-int MPI_Win_lock(int, int, int, MPI_Win) {
-  return unsupported("MPI_Win_lock", one_sided, MPI_COMM_NULL);
-}
-int MPI_Win_unlock(int, MPI_Win) {
-  return unsupported("MPI_Win_unlock", one_sided, MPI_COMM_NULL);
-}
-int MPI_Win_lock_all(int, MPI_Win) {
-  return unsupported("MPI_Win_lock_all", one_sided, MPI_COMM_NULL);
-}
-int MPI_Win_unlock_all(MPI_Win) {
-  return unsupported("MPI_Win_unlock_all", one_sided, MPI_COMM_NULL);
-}
-int MPI_Win_flush(int, MPI_Win) {
-  return unsupported("MPI_Win_flush", one_sided, MPI_COMM_NULL);
-}
-int MPI_Win_flush_all(MPI_Win) {
-  return unsupported("MPI_Win_flush_all", one_sided, MPI_COMM_NULL);
-}
-int MPI_Win_flush_local(int, MPI_Win) {
-  return unsupported("MPI_Win_flush_local", one_sided, MPI_COMM_NULL);
-}
-int MPI_Win_flush_local_all(MPI_Win) {
-  return unsupported("MPI_Win_flush_local_all", one_sided, MPI_COMM_NULL);
-}
-int MPI_Win_sync(MPI_Win) {
-  return unsupported("MPI_Win_sync", one_sided, MPI_COMM_NULL);
-}
-int MPI_Win_create_errhandler(MPI_Win_errhandler_function *, MPI_Errhandler *) {
-  return unsupported("MPI_Win_create_errhandler", one_sided, MPI_COMM_NULL);
-}
-int MPI_Win_set_errhandler(MPI_Win, MPI_Errhandler) {
-  return unsupported("MPI_Win_set_errhandler", one_sided, MPI_COMM_NULL);
-}
-int MPI_Win_get_errhandler(MPI_Win, MPI_Errhandler *) {
-  return unsupported("MPI_Win_get_errhandler", one_sided, MPI_COMM_NULL);
-}
-int MPI_Win_call_errhandler(MPI_Win, int) {
-  return unsupported("MPI_Win_call_errhandler", one_sided, MPI_COMM_NULL);
-}
-int MPI_Win_create_keyval(MPI_Win_copy_attr_function *, MPI_Win_delete_attr_function *, int *,
-                          void *) {
-  return unsupported("MPI_Win_create_keyval", one_sided, MPI_COMM_NULL);
-}
-int MPI_Win_free_keyval(int *) {
-  return unsupported("MPI_Win_free_keyval", one_sided, MPI_COMM_NULL);
-}
-int MPI_Win_set_attr(MPI_Win, int, void *) {
-  return unsupported("MPI_Win_set_attr", one_sided, MPI_COMM_NULL);
-}
-int MPI_Win_get_attr(MPI_Win, int, void *, int *) {
-  return unsupported("MPI_Win_get_attr", one_sided, MPI_COMM_NULL);
-}
-int MPI_Win_delete_attr(MPI_Win, int) {
-  return unsupported("MPI_Win_delete_attr", one_sided, MPI_COMM_NULL);
-}
-
-int MPI_Win_set_name(MPI_Win, const char *) {
-  return unsupported("MPI_Win_set_name", one_sided, MPI_COMM_NULL);
-}
-int MPI_Win_get_name(MPI_Win, char *, int *) {
-  return unsupported("MPI_Win_get_name", one_sided, MPI_COMM_NULL);
-}
-
-// Large-count one-sided and MPI-IO calls, data representations
-int MPI_Accumulate_c(const void *, MPI_Count, MPI_Datatype, int, MPI_Aint, MPI_Count, MPI_Datatype,
-                     MPI_Op, MPI_Win) {
-  return unsupported("MPI_Accumulate_c", one_sided, MPI_COMM_NULL);
-}
-int MPI_Get_accumulate_c(const void *, MPI_Count, MPI_Datatype, void *, MPI_Count, MPI_Datatype,
-                         int, MPI_Aint, MPI_Count, MPI_Datatype, MPI_Op, MPI_Win) {
-  return unsupported("MPI_Get_accumulate_c", one_sided, MPI_COMM_NULL);
-}
-int MPI_Get_c(void *, MPI_Count, MPI_Datatype, int, MPI_Aint, MPI_Count, MPI_Datatype, MPI_Win) {
-  return unsupported("MPI_Get_c", one_sided, MPI_COMM_NULL);
-}
-int MPI_Put_c(const void *, MPI_Count, MPI_Datatype, int, MPI_Aint, MPI_Count, MPI_Datatype,
-              MPI_Win) {
-  return unsupported("MPI_Put_c", one_sided, MPI_COMM_NULL);
-}
-int MPI_Raccumulate_c(const void *, MPI_Count, MPI_Datatype, int, MPI_Aint, MPI_Count, MPI_Datatype,
-                      MPI_Op, MPI_Win, MPI_Request *) {
-  return unsupported("MPI_Raccumulate_c", one_sided, MPI_COMM_NULL);
-}
-int MPI_Rget_accumulate_c(const void *, MPI_Count, MPI_Datatype, void *, MPI_Count, MPI_Datatype,
-                          int, MPI_Aint, MPI_Count, MPI_Datatype, MPI_Op, MPI_Win, MPI_Request *) {
-  return unsupported("MPI_Rget_accumulate_c", one_sided, MPI_COMM_NULL);
-}
-int MPI_Rget_c(void *, MPI_Count, MPI_Datatype, int, MPI_Aint, MPI_Count, MPI_Datatype, MPI_Win,
-               MPI_Request *) {
-  return unsupported("MPI_Rget_c", one_sided, MPI_COMM_NULL);
-}
-int MPI_Rput_c(const void *, MPI_Count, MPI_Datatype, int, MPI_Aint, MPI_Count, MPI_Datatype,
-               MPI_Win, MPI_Request *) {
-  return unsupported("MPI_Rput_c", one_sided, MPI_COMM_NULL);
-}
-int MPI_Win_allocate_c(MPI_Aint, MPI_Aint, MPI_Info, MPI_Comm comm, void *, MPI_Win *) {
-  return unsupported("MPI_Win_allocate_c", one_sided, comm);
-}
-int MPI_Win_allocate_shared_c(MPI_Aint, MPI_Aint, MPI_Info, MPI_Comm comm, void *, MPI_Win *) {
-  return unsupported("MPI_Win_allocate_shared_c", one_sided, comm);
-}
-int MPI_Win_create_c(void *, MPI_Aint, MPI_Aint, MPI_Info, MPI_Comm comm, MPI_Win *) {
-  return unsupported("MPI_Win_create_c", one_sided, comm);
-}
-int MPI_Win_shared_query_c(MPI_Win, int, MPI_Aint *, MPI_Aint *, void *) {
-  return unsupported("MPI_Win_shared_query_c", one_sided, MPI_COMM_NULL);
-}
+// Large-count MPI-IO calls, data representations
 int MPI_File_get_type_extent_c(MPI_File, MPI_Datatype, MPI_Count *) {
   return unsupported("MPI_File_get_type_extent_c", mpi_io, MPI_COMM_NULL);
 }

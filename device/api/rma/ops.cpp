@@ -1,0 +1,682 @@
+// One-sided operations: put, get and the accumulates, and the target's
+// side of those that go as messages (its handlers, run by its progress).
+//
+// An op finds its target's bytes as (address in the target's process,
+// length) segments of the target datatype (dtype_segments). Where the
+// target's memory is mapped here the op copies or updates it itself;
+// elsewhere a put or get is an am_put or am_get per segment, and an
+// accumulate one message to the target's handler carrying the segments and
+// the origin's packed data, which the target applies and answers (with the
+// old values, for the fetching kinds).
+//
+// Accumulates are atomic per element: an element of 1, 2, 4 or 8 bytes at
+// an address aligned to its size is updated with a compare-and-swap loop;
+// any other element under a striped lock of the target's control block
+// chosen by its address. MPI requires the same basic type for every
+// accumulate to a location, so a location always takes the same way,
+// whoever updates it (an origin on the node, or the target's handler for
+// the others).
+#include <sched.h>
+
+#include <algorithm>
+#include <cstring>
+#include <deque>
+
+#include "device/am/am.hpp"
+#include "device/am/counter.hpp"
+#include "device/am/exposure.hpp"
+#include "device/api/rma/rma.hpp"
+#include "device/datatypes/op.hpp"
+#include "device/runtime/progress.hpp"
+#include "device/runtime/runtime.hpp"
+
+using namespace iris;
+
+namespace iris::api::rma {
+
+namespace {
+
+// ---- Elements, atomically ----
+
+void stripe_lock(std::atomic<std::int64_t> &s) {
+  int spins = 0;
+  for (;;) {
+    std::int64_t expected = 0;
+    if (s.compare_exchange_weak(expected, 1, std::memory_order_acquire)) return;
+    if (++spins > 64) sched_yield();
+  }
+}
+
+template <typename U>
+void cas_apply(std::byte *at, const std::byte *in, std::byte *old, int op, int basic,
+               std::int64_t extent) {
+  auto *a = reinterpret_cast<U *>(at);
+  U cur = 0;
+  if (op == MPI_NO_OP) {
+    cur = __atomic_load_n(a, __ATOMIC_ACQUIRE);
+  } else if (op == MPI_REPLACE) {
+    U next;
+    std::memcpy(&next, in, sizeof(U));
+    cur = __atomic_exchange_n(a, next, __ATOMIC_ACQ_REL);
+  } else {
+    cur = __atomic_load_n(a, __ATOMIC_RELAXED);
+    for (;;) {
+      U next;
+      std::memcpy(&next, in, sizeof(U));
+      device::op_apply(op, &cur, &next, 1, basic, extent);  // next = cur o in
+      if (__atomic_compare_exchange_n(a, &cur, next, true, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED)) {
+        break;
+      }
+    }
+  }
+  if (old != nullptr) std::memcpy(old, &cur, sizeof(U));
+}
+
+// Element i of the stream at `at`: target = target o in (old value to
+// `old` when wanted), one element of `elem` bytes of type `basic`.
+void apply_one(std::byte *at, const std::byte *in, std::byte *old, int op, int basic,
+               std::size_t elem, std::int64_t extent, control *ctl) {
+  const auto address = reinterpret_cast<std::uintptr_t>(at);
+  if ((elem == 1 || elem == 2 || elem == 4 || elem == 8) && address % elem == 0) {
+    switch (elem) {
+      case 1:
+        return cas_apply<std::uint8_t>(at, in, old, op, basic, extent);
+      case 2:
+        return cas_apply<std::uint16_t>(at, in, old, op, basic, extent);
+      case 4:
+        return cas_apply<std::uint32_t>(at, in, old, op, basic, extent);
+      default:
+        return cas_apply<std::uint64_t>(at, in, old, op, basic, extent);
+    }
+  }
+  std::atomic<std::int64_t> &s = ctl->stripe[(address / 16) % stripe_count];
+  stripe_lock(s);
+  if (old != nullptr) std::memcpy(old, at, elem);
+  if (op != MPI_NO_OP) {
+    std::byte next[64];
+    std::memcpy(next, in, elem);
+    device::op_apply(op, at, next, 1, basic, extent);
+    std::memcpy(at, next, elem);
+  }
+  s.store(0, std::memory_order_release);
+}
+
+// MPI_Compare_and_swap on one element: `result` gets the old value.
+void compare_swap_one(std::byte *at, const std::byte *origin, const std::byte *compare,
+                      std::byte *result, std::size_t elem, control *ctl) {
+  const auto address = reinterpret_cast<std::uintptr_t>(at);
+  auto cas = [&](auto zero) {
+    using U = decltype(zero);
+    U expected, desired;
+    std::memcpy(&expected, compare, sizeof(U));
+    std::memcpy(&desired, origin, sizeof(U));
+    __atomic_compare_exchange_n(reinterpret_cast<U *>(at), &expected, desired, false,
+                                __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
+    std::memcpy(result, &expected, sizeof(U));
+  };
+  if (address % elem == 0 && (elem == 1 || elem == 2 || elem == 4 || elem == 8)) {
+    if (elem == 1) return cas(std::uint8_t{});
+    if (elem == 2) return cas(std::uint16_t{});
+    if (elem == 4) return cas(std::uint32_t{});
+    return cas(std::uint64_t{});
+  }
+  std::atomic<std::int64_t> &s = ctl->stripe[(address / 16) % stripe_count];
+  stripe_lock(s);
+  std::memcpy(result, at, elem);
+  if (std::memcmp(at, compare, elem) == 0) std::memcpy(at, origin, elem);
+  s.store(0, std::memory_order_release);
+}
+
+// ---- Passive-target locks on a control block ----
+
+bool lock_apply(control &c, std::int64_t step) {
+  switch (step) {
+    case try_exclusive: {
+      std::int64_t expected = 0;
+      return c.lock.compare_exchange_strong(expected, exclusive_held, std::memory_order_acquire);
+    }
+    case try_shared: {
+      std::int64_t v = c.lock.load(std::memory_order_relaxed);
+      while (v >= 0) {
+        if (c.lock.compare_exchange_weak(v, v + 1, std::memory_order_acquire)) return true;
+      }
+      return false;
+    }
+    case release_exclusive:
+      c.lock.store(0, std::memory_order_release);
+      return true;
+    case release_shared:
+      c.lock.fetch_sub(1, std::memory_order_release);
+      return true;
+    default:
+      return false;
+  }
+}
+
+// ---- Messages to the target's handlers ----
+
+enum class message_kind : std::uint32_t { accumulate = 1, compare_swap, lock, post, done };
+
+struct request_head {
+  message_kind kind;
+  std::int32_t op;
+  std::int32_t basic;
+  std::uint32_t elem;
+  std::uint32_t token;
+  std::uint32_t segments;  // (address, bytes) pairs ahead of the data
+  std::int64_t extent;
+  std::int64_t lock;       // a lock step
+  std::uint32_t fetching;  // the old values go back
+  std::uint32_t pad;
+};
+
+struct reply_head {
+  std::uint32_t token;
+  std::int32_t status;
+  std::int64_t answer;
+};
+
+int request_handler = 0, reply_handler = 0;
+
+// Reply bodies in flight: freed once their origin counter says sent.
+std::deque<std::pair<iris_counter *, std::vector<std::byte>>> &replies_in_flight() {
+  static std::deque<std::pair<iris_counter *, std::vector<std::byte>>> all;
+  return all;
+}
+void replies_collect() {
+  auto &all = replies_in_flight();
+  while (!all.empty() && all.front().first->value.load(std::memory_order_acquire) > 0) {
+    device::counter_free(all.front().first);
+    all.pop_front();
+  }
+}
+
+struct incoming {
+  request_head head;
+  int origin;
+  std::vector<std::byte> data;
+};
+
+device::am_route route_to(const window &w, int rank) {
+  return {w.targets[static_cast<std::size_t>(rank)].world, w.comm->handle, w.comm->context,
+          w.comm->rank};
+}
+
+// Whether [address, address + bytes) lies in this rank's part of `w`.
+bool inside(const window &w, std::uint64_t address, std::uint64_t bytes) {
+  if (w.flavor == MPI_WIN_FLAVOR_DYNAMIC) {
+    for (const auto &[b, n] : w.attached) {
+      if (address >= b && address - b <= n && bytes <= n - (address - b)) return true;
+    }
+    return bytes == 0;
+  }
+  const auto base = reinterpret_cast<std::uintptr_t>(w.base);
+  return address >= base && address - base <= static_cast<std::uint64_t>(w.size) &&
+         bytes <= static_cast<std::uint64_t>(w.size) - (address - base);
+}
+
+void request_done(MPI_Comm comm, void *info) {
+  std::unique_ptr<incoming> in(static_cast<incoming *>(info));
+  replies_collect();
+  window *w = of_comm(comm);
+  if (w == nullptr) return;  // freed: the origin broke MPI's rules
+  const request_head &h = in->head;
+  if (h.kind == message_kind::post || h.kind == message_kind::done) {
+    auto &from = h.kind == message_kind::post ? w->posts_from : w->completes_from;
+    if (in->origin >= 0 && static_cast<std::size_t>(in->origin) < from.size()) {
+      ++from[static_cast<std::size_t>(in->origin)];
+    }
+    return;  // no answer
+  }
+  reply_head answer{h.token, MPI_SUCCESS, 0};
+  std::vector<std::byte> old;
+  if (h.kind == message_kind::lock) {
+    answer.answer = lock_apply(*w->ctl, h.lock) ? 1 : 0;
+  } else {
+    const std::size_t table = h.segments * 2 * sizeof(std::uint64_t);
+    if (in->data.size() < table || h.elem == 0 || h.elem > 64) {
+      answer.status = MPI_ERR_OTHER;
+    } else {
+      const auto *seg = reinterpret_cast<const std::uint64_t *>(in->data.data());
+      const std::byte *operand = in->data.data() + table;
+      const std::size_t operands = in->data.size() - table;
+      std::size_t total = 0;
+      for (std::uint32_t i = 0; i < h.segments; ++i) {
+        if (!inside(*w, seg[2 * i], seg[2 * i + 1]) || seg[2 * i + 1] % h.elem != 0) {
+          answer.status = MPI_ERR_RMA_RANGE;
+        }
+        total += seg[2 * i + 1];
+      }
+      const std::size_t per = h.kind == message_kind::compare_swap ? 2 : 1;
+      if (answer.status == MPI_SUCCESS && total * per != operands) answer.status = MPI_ERR_OTHER;
+      if (answer.status == MPI_SUCCESS) {
+        if (h.fetching != 0) old.resize(total);
+        std::size_t done = 0;
+        for (std::uint32_t i = 0; i < h.segments; ++i) {
+          auto *at = reinterpret_cast<std::byte *>(static_cast<std::uintptr_t>(seg[2 * i]));
+          for (std::uint64_t k = 0; k < seg[2 * i + 1]; k += h.elem, done += h.elem) {
+            if (h.kind == message_kind::compare_swap) {
+              compare_swap_one(at + k, operand, operand + h.elem, old.data() + done, h.elem,
+                               w->ctl);
+            } else {
+              apply_one(at + k, operand + done, h.fetching != 0 ? old.data() + done : nullptr, h.op,
+                        h.basic, h.elem, h.extent, w->ctl);
+            }
+          }
+        }
+      }
+    }
+  }
+  iris_counter *sent = device::counter_create();
+  auto &flight = replies_in_flight();
+  flight.emplace_back(sent, std::move(old));
+  const std::vector<std::byte> &body = flight.back().second;
+  device::am_send(route_to(*w, in->origin), reply_handler, &answer, sizeof answer, body.data(),
+                  body.size(), 0, sent, nullptr);
+}
+
+void *request_arrived(MPI_Comm comm, int origin, const void *uhdr, int uhdr_len, MPI_Aint data_len,
+                      MPIX_Am_completion_fn **completion, void **user_info) {
+  (void)comm;
+  auto *in = new incoming{};
+  if (uhdr_len == sizeof(request_head)) std::memcpy(&in->head, uhdr, sizeof(request_head));
+  in->origin = origin;
+  in->data.resize(static_cast<std::size_t>(data_len));
+  *completion = request_done;
+  *user_info = in;
+  return data_len > 0 ? in->data.data() : static_cast<void *>(in);
+}
+
+struct reply_arrival {
+  window *w;
+  std::uint32_t token;
+  reply_head head;
+};
+
+void reply_done(MPI_Comm, void *info) {
+  std::unique_ptr<reply_arrival> r(static_cast<reply_arrival *>(info));
+  window &w = *r->w;
+  if (r->token >= w.fetches.size()) return;
+  fetch &f = w.fetches[r->token];
+  f.replied = true;
+  f.status = r->head.status;
+  f.lock_answer = r->head.answer;
+  --w.targets[static_cast<std::size_t>(f.target)].replies;
+  if (f.status != MPI_SUCCESS && w.error == MPI_SUCCESS) {
+    w.error = f.status;
+    w.why = f.status == MPI_ERR_RMA_RANGE
+                ? "an accumulate's target range lies outside the target's window"
+                : "the target could not apply an accumulate";
+  }
+}
+
+void *reply_arrived(MPI_Comm comm, int, const void *uhdr, int uhdr_len, MPI_Aint data_len,
+                    MPIX_Am_completion_fn **completion, void **user_info) {
+  window *w = of_comm(comm);
+  if (w == nullptr || uhdr_len != sizeof(reply_head)) return nullptr;
+  auto *r = new reply_arrival{w, 0, {}};
+  std::memcpy(&r->head, uhdr, sizeof(reply_head));
+  r->token = r->head.token;
+  *completion = reply_done;
+  *user_info = r;
+  if (r->token >= w->fetches.size()) return nullptr;
+  fetch &f = w->fetches[r->token];
+  f.staging.resize(static_cast<std::size_t>(data_len));
+  return data_len > 0 ? f.staging.data() : static_cast<void *>(r);
+}
+
+// A free fetch slot of `w` for a message to `rank`.
+std::uint32_t fetch_slot(window &w, int rank) {
+  std::size_t i = 0;
+  while (i < w.fetches.size() && w.fetches[i].used) ++i;
+  if (i == w.fetches.size()) w.fetches.emplace_back();
+  fetch &f = w.fetches[i];
+  f = fetch{};
+  f.used = true;
+  f.target = rank;
+  ++w.targets[static_cast<std::size_t>(rank)].replies;
+  return static_cast<std::uint32_t>(i);
+}
+
+// Sends a request to rank's handler; its body is kept until completion.
+void request_send(window &w, int rank, const request_head &h, std::vector<std::byte> body) {
+  w.keep.emplace_back(rank, std::move(body));
+  const std::vector<std::byte> &b = w.keep.back().second;
+  device::am_send(route_to(w, rank), request_handler, &h, sizeof h, b.data(), b.size(), 0, nullptr,
+                  nullptr);
+}
+
+// ---- Origins ----
+
+// The target's bytes of `count` elements of `t` at `address`, as segments
+// (address, bytes) in packed order.
+std::vector<std::pair<std::uint64_t, std::size_t>> segments_of(std::uint64_t address, int count,
+                                                               const device::dtype &t) {
+  std::vector<std::pair<std::uint64_t, std::size_t>> out;
+  const std::size_t total = static_cast<std::size_t>(count) * t.packed_size;
+  if (total == 0) return out;
+  if (device::dtype_contiguous(t, count)) {
+    out.emplace_back(address, total);
+    return out;
+  }
+  iovec iov[64];
+  std::size_t first = 0;
+  while (first < total) {
+    std::size_t used = 0;
+    const std::size_t moved = device::dtype_segments(static_cast<std::uintptr_t>(address), count, t,
+                                                     first, total - first, iov, 64, used);
+    for (std::size_t i = 0; i < used; ++i) {
+      out.emplace_back(reinterpret_cast<std::uintptr_t>(iov[i].iov_base), iov[i].iov_len);
+    }
+    if (moved == 0) break;
+    first += moved;
+  }
+  return out;
+}
+
+}  // namespace
+
+void handlers_register() {
+  static bool done = false;
+  if (done) return;
+  done = true;
+  request_handler = device::am_register_internal(request_arrived);
+  reply_handler = device::am_register_internal(reply_arrived);
+}
+
+// ---- The bindings' common part ----
+
+int begin(const char *call, MPI_Win win, int rank, MPI_Aint disp, const void *origin,
+          int origin_count, MPI_Datatype origin_type, int target_count, MPI_Datatype target_type,
+          access &a) {
+  if (int err = check_window(call, win, a.w)) return err;
+  window &w = *a.w;
+  if (rank == MPI_PROC_NULL) {
+    a.none = true;
+    return MPI_SUCCESS;
+  }
+  if (rank < 0 || rank >= w.comm->size) {
+    return raise(w, call, MPI_ERR_RANK, "target rank %d out of range (window of %d ranks)", rank,
+                 w.comm->size);
+  }
+  a.rank = rank;
+  a.t = &w.targets[static_cast<std::size_t>(rank)];
+  if (!w.fence_open && !w.lock_all && a.t->lock == 0 && !a.t->started) {
+    return raise(w, call, MPI_ERR_RMA_SYNC,
+                 "no access epoch to rank %d is open (MPI_Win_fence, MPI_Win_start, "
+                 "MPI_Win_lock or MPI_Win_lock_all first)",
+                 rank);
+  }
+  if (origin_count < 0 || target_count < 0) {
+    return raise(w, call, MPI_ERR_COUNT, "negative count");
+  }
+  a.origin_type = device::dtype_lookup(origin_type);
+  a.target_type = device::dtype_lookup(target_type);
+  if (a.origin_type == nullptr || a.target_type == nullptr || !a.origin_type->committed ||
+      !a.target_type->committed) {
+    return raise(w, call, MPI_ERR_TYPE, "invalid or uncommitted datatype");
+  }
+  if (origin == nullptr && origin_count > 0 && a.origin_type->true_lb == 0 &&
+      a.origin_type->size > 0) {
+    return raise(w, call, MPI_ERR_BUFFER, "NULL origin buffer with count %d", origin_count);
+  }
+  if (static_cast<std::size_t>(origin_count) * a.origin_type->size !=
+      static_cast<std::size_t>(target_count) * a.target_type->size) {
+    return raise(w, call, MPI_ERR_TYPE, "the origin's %zu bytes and the target's %zu bytes differ",
+                 static_cast<std::size_t>(origin_count) * a.origin_type->size,
+                 static_cast<std::size_t>(target_count) * a.target_type->size);
+  }
+  if (w.flavor == MPI_WIN_FLAVOR_DYNAMIC) {
+    a.address = static_cast<std::uint64_t>(disp);
+    return MPI_SUCCESS;
+  }
+  if (disp < 0) return raise(w, call, MPI_ERR_DISP, "negative displacement %td", disp);
+  a.address =
+      a.t->base + static_cast<std::uint64_t>(disp) * static_cast<std::uint64_t>(a.t->disp_unit);
+  if (target_count == 0 || a.target_type->size == 0) return MPI_SUCCESS;
+  // The span the target data covers, from its first to its last byte.
+  const device::dtype &tt = *a.target_type;
+  const std::int64_t last = static_cast<std::int64_t>(target_count - 1) * tt.extent;
+  const std::int64_t low = std::min<std::int64_t>(0, last) + tt.true_lb;
+  const std::int64_t high = std::max<std::int64_t>(0, last) + tt.true_lb + tt.true_extent;
+  const auto start = static_cast<std::int64_t>(static_cast<std::uint64_t>(disp) *
+                                               static_cast<std::uint64_t>(a.t->disp_unit));
+  if (start + low < 0 || start + high > static_cast<std::int64_t>(a.t->size)) {
+    return raise(w, call, MPI_ERR_RMA_RANGE,
+                 "bytes [%lld, %lld) of rank %d's window, which has %llu",
+                 static_cast<long long>(start + low), static_cast<long long>(start + high), rank,
+                 static_cast<unsigned long long>(a.t->size));
+  }
+  return MPI_SUCCESS;
+}
+
+namespace {
+// Where segment [address, +bytes) of the target is mapped here, or nullptr.
+std::byte *mapped(const access &a, std::uint64_t address, std::size_t bytes) {
+  if (a.w->flavor == MPI_WIN_FLAVOR_DYNAMIC) {
+    if (a.rank == a.w->comm->rank) {
+      return inside(*a.w, address, bytes)
+                 ? reinterpret_cast<std::byte *>(static_cast<std::uintptr_t>(address))
+                 : nullptr;
+    }
+    return device::am_mapped(a.t->world, address, bytes);
+  }
+  if (a.t->mapped == nullptr) return nullptr;
+  return a.t->mapped + (address - a.t->base);
+}
+}  // namespace
+
+int put(access &a, const void *origin, int origin_count) {
+  window &w = *a.w;
+  const std::size_t total = static_cast<std::size_t>(origin_count) * a.origin_type->packed_size;
+  if (total == 0) return MPI_SUCCESS;
+  const std::byte *src = static_cast<const std::byte *>(origin);
+  if (!device::dtype_contiguous(*a.origin_type, origin_count)) {
+    std::vector<std::byte> packed(total);
+    device::dtype_pack_range(origin, origin_count, *a.origin_type, 0, total, packed.data());
+    w.keep.emplace_back(a.rank, std::move(packed));
+    src = w.keep.back().second.data();
+  }
+  const int target_count =
+      static_cast<int>(total / std::max<std::size_t>(1, a.target_type->packed_size));
+  std::size_t off = 0;
+  for (const auto &[address, bytes] : segments_of(a.address, target_count, *a.target_type)) {
+    if (std::byte *there = mapped(a, address, bytes)) {
+      std::memcpy(there, src + off, bytes);
+    } else if (a.w->flavor == MPI_WIN_FLAVOR_DYNAMIC && a.rank == w.comm->rank) {
+      return raise(w, "MPI_Put", MPI_ERR_RMA_RANGE, "address %#llx is not attached here",
+                   static_cast<unsigned long long>(address));
+    } else {
+      device::am_put(route_to(w, a.rank), src + off, bytes, address, 0, nullptr, nullptr);
+    }
+    off += bytes;
+  }
+  return MPI_SUCCESS;
+}
+
+int get(access &a, void *origin, int origin_count) {
+  window &w = *a.w;
+  const std::size_t total = static_cast<std::size_t>(origin_count) * a.origin_type->packed_size;
+  if (total == 0) return MPI_SUCCESS;
+  const bool direct = device::dtype_contiguous(*a.origin_type, origin_count);
+  std::vector<std::byte> staging;
+  if (!direct) staging.resize(total);
+  std::byte *dst = direct ? static_cast<std::byte *>(origin) : staging.data();
+  const int target_count =
+      static_cast<int>(total / std::max<std::size_t>(1, a.target_type->packed_size));
+  std::size_t off = 0;
+  bool all_copied = true;
+  for (const auto &[address, bytes] : segments_of(a.address, target_count, *a.target_type)) {
+    if (std::byte *there = mapped(a, address, bytes)) {
+      std::memcpy(dst + off, there, bytes);
+    } else if (a.w->flavor == MPI_WIN_FLAVOR_DYNAMIC && a.rank == w.comm->rank) {
+      return raise(w, "MPI_Get", MPI_ERR_RMA_RANGE, "address %#llx is not attached here",
+                   static_cast<unsigned long long>(address));
+    } else {
+      device::am_get(route_to(w, a.rank), dst + off, bytes, address, 0, nullptr);
+      all_copied = false;
+    }
+    off += bytes;
+  }
+  if (!direct) {
+    if (all_copied) {
+      device::dtype_unpack_range(staging.data(), 0, total, origin, origin_count, *a.origin_type);
+    } else {
+      w.unpacks.push_back({std::move(staging), origin, origin_count, *a.origin_type, a.rank});
+    }
+  }
+  return MPI_SUCCESS;
+}
+
+// Accumulate, get-accumulate, fetch-and-op and compare-and-swap: `origin`
+// packed (`compare` after it for compare-and-swap), the old values to
+// `result` (count and type) when wanted.
+int accumulate(access &a, const char *call, const void *origin, int origin_count, int op, int basic,
+               void *result, int result_count, const device::dtype *result_type,
+               const void *compare) {
+  window &w = *a.w;
+  const device::dtype *b = device::dtype_lookup(basic);
+  const std::size_t elem = b->size;
+  const std::size_t total = static_cast<std::size_t>(origin_count) * a.origin_type->packed_size;
+  if (total == 0 && compare == nullptr) return MPI_SUCCESS;
+  std::vector<std::byte> operands(compare != nullptr ? 2 * elem : total);
+  if (op != MPI_NO_OP || compare != nullptr) {
+    device::dtype_pack_range(origin, origin_count, *a.origin_type, 0, total, operands.data());
+  }
+  if (compare != nullptr) std::memcpy(operands.data() + elem, compare, elem);
+  const std::size_t data = compare != nullptr ? elem : total;
+  const int target_count =
+      static_cast<int>(data / std::max<std::size_t>(1, a.target_type->packed_size));
+  const auto segs = segments_of(a.address, target_count, *a.target_type);
+  const bool fetching = result != nullptr;
+  // Mapped: here, now.
+  bool all_mapped = a.t->ctl != nullptr;
+  for (const auto &[address, bytes] : segs) {
+    if (!all_mapped) break;
+    all_mapped = mapped(a, address, bytes) != nullptr;
+  }
+  if (all_mapped) {
+    std::vector<std::byte> old(fetching ? data : 0);
+    std::size_t done = 0;
+    for (const auto &[address, bytes] : segs) {
+      std::byte *there = mapped(a, address, bytes);
+      for (std::size_t k = 0; k < bytes; k += elem, done += elem) {
+        if (compare != nullptr) {
+          compare_swap_one(there + k, operands.data(), operands.data() + elem, old.data(), elem,
+                           a.t->ctl);
+        } else {
+          apply_one(there + k, operands.data() + done, fetching ? old.data() + done : nullptr, op,
+                    basic, elem, b->extent, a.t->ctl);
+        }
+      }
+    }
+    if (fetching) {
+      device::dtype_unpack_range(old.data(), 0, old.size(), result, result_count, *result_type);
+    }
+    return MPI_SUCCESS;
+  }
+  if (w.flavor == MPI_WIN_FLAVOR_DYNAMIC && a.rank == w.comm->rank) {
+    return raise(w, call, MPI_ERR_RMA_RANGE, "the target range is not attached here");
+  }
+  // To the target's handler.
+  request_head h{};
+  h.kind = compare != nullptr ? message_kind::compare_swap : message_kind::accumulate;
+  h.op = op;
+  h.basic = basic;
+  h.elem = static_cast<std::uint32_t>(elem);
+  h.segments = static_cast<std::uint32_t>(segs.size());
+  h.extent = b->extent;
+  h.fetching = fetching ? 1 : 0;
+  h.token = fetch_slot(w, a.rank);
+  fetch &f = w.fetches[h.token];
+  if (fetching) {
+    f.result = result;
+    f.count = result_count;
+    f.type = *result_type;
+  }
+  std::vector<std::byte> body(segs.size() * 2 * sizeof(std::uint64_t) + operands.size());
+  auto *table = reinterpret_cast<std::uint64_t *>(body.data());
+  for (std::size_t i = 0; i < segs.size(); ++i) {
+    table[2 * i] = segs[i].first;
+    table[2 * i + 1] = segs[i].second;
+  }
+  std::memcpy(body.data() + segs.size() * 2 * sizeof(std::uint64_t), operands.data(),
+              operands.size());
+  request_send(w, a.rank, h, std::move(body));
+  return MPI_SUCCESS;
+}
+
+void notify(window &w, int rank, bool post) {
+  if (rank == w.comm->rank) {
+    ++(post ? w.posts_from : w.completes_from)[static_cast<std::size_t>(rank)];
+    return;
+  }
+  request_head h{};
+  h.kind = post ? message_kind::post : message_kind::done;
+  device::am_send(route_to(w, rank), request_handler, &h, sizeof h, nullptr, 0, 0, nullptr,
+                  nullptr);
+}
+
+// A lock step on rank's control block: by its mapping, or by a message and
+// its answer. Returns whether it was granted (releases always are).
+bool lock_step(window &w, int rank, std::int64_t step) {
+  target &t = w.targets[static_cast<std::size_t>(rank)];
+  if (t.ctl != nullptr) return lock_apply(*t.ctl, step);
+  request_head h{};
+  h.kind = message_kind::lock;
+  h.lock = step;
+  h.token = fetch_slot(w, rank);
+  request_send(w, rank, h, {});
+  const std::uint32_t token = h.token;
+  device::progress_until([&] { return w.fetches[token].replied; });
+  const bool granted = w.fetches[token].lock_answer != 0;
+  w.fetches[token].used = false;
+  return granted;
+}
+
+int complete(window &w, int rank, std::string &why) {
+  const int from = rank >= 0 ? rank : 0;
+  const int to = rank >= 0 ? rank + 1 : w.comm->size;
+  device::progress_until([&] {
+    for (int r = from; r < to; ++r) {
+      if (w.targets[static_cast<std::size_t>(r)].replies > 0) return false;
+    }
+    return true;
+  });
+  int err = MPI_SUCCESS;
+  const char *fence_why = nullptr;
+  if (rank >= 0) {
+    err = device::am_fence(w.targets[static_cast<std::size_t>(rank)].world, &fence_why);
+  } else {
+    err = device::am_fence(-1, &fence_why);
+  }
+  if (err != MPI_SUCCESS) {
+    why = fence_why != nullptr ? fence_why : "an operation was refused at the target";
+  }
+  for (std::size_t i = 0; i < w.unpacks.size();) {
+    auto &u = w.unpacks[i];
+    if (rank >= 0 && u.target != rank) {
+      ++i;
+      continue;
+    }
+    device::dtype_unpack_range(u.staging.data(), 0, u.staging.size(), u.origin, u.count, u.type);
+    w.unpacks.erase(w.unpacks.begin() + static_cast<std::ptrdiff_t>(i));
+  }
+  for (fetch &f : w.fetches) {
+    if (!f.used || !f.replied || (rank >= 0 && f.target != rank)) continue;
+    if (f.result != nullptr && f.status == MPI_SUCCESS) {
+      device::dtype_unpack_range(f.staging.data(), 0, f.staging.size(), f.result, f.count, f.type);
+    }
+    f = fetch{};
+  }
+  std::erase_if(w.keep, [&](const auto &k) { return rank < 0 || k.first == rank; });
+  replies_collect();
+  if (err == MPI_SUCCESS && w.error != MPI_SUCCESS) {
+    err = w.error;
+    why = w.why;
+  }
+  w.error = MPI_SUCCESS;
+  return err;
+}
+
+}  // namespace iris::api::rma

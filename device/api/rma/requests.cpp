@@ -1,0 +1,300 @@
+// The request-based operations (MPI_Rput, MPI_Rget, MPI_Raccumulate,
+// MPI_Rget_accumulate) and the large-count (`_c`) forms of the one-sided
+// calls.
+//
+// A request-based op is the op, then its completion at that target (as
+// MPI_Win_flush does): the request is complete when the call returns, and
+// MPI_Wait hands back the op's outcome. Completion at the target is more
+// than MPI asks of a request (the origin buffer free to use again), and
+// costs one flush per op; ops to several targets do not overlap. MPI
+// allows request-based ops in passive-target epochs only.
+#include "device/api/rma/rma.hpp"
+#include "device/api/types/bigcount.hpp"
+#include "device/core/request.hpp"
+#include "device/runtime/runtime.hpp"
+
+using namespace iris;
+using namespace iris::api::rma;
+
+namespace {
+
+// A request whose op has ended: its outcome, handed back once.
+struct ended_op final : device::request_ext {
+  int error = MPI_SUCCESS;
+  void poll(device::request &) override {}
+  int finish(device::request &, void *status) override {
+    api::status_empty(static_cast<MPI_Status *>(status));
+    return error;
+  }
+  int peek(device::request &r, void *status) override { return finish(r, status); }
+  void cancel(device::request &) override {}
+  bool free(device::request &) override { return true; }
+};
+
+// The checks before a request-based op: `request` not NULL, a
+// passive-target epoch to `rank` open.
+int request_checks(const char *call, MPI_Win win, int rank, MPI_Request *request) {
+  window *w = nullptr;
+  if (int err = check_window(call, win, w)) return err;
+  if (request == nullptr) return raise(*w, call, MPI_ERR_ARG, "request is NULL");
+  *request = MPI_REQUEST_NULL;
+  if (rank == MPI_PROC_NULL || rank < 0 || rank >= w->comm->size) return MPI_SUCCESS;
+  if (!w->lock_all && w->targets[static_cast<std::size_t>(rank)].lock == 0) {
+    return raise(*w, call, MPI_ERR_RMA_SYNC,
+                 "request-based operations need a passive-target epoch to rank %d "
+                 "(MPI_Win_lock or MPI_Win_lock_all)",
+                 rank);
+  }
+  return MPI_SUCCESS;
+}
+
+// After the op `started` returned: its completion at `rank`, and the
+// request that reports it.
+int request_end(const char *call, MPI_Win win, int rank, int started, MPI_Request *request) {
+  if (started != MPI_SUCCESS) return started;
+  window *w = lookup(win);
+  auto *ext = new ended_op;
+  if (rank != MPI_PROC_NULL) {
+    std::string why;
+    ext->error = complete(*w, rank, why);
+    if (ext->error != MPI_SUCCESS) {
+      const int err = ext->error;
+      delete ext;
+      return raise(*w, call, err, "%s", why.c_str());
+    }
+  }
+  device::communicator *self = device::comm_lookup(MPI_COMM_SELF);
+  device::request *r = device::rt->requests.allocate(device::request_kind::recv, self);
+  r->ext = ext;
+  device::request_complete(*r);
+  *request = device::request_handle(*r);
+  return MPI_SUCCESS;
+}
+
+// A large count as an int count of a type: `n` itself when it fits, else
+// one element of a temporary type (freed with `big`).
+int count_of(const char *call, MPI_Win win, MPI_Count n, MPI_Datatype type, api::big_count &big,
+             int &count, MPI_Datatype &as) {
+  window *w = nullptr;
+  if (int err = check_window(call, win, w)) return err;
+  if (api::fits_int(n)) {
+    count = static_cast<int>(n);
+    as = type;
+    return MPI_SUCCESS;
+  }
+  if (big.set(call, w->comm->handle, n, type) != MPI_SUCCESS) {
+    return raise(*w, call, MPI_ERR_COUNT,
+                 "a count of %lld elements past 2^31-1 needs a datatype whose data is one block",
+                 static_cast<long long>(n));
+  }
+  count = big.count();
+  as = big.type();
+  return MPI_SUCCESS;
+}
+
+}  // namespace
+
+extern "C" {
+
+int MPI_Rput(const void *origin_addr, int origin_count, MPI_Datatype origin_datatype,
+             int target_rank, MPI_Aint target_disp, int target_count, MPI_Datatype target_datatype,
+             MPI_Win win, MPI_Request *request) {
+  const device::api_guard guard;
+  const char *call = "MPI_Rput";
+  if (int err = request_checks(call, win, target_rank, request)) return err;
+  return request_end(call, win, target_rank,
+                     MPI_Put(origin_addr, origin_count, origin_datatype, target_rank, target_disp,
+                             target_count, target_datatype, win),
+                     request);
+}
+
+int MPI_Rget(void *origin_addr, int origin_count, MPI_Datatype origin_datatype, int target_rank,
+             MPI_Aint target_disp, int target_count, MPI_Datatype target_datatype, MPI_Win win,
+             MPI_Request *request) {
+  const device::api_guard guard;
+  const char *call = "MPI_Rget";
+  if (int err = request_checks(call, win, target_rank, request)) return err;
+  return request_end(call, win, target_rank,
+                     MPI_Get(origin_addr, origin_count, origin_datatype, target_rank, target_disp,
+                             target_count, target_datatype, win),
+                     request);
+}
+
+int MPI_Raccumulate(const void *origin_addr, int origin_count, MPI_Datatype origin_datatype,
+                    int target_rank, MPI_Aint target_disp, int target_count,
+                    MPI_Datatype target_datatype, MPI_Op op, MPI_Win win, MPI_Request *request) {
+  const device::api_guard guard;
+  const char *call = "MPI_Raccumulate";
+  if (int err = request_checks(call, win, target_rank, request)) return err;
+  return request_end(call, win, target_rank,
+                     MPI_Accumulate(origin_addr, origin_count, origin_datatype, target_rank,
+                                    target_disp, target_count, target_datatype, op, win),
+                     request);
+}
+
+int MPI_Rget_accumulate(const void *origin_addr, int origin_count, MPI_Datatype origin_datatype,
+                        void *result_addr, int result_count, MPI_Datatype result_datatype,
+                        int target_rank, MPI_Aint target_disp, int target_count,
+                        MPI_Datatype target_datatype, MPI_Op op, MPI_Win win,
+                        MPI_Request *request) {
+  const device::api_guard guard;
+  const char *call = "MPI_Rget_accumulate";
+  if (int err = request_checks(call, win, target_rank, request)) return err;
+  return request_end(call, win, target_rank,
+                     MPI_Get_accumulate(origin_addr, origin_count, origin_datatype, result_addr,
+                                        result_count, result_datatype, target_rank, target_disp,
+                                        target_count, target_datatype, op, win),
+                     request);
+}
+
+// ---- Large counts ----
+
+int MPI_Put_c(const void *origin_addr, MPI_Count origin_count, MPI_Datatype origin_datatype,
+              int target_rank, MPI_Aint target_disp, MPI_Count target_count,
+              MPI_Datatype target_datatype, MPI_Win win) {
+  const device::api_guard guard;
+  const char *call = "MPI_Put_c";
+  api::big_count ob, tb;
+  int oc = 0, tc = 0;
+  MPI_Datatype ot = 0, tt = 0;
+  if (int err = count_of(call, win, origin_count, origin_datatype, ob, oc, ot)) return err;
+  if (int err = count_of(call, win, target_count, target_datatype, tb, tc, tt)) return err;
+  return MPI_Put(origin_addr, oc, ot, target_rank, target_disp, tc, tt, win);
+}
+
+int MPI_Get_c(void *origin_addr, MPI_Count origin_count, MPI_Datatype origin_datatype,
+              int target_rank, MPI_Aint target_disp, MPI_Count target_count,
+              MPI_Datatype target_datatype, MPI_Win win) {
+  const device::api_guard guard;
+  const char *call = "MPI_Get_c";
+  api::big_count ob, tb;
+  int oc = 0, tc = 0;
+  MPI_Datatype ot = 0, tt = 0;
+  if (int err = count_of(call, win, origin_count, origin_datatype, ob, oc, ot)) return err;
+  if (int err = count_of(call, win, target_count, target_datatype, tb, tc, tt)) return err;
+  return MPI_Get(origin_addr, oc, ot, target_rank, target_disp, tc, tt, win);
+}
+
+int MPI_Accumulate_c(const void *origin_addr, MPI_Count origin_count, MPI_Datatype origin_datatype,
+                     int target_rank, MPI_Aint target_disp, MPI_Count target_count,
+                     MPI_Datatype target_datatype, MPI_Op op, MPI_Win win) {
+  const device::api_guard guard;
+  const char *call = "MPI_Accumulate_c";
+  api::big_count ob, tb;
+  int oc = 0, tc = 0;
+  MPI_Datatype ot = 0, tt = 0;
+  if (int err = count_of(call, win, origin_count, origin_datatype, ob, oc, ot)) return err;
+  if (int err = count_of(call, win, target_count, target_datatype, tb, tc, tt)) return err;
+  return MPI_Accumulate(origin_addr, oc, ot, target_rank, target_disp, tc, tt, op, win);
+}
+
+int MPI_Get_accumulate_c(const void *origin_addr, MPI_Count origin_count,
+                         MPI_Datatype origin_datatype, void *result_addr, MPI_Count result_count,
+                         MPI_Datatype result_datatype, int target_rank, MPI_Aint target_disp,
+                         MPI_Count target_count, MPI_Datatype target_datatype, MPI_Op op,
+                         MPI_Win win) {
+  const device::api_guard guard;
+  const char *call = "MPI_Get_accumulate_c";
+  api::big_count ob, rb, tb;
+  int oc = 0, rc = 0, tc = 0;
+  MPI_Datatype ot = 0, rt = 0, tt = 0;
+  if (int err = count_of(call, win, origin_count, origin_datatype, ob, oc, ot)) return err;
+  if (int err = count_of(call, win, result_count, result_datatype, rb, rc, rt)) return err;
+  if (int err = count_of(call, win, target_count, target_datatype, tb, tc, tt)) return err;
+  return MPI_Get_accumulate(origin_addr, oc, ot, result_addr, rc, rt, target_rank, target_disp, tc,
+                            tt, op, win);
+}
+
+int MPI_Rput_c(const void *origin_addr, MPI_Count origin_count, MPI_Datatype origin_datatype,
+               int target_rank, MPI_Aint target_disp, MPI_Count target_count,
+               MPI_Datatype target_datatype, MPI_Win win, MPI_Request *request) {
+  const device::api_guard guard;
+  const char *call = "MPI_Rput_c";
+  if (int err = request_checks(call, win, target_rank, request)) return err;
+  return request_end(call, win, target_rank,
+                     MPI_Put_c(origin_addr, origin_count, origin_datatype, target_rank, target_disp,
+                               target_count, target_datatype, win),
+                     request);
+}
+
+int MPI_Rget_c(void *origin_addr, MPI_Count origin_count, MPI_Datatype origin_datatype,
+               int target_rank, MPI_Aint target_disp, MPI_Count target_count,
+               MPI_Datatype target_datatype, MPI_Win win, MPI_Request *request) {
+  const device::api_guard guard;
+  const char *call = "MPI_Rget_c";
+  if (int err = request_checks(call, win, target_rank, request)) return err;
+  return request_end(call, win, target_rank,
+                     MPI_Get_c(origin_addr, origin_count, origin_datatype, target_rank, target_disp,
+                               target_count, target_datatype, win),
+                     request);
+}
+
+int MPI_Raccumulate_c(const void *origin_addr, MPI_Count origin_count, MPI_Datatype origin_datatype,
+                      int target_rank, MPI_Aint target_disp, MPI_Count target_count,
+                      MPI_Datatype target_datatype, MPI_Op op, MPI_Win win, MPI_Request *request) {
+  const device::api_guard guard;
+  const char *call = "MPI_Raccumulate_c";
+  if (int err = request_checks(call, win, target_rank, request)) return err;
+  return request_end(call, win, target_rank,
+                     MPI_Accumulate_c(origin_addr, origin_count, origin_datatype, target_rank,
+                                      target_disp, target_count, target_datatype, op, win),
+                     request);
+}
+
+int MPI_Rget_accumulate_c(const void *origin_addr, MPI_Count origin_count,
+                          MPI_Datatype origin_datatype, void *result_addr, MPI_Count result_count,
+                          MPI_Datatype result_datatype, int target_rank, MPI_Aint target_disp,
+                          MPI_Count target_count, MPI_Datatype target_datatype, MPI_Op op,
+                          MPI_Win win, MPI_Request *request) {
+  const device::api_guard guard;
+  const char *call = "MPI_Rget_accumulate_c";
+  if (int err = request_checks(call, win, target_rank, request)) return err;
+  return request_end(call, win, target_rank,
+                     MPI_Get_accumulate_c(origin_addr, origin_count, origin_datatype, result_addr,
+                                          result_count, result_datatype, target_rank, target_disp,
+                                          target_count, target_datatype, op, win),
+                     request);
+}
+
+// The windows' large-count creation: a displacement unit past an int is
+// refused (no machine has one).
+int MPI_Win_create_c(void *base, MPI_Aint size, MPI_Aint disp_unit, MPI_Info info, MPI_Comm comm,
+                     MPI_Win *win) {
+  const device::api_guard guard;
+  if (disp_unit > INT_MAX) {
+    return device::error_raise(device::comm_lookup(comm), "MPI_Win_create_c", MPI_ERR_DISP,
+                               "displacement unit %td is past 2^31-1", disp_unit);
+  }
+  return MPI_Win_create(base, size, static_cast<int>(disp_unit), info, comm, win);
+}
+
+int MPI_Win_allocate_c(MPI_Aint size, MPI_Aint disp_unit, MPI_Info info, MPI_Comm comm,
+                       void *baseptr, MPI_Win *win) {
+  const device::api_guard guard;
+  if (disp_unit > INT_MAX) {
+    return device::error_raise(device::comm_lookup(comm), "MPI_Win_allocate_c", MPI_ERR_DISP,
+                               "displacement unit %td is past 2^31-1", disp_unit);
+  }
+  return MPI_Win_allocate(size, static_cast<int>(disp_unit), info, comm, baseptr, win);
+}
+
+int MPI_Win_allocate_shared_c(MPI_Aint size, MPI_Aint disp_unit, MPI_Info info, MPI_Comm comm,
+                              void *baseptr, MPI_Win *win) {
+  const device::api_guard guard;
+  if (disp_unit > INT_MAX) {
+    return device::error_raise(device::comm_lookup(comm), "MPI_Win_allocate_shared_c", MPI_ERR_DISP,
+                               "displacement unit %td is past 2^31-1", disp_unit);
+  }
+  return MPI_Win_allocate_shared(size, static_cast<int>(disp_unit), info, comm, baseptr, win);
+}
+
+int MPI_Win_shared_query_c(MPI_Win win, int rank, MPI_Aint *size, MPI_Aint *disp_unit,
+                           void *baseptr) {
+  const device::api_guard guard;
+  int unit = 0;
+  const int err = MPI_Win_shared_query(win, rank, size, &unit, baseptr);
+  if (err == MPI_SUCCESS && disp_unit != nullptr) *disp_unit = unit;
+  return err;
+}
+
+}  // extern "C"

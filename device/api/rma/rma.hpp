@@ -1,0 +1,168 @@
+// MPI one-sided communication (include/iris/rma.h) over the active-message
+// layer (device/am/). A window is what every rank exposed to the others:
+// its memory, made MPIX_Expose'd, and a control block (the passive-target
+// lock word and the striped locks of accumulates). Where a target's memory
+// is mapped here (MPI_Win_allocate and MPI_Win_allocate_shared memory of a
+// rank of this node), put, get and accumulates are copies and CPU atomics;
+// elsewhere puts and gets are am_put and am_get (CMA on one node, packets
+// between nodes) and accumulates are messages to the target's own handler,
+// run by its progress thread when it computes. README.md says more.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "device/api/check.hpp"
+
+namespace iris::api::rma {
+
+// One per window per rank, 4 KiB (a mappable block's least): the lock of
+// passive-target epochs (>0: that many shared holders; exclusive_held; 0:
+// free) and the striped locks of accumulates on elements that no one CPU
+// atomic updates (by the element's address).
+inline constexpr std::int64_t exclusive_held = -1;
+inline constexpr std::size_t stripe_count = 511;
+struct control {
+  std::atomic<std::int64_t> lock;
+  std::atomic<std::int64_t> stripe[stripe_count];
+};
+static_assert(sizeof(control) == 4096);
+
+// What this rank knows of one rank's part of a window.
+struct target {
+  int world = 0;                // its world rank
+  std::uint64_t base = 0;       // where its memory lies in its process (0: none)
+  std::uint64_t size = 0;       // bytes
+  std::int64_t disp_unit = 1;   //
+  std::uint64_t control = 0;    // where its control block lies in its process
+  std::byte *mapped = nullptr;  // its memory as mapped here (itself: its own), else nullptr
+  rma::control *ctl = nullptr;  // its control block as mapped here, else nullptr
+  int lock = 0;                 // held here: 0, MPI_LOCK_SHARED or MPI_LOCK_EXCLUSIVE
+  bool started = false;         // in the group of this rank's MPI_Win_start epoch
+  int replies = 0;              // accumulate replies still to come from it
+};
+
+// An accumulate sent to a target's handler whose reply is awaited: where
+// the old values go (staging, then the result buffer at completion).
+struct fetch {
+  bool used = false;
+  std::vector<std::byte> staging;
+  void *result = nullptr;
+  int count = 0;
+  device::dtype type;  // the result's (a copy: the program may free its handle meanwhile)
+  int target = 0;
+  bool replied = false;
+  int status = MPI_SUCCESS;
+  std::int64_t lock_answer = 0;  // a lock step's: 1 granted, 0 not
+};
+
+struct window {
+  int handle = 0;
+  device::communicator *comm = nullptr;  // the window's own (context for its messages)
+  int flavor = 0;
+  void *base = nullptr;
+  MPI_Aint size = 0;
+  std::int64_t disp_unit = 1;
+  int errhandler = MPI_ERRORS_ARE_FATAL;
+  std::string name;
+  std::vector<target> targets;   // by rank in comm
+  control *ctl = nullptr;        // this rank's control block
+  void *owned = nullptr;         // memory this window allocated (control, then data)
+  bool owned_block = false;      // from am_alloc_mem (else aligned_alloc)
+  std::size_t owned_mapped = 0;  // an MPI_Win_allocate_shared segment of this many bytes
+  // Epochs: a fence epoch opened by the last fence (none after
+  // MPI_MODE_NOSUCCEED), lock_all, and the locks held by target.
+  bool fence_open = false;
+  bool lock_all = false;
+  int locks = 0;
+  // Buffers that ops started here still read (packed origin data, message
+  // bodies) until the next completion, and gets to unpack then.
+  std::vector<std::pair<int, std::vector<std::byte>>> keep;  // (target, bytes)
+  struct unpack {
+    std::vector<std::byte> staging;
+    void *origin;
+    int count;
+    device::dtype type;
+    int target;
+  };
+  std::vector<unpack> unpacks;
+  std::vector<fetch> fetches;                                    // by token
+  std::vector<std::pair<std::uintptr_t, std::size_t>> attached;  // dynamic windows
+  // PSCW (pscw.cpp): the ranks of the access epoch MPI_Win_start opened and
+  // of the exposure epoch MPI_Win_post opened, and the posts and completes
+  // received, counted by the rank that sent them.
+  bool access_open = false, exposure_open = false;
+  std::vector<int> access, exposure;
+  std::vector<int> posts_from, completes_from;
+  // The hints MPI_Win_get_info gives (window.cpp): Iris's defaults, and the
+  // values the program gave for the keys it knows.
+  std::vector<std::pair<std::string, std::string>> hints;
+  // The first error an op reported since the last completion.
+  int error = MPI_SUCCESS;
+  std::string why;
+};
+
+// The window named by `handle` (nullptr: none).
+window *lookup(MPI_Win handle);
+// The window whose own communicator has handle `comm` (handlers' lookup).
+window *of_comm(int comm);
+// Checks MPI is initialised and `handle` names a window.
+int check_window(const char *call, MPI_Win handle, window *&out);
+// Raises `error_class` through the window's handler.
+[[gnu::format(printf, 4, 5)]] int raise(const window &w, const char *call, int error_class,
+                                        const char *format, ...);
+
+// Completion of every op started here to rank `rank` of the window (-1:
+// all): their bytes moved, accumulate replies in, gets unpacked. Returns
+// the first error an op reported, with its reason in `why`.
+int complete(window &w, int rank, std::string &why);
+
+// An op's target, checked (ops.cpp): the window, the rank, its data's
+// address in the target's process and the two datatypes; `none` for
+// MPI_PROC_NULL.
+struct access {
+  window *w = nullptr;
+  int rank = 0;
+  target *t = nullptr;
+  std::uint64_t address = 0;
+  const device::dtype *origin_type = nullptr;
+  const device::dtype *target_type = nullptr;
+  bool none = false;
+};
+// The checks every op makes: window, rank, epoch, counts and datatypes
+// (their sizes agree), the range within the target's window.
+int begin(const char *call, MPI_Win win, int rank, MPI_Aint disp, const void *origin,
+          int origin_count, MPI_Datatype origin_type, int target_count, MPI_Datatype target_type,
+          access &a);
+int put(access &a, const void *origin, int origin_count);
+int get(access &a, void *origin, int origin_count);
+// The accumulates: `op` over elements of the predefined type `basic`; the
+// old values to `result` when it is not nullptr; compare-and-swap when
+// `compare` is not nullptr (one element).
+int accumulate(access &a, const char *call, const void *origin, int origin_count, int op, int basic,
+               void *result, int result_count, const device::dtype *result_type,
+               const void *compare);
+// A passive-target lock step on rank's control block (ops.cpp: try_shared
+// ... release_exclusive); whether it was granted.
+enum lock_step : std::int64_t { try_shared = 1, try_exclusive, release_shared, release_exclusive };
+bool lock_step(window &w, int rank, std::int64_t step);
+
+// The device's handlers of one-sided messages (ops.cpp), registered once.
+void handlers_register();
+// A PSCW notice to rank `rank` of `w` (ops.cpp): its MPI_Win_start may go
+// on (`post`), or this rank's access epoch to it ended (else); counted in
+// the rank's posts_from or completes_from.
+void notify(window &w, int rank, bool post);
+
+// A predefined window attribute (MPI_WIN_BASE ... MPI_WIN_MODEL, window.cpp):
+// whether `keyval` is one, and its value into `*out`.
+bool predefined_attr(window &w, int keyval, void **out);
+
+// Frees everything of the windows still open (MPI_Finalize).
+void close_all();
+
+}  // namespace iris::api::rma
