@@ -3,8 +3,9 @@
  * Comm_free (counted, with their values and order); a freed keyval whose
  * attributes still call back and can be read and deleted with its handle; callbacks that fail;
  * datatype attributes over Type_dup and Type_free; the MPI-1 names; the predefined attributes; the
- * error classes. MPI_COMM_SELF's delete callbacks run at MPI_Finalize and
- * print one line each (rank 0), which the gtest driver checks for order. */
+ * error classes (window keyvals too: test/mpi/rma.c has their use). MPI_COMM_SELF's delete
+ * callbacks run at MPI_Finalize and print one line each (rank 0), which the gtest driver checks for
+ * order. */
 #include <stdint.h>
 #include <string.h>
 
@@ -287,6 +288,8 @@ static void errors(void) {
   MPI_Type_create_keyval(MPI_TYPE_DUP_FN, MPI_TYPE_NULL_DELETE_FN, &tkey, NULL);
   int ckey = MPI_KEYVAL_INVALID;
   MPI_Comm_create_keyval(MPI_COMM_DUP_FN, MPI_COMM_NULL_DELETE_FN, &ckey, NULL);
+  int wkey = MPI_KEYVAL_INVALID;
+  MPI_Win_create_keyval(MPI_WIN_NULL_COPY_FN, MPI_WIN_NULL_DELETE_FN, &wkey, NULL);
   const struct {
     const char *what;
     int got;
@@ -310,9 +313,10 @@ static void errors(void) {
        MPI_ERR_TYPE},
       {"Attr_put with MPI_KEYVAL_INVALID", MPI_Attr_put(MPI_COMM_WORLD, MPI_KEYVAL_INVALID, &value),
        MPI_ERR_KEYVAL},
-      {"Win_create_keyval",
-       MPI_Win_create_keyval(MPI_WIN_NULL_COPY_FN, MPI_WIN_NULL_DELETE_FN, &value, NULL),
-       MPI_ERR_UNSUPPORTED_OPERATION},
+      {"a window keyval on a communicator", MPI_Comm_set_attr(MPI_COMM_WORLD, wkey, &value),
+       MPI_ERR_KEYVAL},
+      {"set_attr on MPI_WIN_NULL", MPI_Win_set_attr(MPI_WIN_NULL, wkey, &value), MPI_ERR_WIN},
+      {"setting MPI_WIN_BASE", MPI_Win_set_attr(MPI_WIN_NULL, MPI_WIN_BASE, &value), MPI_ERR_WIN},
   };
   for (unsigned i = 0; i < sizeof(cases) / sizeof(cases[0]); ++i) {
     CHECK(cases[i].got == cases[i].expected, "%s returned %d, expected %d", cases[i].what,
@@ -327,6 +331,7 @@ static void errors(void) {
   err = MPI_Comm_free_keyval(&freed);
   CHECK(err == MPI_ERR_KEYVAL, "freeing a keyval twice returned %d", err);
   MPI_Type_free_keyval(&tkey);
+  MPI_Win_free_keyval(&wkey);
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL);
 }
 
