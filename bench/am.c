@@ -310,8 +310,10 @@ static void mpi_busy_lock_round(void) {
  * has no one-sided communication. */
 static int mpi_window(int rank) {
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+  /* The atomics and the busy rounds use the first 24 bytes. */
+  const size_t bytes = max_bytes > 64 ? max_bytes : 64;
   const int rc =
-      MPI_Win_allocate((MPI_Aint)max_bytes, 1, MPI_INFO_NULL, MPI_COMM_WORLD, &win_base, &win);
+      MPI_Win_allocate((MPI_Aint)bytes, 1, MPI_INFO_NULL, MPI_COMM_WORLD, &win_base, &win);
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL);
   int ok = rc == MPI_SUCCESS, all = 0;
   MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
@@ -322,7 +324,7 @@ static int mpi_window(int rank) {
     MPI_Error_string(rc, why, &length);
     printf("# mpi: MPI_Win_allocate failed (%.*s): no one-sided lines\n", length, why);
   }
-  if (all) memset(win_base, 0, max_bytes);
+  if (all) memset(win_base, 0, bytes);
   return all;
 }
 

@@ -47,6 +47,37 @@ void stripe_lock(std::atomic<std::int64_t> &s) {
   }
 }
 
+// Whether `basic` is a C integer type (two's complement: MPI_SUM is the
+// CPU's atomic add whatever the signedness).
+bool integer_type(int basic) {
+  static const int integers[] = {MPI_CHAR,
+                                 MPI_SIGNED_CHAR,
+                                 MPI_UNSIGNED_CHAR,
+                                 MPI_SHORT,
+                                 MPI_UNSIGNED_SHORT,
+                                 MPI_INT,
+                                 MPI_UNSIGNED,
+                                 MPI_LONG,
+                                 MPI_UNSIGNED_LONG,
+                                 MPI_LONG_LONG,
+                                 MPI_UNSIGNED_LONG_LONG,
+                                 MPI_INT8_T,
+                                 MPI_INT16_T,
+                                 MPI_INT32_T,
+                                 MPI_INT64_T,
+                                 MPI_UINT8_T,
+                                 MPI_UINT16_T,
+                                 MPI_UINT32_T,
+                                 MPI_UINT64_T,
+                                 MPI_AINT,
+                                 MPI_OFFSET,
+                                 MPI_COUNT};
+  for (const int t : integers) {
+    if (t == basic) return true;
+  }
+  return false;
+}
+
 template <typename U>
 void cas_apply(std::byte *at, const std::byte *in, std::byte *old, int op, int basic,
                std::int64_t extent) {
@@ -54,6 +85,10 @@ void cas_apply(std::byte *at, const std::byte *in, std::byte *old, int op, int b
   U cur = 0;
   if (op == MPI_NO_OP) {
     cur = __atomic_load_n(a, __ATOMIC_ACQUIRE);
+  } else if (op == MPI_SUM && integer_type(basic)) {
+    U add;
+    std::memcpy(&add, in, sizeof(U));
+    cur = __atomic_fetch_add(a, add, __ATOMIC_ACQ_REL);
   } else if (op == MPI_REPLACE) {
     U next;
     std::memcpy(&next, in, sizeof(U));
@@ -340,6 +375,7 @@ std::uint32_t fetch_slot(window &w, int rank) {
 
 // Sends a request to rank's handler; its body is kept until completion.
 void request_send(window &w, int rank, const request_head &h, std::vector<std::byte> body) {
+  ++w.targets[static_cast<std::size_t>(rank)].unsettled;
   w.keep.emplace_back(rank, std::move(body));
   const std::vector<std::byte> &b = w.keep.back().second;
   device::am_send(route_to(w, rank), request_handler, &h, sizeof h, b.data(), b.size(), 0, nullptr,
@@ -348,16 +384,16 @@ void request_send(window &w, int rank, const request_head &h, std::vector<std::b
 
 // ---- Origins ----
 
-// The target's bytes of `count` elements of `t` at `address`, as segments
-// (address, bytes) in packed order.
-std::vector<std::pair<std::uint64_t, std::size_t>> segments_of(std::uint64_t address, int count,
-                                                               const device::dtype &t) {
-  std::vector<std::pair<std::uint64_t, std::size_t>> out;
+// Calls f(address, bytes) for each contiguous piece of the target's bytes
+// of `count` elements of `t` at `address`, in packed order: once, with no
+// allocation, when they lie in one run.
+template <typename F>
+void each_segment(std::uint64_t address, int count, const device::dtype &t, F &&f) {
   const std::size_t total = static_cast<std::size_t>(count) * t.packed_size;
-  if (total == 0) return out;
+  if (total == 0) return;
   if (device::dtype_contiguous(t, count)) {
-    out.emplace_back(address, total);
-    return out;
+    f(address, total);
+    return;
   }
   iovec iov[64];
   std::size_t first = 0;
@@ -366,11 +402,19 @@ std::vector<std::pair<std::uint64_t, std::size_t>> segments_of(std::uint64_t add
     const std::size_t moved = device::dtype_segments(static_cast<std::uintptr_t>(address), count, t,
                                                      first, total - first, iov, 64, used);
     for (std::size_t i = 0; i < used; ++i) {
-      out.emplace_back(reinterpret_cast<std::uintptr_t>(iov[i].iov_base), iov[i].iov_len);
+      f(reinterpret_cast<std::uintptr_t>(iov[i].iov_base), iov[i].iov_len);
     }
     if (moved == 0) break;
     first += moved;
   }
+}
+
+// The same pieces as a list (an accumulate sends them to the target).
+std::vector<std::pair<std::uint64_t, std::size_t>> segments_of(std::uint64_t address, int count,
+                                                               const device::dtype &t) {
+  std::vector<std::pair<std::uint64_t, std::size_t>> out;
+  each_segment(address, count, t,
+               [&](std::uint64_t at, std::size_t bytes) { out.emplace_back(at, bytes); });
   return out;
 }
 
@@ -476,20 +520,30 @@ int put(access &a, const void *origin, int origin_count) {
     device::dtype_pack_range(origin, origin_count, *a.origin_type, 0, total, packed.data());
     w.keep.emplace_back(a.rank, std::move(packed));
     src = w.keep.back().second.data();
+    ++a.t->unsettled;
   }
   const int target_count =
       static_cast<int>(total / std::max<std::size_t>(1, a.target_type->packed_size));
   std::size_t off = 0;
-  for (const auto &[address, bytes] : segments_of(a.address, target_count, *a.target_type)) {
-    if (std::byte *there = mapped(a, address, bytes)) {
-      std::memcpy(there, src + off, bytes);
-    } else if (a.w->flavor == MPI_WIN_FLAVOR_DYNAMIC && a.rank == w.comm->rank) {
-      return raise(w, "MPI_Put", MPI_ERR_RMA_RANGE, "address %#llx is not attached here",
-                   static_cast<unsigned long long>(address));
-    } else {
-      device::am_put(route_to(w, a.rank), src + off, bytes, address, 0, nullptr, nullptr);
-    }
-    off += bytes;
+  std::uint64_t unattached = 0;
+  bool refused = false;
+  each_segment(
+      a.address, target_count, *a.target_type, [&](std::uint64_t address, std::size_t bytes) {
+        if (refused) return;
+        if (std::byte *there = mapped(a, address, bytes)) {
+          std::memcpy(there, src + off, bytes);
+        } else if (a.w->flavor == MPI_WIN_FLAVOR_DYNAMIC && a.rank == w.comm->rank) {
+          refused = true;
+          unattached = address;
+        } else {
+          device::am_put(route_to(w, a.rank), src + off, bytes, address, 0, nullptr, nullptr);
+          ++a.t->unsettled;
+        }
+        off += bytes;
+      });
+  if (refused) {
+    return raise(w, "MPI_Put", MPI_ERR_RMA_RANGE, "address %#llx is not attached here",
+                 static_cast<unsigned long long>(unattached));
   }
   return MPI_SUCCESS;
 }
@@ -505,18 +559,26 @@ int get(access &a, void *origin, int origin_count) {
   const int target_count =
       static_cast<int>(total / std::max<std::size_t>(1, a.target_type->packed_size));
   std::size_t off = 0;
-  bool all_copied = true;
-  for (const auto &[address, bytes] : segments_of(a.address, target_count, *a.target_type)) {
-    if (std::byte *there = mapped(a, address, bytes)) {
-      std::memcpy(dst + off, there, bytes);
-    } else if (a.w->flavor == MPI_WIN_FLAVOR_DYNAMIC && a.rank == w.comm->rank) {
-      return raise(w, "MPI_Get", MPI_ERR_RMA_RANGE, "address %#llx is not attached here",
-                   static_cast<unsigned long long>(address));
-    } else {
-      device::am_get(route_to(w, a.rank), dst + off, bytes, address, 0, nullptr);
-      all_copied = false;
-    }
-    off += bytes;
+  bool all_copied = true, refused = false;
+  std::uint64_t unattached = 0;
+  each_segment(a.address, target_count, *a.target_type,
+               [&](std::uint64_t address, std::size_t bytes) {
+                 if (refused) return;
+                 if (std::byte *there = mapped(a, address, bytes)) {
+                   std::memcpy(dst + off, there, bytes);
+                 } else if (a.w->flavor == MPI_WIN_FLAVOR_DYNAMIC && a.rank == w.comm->rank) {
+                   refused = true;
+                   unattached = address;
+                 } else {
+                   device::am_get(route_to(w, a.rank), dst + off, bytes, address, 0, nullptr);
+                   ++a.t->unsettled;
+                   all_copied = false;
+                 }
+                 off += bytes;
+               });
+  if (refused) {
+    return raise(w, "MPI_Get", MPI_ERR_RMA_RANGE, "address %#llx is not attached here",
+                 static_cast<unsigned long long>(unattached));
   }
   if (!direct) {
     if (all_copied) {
@@ -539,16 +601,45 @@ int accumulate(access &a, const char *call, const void *origin, int origin_count
   const std::size_t elem = b->size;
   const std::size_t total = static_cast<std::size_t>(origin_count) * a.origin_type->packed_size;
   if (total == 0 && compare == nullptr) return MPI_SUCCESS;
+  const std::size_t data = compare != nullptr ? elem : total;
+  const int target_count =
+      static_cast<int>(data / std::max<std::size_t>(1, a.target_type->packed_size));
+  const bool fetching = result != nullptr;
+  // A few elements in one run of a mapped target (fetch-and-op, compare-
+  // and-swap, a short accumulate): applied here from the stack.
+  constexpr std::size_t few = 64;
+  if (a.t->ctl != nullptr && data <= few &&
+      device::dtype_contiguous(*a.target_type, target_count)) {
+    if (std::byte *there = mapped(a, a.address, data)) {
+      std::byte in[2 * few], old[few];
+      if (a.origin_type->predefined && (op != MPI_NO_OP || compare != nullptr)) {
+        std::memcpy(in, origin, total);
+      } else if (op != MPI_NO_OP || compare != nullptr) {
+        device::dtype_pack_range(origin, origin_count, *a.origin_type, 0, total, in);
+      }
+      if (compare != nullptr) {
+        std::memcpy(in + elem, compare, elem);
+        compare_swap_one(there, in, in + elem, old, elem, a.t->ctl);
+      } else {
+        for (std::size_t k = 0; k < data; k += elem) {
+          apply_one(there + k, in + k, fetching ? old + k : nullptr, op, basic, elem, b->extent,
+                    a.t->ctl);
+        }
+      }
+      if (fetching && result_type->predefined) {
+        std::memcpy(result, old, data);
+      } else if (fetching) {
+        device::dtype_unpack_range(old, 0, data, result, result_count, *result_type);
+      }
+      return MPI_SUCCESS;
+    }
+  }
   std::vector<std::byte> operands(compare != nullptr ? 2 * elem : total);
   if (op != MPI_NO_OP || compare != nullptr) {
     device::dtype_pack_range(origin, origin_count, *a.origin_type, 0, total, operands.data());
   }
   if (compare != nullptr) std::memcpy(operands.data() + elem, compare, elem);
-  const std::size_t data = compare != nullptr ? elem : total;
-  const int target_count =
-      static_cast<int>(data / std::max<std::size_t>(1, a.target_type->packed_size));
   const auto segs = segments_of(a.address, target_count, *a.target_type);
-  const bool fetching = result != nullptr;
   // Mapped: here, now.
   bool all_mapped = a.t->ctl != nullptr;
   for (const auto &[address, bytes] : segs) {
@@ -637,6 +728,14 @@ bool lock_step(window &w, int rank, std::int64_t step) {
 int complete(window &w, int rank, std::string &why) {
   const int from = rank >= 0 ? rank : 0;
   const int to = rank >= 0 ? rank + 1 : w.comm->size;
+  // Only copies and atomics on mappings since the last completion: they
+  // are complete already.
+  bool settled = w.error == MPI_SUCCESS;
+  for (int r = from; r < to && settled; ++r) {
+    settled = w.targets[static_cast<std::size_t>(r)].unsettled == 0;
+  }
+  if (settled) return MPI_SUCCESS;
+  for (int r = from; r < to; ++r) w.targets[static_cast<std::size_t>(r)].unsettled = 0;
   device::progress_until([&] {
     for (int r = from; r < to; ++r) {
       if (w.targets[static_cast<std::size_t>(r)].replies > 0) return false;

@@ -44,6 +44,10 @@ struct target {
   int lock = 0;                 // held here: 0, MPI_LOCK_SHARED or MPI_LOCK_EXCLUSIVE
   bool started = false;         // in the group of this rank's MPI_Win_start epoch
   int replies = 0;              // accumulate replies still to come from it
+  // Ops to it since its last completion that went as messages or left
+  // buffers here: 0 means every one was a copy or an atomic on its mapping,
+  // complete when it returned.
+  int unsettled = 0;
 };
 
 // An accumulate sent to a target's handler whose reply is awaited: where

@@ -338,13 +338,22 @@ int create(const char *call, MPI_Comm comm, MPI_Info info, int flavor, void *bas
   if (baseptr != nullptr && flavor != MPI_WIN_FLAVOR_CREATE) {
     std::memcpy(baseptr, &w->base, sizeof(void *));
   }
-  // Known here before any rank returns: a peer's first lock or accumulate
-  // message may arrive as soon as it does, and finds the window by its
-  // communicator (of_comm).
+  // Whether every rank maps every other's memory and control block: then
+  // no op ever needs a target's handler, and no progress thread is wanted
+  // for this window (nor the call lock it brings to every binding).
+  int mapped_here = w->flavor == MPI_WIN_FLAVOR_DYNAMIC ? 0 : 1;
+  for (const target &t : w->targets) {
+    if (t.ctl == nullptr || (t.size > 0 && t.mapped == nullptr)) mapped_here = 0;
+  }
+  // Known here before any rank returns (the reduction waits for every
+  // rank): a peer's first lock or accumulate message may arrive as soon as
+  // it does, and finds the window by its communicator (of_comm).
   const int own = w->comm->handle;
   *win = new_handle(std::move(w));
-  MPI_Barrier(own);
-  device::am_progress_wanted();  // last: a progress thread may poll from here
+  int mapped_everywhere = 0;
+  MPI_Allreduce(&mapped_here, &mapped_everywhere, 1, MPI_INT, MPI_MIN, own);
+  // Last: a progress thread may poll from here.
+  if (mapped_everywhere == 0) device::am_progress_wanted();
   return MPI_SUCCESS;
 }
 
