@@ -337,6 +337,7 @@ void reply_done(MPI_Comm, void *info) {
   f.status = r->head.status;
   f.lock_answer = r->head.answer;
   --w.targets[static_cast<std::size_t>(f.target)].replies;
+  if (f.free_on_reply) f = fetch{};
   if (f.status != MPI_SUCCESS && w.error == MPI_SUCCESS) {
     w.error = f.status;
     w.why = f.status == MPI_ERR_RMA_RANGE
@@ -719,6 +720,12 @@ bool lock_step(window &w, int rank, std::int64_t step) {
   h.token = fetch_slot(w, rank);
   request_send(w, rank, h, {});
   const std::uint32_t token = h.token;
+  if (step == release_shared || step == release_exclusive) {
+    // Granted always: not waited for. Its answer frees the slot; a later
+    // step to the rank queues behind it, and completion waits for it.
+    w.fetches[token].free_on_reply = true;
+    return true;
+  }
   device::progress_until([&] { return w.fetches[token].replied; });
   const bool granted = w.fetches[token].lock_answer != 0;
   w.fetches[token].used = false;

@@ -62,6 +62,7 @@ struct fetch {
   bool replied = false;
   int status = MPI_SUCCESS;
   std::int64_t lock_answer = 0;  // a lock step's: 1 granted, 0 not
+  bool free_on_reply = false;    // a lock release's: nobody waits for its answer
 };
 
 struct window {
