@@ -18,7 +18,9 @@
 
 namespace iris::device {
 
-inline constexpr std::size_t exposure_slots = 256;
+// Every MPI window takes two of a rank's (its memory, its control block):
+// programs keep a thousand windows open (MPICH's window_creation test).
+inline constexpr std::size_t exposure_slots = 4096;
 // A slot's words, in order.
 enum exposure_word : std::size_t {
   slot_base,          // 0: an empty slot

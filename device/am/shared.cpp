@@ -3,9 +3,11 @@
 // the transport's peer_access (CMA). Only a target counter needs the
 // target: a notify step, which the target's progress (its thread, or its
 // next MPI call) answers with an ack.
+#include <cstddef>
 #include <cstdio>
 #include <cstring>
 #include <stdexcept>
+#include <vector>
 
 #include "device/am/am.hpp"
 #include "device/am/exposure.hpp"
@@ -34,21 +36,29 @@ std::uint64_t table_address(am_peer &p, int peer) {
 // Reads `peer`'s table into p.table (used slots only). false: it could
 // not be read.
 bool table_read(vc &v, am_peer &p, std::uint64_t at) {
+  // The head first (one read covers most tables); the whole used part
+  // only when it is longer. Read again only when the target's version
+  // moved: never on an op's path.
   struct {
     std::uint64_t used;
-    std::uint64_t slots[exposure_slots][slot_words];
-  } copy;
-  static_assert(sizeof(copy) == sizeof(exposure_table));
-  constexpr std::size_t slot_size = slot_words * sizeof(std::uint64_t);
-  std::size_t want = sizeof(std::uint64_t) + exposure_head_slots * slot_size;
-  if (v.via->peer_access(v, false, at, &copy, want) != xfer::done) return false;
-  if (copy.used > exposure_slots) return false;
-  if (copy.used > exposure_head_slots) {
-    want = sizeof(std::uint64_t) + copy.used * slot_size;
-    if (v.via->peer_access(v, false, at, &copy, want) != xfer::done) return false;
-    if (copy.used > exposure_slots) return false;
+    std::uint64_t slots[exposure_head_slots][slot_words];
+  } head;
+  static_assert(offsetof(exposure_table, slots) == sizeof(std::uint64_t));
+  if (v.via->peer_access(v, false, at, &head, sizeof head) != xfer::done) return false;
+  if (head.used > exposure_slots) return false;
+  if (head.used <= exposure_head_slots) {
+    p.table.assign(&head.slots[0][0], &head.slots[0][0] + head.used * slot_words);
+    return true;
   }
-  p.table.assign(&copy.slots[0][0], &copy.slots[0][0] + copy.used * slot_words);
+  std::vector<std::uint64_t> whole(1 + head.used * slot_words);
+  if (v.via->peer_access(v, false, at, whole.data(), whole.size() * sizeof(std::uint64_t)) !=
+      xfer::done) {
+    return false;
+  }
+  const std::uint64_t used = whole[0];
+  if (used > head.used) return false;  // grew meanwhile: its version moved, read at the next op
+  p.table.assign(whole.begin() + 1,
+                 whole.begin() + 1 + static_cast<std::ptrdiff_t>(used * slot_words));
   return true;
 }
 

@@ -294,7 +294,7 @@ int create(const char *call, MPI_Comm comm, MPI_Info info, int flavor, void *bas
                                  why.empty() ? "another rank could not map them" : why.c_str());
     }
     w->ctl = reinterpret_cast<control *>(whole + control_bytes * static_cast<std::size_t>(c->rank));
-    w->base = whole + mine;
+    w->base = size > 0 ? whole + mine : nullptr;  // no memory: NULL, as MPICH gives
     w->size = size;
   } else if (flavor == MPI_WIN_FLAVOR_ALLOCATE) {
     auto *p = static_cast<std::byte *>(allocate(control_bytes + bytes, w->owned_block));
@@ -489,7 +489,7 @@ int MPI_Win_shared_query(MPI_Win win, int rank, MPI_Aint *size, int *disp_unit, 
   const target &t = w->targets[static_cast<std::size_t>(r)];
   *size = static_cast<MPI_Aint>(t.size);
   *disp_unit = static_cast<int>(t.disp_unit);
-  void *p = t.mapped;
+  void *p = t.size > 0 ? t.mapped : nullptr;  // no memory: NULL, as MPICH gives
   std::memcpy(baseptr, &p, sizeof(void *));
   return MPI_SUCCESS;
 }
