@@ -3,10 +3,10 @@
 // other ranks (handlers, replies, packet puts and gets) complete here
 // without this rank calling MPI.
 //
-// It never spins. While the program's threads enter MPI (they poll
-// themselves), it naps without being woken by anyone, 0.2 ms at first and
+// It never spins. While the program's threads poll (they wait inside
+// MPI), it naps without being woken by anyone, 0.2 ms at first and
 // up to 5 ms while they keep at it, so that peers' sends cost nothing more
-// and its wakes take little of the cores. Once they have stayed out of MPI for
+// and its wakes take little of the cores. Once they have not polled for
 // `quiet_ns`, it sleeps where the transports wake it: on this rank's shm
 // bell (marked asleep, every local sender rings it) or in the netmod's wait
 // (epoll, or the OFI completion queue's wait object), with a timeout so
@@ -98,20 +98,22 @@ void leave() {
 
 void run(sleep_plan plan) {
   long backoff = nap_min_ns;
-  std::uint64_t seen = call_lock_entries();
+  std::uint64_t seen = progress_polls();
   std::uint64_t active_at = now_ns();
   int unarmed = 0;  // arms of the netmod's wait that failed in a row
   while (!stopping.load(std::memory_order_acquire)) {
-    const std::uint64_t entries = call_lock_entries();
-    if (entries != seen) {
-      seen = entries;
+    // The program polls (it waits inside MPI): it serves its peers itself.
+    // A program that enters MPI only for calls that do not poll (a loop of
+    // local compare-and-swaps and flushes to itself) does not count.
+    const std::uint64_t polled = progress_polls();
+    if (polled != seen) {
+      seen = polled;
       active_at = now_ns();
     }
     const bool quiet = now_ns() - active_at > quiet_ns;
     if (!quiet) {
-      // The program keeps entering MPI, where it polls itself: nap, longer
-      // each time while it keeps at it (each wake takes a core from it),
-      // then poll once in case its calls are ones that do not poll.
+      // The program keeps polling: nap, longer each time while it keeps at
+      // it (each wake takes a core from it), then poll once.
       nap(backoff);
       backoff = std::min(2 * backoff, nap_max_ns);
     }
@@ -126,7 +128,7 @@ void run(sleep_plan plan) {
     const bool waitable = quiet && !armed && events == 0 && !queued && plan.waiter != nullptr &&
                           plan.waiter->wait_arm();
     leave();
-    seen = call_lock_entries();  // this thread's own entry is no sign of the program
+    seen = progress_polls();  // this thread's own poll is no sign of the program
     if (events > 0 || queued) {
       backoff = nap_min_ns;
       if (armed) plan.bell->sleep_end();

@@ -2,8 +2,22 @@
 
 #include <sched.h>
 
+#include <atomic>
+#include <cstdint>
+
 namespace iris::device {
+namespace {
+// Polls so far (progress_polls): bumped by whoever polls, which holds the
+// call lock or the program flag; read by the progress thread without them.
+std::atomic<std::uint64_t> polls{0};
+}  // namespace
+
+std::uint64_t progress_polls() {
+  return polls.load(std::memory_order_relaxed);
+}
+
 int progress_poll() {
+  polls.store(polls.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
   rt->polling = true;
   int events = 0;
   for (transport *t : rt->polled) events += t->poll(rt->config.poll_batch);

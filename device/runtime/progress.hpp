@@ -28,6 +28,9 @@ inline progress_steps progress_added;
 
 // One pass of the progress engine. Returns how many events it handled.
 int progress_poll();
+// How many times progress_poll ran, in any thread: the progress thread
+// reads it to tell a program that polls from one that only enters MPI.
+std::uint64_t progress_polls();
 
 // MPI_THREAD_MULTIPLE: a pass by a thread that found the call lock taken
 // (transport::poll_aside): only eager messages into receives posted

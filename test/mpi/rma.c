@@ -37,7 +37,9 @@
  *   L  what MPICH's own rma tests do that the rest does not: 600 windows
  *      open at once, fetch_and_op on MPI_CHAR, accumulates of no data with
  *      types that do not match, and a shared window where odd ranks have
- *      no memory (MPI_Win_shared_query gives them size 0 and NULL).
+ *      no memory (MPI_Win_shared_query gives them size 0 and NULL), and
+ *      MAXLOC and MPI_NO_OP fetches on MPI_SHORT_INT, a pair with holes
+ *      (a short, padding, an int), at a displacement of one pair.
  * Prints "rma: all checks passed on N ranks". */
 #define _POSIX_C_SOURCE 200809L /* clock_gettime */
 
@@ -1158,6 +1160,36 @@ static void test_mpich_cases(void) {
   if (rank == 0) {
     MPI_Win_lock(MPI_LOCK_SHARED, 0, 0, win);
     CHECK(chars[0] == size, "L: the chars added up to %d, want %d", chars[0], size);
+    MPI_Win_unlock(0, win);
+  }
+  MPI_Win_free(&win);
+
+  struct short_int {
+    short v;
+    int i;
+  } *pairs = NULL;
+  MPI_Win_allocate(4 * sizeof(struct short_int), sizeof(struct short_int), MPI_INFO_NULL,
+                   MPI_COMM_WORLD, &pairs, &win);
+  for (int j = 0; j < 4; ++j) pairs[j].v = -1, pairs[j].i = -1;
+  MPI_Barrier(MPI_COMM_WORLD);
+  MPI_Win_lock_all(0, win);
+  struct short_int two[2] = {{(short)rank, rank}, {(short)(100 - rank), rank}};
+  MPI_Accumulate(two, 2, MPI_SHORT_INT, 0, 1, 2, MPI_SHORT_INT, MPI_MAXLOC, win);
+  MPI_Win_unlock_all(win);
+  MPI_Barrier(MPI_COMM_WORLD);
+  struct short_int seen[2] = {{0, 0}, {0, 0}};
+  MPI_Win_lock_all(0, win);
+  MPI_Get_accumulate(NULL, 0, MPI_SHORT_INT, seen, 2, MPI_SHORT_INT, 0, 1, 2, MPI_SHORT_INT,
+                     MPI_NO_OP, win);
+  MPI_Win_unlock_all(win);
+  CHECK(seen[0].v == size - 1 && seen[0].i == size - 1 && seen[1].v == 100 && seen[1].i == 0,
+        "L: MAXLOC on MPI_SHORT_INT gave {%d, %d} {%d, %d}, want {%d, %d} {100, 0}", seen[0].v,
+        seen[0].i, seen[1].v, seen[1].i, size - 1, size - 1);
+  MPI_Barrier(MPI_COMM_WORLD);
+  if (rank == 0) {
+    MPI_Win_lock(MPI_LOCK_SHARED, 0, 0, win);
+    CHECK(pairs[0].v == -1 && pairs[0].i == -1 && pairs[3].v == -1 && pairs[3].i == -1,
+          "L: MAXLOC on MPI_SHORT_INT wrote outside its pairs");
     MPI_Win_unlock(0, win);
   }
   MPI_Win_free(&win);

@@ -107,10 +107,18 @@ void cas_apply(std::byte *at, const std::byte *in, std::byte *old, int op, int b
   if (old != nullptr) std::memcpy(old, &cur, sizeof(U));
 }
 
-// Element i of the stream at `at`: target = target o in (old value to
-// `old` when wanted), one element of `elem` bytes of type `basic`.
-void apply_one(std::byte *at, const std::byte *in, std::byte *old, int op, int basic,
-               std::size_t elem, std::int64_t extent, control *ctl) {
+// The striped lock of the element at `key`, its address in the target's
+// process: every process that updates it picks the same stripe, wherever
+// it maps the target's memory.
+std::atomic<std::int64_t> &stripe_of(control *ctl, std::uint64_t key) {
+  return ctl->stripe[(key / 16) % stripe_count];
+}
+
+// Element i of the stream at `at` (`key` in the target's process): target =
+// target o in (old value to `old` when wanted), one element of `elem`
+// bytes of type `basic`.
+void apply_one(std::byte *at, std::uint64_t key, const std::byte *in, std::byte *old, int op,
+               int basic, std::size_t elem, std::int64_t extent, control *ctl) {
   const auto address = reinterpret_cast<std::uintptr_t>(at);
   if ((elem == 1 || elem == 2 || elem == 4 || elem == 8) && address % elem == 0) {
     switch (elem) {
@@ -124,7 +132,7 @@ void apply_one(std::byte *at, const std::byte *in, std::byte *old, int op, int b
         return cas_apply<std::uint64_t>(at, in, old, op, basic, extent);
     }
   }
-  std::atomic<std::int64_t> &s = ctl->stripe[(address / 16) % stripe_count];
+  std::atomic<std::int64_t> &s = stripe_of(ctl, key);
   stripe_lock(s);
   if (old != nullptr) std::memcpy(old, at, elem);
   if (op != MPI_NO_OP) {
@@ -137,8 +145,8 @@ void apply_one(std::byte *at, const std::byte *in, std::byte *old, int op, int b
 }
 
 // MPI_Compare_and_swap on one element: `result` gets the old value.
-void compare_swap_one(std::byte *at, const std::byte *origin, const std::byte *compare,
-                      std::byte *result, std::size_t elem, control *ctl) {
+void compare_swap_one(std::byte *at, std::uint64_t key, const std::byte *origin,
+                      const std::byte *compare, std::byte *result, std::size_t elem, control *ctl) {
   const auto address = reinterpret_cast<std::uintptr_t>(at);
   auto cas = [&](auto zero) {
     using U = decltype(zero);
@@ -155,11 +163,66 @@ void compare_swap_one(std::byte *at, const std::byte *origin, const std::byte *c
     if (elem == 4) return cas(std::uint32_t{});
     return cas(std::uint64_t{});
   }
-  std::atomic<std::int64_t> &s = ctl->stripe[(address / 16) % stripe_count];
+  std::atomic<std::int64_t> &s = stripe_of(ctl, key);
   stripe_lock(s);
   std::memcpy(result, at, elem);
   if (std::memcmp(at, compare, elem) == 0) std::memcpy(at, origin, elem);
   s.store(0, std::memory_order_release);
+}
+
+// One element of a basic type with holes (MPI_SHORT_INT: a short, two
+// bytes of padding, an int), whose fields lie at `at` in its memory layout
+// and whose operand and old value travel packed: under its stripe, the old
+// fields packed to `old`, then target = target o in, field by field.
+void apply_holed(std::byte *at, std::uint64_t key, const std::byte *in, std::byte *old, int op,
+                 int basic, const device::dtype &b, control *ctl) {
+  std::byte theirs[64], packed[64];
+  std::atomic<std::int64_t> &s = stripe_of(ctl, key);
+  stripe_lock(s);
+  if (old != nullptr) device::dtype_pack_range(at, 1, b, 0, b.size, old);
+  if (op != MPI_NO_OP) {
+    device::dtype_unpack_range(in, 0, b.size, theirs, 1, b);
+    if (op != MPI_REPLACE) device::op_apply(op, at, theirs, 1, basic, b.extent);
+    device::dtype_pack_range(theirs, 1, b, 0, b.size, packed);
+    device::dtype_unpack_range(packed, 0, b.size, at, 1, b);
+  }
+  s.store(0, std::memory_order_release);
+}
+
+using segment_list = std::vector<std::pair<std::uint64_t, std::size_t>>;
+
+// An accumulate (or compare-and-swap, `compare` not null) over the packed
+// stream laid in `segs` (target addresses, bytes): element j of `elem`
+// bytes of `basic` (`b`) takes operand + j*elem, its old value goes to
+// old + j*elem when `old` is not null. `local(address)` is where a target
+// address lies here. An element of a type with holes spans segments: it is
+// found by its first byte and applied whole.
+template <typename Local>
+void apply_stream(const segment_list &segs, Local local, const std::byte *operand,
+                  const std::byte *compare, std::byte *old, int op, int basic,
+                  const device::dtype &b, control *ctl) {
+  const std::size_t elem = b.size;
+  std::size_t packed = 0;
+  for (const auto &[address, bytes] : segs) {
+    if (static_cast<std::int64_t>(elem) != b.extent) {
+      for (std::size_t m = (packed + elem - 1) / elem * elem; m < packed + bytes; m += elem) {
+        const std::uint64_t start = address + (m - packed);
+        apply_holed(local(start, static_cast<std::size_t>(b.extent)), start, operand + m,
+                    old != nullptr ? old + m : nullptr, op, basic, b, ctl);
+      }
+    } else {
+      std::byte *at = local(address, bytes);
+      for (std::size_t k = 0; k < bytes; k += elem) {
+        if (compare != nullptr) {
+          compare_swap_one(at + k, address + k, operand, compare, old + packed + k, elem, ctl);
+        } else {
+          apply_one(at + k, address + k, operand + packed + k,
+                    old != nullptr ? old + packed + k : nullptr, op, basic, elem, b.extent, ctl);
+        }
+      }
+    }
+    packed += bytes;
+  }
 }
 
 // ---- Passive-target locks on a control block ----
@@ -275,30 +338,30 @@ void request_done(MPI_Comm comm, void *info) {
       const auto *seg = reinterpret_cast<const std::uint64_t *>(in->data.data());
       const std::byte *operand = in->data.data() + table;
       const std::size_t operands = in->data.size() - table;
+      const device::dtype *b = device::dtype_lookup(h.basic);
       std::size_t total = 0;
+      segment_list segs;
       for (std::uint32_t i = 0; i < h.segments; ++i) {
-        if (!inside(*w, seg[2 * i], seg[2 * i + 1]) || seg[2 * i + 1] % h.elem != 0) {
-          answer.status = MPI_ERR_RMA_RANGE;
-        }
+        if (!inside(*w, seg[2 * i], seg[2 * i + 1])) answer.status = MPI_ERR_RMA_RANGE;
+        segs.emplace_back(seg[2 * i], seg[2 * i + 1]);
         total += seg[2 * i + 1];
       }
       const std::size_t per = h.kind == message_kind::compare_swap ? 2 : 1;
-      if (answer.status == MPI_SUCCESS && total * per != operands) answer.status = MPI_ERR_OTHER;
+      if (answer.status == MPI_SUCCESS &&
+          (b == nullptr || !b->predefined || b->size != h.elem || b->extent > 64 ||
+           total % h.elem != 0 || total * per != operands)) {
+        answer.status = MPI_ERR_OTHER;
+      }
       if (answer.status == MPI_SUCCESS) {
-        if (h.fetching != 0) old.resize(total);
-        std::size_t done = 0;
-        for (std::uint32_t i = 0; i < h.segments; ++i) {
-          auto *at = reinterpret_cast<std::byte *>(static_cast<std::uintptr_t>(seg[2 * i]));
-          for (std::uint64_t k = 0; k < seg[2 * i + 1]; k += h.elem, done += h.elem) {
-            if (h.kind == message_kind::compare_swap) {
-              compare_swap_one(at + k, operand, operand + h.elem, old.data() + done, h.elem,
-                               w->ctl);
-            } else {
-              apply_one(at + k, operand + done, h.fetching != 0 ? old.data() + done : nullptr, h.op,
-                        h.basic, h.elem, h.extent, w->ctl);
-            }
-          }
-        }
+        if (h.fetching != 0 || h.kind == message_kind::compare_swap) old.resize(total);
+        const bool cas = h.kind == message_kind::compare_swap;
+        apply_stream(
+            segs,
+            [](std::uint64_t address, std::size_t) {
+              return reinterpret_cast<std::byte *>(static_cast<std::uintptr_t>(address));
+            },
+            operand, cas ? operand + h.elem : nullptr, old.empty() ? nullptr : old.data(), h.op,
+            h.basic, *b, w->ctl);
       }
     }
   }
@@ -609,7 +672,7 @@ int accumulate(access &a, const char *call, const void *origin, int origin_count
   // A few elements in one run of a mapped target (fetch-and-op, compare-
   // and-swap, a short accumulate): applied here from the stack.
   constexpr std::size_t few = 64;
-  if (a.t->ctl != nullptr && data <= few &&
+  if (a.t->ctl != nullptr && data <= few && b->extent == static_cast<std::int64_t>(elem) &&
       device::dtype_contiguous(*a.target_type, target_count)) {
     if (std::byte *there = mapped(a, a.address, data)) {
       std::byte in[2 * few], old[few];
@@ -620,11 +683,11 @@ int accumulate(access &a, const char *call, const void *origin, int origin_count
       }
       if (compare != nullptr) {
         std::memcpy(in + elem, compare, elem);
-        compare_swap_one(there, in, in + elem, old, elem, a.t->ctl);
+        compare_swap_one(there, a.address, in, in + elem, old, elem, a.t->ctl);
       } else {
         for (std::size_t k = 0; k < data; k += elem) {
-          apply_one(there + k, in + k, fetching ? old + k : nullptr, op, basic, elem, b->extent,
-                    a.t->ctl);
+          apply_one(there + k, a.address + k, in + k, fetching ? old + k : nullptr, op, basic, elem,
+                    b->extent, a.t->ctl);
         }
       }
       if (fetching && result_type->predefined) {
@@ -649,19 +712,10 @@ int accumulate(access &a, const char *call, const void *origin, int origin_count
   }
   if (all_mapped) {
     std::vector<std::byte> old(fetching ? data : 0);
-    std::size_t done = 0;
-    for (const auto &[address, bytes] : segs) {
-      std::byte *there = mapped(a, address, bytes);
-      for (std::size_t k = 0; k < bytes; k += elem, done += elem) {
-        if (compare != nullptr) {
-          compare_swap_one(there + k, operands.data(), operands.data() + elem, old.data(), elem,
-                           a.t->ctl);
-        } else {
-          apply_one(there + k, operands.data() + done, fetching ? old.data() + done : nullptr, op,
-                    basic, elem, b->extent, a.t->ctl);
-        }
-      }
-    }
+    apply_stream(
+        segs, [&](std::uint64_t address, std::size_t bytes) { return mapped(a, address, bytes); },
+        operands.data(), compare != nullptr ? operands.data() + elem : nullptr,
+        fetching ? old.data() : nullptr, op, basic, *b, a.t->ctl);
     if (fetching) {
       device::dtype_unpack_range(old.data(), 0, old.size(), result, result_count, *result_type);
     }
