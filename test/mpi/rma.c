@@ -39,7 +39,8 @@
  *      types that do not match, and a shared window where odd ranks have
  *      no memory (MPI_Win_shared_query gives them size 0 and NULL), and
  *      MAXLOC and MPI_NO_OP fetches on MPI_SHORT_INT, a pair with holes
- *      (a short, padding, an int), at a displacement of one pair.
+ *      (a short, padding, an int), at a displacement of one pair; SUM and
+ *      a fetching BXOR of 1000 ints under exclusive locks.
  * Prints "rma: all checks passed on N ranks". */
 #define _POSIX_C_SOURCE 200809L /* clock_gettime */
 
@@ -1192,6 +1193,45 @@ static void test_mpich_cases(void) {
           "L: MAXLOC on MPI_SHORT_INT wrote outside its pairs");
     MPI_Win_unlock(0, win);
   }
+  MPI_Win_free(&win);
+
+  /* Under exclusive locks, 1000 ints at once: SUM, then a fetching BXOR. */
+  enum { ints = 1000 };
+  int *sums = NULL;
+  MPI_Win_allocate(ints * sizeof(int), sizeof(int), MPI_INFO_NULL, MPI_COMM_WORLD, &sums, &win);
+  for (int j = 0; j < ints; ++j) sums[j] = j;
+  MPI_Barrier(MPI_COMM_WORLD);
+  int *adds = malloc(ints * sizeof(int)), *before = malloc(ints * sizeof(int));
+  for (int j = 0; j < ints; ++j) adds[j] = rank + 1, before[j] = -1;
+  MPI_Win_lock(MPI_LOCK_EXCLUSIVE, 0, 0, win);
+  MPI_Accumulate(adds, ints, MPI_INT, 0, 0, ints, MPI_INT, MPI_SUM, win);
+  MPI_Win_unlock(0, win);
+  MPI_Barrier(MPI_COMM_WORLD);
+  const int total = size * (size + 1) / 2;
+  MPI_Win_lock(MPI_LOCK_EXCLUSIVE, 0, 0, win);
+  MPI_Get_accumulate(adds, ints, MPI_INT, before, ints, MPI_INT, 0, 0, ints, MPI_INT, MPI_BXOR,
+                     win);
+  MPI_Win_unlock(0, win);
+  int bad = -1;
+  /* What it fetched depends on the order the ranks came in; that it did: */
+  for (int j = 0; j < ints && bad < 0; ++j) {
+    if (before[j] == -1) bad = j;
+  }
+  CHECK(bad < 0, "L: Get_accumulate under an exclusive lock fetched nothing at %d", bad);
+  MPI_Barrier(MPI_COMM_WORLD);
+  if (rank == 0) {
+    int x = 0;
+    for (int r = 0; r < size; ++r) x ^= r + 1;
+    MPI_Win_lock(MPI_LOCK_SHARED, 0, 0, win);
+    for (int j = 0; j < ints && bad < 0; ++j) {
+      if (sums[j] != ((j + total) ^ x)) bad = j;
+    }
+    CHECK(bad < 0, "L: after SUM and BXOR under exclusive locks int %d is %d, want %d", bad,
+          bad < 0 ? 0 : sums[bad], bad < 0 ? 0 : (bad + total) ^ x);
+    MPI_Win_unlock(0, win);
+  }
+  free(adds);
+  free(before);
   MPI_Win_free(&win);
 
   MPI_Comm node;

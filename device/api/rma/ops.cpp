@@ -85,10 +85,24 @@ void cas_apply(std::byte *at, const std::byte *in, std::byte *old, int op, int b
   U cur = 0;
   if (op == MPI_NO_OP) {
     cur = __atomic_load_n(a, __ATOMIC_ACQUIRE);
-  } else if (op == MPI_SUM && integer_type(basic)) {
-    U add;
-    std::memcpy(&add, in, sizeof(U));
-    cur = __atomic_fetch_add(a, add, __ATOMIC_ACQ_REL);
+  } else if ((op == MPI_SUM || op == MPI_BAND || op == MPI_BOR || op == MPI_BXOR) &&
+             integer_type(basic)) {
+    U v;
+    std::memcpy(&v, in, sizeof(U));
+    switch (op) {
+      case MPI_SUM:
+        cur = __atomic_fetch_add(a, v, __ATOMIC_ACQ_REL);
+        break;
+      case MPI_BAND:
+        cur = __atomic_fetch_and(a, v, __ATOMIC_ACQ_REL);
+        break;
+      case MPI_BOR:
+        cur = __atomic_fetch_or(a, v, __ATOMIC_ACQ_REL);
+        break;
+      default:
+        cur = __atomic_fetch_xor(a, v, __ATOMIC_ACQ_REL);
+        break;
+    }
   } else if (op == MPI_REPLACE) {
     U next;
     std::memcpy(&next, in, sizeof(U));
@@ -712,6 +726,25 @@ int accumulate(access &a, const char *call, const void *origin, int origin_count
   }
   if (all_mapped) {
     std::vector<std::byte> old(fetching ? data : 0);
+    // Under an exclusive lock nobody else touches the target's memory: the
+    // op runs over each piece at once.
+    const bool alone = a.t->lock == MPI_LOCK_EXCLUSIVE || a.t->lock == -MPI_LOCK_EXCLUSIVE;
+    if (alone && compare == nullptr && b->extent == static_cast<std::int64_t>(elem)) {
+      std::size_t done = 0;
+      for (const auto &[address, bytes] : segs) {
+        std::byte *there = mapped(a, address, bytes);
+        if (fetching) std::memcpy(old.data() + done, there, bytes);
+        if (op != MPI_NO_OP && op != MPI_REPLACE) {
+          device::op_apply(op, there, operands.data() + done, bytes / elem, basic, b->extent);
+        }
+        if (op != MPI_NO_OP) std::memcpy(there, operands.data() + done, bytes);
+        done += bytes;
+      }
+      if (fetching) {
+        device::dtype_unpack_range(old.data(), 0, old.size(), result, result_count, *result_type);
+      }
+      return MPI_SUCCESS;
+    }
     apply_stream(
         segs, [&](std::uint64_t address, std::size_t bytes) { return mapped(a, address, bytes); },
         operands.data(), compare != nullptr ? operands.data() + elem : nullptr,
