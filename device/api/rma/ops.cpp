@@ -498,6 +498,16 @@ std::vector<std::pair<std::uint64_t, std::size_t>> segments_of(std::uint64_t add
 
 }  // namespace
 
+void replies_drain() {
+  device::progress_until([] {
+    for (const auto &[sent, body] : replies_in_flight()) {
+      if (sent->value.load(std::memory_order_acquire) == 0) return false;
+    }
+    return true;
+  });
+  replies_collect();
+}
+
 void handlers_register() {
   static bool done = false;
   if (done) return;

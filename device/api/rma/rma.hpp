@@ -167,7 +167,12 @@ void notify(window &w, int rank, bool post);
 // whether `keyval` is one, and its value into `*out`.
 bool predefined_attr(window &w, int keyval, void **out);
 
-// Frees everything of the windows still open (MPI_Finalize).
+// Waits until every reply this rank's handlers sent has left, and frees
+// them (MPI_Finalize, before the transports close).
+void replies_drain();
+
+// Frees everything of the windows still open, and the replies in flight
+// (MPI_Finalize).
 void close_all();
 
 }  // namespace iris::api::rma

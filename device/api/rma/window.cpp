@@ -427,6 +427,7 @@ int raise(const window &w, const char *call, int error_class, const char *format
 }
 
 void close_all() {
+  replies_drain();
   for (auto &w : windows()) {
     if (w == nullptr) continue;
     destroy(*w);
