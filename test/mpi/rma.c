@@ -531,6 +531,8 @@ struct area {
   int vec[2 * NACC];
   long long counter;
   long long cas_word;
+  short count_s;
+  unsigned char max_b[4];
 };
 /* Then one per rank. */
 struct slot {
@@ -709,6 +711,18 @@ static void test_accumulate(void) {
     CHECK(bad == 0, "F: fetch_and_op: %d fetched values are not 0 .. %d", bad, kFetches * size - 1);
     free(all);
   }
+  /* 1- and 2-byte elements: every rank adds 1 to a short, and raises byte
+   * rank % 4 to rank + 1. */
+  {
+    const short one_s = 1;
+    short old_s = -1;
+    const unsigned char mine_b = (unsigned char)(rank + 1);
+    MPI_Fetch_and_op(&one_s, &old_s, MPI_SHORT, 0, AT(count_s), MPI_SUM, win);
+    MPI_Accumulate(&mine_b, 1, MPI_UNSIGNED_CHAR, 0, AT(max_b) + rank % 4, 1, MPI_UNSIGNED_CHAR,
+                   MPI_MAX, win);
+    MPI_Win_flush(0, win);
+    CHECK(old_s >= 0 && old_s < size, "F: fetch_and_op on a short found %d", old_s);
+  }
   /* compare_and_swap: in each round the ranks that have not won yet try
    * 0 -> rank + 1; exactly one wins, then puts the 0 back. */
   int won = 0;
@@ -747,6 +761,11 @@ static void test_accumulate(void) {
     CHECK(a->counter == (long long)kFetches * size, "F: fetch_and_op: the counter is %lld",
           a->counter);
     CHECK(a->cas_word == 0, "F: cas: the word is %lld after the last reset", a->cas_word);
+    CHECK(a->count_s == size, "F: the short counter is %d, not %d", a->count_s, size);
+    for (int k = 0; k < 4 && k < size; ++k) {
+      const int want = (size - 1 - k) / 4 * 4 + k + 1; /* the last rank r % 4 == k, + 1 */
+      CHECK(a->max_b[k] == want, "F: byte %d is %d, not %d", k, a->max_b[k], want);
+    }
   }
   CHECK(won, "F: cas: this rank never won");
   MPI_Type_free(&every_other);

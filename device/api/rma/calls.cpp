@@ -110,6 +110,37 @@ std::byte *mapped_run(MPI_Win win, int rank, MPI_Aint disp, const void *origin, 
   return t.mapped + start;
 }
 
+// The common case of the accumulates: at most `few` bytes of a predefined
+// type of 1, 2, 4 or 8 bytes, aligned to it, in a mapped target
+// (mapped_run's conditions), and a predefined op that combines the type,
+// MPI_REPLACE or MPI_NO_OP: applied here by the CPU's atomics, as
+// accumulate() would. `data` is the operands (or where mapped_run's checks
+// look, for MPI_NO_OP); `result` gets the old values unless nullptr. Whether
+// it was done: false for anything else, which takes the checking path.
+bool mapped_atomics(MPI_Win win, int rank, MPI_Aint disp, const void *data, int count,
+                    MPI_Datatype type, MPI_Op op, void *result) {
+  constexpr std::size_t few = 64;
+  std::size_t bytes = 0;
+  std::byte *at = mapped_run(win, rank, disp, data, count, type, count, type, bytes);
+  if (at == nullptr || bytes > few) return false;
+  const std::size_t elem = bytes / static_cast<std::size_t>(count);
+  if ((elem != 1 && elem != 2 && elem != 4 && elem != 8) ||
+      reinterpret_cast<std::uintptr_t>(at) % elem != 0) {
+    return false;
+  }
+  if (op != MPI_REPLACE && op != MPI_NO_OP &&
+      (!device::op_valid(op) || device::handle_index(op) > device::handle_index(MPI_NO_OP) ||
+       type == MPI_CHAR || device::op_type_mismatch(op, type) != nullptr)) {
+    return false;
+  }
+  const auto *in = static_cast<const std::byte *>(data);
+  auto *old = static_cast<std::byte *>(result);
+  for (std::size_t k = 0; k < bytes; k += elem) {
+    element_apply(at + k, in + k, old != nullptr ? old + k : nullptr, op, type, elem);
+  }
+  return true;
+}
+
 }  // namespace
 
 extern "C" {
@@ -155,6 +186,11 @@ int MPI_Accumulate(const void *origin_addr, int origin_count, MPI_Datatype origi
                    int target_rank, MPI_Aint target_disp, int target_count,
                    MPI_Datatype target_datatype, MPI_Op op, MPI_Win win) {
   const device::api_guard guard;
+  if (origin_datatype == target_datatype && origin_count == target_count &&
+      mapped_atomics(win, target_rank, target_disp, origin_addr, origin_count, origin_datatype, op,
+                     nullptr)) {
+    return MPI_SUCCESS;
+  }
   const char *call = "MPI_Accumulate";
   rma::access a;
   if (int err = begin(call, win, target_rank, target_disp, origin_addr, origin_count,
@@ -175,9 +211,15 @@ int MPI_Get_accumulate(const void *origin_addr, int origin_count, MPI_Datatype o
                        int target_rank, MPI_Aint target_disp, int target_count,
                        MPI_Datatype target_datatype, MPI_Op op, MPI_Win win) {
   const device::api_guard guard;
-  const char *call = "MPI_Get_accumulate";
   // MPI_NO_OP ignores the origin: its count and type may be anything.
   const bool no_op = op == MPI_NO_OP;
+  if (result_datatype == target_datatype && result_count == target_count &&
+      (no_op || (origin_datatype == target_datatype && origin_count == target_count)) &&
+      mapped_atomics(win, target_rank, target_disp, no_op ? result_addr : origin_addr, target_count,
+                     target_datatype, op, result_addr)) {
+    return MPI_SUCCESS;
+  }
+  const char *call = "MPI_Get_accumulate";
   rma::access a;
   if (int err = begin(call, win, target_rank, target_disp, result_addr, result_count,
                       result_datatype, target_count, target_datatype, a)) {
@@ -215,6 +257,10 @@ int MPI_Get_accumulate(const void *origin_addr, int origin_count, MPI_Datatype o
 int MPI_Fetch_and_op(const void *origin_addr, void *result_addr, MPI_Datatype datatype,
                      int target_rank, MPI_Aint target_disp, MPI_Op op, MPI_Win win) {
   const device::api_guard guard;
+  if (mapped_atomics(win, target_rank, target_disp, op == MPI_NO_OP ? result_addr : origin_addr, 1,
+                     datatype, op, result_addr)) {
+    return MPI_SUCCESS;
+  }
   return MPI_Get_accumulate(origin_addr, 1, datatype, result_addr, 1, datatype, target_rank,
                             target_disp, 1, datatype, op, win);
 }
@@ -223,6 +269,15 @@ int MPI_Compare_and_swap(const void *origin_addr, const void *compare_addr, void
                          MPI_Datatype datatype, int target_rank, MPI_Aint target_disp,
                          MPI_Win win) {
   const device::api_guard guard;
+  std::size_t bytes = 0;
+  if (std::byte *at =
+          mapped_run(win, target_rank, target_disp, origin_addr, 1, datatype, 1, datatype, bytes);
+      at != nullptr && compare_addr != nullptr && result_addr != nullptr &&
+      (bytes == 1 || bytes == 2 || bytes == 4 || bytes == 8) &&
+      reinterpret_cast<std::uintptr_t>(at) % bytes == 0) {
+    element_compare_swap(at, origin_addr, compare_addr, result_addr, bytes);
+    return MPI_SUCCESS;
+  }
   const char *call = "MPI_Compare_and_swap";
   rma::access a;
   if (int err =

@@ -50,32 +50,33 @@ void stripe_lock(std::atomic<std::int64_t> &s) {
 // Whether `basic` is a C integer type (two's complement: MPI_SUM is the
 // CPU's atomic add whatever the signedness).
 bool integer_type(int basic) {
-  static const int integers[] = {MPI_CHAR,
-                                 MPI_SIGNED_CHAR,
-                                 MPI_UNSIGNED_CHAR,
-                                 MPI_SHORT,
-                                 MPI_UNSIGNED_SHORT,
-                                 MPI_INT,
-                                 MPI_UNSIGNED,
-                                 MPI_LONG,
-                                 MPI_UNSIGNED_LONG,
-                                 MPI_LONG_LONG,
-                                 MPI_UNSIGNED_LONG_LONG,
-                                 MPI_INT8_T,
-                                 MPI_INT16_T,
-                                 MPI_INT32_T,
-                                 MPI_INT64_T,
-                                 MPI_UINT8_T,
-                                 MPI_UINT16_T,
-                                 MPI_UINT32_T,
-                                 MPI_UINT64_T,
-                                 MPI_AINT,
-                                 MPI_OFFSET,
-                                 MPI_COUNT};
-  for (const int t : integers) {
-    if (t == basic) return true;
+  switch (basic) {
+    case MPI_CHAR:
+    case MPI_SIGNED_CHAR:
+    case MPI_UNSIGNED_CHAR:
+    case MPI_SHORT:
+    case MPI_UNSIGNED_SHORT:
+    case MPI_INT:
+    case MPI_UNSIGNED:
+    case MPI_LONG:
+    case MPI_UNSIGNED_LONG:
+    case MPI_LONG_LONG:
+    case MPI_UNSIGNED_LONG_LONG:
+    case MPI_INT8_T:
+    case MPI_INT16_T:
+    case MPI_INT32_T:
+    case MPI_INT64_T:
+    case MPI_UINT8_T:
+    case MPI_UINT16_T:
+    case MPI_UINT32_T:
+    case MPI_UINT64_T:
+    case MPI_AINT:
+    case MPI_OFFSET:
+    case MPI_COUNT:
+      return true;
+    default:
+      return false;
   }
-  return false;
 }
 
 template <typename U>
@@ -497,6 +498,31 @@ std::vector<std::pair<std::uint64_t, std::size_t>> segments_of(std::uint64_t add
 }
 
 }  // namespace
+
+void element_apply(std::byte *at, const void *in, void *old, int op, int basic, std::size_t elem) {
+  const auto *operand = static_cast<const std::byte *>(in);
+  auto *out = static_cast<std::byte *>(old);
+  const auto extent = static_cast<std::int64_t>(elem);
+  switch (elem) {
+    case 1:
+      return cas_apply<std::uint8_t>(at, operand, out, op, basic, extent);
+    case 2:
+      return cas_apply<std::uint16_t>(at, operand, out, op, basic, extent);
+    case 4:
+      return cas_apply<std::uint32_t>(at, operand, out, op, basic, extent);
+    default:
+      return cas_apply<std::uint64_t>(at, operand, out, op, basic, extent);
+  }
+}
+
+void element_compare_swap(std::byte *at, const void *origin, const void *compare, void *result,
+                          std::size_t elem) {
+  // Aligned: compare_swap_one never reaches the stripes, whose block it
+  // is not given.
+  compare_swap_one(at, 0, static_cast<const std::byte *>(origin),
+                   static_cast<const std::byte *>(compare), static_cast<std::byte *>(result), elem,
+                   nullptr);
+}
 
 void replies_drain() {
   device::progress_until([] {
