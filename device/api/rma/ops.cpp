@@ -826,10 +826,35 @@ void notify(window &w, int rank, bool post) {
     ++(post ? w.posts_from : w.completes_from)[static_cast<std::size_t>(rank)];
     return;
   }
+  const auto me = static_cast<std::size_t>(w.comm->rank);
+  if (control *c = w.targets[static_cast<std::size_t>(rank)].ctl;
+      c != nullptr && me < notice_ranks) {
+    // Release: the target that sees it sees this rank's stores before it.
+    (post ? c->posts : c->completes)[me].fetch_add(1, std::memory_order_release);
+    return;
+  }
   request_head h{};
   h.kind = post ? message_kind::post : message_kind::done;
   device::am_send(route_to(w, rank), request_handler, &h, sizeof h, nullptr, 0, 0, nullptr,
                   nullptr);
+}
+
+bool take_notices(window &w, const std::vector<int> &from, bool post) {
+  auto &counts = post ? w.posts_from : w.completes_from;
+  auto &seen = post ? w.posts_seen : w.completes_seen;
+  for (const int r : from) {
+    const auto i = static_cast<std::size_t>(r);
+    if (counts[i] == 0 && i < seen.size()) {
+      // Those the rank counted in this rank's control block.
+      const std::int64_t now =
+          (post ? w.ctl->posts : w.ctl->completes)[i].load(std::memory_order_acquire);
+      counts[i] += static_cast<int>(now - seen[i]);
+      seen[i] = now;
+    }
+    if (counts[i] == 0) return false;
+  }
+  for (const int r : from) --counts[static_cast<std::size_t>(r)];
+  return true;
 }
 
 // A lock step on rank's control block: by its mapping, or by a message and

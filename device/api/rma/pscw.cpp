@@ -1,8 +1,9 @@
 // General active-target synchronization (PSCW): MPI_Win_post, MPI_Win_start,
 // MPI_Win_complete, MPI_Win_wait and MPI_Win_test.
 //
-// A post is a notice to each rank of the group (notify, a message to its
-// handler, run by its progress whether or not it calls MPI); MPI_Win_start
+// A post is a notice to each rank of the group (notify: a count in its
+// control block where this rank maps it, else a message to its handler,
+// run by its progress whether or not it calls MPI); MPI_Win_start
 // waits for one from each of its group and takes it. MPI_Win_complete
 // completes this rank's ops at each target of its group, then sends each a
 // complete notice; MPI_Win_wait waits for one from each rank of its post's
@@ -36,16 +37,6 @@ int ranks_of(const char *call, const window &w, MPI_Group group, std::vector<int
     out.push_back(r);
   }
   return MPI_SUCCESS;
-}
-
-// Whether a notice from every rank of `from` arrived (in `counts`); if so,
-// each is taken.
-bool take_all(std::vector<int> &counts, const std::vector<int> &from) {
-  for (const int r : from) {
-    if (counts[static_cast<std::size_t>(r)] == 0) return false;
-  }
-  for (const int r : from) --counts[static_cast<std::size_t>(r)];
-  return true;
 }
 
 }  // namespace
@@ -83,7 +74,7 @@ int MPI_Win_start(MPI_Group group, int assert, MPI_Win win) {
   std::vector<int> ranks;
   if (int err = ranks_of(call, *w, group, ranks)) return err;
   if ((assert &MPI_MODE_NOCHECK) == 0) {
-    device::progress_until([&] { return take_all(w->posts_from, ranks); });
+    device::progress_until([&] { return take_notices(*w, ranks, true); });
   }
   for (const int r : ranks) w->targets[static_cast<std::size_t>(r)].started = true;
   w->access = std::move(ranks);
@@ -127,7 +118,7 @@ int MPI_Win_wait(MPI_Win win) {
   if (!w->exposure_open) {
     return raise(*w, call, MPI_ERR_RMA_SYNC, "no exposure epoch of MPI_Win_post is open");
   }
-  device::progress_until([&] { return take_all(w->completes_from, w->exposure); });
+  device::progress_until([&] { return take_notices(*w, w->exposure, false); });
   w->exposure.clear();
   w->exposure_open = false;
   return MPI_SUCCESS;
@@ -143,7 +134,7 @@ int MPI_Win_test(MPI_Win win, int *flag) {
     return raise(*w, call, MPI_ERR_RMA_SYNC, "no exposure epoch of MPI_Win_post is open");
   }
   device::progress_poll();
-  *flag = take_all(w->completes_from, w->exposure) ? 1 : 0;
+  *flag = take_notices(*w, w->exposure, false) ? 1 : 0;
   if (*flag != 0) {
     w->exposure.clear();
     w->exposure_open = false;

@@ -20,17 +20,22 @@
 
 namespace iris::api::rma {
 
-// One per window per rank, 4 KiB (a mappable block's least): the lock of
-// passive-target epochs (>0: that many shared holders; exclusive_held; 0:
-// free) and the striped locks of accumulates on elements that no one CPU
-// atomic updates (by the element's address).
+// One per window per rank, 8 KiB (a mappable block's least is 4): the lock
+// of passive-target epochs (>0: that many shared holders; exclusive_held;
+// 0: free), the striped locks of accumulates on elements that no one CPU
+// atomic updates (by the element's address), and the PSCW notices ranks
+// that map it sent: posts[r] and completes[r], how many rank r (below
+// notice_ranks) ever sent here.
 inline constexpr std::int64_t exclusive_held = -1;
 inline constexpr std::size_t stripe_count = 511;
+inline constexpr std::size_t notice_ranks = 256;
 struct control {
   std::atomic<std::int64_t> lock;
   std::atomic<std::int64_t> stripe[stripe_count];
+  std::atomic<std::int64_t> posts[notice_ranks];
+  std::atomic<std::int64_t> completes[notice_ranks];
 };
-static_assert(sizeof(control) == 4096);
+static_assert(sizeof(control) == 8192);
 
 // What this rank knows of one rank's part of a window.
 struct target {
@@ -99,10 +104,12 @@ struct window {
   std::vector<std::pair<std::uintptr_t, std::size_t>> attached;  // dynamic windows
   // PSCW (pscw.cpp): the ranks of the access epoch MPI_Win_start opened and
   // of the exposure epoch MPI_Win_post opened, and the posts and completes
-  // received, counted by the rank that sent them.
+  // received and not taken, counted by the rank that sent them; of those
+  // counted in this rank's control block, how many were seen.
   bool access_open = false, exposure_open = false;
   std::vector<int> access, exposure;
   std::vector<int> posts_from, completes_from;
+  std::vector<std::int64_t> posts_seen, completes_seen;
   // The hints MPI_Win_get_info gives (window.cpp): Iris's defaults, and the
   // values the program gave for the keys it knows.
   std::vector<std::pair<std::string, std::string>> hints;
@@ -169,9 +176,12 @@ bool lock_step(window &w, int rank, std::int64_t step);
 // The device's handlers of one-sided messages (ops.cpp), registered once.
 void handlers_register();
 // A PSCW notice to rank `rank` of `w` (ops.cpp): its MPI_Win_start may go
-// on (`post`), or this rank's access epoch to it ended (else); counted in
-// the rank's posts_from or completes_from.
+// on (`post`), or this rank's access epoch to it ended (else). A store to
+// its control block where this rank maps it, else a message to its handler.
 void notify(window &w, int rank, bool post);
+// Whether a notice of the kind from every rank of `from` arrived; if so,
+// one from each is taken.
+bool take_notices(window &w, const std::vector<int> &from, bool post);
 
 // A predefined window attribute (MPI_WIN_BASE ... MPI_WIN_MODEL, window.cpp):
 // whether `keyval` is one, and its value into `*out`.

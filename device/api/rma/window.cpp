@@ -176,6 +176,8 @@ int exchange(const char *call, const communicator &user, window &w) {
   w.targets.resize(all.size());
   w.posts_from.assign(all.size(), 0);
   w.completes_from.assign(all.size(), 0);
+  w.posts_seen.assign(std::min(all.size(), notice_ranks), 0);
+  w.completes_seen.assign(std::min(all.size(), notice_ranks), 0);
   for (std::size_t r = 0; r < all.size(); ++r) {
     target &t = w.targets[r];
     t.world = w.comm->world_rank[r];
