@@ -60,7 +60,35 @@ bool holds(std::uint64_t base, std::uint64_t n, std::uint64_t address, std::uint
   return base != 0 && address >= base && address - base <= n && bytes <= n - (address - base);
 }
 
+// Whether [address, address + bytes) lies in regions that follow one
+// another: `end_of(at)` is the end of the region holding byte `at` (0:
+// none holds it). Each hop passes a region's end, so there are no more
+// hops than regions.
+template <typename EndOf>
+bool chain_covers(std::uint64_t address, std::uint64_t bytes, EndOf end_of) {
+  std::uint64_t last = 0;
+  if (bytes == 0 || __builtin_add_overflow(address, bytes, &last)) return false;
+  for (std::uint64_t at = address; at < last;) {
+    const std::uint64_t next = end_of(at);
+    if (next <= at) return false;
+    at = next;
+  }
+  return true;
+}
+
 }  // namespace
+
+bool exposure_chain(const std::uint64_t *slots, std::size_t used, std::uint64_t address,
+                    std::uint64_t bytes) {
+  return chain_covers(address, bytes, [&](std::uint64_t at) -> std::uint64_t {
+    for (std::size_t i = 0; i < used; ++i) {
+      const std::uint64_t *slot = slots + i * slot_words;
+      if (holds(slot[slot_base], slot[slot_bytes], at, 1))
+        return slot[slot_base] + slot[slot_bytes];
+    }
+    return 0;
+  });
+}
 
 const std::uint64_t *exposure_covering(const std::uint64_t *slots, std::size_t used,
                                        std::uint64_t address, std::uint64_t bytes) {
@@ -79,7 +107,15 @@ bool exposed_here(std::uint64_t address, std::uint64_t bytes) {
     const std::uint64_t n = t.slots[i].word[slot_bytes].load(std::memory_order_relaxed);
     if (holds(base, n, address, bytes)) return true;
   }
-  return false;
+  // Across adjacent regions (a dynamic window's attachments, one by one).
+  return chain_covers(address, bytes, [&](std::uint64_t at) -> std::uint64_t {
+    for (std::size_t i = 0; i < used; ++i) {
+      const std::uint64_t base = t.slots[i].word[slot_base].load(std::memory_order_acquire);
+      const std::uint64_t n = t.slots[i].word[slot_bytes].load(std::memory_order_relaxed);
+      if (holds(base, n, at, 1)) return base + n;
+    }
+    return 0;
+  });
 }
 
 }  // namespace iris::device

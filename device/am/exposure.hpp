@@ -57,7 +57,13 @@ int exposure_remove(const void *base);
 // bytes), or nullptr.
 const std::uint64_t *exposure_covering(const std::uint64_t *slots, std::size_t used,
                                        std::uint64_t address, std::uint64_t bytes);
-// Whether this process's own table has such a region.
+// Whether [address, address + bytes) lies in regions of `slots` that
+// follow one another (a dynamic window's adjacent attachments), none of
+// which holds it all.
+bool exposure_chain(const std::uint64_t *slots, std::size_t used, std::uint64_t address,
+                    std::uint64_t bytes);
+// Whether this process's own table has a region that holds [address,
+// address + bytes), or regions that follow one another do.
 bool exposed_here(std::uint64_t address, std::uint64_t bytes);
 
 }  // namespace iris::device

@@ -64,10 +64,10 @@ bool table_read(vc &v, am_peer &p, std::uint64_t at) {
 
 // The slot of the target's table, as read last, that holds [address,
 // address + bytes) (nullptr: none), read again when the target's published
-// version moved (or it publishes none). false: the table could not be read
-// (send packets).
+// version moved (or it publishes none); `covered`: that slot, or adjacent
+// regions, hold it. false: the table could not be read (send packets).
 bool target_exposes(vc &v, am_peer &p, std::uint64_t address, std::uint64_t bytes,
-                    const std::uint64_t *&slot) {
+                    const std::uint64_t *&slot, bool &covered) {
   const std::uint64_t at = table_address(p, v.world_rank);
   if (at == 0) return false;
   const std::atomic<std::uint64_t> *word = v.via->peer_published_word(v);
@@ -78,7 +78,9 @@ bool target_exposes(vc &v, am_peer &p, std::uint64_t address, std::uint64_t byte
     if (!table_read(v, p, at)) return false;
     p.table_version = word != nullptr ? version : UINT64_MAX;
   }
-  slot = exposure_covering(p.table.data(), p.table.size() / slot_words, address, bytes);
+  const std::size_t used = p.table.size() / slot_words;
+  slot = exposure_covering(p.table.data(), used, address, bytes);
+  covered = slot != nullptr || exposure_chain(p.table.data(), used, address, bytes);
   return true;
 }
 
@@ -121,8 +123,9 @@ bool shared_move(am_state &s, am_op &op, bool write) {
   if (!v.via->peer_accessible(v)) return false;
   am_peer &p = s.peers[static_cast<std::size_t>(op.target)];
   const std::uint64_t *slot = nullptr;
-  if (!target_exposes(v, p, op.step.address, op.step.total, slot)) return false;
-  if (slot == nullptr) {
+  bool covered = false;
+  if (!target_exposes(v, p, op.step.address, op.step.total, slot, covered)) return false;
+  if (!covered) {
     ++s.stats_shared;
     counter_bump(op.origin_counter);
     op.origin_counter = nullptr;
@@ -132,7 +135,8 @@ bool shared_move(am_state &s, am_op &op, bool write) {
   }
   const auto bytes = static_cast<std::size_t>(op.step.total);
   if (bytes != 0) {
-    if (std::byte *there = mapped_at(v, p, slot, op.step.address)) {
+    // Across adjacent regions: by CMA, or else packets.
+    if (std::byte *there = slot != nullptr ? mapped_at(v, p, slot, op.step.address) : nullptr) {
       // Mapped here: plain copies. The counters' release (or the notify's
       // packet) publishes them.
       if (write) {
@@ -158,7 +162,8 @@ std::byte *am_mapped(int target, std::uint64_t address, std::size_t bytes) {
   am_state &s = am_state_get();
   am_peer &p = s.peers[static_cast<std::size_t>(target)];
   const std::uint64_t *slot = nullptr;
-  if (!target_exposes(v, p, address, bytes, slot) || slot == nullptr) return nullptr;
+  bool covered = false;
+  if (!target_exposes(v, p, address, bytes, slot, covered) || slot == nullptr) return nullptr;
   return mapped_at(v, p, slot, address);
 }
 
@@ -190,14 +195,15 @@ bool am_shared_direct(am_state &s, int target, bool write, void *local, std::siz
   if (!v.via->peer_accessible(v)) return false;
   am_peer &p = s.peers[static_cast<std::size_t>(target)];
   const std::uint64_t *slot = nullptr;
-  if (!target_exposes(v, p, address, bytes, slot)) return false;
-  if (slot == nullptr) {
+  bool covered = false;
+  if (!target_exposes(v, p, address, bytes, slot, covered)) return false;
+  if (!covered) {
     if (p.refused == MPI_SUCCESS) {
       p.refused = MPI_ERR_RMA_RANGE;
       p.refused_why = am_refusal_text(static_cast<std::uint32_t>(am_refusal::range));
     }
   } else if (bytes != 0) {
-    if (std::byte *there = mapped_at(v, p, slot, address)) {
+    if (std::byte *there = slot != nullptr ? mapped_at(v, p, slot, address) : nullptr) {
       if (write) {
         std::memcpy(there, local, bytes);
       } else {

@@ -250,6 +250,34 @@ static void test_dynamic(void) {
     bad += second[i] != (i >= 1 && i <= 6 ? 10000 + 100 * left + i - 1 : -1);
   }
   CHECK(bad == 0, "A: dynamic: %d ints differ", bad);
+  /* Two adjacent regions, attached one by one: an op may span both (as
+   * MPICH's win_dynamic_rma_flush_get does). Each rank's pair takes a put
+   * of 12 ints from the left, then a SUM of 12 ones, across the seam. */
+  int *pair = calloc(16, sizeof(int));
+  MPI_Win_attach(win, pair, 8 * sizeof(int));
+  MPI_Win_attach(win, pair + 8, 8 * sizeof(int));
+  MPI_Aint pair_at = 0;
+  MPI_Get_address(pair, &pair_at);
+  MPI_Allgather(&pair_at, 1, MPI_AINT, all, 1, MPI_AINT, MPI_COMM_WORLD);
+  int twelve[12], ones[12], back[16];
+  for (int i = 0; i < 12; ++i) twelve[i] = 100 * rank + i, ones[i] = 1;
+  const MPI_Aint seam = MPI_Aint_add(all[right], 2 * sizeof(int));
+  MPI_Win_fence(MPI_MODE_NOPRECEDE, win);
+  CHECK(MPI_Put(twelve, 12, MPI_INT, right, seam, 12, MPI_INT, win) == MPI_SUCCESS,
+        "A: dynamic: a put across two regions was refused");
+  MPI_Win_fence(0, win);
+  CHECK(MPI_Accumulate(ones, 12, MPI_INT, right, seam, 12, MPI_INT, MPI_SUM, win) == MPI_SUCCESS,
+        "A: dynamic: an accumulate across two regions was refused");
+  MPI_Win_fence(0, win);
+  CHECK(MPI_Get(back, 16, MPI_INT, right, all[right], 16, MPI_INT, win) == MPI_SUCCESS,
+        "A: dynamic: a get across two regions was refused");
+  MPI_Win_fence(MPI_MODE_NOSUCCEED, win);
+  bad = 0;
+  for (int i = 0; i < 16; ++i) bad += back[i] != (i >= 2 && i < 14 ? 100 * rank + i - 1 : 0);
+  CHECK(bad == 0, "A: dynamic: %d ints across two regions differ (back[2] %d)", bad, back[2]);
+  MPI_Win_detach(win, pair + 8);
+  MPI_Win_detach(win, pair);
+  free(pair);
   MPI_Win_detach(win, second);
   MPI_Win_detach(win, first);
   free_window(&win, "create_dynamic");

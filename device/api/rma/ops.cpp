@@ -318,10 +318,19 @@ device::am_route route_to(const window &w, int rank) {
 // Whether [address, address + bytes) lies in this rank's part of `w`.
 bool inside(const window &w, std::uint64_t address, std::uint64_t bytes) {
   if (w.flavor == MPI_WIN_FLAVOR_DYNAMIC) {
-    for (const auto &[b, n] : w.attached) {
-      if (address >= b && address - b <= n && bytes <= n - (address - b)) return true;
+    if (bytes == 0) return true;
+    // In one attached region, or across adjacent ones.
+    std::uint64_t last = 0;
+    if (__builtin_add_overflow(address, bytes, &last)) return false;
+    for (std::uint64_t at = address; at < last;) {
+      std::uint64_t next = 0;
+      for (const auto &[b, n] : w.attached) {
+        if (at >= b && at - b < n) next = b + n;
+      }
+      if (next <= at) return false;
+      at = next;
     }
-    return bytes == 0;
+    return true;
   }
   const auto base = reinterpret_cast<std::uintptr_t>(w.base);
   return address >= base && address - base <= static_cast<std::uint64_t>(w.size) &&
