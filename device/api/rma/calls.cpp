@@ -5,7 +5,7 @@
 #include <atomic>
 #include <cstring>
 
-#include "device/api/rma/rma.hpp"
+#include "device/api/rma/atomics.hpp"
 #include "device/api/types/envelope.hpp"
 #include "device/base/handle.hpp"
 #include "device/datatypes/op.hpp"

@@ -158,16 +158,6 @@ int get(access &a, void *origin, int origin_count);
 int accumulate(access &a, const char *call, const void *origin, int origin_count, int op, int basic,
                void *result, int result_count, const device::dtype *result_type,
                const void *compare);
-// One element of `elem` bytes (1, 2, 4 or 8) at an address aligned to its
-// size, by the CPU's atomic instructions, as accumulate() updates such an
-// element: target = target o in (`op` a predefined op that combines the
-// predefined type `basic`, MPI_REPLACE or MPI_NO_OP), its old value to
-// `old` unless nullptr. element_compare_swap: MPI_Compare_and_swap's, the
-// old value to `result`.
-void element_apply(std::byte *at, const void *in, void *old, int op, int basic, std::size_t elem);
-void element_compare_swap(std::byte *at, const void *origin, const void *compare, void *result,
-                          std::size_t elem);
-
 // A passive-target lock step on rank's control block (ops.cpp: try_shared
 // ... release_exclusive); whether it was granted.
 enum lock_step : std::int64_t { try_shared = 1, try_exclusive, release_shared, release_exclusive };

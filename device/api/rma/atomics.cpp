@@ -1,0 +1,237 @@
+// Elements updated atomically, wherever the update runs (an origin on the
+// target's node, on its mapping; the target's handler, for the others): see
+// atomics.hpp.
+#include "device/api/rma/atomics.hpp"
+
+#include <sched.h>
+
+#include <cstring>
+
+#include "device/datatypes/op.hpp"
+
+namespace iris::api::rma {
+
+namespace {
+
+// ---- Elements, atomically ----
+
+void stripe_lock(std::atomic<std::int64_t> &s) {
+  int spins = 0;
+  for (;;) {
+    std::int64_t expected = 0;
+    if (s.compare_exchange_weak(expected, 1, std::memory_order_acquire)) return;
+    if (++spins > 64) sched_yield();
+  }
+}
+
+// Whether `basic` is a C integer type (two's complement: MPI_SUM is the
+// CPU's atomic add whatever the signedness).
+bool integer_type(int basic) {
+  switch (basic) {
+    case MPI_CHAR:
+    case MPI_SIGNED_CHAR:
+    case MPI_UNSIGNED_CHAR:
+    case MPI_SHORT:
+    case MPI_UNSIGNED_SHORT:
+    case MPI_INT:
+    case MPI_UNSIGNED:
+    case MPI_LONG:
+    case MPI_UNSIGNED_LONG:
+    case MPI_LONG_LONG:
+    case MPI_UNSIGNED_LONG_LONG:
+    case MPI_INT8_T:
+    case MPI_INT16_T:
+    case MPI_INT32_T:
+    case MPI_INT64_T:
+    case MPI_UINT8_T:
+    case MPI_UINT16_T:
+    case MPI_UINT32_T:
+    case MPI_UINT64_T:
+    case MPI_AINT:
+    case MPI_OFFSET:
+    case MPI_COUNT:
+      return true;
+    default:
+      return false;
+  }
+}
+
+template <typename U>
+void cas_apply(std::byte *at, const std::byte *in, std::byte *old, int op, int basic,
+               std::int64_t extent) {
+  auto *a = reinterpret_cast<U *>(at);
+  U cur = 0;
+  if (op == MPI_NO_OP) {
+    cur = __atomic_load_n(a, __ATOMIC_ACQUIRE);
+  } else if ((op == MPI_SUM || op == MPI_BAND || op == MPI_BOR || op == MPI_BXOR) &&
+             integer_type(basic)) {
+    U v;
+    std::memcpy(&v, in, sizeof(U));
+    switch (op) {
+      case MPI_SUM:
+        cur = __atomic_fetch_add(a, v, __ATOMIC_ACQ_REL);
+        break;
+      case MPI_BAND:
+        cur = __atomic_fetch_and(a, v, __ATOMIC_ACQ_REL);
+        break;
+      case MPI_BOR:
+        cur = __atomic_fetch_or(a, v, __ATOMIC_ACQ_REL);
+        break;
+      default:
+        cur = __atomic_fetch_xor(a, v, __ATOMIC_ACQ_REL);
+        break;
+    }
+  } else if (op == MPI_REPLACE) {
+    U next;
+    std::memcpy(&next, in, sizeof(U));
+    cur = __atomic_exchange_n(a, next, __ATOMIC_ACQ_REL);
+  } else {
+    cur = __atomic_load_n(a, __ATOMIC_RELAXED);
+    for (;;) {
+      U next;
+      std::memcpy(&next, in, sizeof(U));
+      device::op_apply(op, &cur, &next, 1, basic, extent);  // next = cur o in
+      if (__atomic_compare_exchange_n(a, &cur, next, true, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED)) {
+        break;
+      }
+    }
+  }
+  if (old != nullptr) std::memcpy(old, &cur, sizeof(U));
+}
+
+// The striped lock of the element at `key`, its address in the target's
+// process: every process that updates it picks the same stripe, wherever
+// it maps the target's memory.
+std::atomic<std::int64_t> &stripe_of(control *ctl, std::uint64_t key) {
+  return ctl->stripe[(key / 16) % stripe_count];
+}
+
+}  // namespace
+
+// Element i of the stream at `at` (`key` in the target's process): target =
+// target o in (old value to `old` when wanted), one element of `elem`
+// bytes of type `basic`.
+void apply_one(std::byte *at, std::uint64_t key, const std::byte *in, std::byte *old, int op,
+               int basic, std::size_t elem, std::int64_t extent, control *ctl) {
+  const auto address = reinterpret_cast<std::uintptr_t>(at);
+  if ((elem == 1 || elem == 2 || elem == 4 || elem == 8) && address % elem == 0) {
+    switch (elem) {
+      case 1:
+        return cas_apply<std::uint8_t>(at, in, old, op, basic, extent);
+      case 2:
+        return cas_apply<std::uint16_t>(at, in, old, op, basic, extent);
+      case 4:
+        return cas_apply<std::uint32_t>(at, in, old, op, basic, extent);
+      default:
+        return cas_apply<std::uint64_t>(at, in, old, op, basic, extent);
+    }
+  }
+  std::atomic<std::int64_t> &s = stripe_of(ctl, key);
+  stripe_lock(s);
+  if (old != nullptr) std::memcpy(old, at, elem);
+  if (op != MPI_NO_OP) {
+    std::byte next[64];
+    std::memcpy(next, in, elem);
+    device::op_apply(op, at, next, 1, basic, extent);
+    std::memcpy(at, next, elem);
+  }
+  s.store(0, std::memory_order_release);
+}
+
+// MPI_Compare_and_swap on one element: `result` gets the old value.
+void compare_swap_one(std::byte *at, std::uint64_t key, const std::byte *origin,
+                      const std::byte *compare, std::byte *result, std::size_t elem, control *ctl) {
+  const auto address = reinterpret_cast<std::uintptr_t>(at);
+  auto cas = [&](auto zero) {
+    using U = decltype(zero);
+    U expected, desired;
+    std::memcpy(&expected, compare, sizeof(U));
+    std::memcpy(&desired, origin, sizeof(U));
+    __atomic_compare_exchange_n(reinterpret_cast<U *>(at), &expected, desired, false,
+                                __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
+    std::memcpy(result, &expected, sizeof(U));
+  };
+  if (address % elem == 0 && (elem == 1 || elem == 2 || elem == 4 || elem == 8)) {
+    if (elem == 1) return cas(std::uint8_t{});
+    if (elem == 2) return cas(std::uint16_t{});
+    if (elem == 4) return cas(std::uint32_t{});
+    return cas(std::uint64_t{});
+  }
+  std::atomic<std::int64_t> &s = stripe_of(ctl, key);
+  stripe_lock(s);
+  std::memcpy(result, at, elem);
+  if (std::memcmp(at, compare, elem) == 0) std::memcpy(at, origin, elem);
+  s.store(0, std::memory_order_release);
+}
+
+// One element of a basic type with holes (MPI_SHORT_INT: a short, two
+// bytes of padding, an int), whose fields lie at `at` in its memory layout
+// and whose operand and old value travel packed: under its stripe, the old
+// fields packed to `old`, then target = target o in, field by field.
+void apply_holed(std::byte *at, std::uint64_t key, const std::byte *in, std::byte *old, int op,
+                 int basic, const device::dtype &b, control *ctl) {
+  std::byte theirs[64], packed[64];
+  std::atomic<std::int64_t> &s = stripe_of(ctl, key);
+  stripe_lock(s);
+  if (old != nullptr) device::dtype_pack_range(at, 1, b, 0, b.size, old);
+  if (op != MPI_NO_OP) {
+    device::dtype_unpack_range(in, 0, b.size, theirs, 1, b);
+    if (op != MPI_REPLACE) device::op_apply(op, at, theirs, 1, basic, b.extent);
+    device::dtype_pack_range(theirs, 1, b, 0, b.size, packed);
+    device::dtype_unpack_range(packed, 0, b.size, at, 1, b);
+  }
+  s.store(0, std::memory_order_release);
+}
+
+// ---- Passive-target locks on a control block ----
+
+bool lock_apply(control &c, std::int64_t step) {
+  switch (step) {
+    case try_exclusive: {
+      std::int64_t expected = 0;
+      return c.lock.compare_exchange_strong(expected, exclusive_held, std::memory_order_acquire);
+    }
+    case try_shared: {
+      std::int64_t v = c.lock.load(std::memory_order_relaxed);
+      while (v >= 0) {
+        if (c.lock.compare_exchange_weak(v, v + 1, std::memory_order_acquire)) return true;
+      }
+      return false;
+    }
+    case release_exclusive:
+      c.lock.store(0, std::memory_order_release);
+      return true;
+    case release_shared:
+      c.lock.fetch_sub(1, std::memory_order_release);
+      return true;
+    default:
+      return false;
+  }
+}
+
+void element_apply(std::byte *at, const void *in, void *old, int op, int basic, std::size_t elem) {
+  const auto *operand = static_cast<const std::byte *>(in);
+  auto *out = static_cast<std::byte *>(old);
+  const auto extent = static_cast<std::int64_t>(elem);
+  switch (elem) {
+    case 1:
+      return cas_apply<std::uint8_t>(at, operand, out, op, basic, extent);
+    case 2:
+      return cas_apply<std::uint16_t>(at, operand, out, op, basic, extent);
+    case 4:
+      return cas_apply<std::uint32_t>(at, operand, out, op, basic, extent);
+    default:
+      return cas_apply<std::uint64_t>(at, operand, out, op, basic, extent);
+  }
+}
+
+void element_compare_swap(std::byte *at, const void *origin, const void *compare, void *result,
+                          std::size_t elem) {
+  // Aligned: compare_swap_one never reaches the stripes, whose block it
+  // is not given.
+  compare_swap_one(at, 0, static_cast<const std::byte *>(origin),
+                   static_cast<const std::byte *>(compare), static_cast<std::byte *>(result), elem,
+                   nullptr);
+}
+
+}  // namespace iris::api::rma
