@@ -331,7 +331,12 @@ int MPI_Win_lock(int lock_type, int rank, int assert, MPI_Win win) {
   if (t.lock != 0 || w->lock_all) {
     return raise(*w, call, MPI_ERR_RMA_SYNC, "rank %d is locked already by this process", rank);
   }
-  if ((assert &MPI_MODE_NOCHECK) == 0) {
+  const bool checked = (assert &MPI_MODE_NOCHECK) == 0;
+  if (checked && t.ctl == nullptr) {
+    // Asked for with the epoch's first completion, in one message with its
+    // ops (MPI 4.0, 12.5.3: MPI_Win_lock need not wait for the lock).
+    lock_lazily(*w, rank, lock_type);
+  } else if (checked) {
     const std::int64_t step = lock_type == MPI_LOCK_EXCLUSIVE ? try_exclusive : try_shared;
     while (!lock_step(*w, rank, step)) lock_wait();
   }
@@ -354,9 +359,12 @@ int MPI_Win_unlock(int rank, MPI_Win win) {
   if (t.lock == 0) {
     return raise(*w, call, MPI_ERR_RMA_SYNC, "rank %d is not locked by this process", rank);
   }
+  // A lazy lock: its step, ops and release in one message (or nothing).
+  const bool lazy = t.lazy;
+  settle_lazy(*w, rank, true);
   std::string why;
   const int err = complete(*w, rank, why);
-  if (t.lock > 0) {
+  if (t.lock > 0 && !lazy) {
     lock_step(*w, rank, t.lock == MPI_LOCK_EXCLUSIVE ? release_exclusive : release_shared);
   }
   t.lock = 0;

@@ -64,6 +64,99 @@ struct incoming {
   std::vector<std::byte> data;
 };
 
+// Serves one request on this rank's part of `w` (messages.hpp): a put, a
+// get (its bytes to `back`), an accumulate or a compare-and-swap (the old
+// values to `back` when they return). Its status; nothing is written
+// unless every segment lies in the window.
+int serve(window &w, const request_head &h, const std::byte *data, std::size_t length,
+          std::vector<std::byte> &back) {
+  const std::size_t table = std::size_t{h.segments} * 2 * sizeof(std::uint64_t);
+  if (length < table) return MPI_ERR_OTHER;
+  segment_list segs(h.segments);
+  std::size_t total = 0;
+  for (std::size_t i = 0; i < segs.size(); ++i) {
+    std::uint64_t pair[2];
+    std::memcpy(pair, data + i * sizeof pair, sizeof pair);
+    if (!inside(w, pair[0], pair[1])) return MPI_ERR_RMA_RANGE;
+    segs[i] = {pair[0], static_cast<std::size_t>(pair[1])};
+    total += segs[i].second;
+  }
+  const std::byte *payload = data + table;
+  const std::size_t payloads = length - table;
+  auto here = [](std::uint64_t address) {
+    return reinterpret_cast<std::byte *>(static_cast<std::uintptr_t>(address));
+  };
+  if (h.kind == message_kind::put || h.kind == message_kind::get) {
+    const bool put = h.kind == message_kind::put;
+    if (payloads != (put ? total : 0)) return MPI_ERR_OTHER;
+    if (!put) back.resize(total);
+    std::size_t done = 0;
+    for (const auto &[address, bytes] : segs) {
+      if (put) {
+        std::memcpy(here(address), payload + done, bytes);
+      } else {
+        std::memcpy(back.data() + done, here(address), bytes);
+      }
+      done += bytes;
+    }
+    return MPI_SUCCESS;
+  }
+  if (h.kind != message_kind::accumulate && h.kind != message_kind::compare_swap) {
+    return MPI_ERR_OTHER;
+  }
+  const bool cas = h.kind == message_kind::compare_swap;
+  const device::dtype *b = device::dtype_lookup(h.basic);
+  if (h.elem == 0 || h.elem > 64 || b == nullptr || !b->predefined || b->size != h.elem ||
+      b->extent > 64 || total % h.elem != 0 || total * (cas ? 2 : 1) != payloads) {
+    return MPI_ERR_OTHER;
+  }
+  if (h.fetching != 0 || cas) back.resize(total);
+  apply_stream(
+      segs, [&](std::uint64_t address, std::size_t) { return here(address); }, payload,
+      cas ? payload + h.elem : nullptr, back.empty() ? nullptr : back.data(), h.op, h.basic, *b,
+      w.ctl);
+  return MPI_SUCCESS;
+}
+
+// Serves a lazy lock's batch (messages.hpp) in order. A lock step not
+// granted ends it before anything ran (`granted` 0). What each request
+// with a token returns goes to `back` as a batch_part and its bytes. The
+// first error, or MPI_SUCCESS.
+int serve_batch(window &w, const std::vector<std::byte> &data, std::vector<std::byte> &back,
+                std::int64_t &granted) {
+  granted = 1;
+  int status = MPI_SUCCESS;
+  std::vector<std::byte> out;
+  for (std::size_t at = 0; at < data.size();) {
+    request_head h;
+    std::uint64_t length = 0;
+    if (data.size() - at < sizeof h + sizeof length) return MPI_ERR_OTHER;
+    std::memcpy(&h, data.data() + at, sizeof h);
+    std::memcpy(&length, data.data() + at + sizeof h, sizeof length);
+    at += sizeof h + sizeof length;
+    if (length > data.size() - at) return MPI_ERR_OTHER;
+    const std::byte *body = data.data() + at;
+    at += length;
+    if (h.kind == message_kind::lock) {
+      if (!lock_apply(*w.ctl, h.lock)) {
+        granted = 0;
+        return MPI_SUCCESS;
+      }
+      continue;
+    }
+    out.clear();
+    const int e = serve(w, h, body, length, out);
+    if (e != MPI_SUCCESS && status == MPI_SUCCESS) status = e;
+    if (h.token != no_token) {
+      const batch_part part{h.token, e, out.size()};
+      const auto *p = reinterpret_cast<const std::byte *>(&part);
+      back.insert(back.end(), p, p + sizeof part);
+      back.insert(back.end(), out.begin(), out.end());
+    }
+  }
+  return status;
+}
+
 void request_done(MPI_Comm comm, void *info) {
   std::unique_ptr<incoming> in(static_cast<incoming *>(info));
   replies_collect();
@@ -78,47 +171,17 @@ void request_done(MPI_Comm comm, void *info) {
     return;  // no answer
   }
   reply_head answer{h.token, MPI_SUCCESS, 0};
-  std::vector<std::byte> old;
+  std::vector<std::byte> back;
   if (h.kind == message_kind::lock) {
     answer.answer = lock_apply(*w->ctl, h.lock) ? 1 : 0;
+  } else if (h.kind == message_kind::batch) {
+    answer.status = serve_batch(*w, in->data, back, answer.answer);
   } else {
-    const std::size_t table = h.segments * 2 * sizeof(std::uint64_t);
-    if (in->data.size() < table || h.elem == 0 || h.elem > 64) {
-      answer.status = MPI_ERR_OTHER;
-    } else {
-      const auto *seg = reinterpret_cast<const std::uint64_t *>(in->data.data());
-      const std::byte *operand = in->data.data() + table;
-      const std::size_t operands = in->data.size() - table;
-      const device::dtype *b = device::dtype_lookup(h.basic);
-      std::size_t total = 0;
-      segment_list segs;
-      for (std::uint32_t i = 0; i < h.segments; ++i) {
-        if (!inside(*w, seg[2 * i], seg[2 * i + 1])) answer.status = MPI_ERR_RMA_RANGE;
-        segs.emplace_back(seg[2 * i], seg[2 * i + 1]);
-        total += seg[2 * i + 1];
-      }
-      const std::size_t per = h.kind == message_kind::compare_swap ? 2 : 1;
-      if (answer.status == MPI_SUCCESS &&
-          (b == nullptr || !b->predefined || b->size != h.elem || b->extent > 64 ||
-           total % h.elem != 0 || total * per != operands)) {
-        answer.status = MPI_ERR_OTHER;
-      }
-      if (answer.status == MPI_SUCCESS) {
-        if (h.fetching != 0 || h.kind == message_kind::compare_swap) old.resize(total);
-        const bool cas = h.kind == message_kind::compare_swap;
-        apply_stream(
-            segs,
-            [](std::uint64_t address, std::size_t) {
-              return reinterpret_cast<std::byte *>(static_cast<std::uintptr_t>(address));
-            },
-            operand, cas ? operand + h.elem : nullptr, old.empty() ? nullptr : old.data(), h.op,
-            h.basic, *b, w->ctl);
-      }
-    }
+    answer.status = serve(*w, h, in->data.data(), in->data.size(), back);
   }
   iris_counter *sent = device::counter_create();
   auto &flight = replies_in_flight();
-  flight.emplace_back(sent, std::move(old));
+  flight.emplace_back(sent, std::move(back));
   const std::vector<std::byte> &body = flight.back().second;
   device::am_send(route_to(*w, in->origin), reply_handler, &answer, sizeof answer, body.data(),
                   body.size(), 0, sent, nullptr);
@@ -142,6 +205,34 @@ struct reply_arrival {
   reply_head head;
 };
 
+void note_error(window &w, int status) {
+  if (status == MPI_SUCCESS || w.error != MPI_SUCCESS) return;
+  w.error = status;
+  w.why = status == MPI_ERR_RMA_RANGE
+              ? "an operation's target range lies outside the target's window"
+              : "the target could not apply an operation";
+}
+
+// A granted batch's answers, each to the fetch slot its request named.
+void parts_take(window &w, const fetch &batch) {
+  const std::vector<std::byte> &data = batch.staging;
+  for (std::size_t at = 0; data.size() - at >= sizeof(batch_part);) {
+    batch_part part;
+    std::memcpy(&part, data.data() + at, sizeof part);
+    at += sizeof part;
+    if (part.length > data.size() - at) break;
+    if (part.token < w.fetches.size() && w.fetches[part.token].used &&
+        w.fetches[part.token].target == batch.target) {
+      fetch &f = w.fetches[part.token];
+      f.replied = true;
+      f.status = part.status;
+      const auto *p = data.data() + at;
+      f.staging.assign(p, p + part.length);
+    }
+    at += part.length;
+  }
+}
+
 void reply_done(MPI_Comm, void *info) {
   std::unique_ptr<reply_arrival> r(static_cast<reply_arrival *>(info));
   window &w = *r->w;
@@ -151,13 +242,9 @@ void reply_done(MPI_Comm, void *info) {
   f.status = r->head.status;
   f.lock_answer = r->head.answer;
   --w.targets[static_cast<std::size_t>(f.target)].replies;
+  if (f.batch && f.lock_answer != 0) parts_take(w, w.fetches[r->token]);
+  note_error(w, f.status);
   if (f.free_on_reply) f = fetch{};
-  if (f.status != MPI_SUCCESS && w.error == MPI_SUCCESS) {
-    w.error = f.status;
-    w.why = f.status == MPI_ERR_RMA_RANGE
-                ? "an accumulate's target range lies outside the target's window"
-                : "the target could not apply an accumulate";
-  }
 }
 
 void *reply_arrived(MPI_Comm comm, int, const void *uhdr, int uhdr_len, MPI_Aint data_len,

@@ -9,6 +9,8 @@
 // (handlers.cpp) carrying the segments and the origin's packed data, which
 // the target applies and answers (with the old values, for the fetching
 // kinds).
+#include <sched.h>
+
 #include <algorithm>
 #include <cstring>
 
@@ -24,8 +26,10 @@ namespace iris::api::rma {
 
 namespace {
 
-// A free fetch slot of `w` for a message to `rank`.
-std::uint32_t fetch_slot(window &w, int rank) {
+// A free fetch slot of `w` for a message to `rank`, whose reply it counts
+// in the rank's `replies` unless it is a request in a batch (the batch's
+// own slot counts that one reply).
+std::uint32_t fetch_slot(window &w, int rank, bool counted = true) {
   std::size_t i = 0;
   while (i < w.fetches.size() && w.fetches[i].used) ++i;
   if (i == w.fetches.size()) w.fetches.emplace_back();
@@ -33,8 +37,29 @@ std::uint32_t fetch_slot(window &w, int rank) {
   f = fetch{};
   f.used = true;
   f.target = rank;
-  ++w.targets[static_cast<std::size_t>(rank)].replies;
+  if (counted) ++w.targets[static_cast<std::size_t>(rank)].replies;
   return static_cast<std::uint32_t>(i);
+}
+
+// A lazy lock's batch stays below these: an op whose body is larger, or
+// would take the batch past its size, first sends what waits (taking the
+// lock) and goes alone.
+constexpr std::size_t lazy_op_max = 4096, lazy_batch_max = std::size_t{64} << 10;
+
+// Whether an op whose body has `bytes` joins the lazy batch of `a`'s target.
+bool lazy_takes(access &a, std::size_t bytes) {
+  target &t = *a.t;
+  if (!t.lazy) return false;
+  if (bytes <= lazy_op_max && t.batch.size() + bytes <= lazy_batch_max) return true;
+  settle_lazy(*a.w, a.rank, false);
+  return false;
+}
+
+// Adds request `h` to `a`'s target's lazy batch.
+void lazy_add(access &a, const request_head &h, const std::vector<std::byte> &body) {
+  batch_add(a.t->batch, h, body.data(), body.size());
+  ++a.t->batched;
+  ++a.t->unsettled;  // completion sends it
 }
 
 // Sends a request to rank's handler; its body is kept until completion.
@@ -78,6 +103,17 @@ std::vector<std::pair<std::uint64_t, std::size_t>> segments_of(std::uint64_t add
   each_segment(address, count, t,
                [&](std::uint64_t at, std::size_t bytes) { out.emplace_back(at, bytes); });
   return out;
+}
+
+// A request's body: the (address, bytes) table of `segs`, then room for
+// `data` bytes.
+std::vector<std::byte> body_of(const segment_list &segs, std::size_t data) {
+  std::vector<std::byte> body(segs.size() * 2 * sizeof(std::uint64_t) + data);
+  for (std::size_t i = 0; i < segs.size(); ++i) {
+    const std::uint64_t pair[2] = {segs[i].first, segs[i].second};
+    std::memcpy(body.data() + i * sizeof pair, pair, sizeof pair);
+  }
+  return body;
 }
 
 }  // namespace
@@ -168,6 +204,19 @@ int put(access &a, const void *origin, int origin_count) {
   window &w = *a.w;
   const std::size_t total = static_cast<std::size_t>(origin_count) * a.origin_type->packed_size;
   if (total == 0) return MPI_SUCCESS;
+  const int count = static_cast<int>(total / std::max<std::size_t>(1, a.target_type->packed_size));
+  if (lazy_takes(a, total)) {
+    const segment_list segs = segments_of(a.address, count, *a.target_type);
+    std::vector<std::byte> body = body_of(segs, total);
+    device::dtype_pack_range(origin, origin_count, *a.origin_type, 0, total,
+                             body.data() + (body.size() - total));
+    request_head h{};
+    h.kind = message_kind::put;
+    h.token = no_token;
+    h.segments = static_cast<std::uint32_t>(segs.size());
+    lazy_add(a, h, body);
+    return MPI_SUCCESS;
+  }
   const std::byte *src = static_cast<const std::byte *>(origin);
   if (!device::dtype_contiguous(*a.origin_type, origin_count)) {
     std::vector<std::byte> packed(total);
@@ -176,25 +225,23 @@ int put(access &a, const void *origin, int origin_count) {
     src = w.keep.back().second.data();
     ++a.t->unsettled;
   }
-  const int target_count =
-      static_cast<int>(total / std::max<std::size_t>(1, a.target_type->packed_size));
   std::size_t off = 0;
   std::uint64_t unattached = 0;
   bool refused = false;
-  each_segment(
-      a.address, target_count, *a.target_type, [&](std::uint64_t address, std::size_t bytes) {
-        if (refused) return;
-        if (std::byte *there = mapped(a, address, bytes)) {
-          std::memcpy(there, src + off, bytes);
-        } else if (a.w->flavor == MPI_WIN_FLAVOR_DYNAMIC && a.rank == w.comm->rank) {
-          refused = true;
-          unattached = address;
-        } else {
-          device::am_put(route_to(w, a.rank), src + off, bytes, address, 0, nullptr, nullptr);
-          ++a.t->unsettled;
-        }
-        off += bytes;
-      });
+  each_segment(a.address, count, *a.target_type, [&](std::uint64_t address, std::size_t bytes) {
+    if (refused) return;
+    if (std::byte *there = mapped(a, address, bytes)) {
+      std::memcpy(there, src + off, bytes);
+    } else if (a.w->flavor == MPI_WIN_FLAVOR_DYNAMIC && a.rank == w.comm->rank) {
+      refused = true;
+      unattached = address;
+    } else {
+      device::am_put(route_to(w, a.rank), src + off, bytes, address, 0, nullptr, nullptr);
+      ++a.t->unsettled;
+      a.t->am_ops = true;
+    }
+    off += bytes;
+  });
   if (refused) {
     return raise(w, "MPI_Put", MPI_ERR_RMA_RANGE, "address %#llx is not attached here",
                  static_cast<unsigned long long>(unattached));
@@ -206,12 +253,27 @@ int get(access &a, void *origin, int origin_count) {
   window &w = *a.w;
   const std::size_t total = static_cast<std::size_t>(origin_count) * a.origin_type->packed_size;
   if (total == 0) return MPI_SUCCESS;
+  const int target_count =
+      static_cast<int>(total / std::max<std::size_t>(1, a.target_type->packed_size));
+  if (lazy_takes(a, total)) {
+    // The bytes come back in the batch's reply to a fetch slot, unpacked
+    // into the origin buffer at completion.
+    const segment_list segs = segments_of(a.address, target_count, *a.target_type);
+    request_head h{};
+    h.kind = message_kind::get;
+    h.token = fetch_slot(w, a.rank, false);
+    h.segments = static_cast<std::uint32_t>(segs.size());
+    fetch &f = w.fetches[h.token];
+    f.result = origin;
+    f.count = origin_count;
+    f.type = *a.origin_type;
+    lazy_add(a, h, body_of(segs, 0));
+    return MPI_SUCCESS;
+  }
   const bool direct = device::dtype_contiguous(*a.origin_type, origin_count);
   std::vector<std::byte> staging;
   if (!direct) staging.resize(total);
   std::byte *dst = direct ? static_cast<std::byte *>(origin) : staging.data();
-  const int target_count =
-      static_cast<int>(total / std::max<std::size_t>(1, a.target_type->packed_size));
   std::size_t off = 0;
   bool all_copied = true, refused = false;
   std::uint64_t unattached = 0;
@@ -226,6 +288,7 @@ int get(access &a, void *origin, int origin_count) {
                  } else {
                    device::am_get(route_to(w, a.rank), dst + off, bytes, address, 0, nullptr);
                    ++a.t->unsettled;
+                   a.t->am_ops = true;
                    all_copied = false;
                  }
                  off += bytes;
@@ -333,7 +396,7 @@ int accumulate(access &a, const char *call, const void *origin, int origin_count
   if (w.flavor == MPI_WIN_FLAVOR_DYNAMIC && a.rank == w.comm->rank) {
     return raise(w, call, MPI_ERR_RMA_RANGE, "the target range is not attached here");
   }
-  // To the target's handler.
+  // To the target's handler: in the target's lazy batch, or alone.
   request_head h{};
   h.kind = compare != nullptr ? message_kind::compare_swap : message_kind::accumulate;
   h.op = op;
@@ -342,22 +405,22 @@ int accumulate(access &a, const char *call, const void *origin, int origin_count
   h.segments = static_cast<std::uint32_t>(segs.size());
   h.extent = b->extent;
   h.fetching = fetching ? 1 : 0;
-  h.token = fetch_slot(w, a.rank);
-  fetch &f = w.fetches[h.token];
+  std::vector<std::byte> body = body_of(segs, operands.size());
+  std::memcpy(body.data() + (body.size() - operands.size()), operands.data(), operands.size());
+  const bool batched = lazy_takes(a, body.size());
+  // A lone request always takes a slot (its reply says how it went).
+  h.token = fetching || !batched ? fetch_slot(w, a.rank, !batched) : no_token;
   if (fetching) {
+    fetch &f = w.fetches[h.token];
     f.result = result;
     f.count = result_count;
     f.type = *result_type;
   }
-  std::vector<std::byte> body(segs.size() * 2 * sizeof(std::uint64_t) + operands.size());
-  auto *table = reinterpret_cast<std::uint64_t *>(body.data());
-  for (std::size_t i = 0; i < segs.size(); ++i) {
-    table[2 * i] = segs[i].first;
-    table[2 * i + 1] = segs[i].second;
+  if (batched) {
+    lazy_add(a, h, body);
+  } else {
+    request_send(w, a.rank, h, std::move(body));
   }
-  std::memcpy(body.data() + segs.size() * 2 * sizeof(std::uint64_t), operands.data(),
-              operands.size());
-  request_send(w, a.rank, h, std::move(body));
   return MPI_SUCCESS;
 }
 
@@ -420,9 +483,56 @@ bool lock_step(window &w, int rank, std::int64_t step) {
   return granted;
 }
 
+void lock_lazily(window &w, int rank, int lock_type) {
+  target &t = w.targets[static_cast<std::size_t>(rank)];
+  t.lazy = true;
+  t.batch.clear();
+  t.batched = 0;
+  request_head h{};
+  h.kind = message_kind::lock;
+  h.token = no_token;
+  h.lock = lock_type == MPI_LOCK_EXCLUSIVE ? try_exclusive : try_shared;
+  batch_add(t.batch, h, nullptr, 0);
+}
+
+void settle_lazy(window &w, int rank, bool release) {
+  target &t = w.targets[static_cast<std::size_t>(rank)];
+  if (!t.lazy) return;
+  t.lazy = false;
+  if (release && t.batched == 0) {
+    t.batch.clear();
+    return;
+  }
+  if (release) {
+    request_head r{};
+    r.kind = message_kind::lock;
+    r.token = no_token;
+    r.lock = t.lock == MPI_LOCK_EXCLUSIVE ? release_exclusive : release_shared;
+    batch_add(t.batch, r, nullptr, 0);
+  }
+  ++t.unsettled;  // completion unpacks what came back
+  // Until the lock is granted: a refused batch ran nothing and goes again.
+  for (;;) {
+    request_head h{};
+    h.kind = message_kind::batch;
+    h.token = fetch_slot(w, rank);
+    w.fetches[h.token].batch = true;
+    device::am_send(route_to(w, rank), request_handler_id(), &h, sizeof h, t.batch.data(),
+                    t.batch.size(), 0, nullptr, nullptr);
+    device::progress_until([&] { return w.fetches[h.token].replied; });
+    const bool granted = w.fetches[h.token].lock_answer != 0;
+    w.fetches[h.token] = fetch{};
+    if (granted) break;
+    if (device::progress_poll() == 0) sched_yield();
+  }
+  t.batch.clear();
+  t.batched = 0;
+}
+
 int complete(window &w, int rank, std::string &why) {
   const int from = rank >= 0 ? rank : 0;
   const int to = rank >= 0 ? rank + 1 : w.comm->size;
+  for (int r = from; r < to; ++r) settle_lazy(w, r, false);
   // Only copies and atomics on mappings since the last completion: they
   // are complete already.
   bool settled = w.error == MPI_SUCCESS;
@@ -437,12 +547,18 @@ int complete(window &w, int rank, std::string &why) {
     }
     return true;
   });
+  // Requests to handlers are done when answered; puts and gets of the AM
+  // layer when its fence says so.
+  bool fence = false;
+  for (int r = from; r < to; ++r) {
+    fence = fence || w.targets[static_cast<std::size_t>(r)].am_ops;
+    w.targets[static_cast<std::size_t>(r)].am_ops = false;
+  }
   int err = MPI_SUCCESS;
   const char *fence_why = nullptr;
-  if (rank >= 0) {
-    err = device::am_fence(w.targets[static_cast<std::size_t>(rank)].world, &fence_why);
-  } else {
-    err = device::am_fence(-1, &fence_why);
+  if (fence) {
+    err = device::am_fence(rank >= 0 ? w.targets[static_cast<std::size_t>(rank)].world : -1,
+                           &fence_why);
   }
   if (err != MPI_SUCCESS) {
     why = fence_why != nullptr ? fence_why : "an operation was refused at the target";

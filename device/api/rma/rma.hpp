@@ -53,6 +53,14 @@ struct target {
   // buffers here: 0 means every one was a copy or an atomic on its mapping,
   // complete when it returned.
   int unsettled = 0;
+  bool am_ops = false;  // am_put or am_get went to it since then: am_fence ends them
+  // A lazy lock (MPI_Win_lock to a rank whose control block is not mapped
+  // here): nothing was asked yet. Its lock step and the ops after it wait
+  // in `batch` (messages.hpp) and go as one message at the first
+  // completion to the rank, with the release when that is MPI_Win_unlock.
+  bool lazy = false;
+  std::vector<std::byte> batch;
+  int batched = 0;  // ops in it
 };
 
 // An accumulate sent to a target's handler whose reply is awaited: where
@@ -68,6 +76,7 @@ struct fetch {
   int status = MPI_SUCCESS;
   std::int64_t lock_answer = 0;  // a lock step's: 1 granted, 0 not
   bool free_on_reply = false;    // a lock release's: nobody waits for its answer
+  bool batch = false;            // a lazy lock's batch: its reply answers other slots too
 };
 
 struct window {
@@ -162,6 +171,13 @@ int accumulate(access &a, const char *call, const void *origin, int origin_count
 // ... release_exclusive); whether it was granted.
 enum lock_step : std::int64_t { try_shared = 1, try_exclusive, release_shared, release_exclusive };
 bool lock_step(window &w, int rank, std::int64_t step);
+// MPI_Win_lock of rank's control block, not mapped here: a lazy lock.
+void lock_lazily(window &w, int rank, int lock_type);
+// A lazy lock's batch, sent (with the release when `release`) and
+// answered, the lock granted: the ops in it are done at the target.
+// Nothing when the rank is not lazily locked, or when only the lock step
+// waits and `release` (an epoch without ops asks for nothing).
+void settle_lazy(window &w, int rank, bool release);
 
 // The device's handlers of one-sided messages (ops.cpp), registered once.
 void handlers_register();

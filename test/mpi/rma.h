@@ -1,0 +1,60 @@
+/* What the files of the rma program share: the rank, the size and the
+ * neighbours in MPI_COMM_WORLD, a few helpers (rma.c), and the phases that
+ * rma.c's main runs from rma_more.c:
+ *   I  PSCW: 10 rounds in a ring (post to the left, start to the right, a
+ *      put, complete, wait), then both neighbours in one group each way
+ *      ended by MPI_Win_test; complete and wait outside an epoch;
+ *   J  request-based ops (Rput, Rget, Raccumulate, Rget_accumulate) in a
+ *      lock_all epoch, and outside a passive-target one (MPI_ERR_RMA_SYNC);
+ *      the large-count forms (Put_c, Get_c, Accumulate_c, Get_accumulate_c,
+ *      Win_allocate_c with Win_shared_query_c where memory is shared);
+ *   K  info and attributes: the hints given at creation and by
+ *      MPI_Win_set_info read back by MPI_Win_get_info, a keyval of our own
+ *      set, read, deleted and set again, its delete callback run by
+ *      MPI_Win_delete_attr and by MPI_Win_free;
+ *   L  what MPICH's own rma tests do that the rest does not: 600 windows
+ *      open at once, fetch_and_op on MPI_CHAR, accumulates of no data with
+ *      types that do not match, and a shared window where odd ranks have
+ *      no memory (MPI_Win_shared_query gives them size 0 and NULL), and
+ *      MAXLOC and MPI_NO_OP fetches on MPI_SHORT_INT, a pair with holes
+ *      (a short, padding, an int), at a displacement of one pair; SUM and
+ *      a fetching BXOR of 1000 ints under exclusive locks.
+ *   M  lazy locks (a lock on a rank whose memory is not mapped here is
+ *      asked for with the epoch's ops, in one message): every kind of op
+ *      in one exclusive epoch, checked after the unlock; an epoch of more
+ *      ops than one message takes; epochs without ops; every rank adding
+ *      to one counter by fetch_and_op under exclusive locks (each fetched
+ *      value once); an op outside a dynamic window's attached memory,
+ *      reported by MPI_Win_unlock. Run on one node too, where the locks
+ *      are taken at once. */
+#ifndef IRIS_TEST_RMA_H
+#define IRIS_TEST_RMA_H
+
+#include "check.h"
+
+/* In MPI_COMM_WORLD; set by main (rma.c). */
+extern int rank, size, right, left;
+
+/* CLOCK_MONOTONIC, in seconds. */
+double seconds(void);
+/* The class of a return code (MPI_SUCCESS stays MPI_SUCCESS). */
+int error_class(int code);
+/* Between others' RMA and the target's own loads or stores of its window
+ * memory (a barrier apart), the unified model still asks for MPI_Win_sync in
+ * an epoch of the target's own (MPI 4.0, 12.7). */
+void sync_self(MPI_Win win);
+/* Whether an op outside the window must be reported (Iris: yes; another
+ * MPI may leave it undefined). */
+extern const int kRangeMustBeReported;
+
+/* rma_more.c's phases, I to M. */
+void test_pscw(void);
+void test_requests(void);
+void test_info_attrs(void);
+void test_mpich_cases(void);
+void test_lazy_locks(void);
+
+/* check.h's failure counter is one per file: main adds rma_more.c's. */
+int rma_more_failures(void);
+
+#endif
