@@ -42,6 +42,11 @@ constexpr tunable table[] = {
      "computes without calling MPI: auto starts it at the first MPIX_Am_register or "
      "MPIX_Expose, on at MPI_Init, off never (operations then progress only inside MPI "
      "calls; put and get to a rank of this node by CMA need no thread either way)"},
+    {"IRIS_PROGRESS_NICE", -20, -20, 19, nullptr,
+     "the nice value of that progress thread: at -20 a peer's operation that wakes it takes "
+     "the core from this rank's computing thread at once (at the computing thread's own value "
+     "the scheduler may let that run on for milliseconds first); a value the process may not "
+     "take (without CAP_SYS_NICE, below its RLIMIT_NICE) leaves it at the process's"},
     {"IRIS_AM_PULL_MIN", 32 * 1024, 0, std::int64_t{1} << 40, nullptr,
      "smallest data of an active message that the target reads from the origin itself (CMA, "
      "ranks of one node) after the header handler ran; smaller data travels in the message's "
@@ -140,6 +145,7 @@ settings settings_load() {
   s.sleep_timeout_ms = static_cast<int>(value_of("IRIS_SLEEP_TIMEOUT"));
   s.async_progress = static_cast<int>(value_of("IRIS_ASYNC_PROGRESS"));
   s.am_pull_min = static_cast<std::uint64_t>(value_of("IRIS_AM_PULL_MIN"));
+  s.progress_nice = static_cast<int>(value_of("IRIS_PROGRESS_NICE"));
   s.debug = value_of("IRIS_DEBUG") != 0;
   s.stats = value_of("IRIS_STATS") != 0;
   return s;

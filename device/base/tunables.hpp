@@ -50,6 +50,7 @@ struct settings {
   int poll_batch;
   std::size_t nontemporal_min;  // SIZE_MAX: never (IRIS_NONTEMPORAL_MIN=0)
   int async_progress;           // 0 auto, 1 on, 2 off
+  int progress_nice;            // the progress thread's nice value (IRIS_PROGRESS_NICE)
   std::uint64_t am_pull_min;
   bool debug;
   bool stats;

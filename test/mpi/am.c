@@ -12,7 +12,9 @@
  *      negative lengths, a counter address that cannot be one);
  *   F  a target that computes without calling MPI while rank 0 completes
  *      100 rounds of put, get and request/reply with it, then sets a flag
- *      in its memory that ends the computing;
+ *      in its memory that ends the computing; rank 1's progress thread
+ *      runs at the nice value IRIS_PROGRESS_NICE asks (-20), when this
+ *      runs as root;
  *   G  puts and gets without a target counter, one after another into the
  *      same MPI_Alloc_mem block (on one node the origin then copies into
  *      its mapping of the block without looking the region up again):
@@ -23,10 +25,13 @@
  *      still queued at the origin: rank 1 puts 16 MiB into rank 0, fences,
  *      then sends rank 0 a message, after which rank 0 finds every byte.
  * Prints "am: all checks passed on N ranks". */
+#include <dirent.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "check.h"
 
@@ -547,6 +552,37 @@ static double seconds(void) {
   return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
 
+/* The nice value of this process's thread named "iris-progress", from
+ * /proc (field 19 of its stat), or 100 when there is none. */
+static int progress_thread_nice(void) {
+  DIR *tasks = opendir("/proc/self/task");
+  int nice = 100;
+  for (struct dirent *e; tasks != NULL && nice == 100 && (e = readdir(tasks)) != NULL;) {
+    char path[300], text[512] = {0};
+    snprintf(path, sizeof path, "/proc/self/task/%s/comm", e->d_name);
+    FILE *f = fopen(path, "r");
+    if (f == NULL) continue;
+    const int named =
+        fgets(text, sizeof text, f) != NULL && strncmp(text, "iris-progress", 13) == 0;
+    fclose(f);
+    if (!named) continue;
+    snprintf(path, sizeof path, "/proc/self/task/%s/stat", e->d_name);
+    f = fopen(path, "r");
+    if (f == NULL) continue;
+    const size_t n = fread(text, 1, sizeof text - 1, f);
+    fclose(f);
+    text[n] = '\0';
+    /* After the name's closing parenthesis: field 3 onwards. */
+    const char *p = strrchr(text, ')');
+    for (int field = 3; p != NULL && field <= 19; ++field) {
+      p = strchr(p + 1, ' ');
+      if (p != NULL && field == 19) nice = atoi(p + 1);
+    }
+  }
+  if (tasks != NULL) closedir(tasks);
+  return nice;
+}
+
 static void test_busy_target(void) {
   if (size < 2) return;
   static long flag_word[2];
@@ -576,6 +612,12 @@ static void test_busy_target(void) {
     MPI_Count waits = 0;
     MPIX_Stat_get("am_thread_waits", &waits);
     CHECK(waits > 0, "F: the progress thread never slept in a transport's wait");
+    /* It runs at the nice value asked for (root may take any). */
+    if (geteuid() == 0) {
+      const char *asked = getenv("IRIS_PROGRESS_NICE");
+      const int want = asked != NULL ? atoi(asked) : -20, nice = progress_thread_nice();
+      CHECK(nice == want, "F: the progress thread runs at nice %d, not %d", nice, want);
+    }
   } else if (rank == 0) {
     MPIX_Counter oc, cc;
     MPIX_Counter_create(&oc);
