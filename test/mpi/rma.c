@@ -50,10 +50,7 @@ int error_class(int code) {
   return cls;
 }
 
-/* MPI_Win_allocate's size in bytes, rounded up to a multiple of 64: after a
- * segment whose size is not a multiple of 16 bytes, MPICH 4.0.2 (ch4:ucx, one
- * node) puts into the wrong place and MPI_WIN_BASE is not the base pointer. */
-static MPI_Aint padded(size_t bytes) {
+MPI_Aint padded(size_t bytes) {
   return (MPI_Aint)((bytes + 63) / 64 * 64);
 }
 

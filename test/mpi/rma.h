@@ -39,6 +39,10 @@ extern int rank, size, right, left;
 double seconds(void);
 /* The class of a return code (MPI_SUCCESS stays MPI_SUCCESS). */
 int error_class(int code);
+/* MPI_Win_allocate's size in bytes, rounded up to a multiple of 64: after a
+ * segment whose size is not a multiple of 16 bytes, MPICH 4.0.2 (ch4:ucx, one
+ * node) puts into the wrong place and MPI_WIN_BASE is not the base pointer. */
+MPI_Aint padded(size_t bytes);
 /* Between others' RMA and the target's own loads or stores of its window
  * memory (a barrier apart), the unified model still asks for MPI_Win_sync in
  * an epoch of the target's own (MPI 4.0, 12.7). */

@@ -350,7 +350,7 @@ static int compare_int(const void *a, const void *b) {
 void test_lazy_locks(void) {
   int *mem = NULL;
   MPI_Win win;
-  MPI_Win_allocate((MPI_Aint)(kLazyInts * sizeof(int)), sizeof(int), MPI_INFO_NULL, MPI_COMM_WORLD,
+  MPI_Win_allocate(padded(kLazyInts * sizeof(int)), sizeof(int), MPI_INFO_NULL, MPI_COMM_WORLD,
                    &mem, &win);
   for (int i = 0; i < kLazyInts; ++i) mem[i] = 0;
   for (int i = 0; i < 16; ++i) mem[kReads + i] = 1000 * rank + i;

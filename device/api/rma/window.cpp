@@ -27,6 +27,14 @@ namespace iris::api::rma {
 namespace {
 
 constexpr std::size_t control_bytes = sizeof(control);
+// Where the memory of an MPI_Win_allocate(_shared) window starts after the
+// control blocks: half a page in, not at a page's start. A copy between
+// two buffers at nearly the same offset in their pages stalls on 4K
+// aliasing (a load waits behind a store to the same low 12 address bits),
+// and a program's large malloc'ed buffers start 16 bytes into a page: a
+// 32 KiB get into one from page-aligned window memory ran at 0.86 of Open
+// MPI's, whose windows start 264 bytes in. 64-byte aligned.
+constexpr std::size_t base_skew = 2048 + 64;
 
 // Windows by handle index (0: MPI_WIN_NULL). Under the call lock.
 std::vector<std::unique_ptr<window>> &windows() {
@@ -281,7 +289,7 @@ int create(const char *call, MPI_Comm comm, MPI_Info info, int flavor, void *bas
     }
     std::vector<MPI_Aint> sizes(static_cast<std::size_t>(c->size));
     MPI_Allgather(&size, 1, MPI_AINT, sizes.data(), 1, MPI_AINT, w->comm->handle);
-    std::size_t total = control_bytes * sizes.size(), mine = 0;
+    std::size_t total = control_bytes * sizes.size() + base_skew, mine = 0;
     for (std::size_t r = 0; r < sizes.size(); ++r) {
       if (static_cast<int>(r) == c->rank) mine = total;
       total += round_up(static_cast<std::size_t>(sizes[r]), 64);
@@ -299,14 +307,14 @@ int create(const char *call, MPI_Comm comm, MPI_Info info, int flavor, void *bas
     w->base = size > 0 ? whole + mine : nullptr;  // no memory: NULL, as MPICH gives
     w->size = size;
   } else if (flavor == MPI_WIN_FLAVOR_ALLOCATE) {
-    auto *p = static_cast<std::byte *>(allocate(control_bytes + bytes, w->owned_block));
+    auto *p = static_cast<std::byte *>(allocate(control_bytes + base_skew + bytes, w->owned_block));
     if (p == nullptr) {
       destroy(*w);
       return device::error_raise(c, call, MPI_ERR_NO_MEM, "cannot allocate %zu bytes", bytes);
     }
     w->owned = p;
     w->ctl = reinterpret_cast<control *>(p);
-    w->base = p + control_bytes;
+    w->base = p + control_bytes + base_skew;
     w->size = size;
   } else {
     w->ctl = static_cast<control *>(allocate(control_bytes, w->owned_block));
@@ -329,7 +337,7 @@ int create(const char *call, MPI_Comm comm, MPI_Info info, int flavor, void *bas
     // Every rank's memory and control block as this rank maps the block.
     std::byte *whole =
         reinterpret_cast<std::byte *>(w->ctl) - control_bytes * static_cast<std::size_t>(c->rank);
-    std::size_t at = control_bytes * w->targets.size();
+    std::size_t at = control_bytes * w->targets.size() + base_skew;
     for (std::size_t r = 0; r < w->targets.size(); ++r) {
       target &t = w->targets[r];
       t.ctl = reinterpret_cast<control *>(whole + control_bytes * r);
