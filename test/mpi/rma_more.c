@@ -442,7 +442,9 @@ void test_lazy_locks(void) {
   MPI_Win_free(&win);
 
   /* An op outside a dynamic window's attached memory: MPI_Win_unlock
-   * reports it, and the memory beside it is left as it was. */
+   * reports it, and the memory beside it is left as it was. (Erroneous:
+   * another MPI may do anything, Open MPI's osc/ucx crashes.) */
+  if (!kRangeMustBeReported) return;
   MPI_Win dyn;
   MPI_Win_create_dynamic(MPI_INFO_NULL, MPI_COMM_WORLD, &dyn);
   MPI_Win_set_errhandler(dyn, MPI_ERRORS_RETURN);
