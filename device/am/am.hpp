@@ -72,6 +72,10 @@ bool am_mapped_hit(int target, bool write, void *local, std::size_t bytes, std::
 // has completed there. Returns MPI_SUCCESS or the class of the first
 // refusal among them (then forgotten), with its reason in `why`.
 int am_fence(int target, const char **why);
+// Waits until every op started here to world rank `target` has left this
+// process (its origin buffer is free again); not for its completion
+// there. A message sent after it is handled there after its bytes landed.
+void am_sent(int target);
 
 // The dispatch table's handler of packet_type::active.
 const char *am_on_packet(vc &from, const packet_header &h, const std::byte *payload);

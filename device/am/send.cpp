@@ -371,6 +371,13 @@ int am_get(const am_route &to, void *origin, std::size_t bytes, std::uint64_t ta
   return MPI_SUCCESS;
 }
 
+void am_sent(int target) {
+  if (am == nullptr) return;
+  am_state &s = *am;
+  const am_peer &p = s.peers[static_cast<std::size_t>(target)];
+  progress_until([&] { return p.streams.empty(); });
+}
+
 int am_fence(int target, const char **why) {
   if (am == nullptr) return MPI_SUCCESS;
   am_state &s = *am;

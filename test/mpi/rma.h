@@ -2,7 +2,8 @@
  * neighbours in MPI_COMM_WORLD, a few helpers (rma.c), and the phases that
  * rma.c's main runs from rma_more.c:
  *   I  PSCW: 10 rounds in a ring (post to the left, start to the right, a
- *      put, complete, wait), then both neighbours in one group each way
+ *      put, complete, wait); 3 rounds of a 1 MiB put and a strided one
+ *      into a Win_create window; then both neighbours in one group each way
  *      ended by MPI_Win_test; complete and wait outside an epoch;
  *   J  request-based ops (Rput, Rget, Raccumulate, Rget_accumulate) in a
  *      lock_all epoch, and outside a passive-target one (MPI_ERR_RMA_SYNC);

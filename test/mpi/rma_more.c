@@ -34,6 +34,40 @@ void test_pscw(void) {
     CHECK(mem[0] == 100 * round + left, "I: round %d: slot 0 holds %d, want %d", round, mem[0],
           100 * round + left);
   }
+  /* Large and strided: 1 MiB in many packets, and a vector type (a put
+   * per piece) into a Win_create window over malloc'ed memory (never
+   * mapped: CMA or packets), all landed when MPI_Win_wait returns. */
+  {
+    enum { kInts = 1 << 18 };
+    int *big = malloc(2 * kInts * sizeof(int)), *out = malloc(kInts * sizeof(int));
+    for (int i = 0; i < 2 * kInts; ++i) big[i] = -1;
+    for (int i = 0; i < kInts; ++i) out[i] = rank * 3 + i;
+    MPI_Win big_win;
+    MPI_Win_create(big, 2 * kInts * (MPI_Aint)sizeof(int), sizeof(int), MPI_INFO_NULL,
+                   MPI_COMM_WORLD, &big_win);
+    MPI_Datatype every_other;
+    MPI_Type_vector(64, 1, 2, MPI_INT, &every_other);
+    MPI_Type_commit(&every_other);
+    for (int round = 0; round < 3; ++round) {
+      out[0] = round;
+      MPI_Win_post(from_left, 0, big_win);
+      MPI_Win_start(to_right, 0, big_win);
+      MPI_Put(out, kInts, MPI_INT, right, 0, kInts, MPI_INT, big_win);
+      MPI_Put(out, 64, MPI_INT, right, kInts, 1, every_other, big_win);
+      MPI_Win_complete(big_win);
+      MPI_Win_wait(big_win);
+      int bad = big[0] != round;
+      for (int i = 1; i < kInts; ++i) bad += big[i] != left * 3 + i;
+      for (int i = 0; i < 128; ++i) {
+        bad += big[kInts + i] != (i % 2 ? -1 : i == 0 ? round : left * 3 + i / 2);
+      }
+      CHECK(bad == 0, "I: round %d: %d ints of the large and strided puts differ", round, bad);
+    }
+    MPI_Type_free(&every_other);
+    MPI_Win_free(&big_win);
+    free(big);
+    free(out);
+  }
   /* Both neighbours each way: slot 1 from the left, slot 2 from the right. */
   const int both[2] = {left, right};
   MPI_Group neighbours = group_of(size > 2 ? 2 : 1, both);

@@ -236,7 +236,11 @@ int put(access &a, const void *origin, int origin_count) {
       refused = true;
       unattached = address;
     } else {
-      device::am_put(route_to(w, a.rank), src + off, bytes, address, 0, nullptr, nullptr);
+      // The first since the last completion asks for an ack: a lone put's
+      // flush then waits for it alone; after more, the flush sends one
+      // fence step behind them all.
+      device::am_put(route_to(w, a.rank), src + off, bytes, address, 0, nullptr,
+                     a.t->am_ops ? nullptr : w.acks);
       ++a.t->unsettled;
       a.t->am_ops = true;
     }
@@ -289,6 +293,7 @@ int get(access &a, void *origin, int origin_count) {
                    device::am_get(route_to(w, a.rank), dst + off, bytes, address, 0, nullptr);
                    ++a.t->unsettled;
                    a.t->am_ops = true;
+                   a.t->am_gets = true;
                    all_copied = false;
                  }
                  off += bytes;
@@ -529,7 +534,7 @@ void settle_lazy(window &w, int rank, bool release) {
   t.batched = 0;
 }
 
-int complete(window &w, int rank, std::string &why) {
+int complete(window &w, int rank, std::string &why, bool notice) {
   const int from = rank >= 0 ? rank : 0;
   const int to = rank >= 0 ? rank + 1 : w.comm->size;
   for (int r = from; r < to; ++r) settle_lazy(w, r, false);
@@ -549,13 +554,25 @@ int complete(window &w, int rank, std::string &why) {
   });
   // Requests to handlers are done when answered; puts and gets of the AM
   // layer when its fence says so.
-  bool fence = false;
+  bool fence = false, gets = false;
   for (int r = from; r < to; ++r) {
     fence = fence || w.targets[static_cast<std::size_t>(r)].am_ops;
-    w.targets[static_cast<std::size_t>(r)].am_ops = false;
+    gets = gets || w.targets[static_cast<std::size_t>(r)].am_gets;
   }
   int err = MPI_SUCCESS;
   const char *fence_why = nullptr;
+  // A dynamic window's puts may be refused there: those are fenced, so that
+  // the refusal is reported here.
+  if (fence && notice && rank >= 0 && !gets && w.flavor != MPI_WIN_FLAVOR_DYNAMIC) {
+    // Their fence comes with a later completion (am_ops stays).
+    device::am_sent(w.targets[static_cast<std::size_t>(rank)].world);
+    fence = false;
+  } else {
+    for (int r = from; r < to; ++r) {
+      w.targets[static_cast<std::size_t>(r)].am_ops = false;
+      w.targets[static_cast<std::size_t>(r)].am_gets = false;
+    }
+  }
   if (fence) {
     err = device::am_fence(rank >= 0 ? w.targets[static_cast<std::size_t>(rank)].world : -1,
                            &fence_why);

@@ -94,7 +94,7 @@ int MPI_Win_complete(MPI_Win win) {
   std::string why;
   for (const int r : w->access) {
     std::string reason;
-    const int e = complete(*w, r, reason);
+    const int e = complete(*w, r, reason, true);  // the complete notice follows
     if (e != MPI_SUCCESS && err == MPI_SUCCESS) {
       err = e;
       why = reason;

@@ -18,6 +18,8 @@
 
 #include "device/api/check.hpp"
 
+struct iris_counter;
+
 namespace iris::api::rma {
 
 // One per window per rank, 8 KiB (a mappable block's least is 4): the lock
@@ -53,7 +55,8 @@ struct target {
   // buffers here: 0 means every one was a copy or an atomic on its mapping,
   // complete when it returned.
   int unsettled = 0;
-  bool am_ops = false;  // am_put or am_get went to it since then: am_fence ends them
+  bool am_ops = false;   // am_put or am_get went to it since then: am_fence ends them
+  bool am_gets = false;  // am_get did
   // A lazy lock (MPI_Win_lock to a rank whose control block is not mapped
   // here): nothing was asked yet. Its lock step and the ops after it wait
   // in `batch` (messages.hpp) and go as one message at the first
@@ -109,7 +112,13 @@ struct window {
     int target;
   };
   std::vector<unpack> unpacks;
-  std::vector<fetch> fetches;                                    // by token
+  std::vector<fetch> fetches;  // by token
+  // The completion counter of the first am_put to a target since its last
+  // completion: that put asks for an ack, which the completion waits for
+  // (am_fence) instead of sending a fence step after it (a lone put's
+  // flush: one message and its ack, not two messages that may wake the
+  // target twice).
+  iris_counter *acks = nullptr;
   std::vector<std::pair<std::uintptr_t, std::size_t>> attached;  // dynamic windows
   // PSCW (pscw.cpp): the ranks of the access epoch MPI_Win_start opened and
   // of the exposure epoch MPI_Win_post opened, and the posts and completes
@@ -139,8 +148,11 @@ int check_window(const char *call, MPI_Win handle, window *&out);
 
 // Completion of every op started here to rank `rank` of the window (-1:
 // all): their bytes moved, accumulate replies in, gets unpacked. Returns
-// the first error an op reported, with its reason in `why`.
-int complete(window &w, int rank, std::string &why);
+// the first error an op reported, with its reason in `why`. `notice`
+// (MPI_Win_complete, one rank): a notice to the rank follows on the same
+// channel, so puts that only went as packets need only have left here
+// (am_sent), not their acks (the target handles the notice after them).
+int complete(window &w, int rank, std::string &why, bool notice = false);
 
 // An op's target, checked (ops.cpp): the window, the rank, its data's
 // address in the target's process and the two datatypes; `none` for

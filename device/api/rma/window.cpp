@@ -12,6 +12,7 @@
 #include <map>
 
 #include "device/am/am.hpp"
+#include "device/am/counter.hpp"
 #include "device/am/exposure.hpp"
 #include "device/api/env/info.hpp"
 #include "device/api/rma/rma.hpp"
@@ -250,6 +251,7 @@ void destroy(window &w) {
     conceal(w.base);
   }
   release(w.owned, w.owned_block, w.owned_mapped);
+  if (w.acks != nullptr) device::counter_free(w.acks);
   device::comm_release(w.comm->handle);
 }
 
@@ -267,6 +269,7 @@ int create(const char *call, MPI_Comm comm, MPI_Info info, int flavor, void *bas
   }
   handlers_register();
   auto w = std::make_unique<window>();
+  w->acks = device::counter_create();
   w->comm = own_comm(*c);
   w->flavor = flavor;
   w->disp_unit = disp_unit;
