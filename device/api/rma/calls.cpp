@@ -428,12 +428,11 @@ static int flush(const char *call, MPI_Win win, int rank) {
 
 int MPI_Win_flush(int rank, MPI_Win win) {
   const device::api_guard guard;
-  // Nothing but copies and atomics on its mapping since the last one, in
-  // an open epoch: complete already.
+  // In an open epoch to it with nothing to complete: no checks either.
   if (const window *w = lookup(win);
-      w != nullptr && rank >= 0 && rank < w->comm->size && w->error == MPI_SUCCESS) {
-    const target &t = w->targets[static_cast<std::size_t>(rank)];
-    if (t.unsettled == 0 && (w->lock_all || t.lock != 0)) return MPI_SUCCESS;
+      w != nullptr && rank >= 0 && rank < w->comm->size && settled(*w, rank) &&
+      (w->lock_all || w->targets[static_cast<std::size_t>(rank)].lock != 0)) {
+    return MPI_SUCCESS;
   }
   return flush("MPI_Win_flush", win, rank);
 }

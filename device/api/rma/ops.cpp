@@ -538,13 +538,7 @@ int complete(window &w, int rank, std::string &why, bool notice) {
   const int from = rank >= 0 ? rank : 0;
   const int to = rank >= 0 ? rank + 1 : w.comm->size;
   for (int r = from; r < to; ++r) settle_lazy(w, r, false);
-  // Only copies and atomics on mappings since the last completion: they
-  // are complete already.
-  bool settled = w.error == MPI_SUCCESS;
-  for (int r = from; r < to && settled; ++r) {
-    settled = w.targets[static_cast<std::size_t>(r)].unsettled == 0;
-  }
-  if (settled) return MPI_SUCCESS;
+  if (settled(w, rank)) return MPI_SUCCESS;
   for (int r = from; r < to; ++r) w.targets[static_cast<std::size_t>(r)].unsettled = 0;
   device::progress_until([&] {
     for (int r = from; r < to; ++r) {

@@ -71,6 +71,25 @@ int request_end(const char *call, MPI_Win win, int rank, int started, MPI_Reques
   return MPI_SUCCESS;
 }
 
+// A request-based op: the checks, the op itself (`op()`, its return code),
+// its completion at `rank` and the request that reports it.
+template <typename Op>
+int request_op(const char *call, MPI_Win win, int rank, MPI_Request *request, Op op) {
+  if (int err = request_checks(call, win, rank, request)) return err;
+  return request_end(call, win, rank, op(), request);
+}
+
+// A window's large-count displacement unit as an int (one past it is
+// refused: no machine has one).
+int unit_of(const char *call, MPI_Comm comm, MPI_Aint disp_unit, int &unit) {
+  if (disp_unit > INT_MAX) {
+    return device::error_raise(device::comm_lookup(comm), call, MPI_ERR_DISP,
+                               "displacement unit %td is past 2^31-1", disp_unit);
+  }
+  unit = static_cast<int>(disp_unit);
+  return MPI_SUCCESS;
+}
+
 // A large count as an int count of a type: `n` itself when it fits, else
 // one element of a temporary type (freed with `big`).
 int count_of(const char *call, MPI_Win win, MPI_Count n, MPI_Datatype type, api::big_count &big,
@@ -100,36 +119,30 @@ int MPI_Rput(const void *origin_addr, int origin_count, MPI_Datatype origin_data
              int target_rank, MPI_Aint target_disp, int target_count, MPI_Datatype target_datatype,
              MPI_Win win, MPI_Request *request) {
   const device::api_guard guard;
-  const char *call = "MPI_Rput";
-  if (int err = request_checks(call, win, target_rank, request)) return err;
-  return request_end(call, win, target_rank,
-                     MPI_Put(origin_addr, origin_count, origin_datatype, target_rank, target_disp,
-                             target_count, target_datatype, win),
-                     request);
+  return request_op("MPI_Rput", win, target_rank, request, [&] {
+    return MPI_Put(origin_addr, origin_count, origin_datatype, target_rank, target_disp,
+                   target_count, target_datatype, win);
+  });
 }
 
 int MPI_Rget(void *origin_addr, int origin_count, MPI_Datatype origin_datatype, int target_rank,
              MPI_Aint target_disp, int target_count, MPI_Datatype target_datatype, MPI_Win win,
              MPI_Request *request) {
   const device::api_guard guard;
-  const char *call = "MPI_Rget";
-  if (int err = request_checks(call, win, target_rank, request)) return err;
-  return request_end(call, win, target_rank,
-                     MPI_Get(origin_addr, origin_count, origin_datatype, target_rank, target_disp,
-                             target_count, target_datatype, win),
-                     request);
+  return request_op("MPI_Rget", win, target_rank, request, [&] {
+    return MPI_Get(origin_addr, origin_count, origin_datatype, target_rank, target_disp,
+                   target_count, target_datatype, win);
+  });
 }
 
 int MPI_Raccumulate(const void *origin_addr, int origin_count, MPI_Datatype origin_datatype,
                     int target_rank, MPI_Aint target_disp, int target_count,
                     MPI_Datatype target_datatype, MPI_Op op, MPI_Win win, MPI_Request *request) {
   const device::api_guard guard;
-  const char *call = "MPI_Raccumulate";
-  if (int err = request_checks(call, win, target_rank, request)) return err;
-  return request_end(call, win, target_rank,
-                     MPI_Accumulate(origin_addr, origin_count, origin_datatype, target_rank,
-                                    target_disp, target_count, target_datatype, op, win),
-                     request);
+  return request_op("MPI_Raccumulate", win, target_rank, request, [&] {
+    return MPI_Accumulate(origin_addr, origin_count, origin_datatype, target_rank, target_disp,
+                          target_count, target_datatype, op, win);
+  });
 }
 
 int MPI_Rget_accumulate(const void *origin_addr, int origin_count, MPI_Datatype origin_datatype,
@@ -138,13 +151,11 @@ int MPI_Rget_accumulate(const void *origin_addr, int origin_count, MPI_Datatype 
                         MPI_Datatype target_datatype, MPI_Op op, MPI_Win win,
                         MPI_Request *request) {
   const device::api_guard guard;
-  const char *call = "MPI_Rget_accumulate";
-  if (int err = request_checks(call, win, target_rank, request)) return err;
-  return request_end(call, win, target_rank,
-                     MPI_Get_accumulate(origin_addr, origin_count, origin_datatype, result_addr,
-                                        result_count, result_datatype, target_rank, target_disp,
-                                        target_count, target_datatype, op, win),
-                     request);
+  return request_op("MPI_Rget_accumulate", win, target_rank, request, [&] {
+    return MPI_Get_accumulate(origin_addr, origin_count, origin_datatype, result_addr, result_count,
+                              result_datatype, target_rank, target_disp, target_count,
+                              target_datatype, op, win);
+  });
 }
 
 // ---- Large counts ----
@@ -209,36 +220,30 @@ int MPI_Rput_c(const void *origin_addr, MPI_Count origin_count, MPI_Datatype ori
                int target_rank, MPI_Aint target_disp, MPI_Count target_count,
                MPI_Datatype target_datatype, MPI_Win win, MPI_Request *request) {
   const device::api_guard guard;
-  const char *call = "MPI_Rput_c";
-  if (int err = request_checks(call, win, target_rank, request)) return err;
-  return request_end(call, win, target_rank,
-                     MPI_Put_c(origin_addr, origin_count, origin_datatype, target_rank, target_disp,
-                               target_count, target_datatype, win),
-                     request);
+  return request_op("MPI_Rput_c", win, target_rank, request, [&] {
+    return MPI_Put_c(origin_addr, origin_count, origin_datatype, target_rank, target_disp,
+                     target_count, target_datatype, win);
+  });
 }
 
 int MPI_Rget_c(void *origin_addr, MPI_Count origin_count, MPI_Datatype origin_datatype,
                int target_rank, MPI_Aint target_disp, MPI_Count target_count,
                MPI_Datatype target_datatype, MPI_Win win, MPI_Request *request) {
   const device::api_guard guard;
-  const char *call = "MPI_Rget_c";
-  if (int err = request_checks(call, win, target_rank, request)) return err;
-  return request_end(call, win, target_rank,
-                     MPI_Get_c(origin_addr, origin_count, origin_datatype, target_rank, target_disp,
-                               target_count, target_datatype, win),
-                     request);
+  return request_op("MPI_Rget_c", win, target_rank, request, [&] {
+    return MPI_Get_c(origin_addr, origin_count, origin_datatype, target_rank, target_disp,
+                     target_count, target_datatype, win);
+  });
 }
 
 int MPI_Raccumulate_c(const void *origin_addr, MPI_Count origin_count, MPI_Datatype origin_datatype,
                       int target_rank, MPI_Aint target_disp, MPI_Count target_count,
                       MPI_Datatype target_datatype, MPI_Op op, MPI_Win win, MPI_Request *request) {
   const device::api_guard guard;
-  const char *call = "MPI_Raccumulate_c";
-  if (int err = request_checks(call, win, target_rank, request)) return err;
-  return request_end(call, win, target_rank,
-                     MPI_Accumulate_c(origin_addr, origin_count, origin_datatype, target_rank,
-                                      target_disp, target_count, target_datatype, op, win),
-                     request);
+  return request_op("MPI_Raccumulate_c", win, target_rank, request, [&] {
+    return MPI_Accumulate_c(origin_addr, origin_count, origin_datatype, target_rank, target_disp,
+                            target_count, target_datatype, op, win);
+  });
 }
 
 int MPI_Rget_accumulate_c(const void *origin_addr, MPI_Count origin_count,
@@ -247,45 +252,36 @@ int MPI_Rget_accumulate_c(const void *origin_addr, MPI_Count origin_count,
                           MPI_Count target_count, MPI_Datatype target_datatype, MPI_Op op,
                           MPI_Win win, MPI_Request *request) {
   const device::api_guard guard;
-  const char *call = "MPI_Rget_accumulate_c";
-  if (int err = request_checks(call, win, target_rank, request)) return err;
-  return request_end(call, win, target_rank,
-                     MPI_Get_accumulate_c(origin_addr, origin_count, origin_datatype, result_addr,
-                                          result_count, result_datatype, target_rank, target_disp,
-                                          target_count, target_datatype, op, win),
-                     request);
+  return request_op("MPI_Rget_accumulate_c", win, target_rank, request, [&] {
+    return MPI_Get_accumulate_c(origin_addr, origin_count, origin_datatype, result_addr,
+                                result_count, result_datatype, target_rank, target_disp,
+                                target_count, target_datatype, op, win);
+  });
 }
 
-// The windows' large-count creation: a displacement unit past an int is
-// refused (no machine has one).
+// The windows' large-count creation (unit_of).
 int MPI_Win_create_c(void *base, MPI_Aint size, MPI_Aint disp_unit, MPI_Info info, MPI_Comm comm,
                      MPI_Win *win) {
   const device::api_guard guard;
-  if (disp_unit > INT_MAX) {
-    return device::error_raise(device::comm_lookup(comm), "MPI_Win_create_c", MPI_ERR_DISP,
-                               "displacement unit %td is past 2^31-1", disp_unit);
-  }
-  return MPI_Win_create(base, size, static_cast<int>(disp_unit), info, comm, win);
+  int unit = 0;
+  if (int err = unit_of("MPI_Win_create_c", comm, disp_unit, unit)) return err;
+  return MPI_Win_create(base, size, unit, info, comm, win);
 }
 
 int MPI_Win_allocate_c(MPI_Aint size, MPI_Aint disp_unit, MPI_Info info, MPI_Comm comm,
                        void *baseptr, MPI_Win *win) {
   const device::api_guard guard;
-  if (disp_unit > INT_MAX) {
-    return device::error_raise(device::comm_lookup(comm), "MPI_Win_allocate_c", MPI_ERR_DISP,
-                               "displacement unit %td is past 2^31-1", disp_unit);
-  }
-  return MPI_Win_allocate(size, static_cast<int>(disp_unit), info, comm, baseptr, win);
+  int unit = 0;
+  if (int err = unit_of("MPI_Win_allocate_c", comm, disp_unit, unit)) return err;
+  return MPI_Win_allocate(size, unit, info, comm, baseptr, win);
 }
 
 int MPI_Win_allocate_shared_c(MPI_Aint size, MPI_Aint disp_unit, MPI_Info info, MPI_Comm comm,
                               void *baseptr, MPI_Win *win) {
   const device::api_guard guard;
-  if (disp_unit > INT_MAX) {
-    return device::error_raise(device::comm_lookup(comm), "MPI_Win_allocate_shared_c", MPI_ERR_DISP,
-                               "displacement unit %td is past 2^31-1", disp_unit);
-  }
-  return MPI_Win_allocate_shared(size, static_cast<int>(disp_unit), info, comm, baseptr, win);
+  int unit = 0;
+  if (int err = unit_of("MPI_Win_allocate_shared_c", comm, disp_unit, unit)) return err;
+  return MPI_Win_allocate_shared(size, unit, info, comm, baseptr, win);
 }
 
 int MPI_Win_shared_query_c(MPI_Win win, int rank, MPI_Aint *size, MPI_Aint *disp_unit,

@@ -146,6 +146,19 @@ int check_window(const char *call, MPI_Win handle, window *&out);
 [[gnu::format(printf, 4, 5)]] int raise(const window &w, const char *call, int error_class,
                                         const char *format, ...);
 
+// Whether every op to rank `rank` (-1: all) since the last completion was
+// a copy or an atomic on a mapping, all complete when they returned, and
+// none reported an error: then a completion has nothing to do.
+inline bool settled(const window &w, int rank) {
+  if (w.error != MPI_SUCCESS) return false;
+  const std::size_t from = rank >= 0 ? static_cast<std::size_t>(rank) : 0;
+  const std::size_t to = rank >= 0 ? from + 1 : w.targets.size();
+  for (std::size_t r = from; r < to; ++r) {
+    if (w.targets[r].unsettled != 0) return false;
+  }
+  return true;
+}
+
 // Completion of every op started here to rank `rank` of the window (-1:
 // all): their bytes moved, accumulate replies in, gets unpacked. Returns
 // the first error an op reported, with its reason in `why`. `notice`
