@@ -24,38 +24,6 @@ void stripe_lock(std::atomic<std::int64_t> &s) {
   }
 }
 
-// Whether `basic` is a C integer type (two's complement: MPI_SUM is the
-// CPU's atomic add whatever the signedness).
-bool integer_type(int basic) {
-  switch (basic) {
-    case MPI_CHAR:
-    case MPI_SIGNED_CHAR:
-    case MPI_UNSIGNED_CHAR:
-    case MPI_SHORT:
-    case MPI_UNSIGNED_SHORT:
-    case MPI_INT:
-    case MPI_UNSIGNED:
-    case MPI_LONG:
-    case MPI_UNSIGNED_LONG:
-    case MPI_LONG_LONG:
-    case MPI_UNSIGNED_LONG_LONG:
-    case MPI_INT8_T:
-    case MPI_INT16_T:
-    case MPI_INT32_T:
-    case MPI_INT64_T:
-    case MPI_UINT8_T:
-    case MPI_UINT16_T:
-    case MPI_UINT32_T:
-    case MPI_UINT64_T:
-    case MPI_AINT:
-    case MPI_OFFSET:
-    case MPI_COUNT:
-      return true;
-    default:
-      return false;
-  }
-}
-
 template <typename U>
 void cas_apply(std::byte *at, const std::byte *in, std::byte *old, int op, int basic,
                std::int64_t extent) {
@@ -107,6 +75,36 @@ std::atomic<std::int64_t> &stripe_of(control *ctl, std::uint64_t key) {
 }
 
 }  // namespace
+
+bool integer_type(int basic) {
+  switch (basic) {
+    case MPI_CHAR:
+    case MPI_SIGNED_CHAR:
+    case MPI_UNSIGNED_CHAR:
+    case MPI_SHORT:
+    case MPI_UNSIGNED_SHORT:
+    case MPI_INT:
+    case MPI_UNSIGNED:
+    case MPI_LONG:
+    case MPI_UNSIGNED_LONG:
+    case MPI_LONG_LONG:
+    case MPI_UNSIGNED_LONG_LONG:
+    case MPI_INT8_T:
+    case MPI_INT16_T:
+    case MPI_INT32_T:
+    case MPI_INT64_T:
+    case MPI_UINT8_T:
+    case MPI_UINT16_T:
+    case MPI_UINT32_T:
+    case MPI_UINT64_T:
+    case MPI_AINT:
+    case MPI_OFFSET:
+    case MPI_COUNT:
+      return true;
+    default:
+      return false;
+  }
+}
 
 // Element i of the stream at `at` (`key` in the target's process): target =
 // target o in (old value to `old` when wanted), one element of `elem`

@@ -41,6 +41,10 @@ void element_apply(std::byte *at, const void *in, void *old, int op, int basic, 
 void element_compare_swap(std::byte *at, const void *origin, const void *compare, void *result,
                           std::size_t elem);
 
+// Whether `basic` is a C integer type (two's complement: MPI_SUM is the
+// CPU's atomic add whatever the signedness).
+bool integer_type(int basic);
+
 // A passive-target lock step (try_shared ... release_exclusive) on a
 // control block: whether it was granted.
 bool lock_apply(control &c, std::int64_t step);

@@ -128,7 +128,11 @@ bool mapped_atomics(MPI_Win win, int rank, MPI_Aint disp, const void *data, int 
       reinterpret_cast<std::uintptr_t>(at) % elem != 0) {
     return false;
   }
-  if (op != MPI_REPLACE && op != MPI_NO_OP &&
+  // The CPU's own atomics on integers (MPI_CHAR among them, as accumulates
+  // take it) need no lookup of the op's kernels.
+  const bool native =
+      (op == MPI_SUM || op == MPI_BAND || op == MPI_BOR || op == MPI_BXOR) && integer_type(type);
+  if (!native && op != MPI_REPLACE && op != MPI_NO_OP &&
       (!device::op_valid(op) || device::handle_index(op) > device::handle_index(MPI_NO_OP) ||
        type == MPI_CHAR || device::op_type_mismatch(op, type) != nullptr)) {
     return false;
