@@ -23,7 +23,9 @@
  *   M  lazy locks (a lock on a rank whose memory is not mapped here is
  *      asked for with the epoch's ops, in one message): every kind of op
  *      in one exclusive epoch, checked after the unlock; an epoch of more
- *      ops than one message takes; epochs without ops; every rank adding
+ *      ops than one message takes; epochs without ops; under lock_all,
+ *      thousands of small puts, SUMs and gets to one rank (small ops to a
+ *      rank not mapped here wait in batches); every rank adding
  *      to one counter by fetch_and_op under exclusive locks (each fetched
  *      value once); an op outside a dynamic window's attached memory,
  *      reported by MPI_Win_unlock. Run on one node too, where the locks

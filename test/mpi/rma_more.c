@@ -449,6 +449,41 @@ void test_lazy_locks(void) {
   bad = 0;
   for (int i = 0; i < kLargeInts; ++i) bad += mem[kLarge + i] != left * 7 + i;
   CHECK(bad == 0, "M: %d ints of the large epoch differ", bad);
+  MPI_Barrier(MPI_COMM_WORLD);
+  const int one_add = 1;
+
+  /* Under lock_all, many small ops to one rank (more than one message of
+   * them): 2560 puts of 16 ints over the large area, a SUM into each
+   * block's first int, and gets of each block's last int, then one flush. */
+  {
+    enum { kBlocks = kLargeInts / 16 };
+    int *back = malloc(kBlocks * sizeof(int));
+    for (int i = 0; i < kLargeInts; ++i) block[i] = rank * 11 + i;
+    MPI_Barrier(MPI_COMM_WORLD);
+    MPI_Win_lock_all(0, win);
+    for (int k = 0; k < kBlocks; ++k) {
+      MPI_Put(block + 16 * k, 16, MPI_INT, right, kLarge + 16 * k, 16, MPI_INT, win);
+    }
+    MPI_Win_flush(right, win);
+    for (int k = 0; k < kBlocks; ++k) {
+      MPI_Accumulate(&one_add, 1, MPI_INT, right, kLarge + 16 * k, 1, MPI_INT, MPI_SUM, win);
+      MPI_Get(&back[k], 1, MPI_INT, right, kLarge + 16 * k + 15, 1, MPI_INT, win);
+    }
+    MPI_Win_flush(right, win);
+    MPI_Win_unlock_all(win);
+    bad = 0;
+    for (int k = 0; k < kBlocks; ++k) bad += back[k] != rank * 11 + 16 * k + 15;
+    CHECK(bad == 0, "M: %d of the lock_all gets differ (back[0] %d)", bad, back[0]);
+    MPI_Barrier(MPI_COMM_WORLD);
+    sync_self(win);
+    bad = 0;
+    for (int i = 0; i < kLargeInts; ++i) {
+      bad += mem[kLarge + i] != left * 11 + i + (i % 16 == 0 ? 1 : 0);
+    }
+    CHECK(bad == 0, "M: %d ints of the lock_all puts and SUMs differ", bad);
+    MPI_Barrier(MPI_COMM_WORLD);
+    free(back);
+  }
   free(block);
 
   /* Every rank adds 1 to rank 0's counter 10 times, each in an exclusive

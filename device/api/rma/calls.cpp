@@ -336,10 +336,10 @@ int MPI_Win_lock(int lock_type, int rank, int assert, MPI_Win win) {
     return raise(*w, call, MPI_ERR_RMA_SYNC, "rank %d is locked already by this process", rank);
   }
   const bool checked = (assert &MPI_MODE_NOCHECK) == 0;
-  if (checked && t.ctl == nullptr) {
+  if (t.ctl == nullptr) {
     // Asked for with the epoch's first completion, in one message with its
     // ops (MPI 4.0, 12.5.3: MPI_Win_lock need not wait for the lock).
-    lock_lazily(*w, rank, lock_type);
+    batch_begin(*w, rank, checked ? lock_type : 0);
   } else if (checked) {
     const std::int64_t step = lock_type == MPI_LOCK_EXCLUSIVE ? try_exclusive : try_shared;
     while (!lock_step(*w, rank, step)) lock_wait();
@@ -364,11 +364,10 @@ int MPI_Win_unlock(int rank, MPI_Win win) {
     return raise(*w, call, MPI_ERR_RMA_SYNC, "rank %d is not locked by this process", rank);
   }
   // A lazy lock: its step, ops and release in one message (or nothing).
-  const bool lazy = t.lazy;
-  settle_lazy(*w, rank, true);
+  const bool released = batch_settle(*w, rank, true);
   std::string why;
   const int err = complete(*w, rank, why);
-  if (t.lock > 0 && !lazy) {
+  if (t.lock > 0 && !released) {
     lock_step(*w, rank, t.lock == MPI_LOCK_EXCLUSIVE ? release_exclusive : release_shared);
   }
   t.lock = 0;
@@ -387,7 +386,11 @@ int MPI_Win_lock_all(int assert, MPI_Win win) {
   const bool checked = (assert &MPI_MODE_NOCHECK) == 0;
   if (checked) lock_all_targets(*w, try_shared);
   w->lock_all = true;
-  for (target &t : w->targets) t.lock = checked ? MPI_LOCK_SHARED : -MPI_LOCK_SHARED;
+  for (std::size_t r = 0; r < w->targets.size(); ++r) {
+    target &t = w->targets[r];
+    t.lock = checked ? MPI_LOCK_SHARED : -MPI_LOCK_SHARED;
+    if (t.ctl == nullptr) batch_begin(*w, static_cast<int>(r), 0);  // small ops batched
+  }
   return MPI_SUCCESS;
 }
 
@@ -401,6 +404,7 @@ int MPI_Win_unlock_all(MPI_Win win) {
   }
   std::string why;
   const int err = complete(*w, -1, why);
+  for (int r = 0; r < w->comm->size; ++r) batch_settle(*w, r, true);  // empty now: ends them
   if (w->targets.empty() || w->targets[0].lock > 0) lock_all_targets(*w, release_shared);
   for (target &t : w->targets) t.lock = 0;
   w->lock_all = false;

@@ -17,7 +17,7 @@ namespace iris::api::rma {
 // the data (a put's bytes, the operands); none for the others. A batch's
 // body is requests, each [request_head][u64 body length][body]: a lazy
 // lock's step, the ops of its epoch, maybe its release (ops.cpp,
-// settle_lazy).
+// batch_settle).
 enum class message_kind : std::uint32_t {
   accumulate = 1,
   compare_swap,

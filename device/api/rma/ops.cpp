@@ -41,18 +41,44 @@ std::uint32_t fetch_slot(window &w, int rank, bool counted = true) {
   return static_cast<std::uint32_t>(i);
 }
 
-// A lazy lock's batch stays below these: an op whose body is larger, or
-// would take the batch past its size, first sends what waits (taking the
-// lock) and goes alone.
-constexpr std::size_t lazy_op_max = 4096, lazy_batch_max = std::size_t{64} << 10;
+// A batch takes ops whose body is at most batch_op_max bytes (a larger one
+// goes alone, as am_put and am_get move it best), up to batch_max in all.
+constexpr std::size_t batch_op_max = 1024, batch_max = std::size_t{64} << 10;
 
-// Whether an op whose body has `bytes` joins the lazy batch of `a`'s target.
+// Sends rank's batch, kept until completion; its answer comes to the fetch
+// slot returned (counted in the rank's replies).
+std::uint32_t batch_send(window &w, int rank) {
+  target &t = w.targets[static_cast<std::size_t>(rank)];
+  w.keep.emplace_back(rank, std::move(t.batch));
+  t.batch.clear();
+  t.batched = 0;
+  ++t.unsettled;  // completion waits for the answer and unpacks what came back
+  const std::vector<std::byte> &b = w.keep.back().second;
+  request_head h{};
+  h.kind = message_kind::batch;
+  h.token = fetch_slot(w, rank);
+  w.fetches[h.token].batch = true;
+  device::am_send(route_to(w, rank), request_handler_id(), &h, sizeof h, b.data(), b.size(), 0,
+                  nullptr, nullptr);
+  return h.token;
+}
+
+// Whether an op whose body has `bytes` joins the batch of `a`'s target.
+// The first op since the last completion to a locked target goes alone
+// (a lone op and its completion: one message and its answer either way,
+// the op's own the lighter). One that does not fit sends what waits
+// first: at once where the lock is held, and after the lock's answer
+// where it was not asked yet (the op must not run without it).
 bool lazy_takes(access &a, std::size_t bytes) {
   target &t = *a.t;
-  if (!t.lazy) return false;
-  if (bytes <= lazy_op_max && t.batch.size() + bytes <= lazy_batch_max) return true;
-  settle_lazy(*a.w, a.rank, false);
-  return false;
+  if (!t.batching || (!t.lazy && t.batched == 0 && t.unsettled == 0)) return false;
+  if (bytes <= batch_op_max && t.batch.size() + bytes <= batch_max) return true;
+  if (t.lazy) {
+    batch_settle(*a.w, a.rank, false);
+  } else if (t.batched > 0) {
+    batch_send(*a.w, a.rank);
+  }
+  return bytes <= batch_op_max;
 }
 
 // Adds request `h` to `a`'s target's lazy batch.
@@ -488,11 +514,13 @@ bool lock_step(window &w, int rank, std::int64_t step) {
   return granted;
 }
 
-void lock_lazily(window &w, int rank, int lock_type) {
+void batch_begin(window &w, int rank, int lock_type) {
   target &t = w.targets[static_cast<std::size_t>(rank)];
-  t.lazy = true;
+  t.batching = true;
+  t.lazy = lock_type != 0;
   t.batch.clear();
   t.batched = 0;
+  if (!t.lazy) return;
   request_head h{};
   h.kind = message_kind::lock;
   h.token = no_token;
@@ -500,44 +528,59 @@ void lock_lazily(window &w, int rank, int lock_type) {
   batch_add(t.batch, h, nullptr, 0);
 }
 
-void settle_lazy(window &w, int rank, bool release) {
+bool batch_settle(window &w, int rank, bool release) {
   target &t = w.targets[static_cast<std::size_t>(rank)];
-  if (!t.lazy) return;
-  t.lazy = false;
-  if (release && t.batched == 0) {
-    t.batch.clear();
-    return;
+  if (!t.batching) return false;
+  const bool lazy = t.lazy;
+  if (release) t.batching = false;
+  if (t.batched == 0) {
+    // Nothing to complete: a lazy lock stays unasked (and is never asked
+    // when the epoch ends so).
+    if (release) {
+      t.lazy = false;
+      t.batch.clear();
+    }
+    return lazy;
   }
-  if (release) {
+  const bool releases = release && t.lock > 0 && !w.lock_all;
+  if (releases) {
     request_head r{};
     r.kind = message_kind::lock;
     r.token = no_token;
     r.lock = t.lock == MPI_LOCK_EXCLUSIVE ? release_exclusive : release_shared;
     batch_add(t.batch, r, nullptr, 0);
   }
-  ++t.unsettled;  // completion unpacks what came back
+  if (!lazy) {
+    batch_send(w, rank);  // completion waits for its answer
+    return releases;
+  }
   // Until the lock is granted: a refused batch ran nothing and goes again.
+  std::uint32_t token = batch_send(w, rank);
+  const std::size_t kept = w.keep.size() - 1;
   for (;;) {
-    request_head h{};
-    h.kind = message_kind::batch;
-    h.token = fetch_slot(w, rank);
-    w.fetches[h.token].batch = true;
-    device::am_send(route_to(w, rank), request_handler_id(), &h, sizeof h, t.batch.data(),
-                    t.batch.size(), 0, nullptr, nullptr);
-    device::progress_until([&] { return w.fetches[h.token].replied; });
-    const bool granted = w.fetches[h.token].lock_answer != 0;
-    w.fetches[h.token] = fetch{};
+    device::progress_until([&] { return w.fetches[token].replied; });
+    const bool granted = w.fetches[token].lock_answer != 0;
+    w.fetches[token] = fetch{};
     if (granted) break;
     if (device::progress_poll() == 0) sched_yield();
+    request_head h{};
+    h.kind = message_kind::batch;
+    h.token = token = fetch_slot(w, rank);
+    w.fetches[token].batch = true;
+    const std::vector<std::byte> &b = w.keep[kept].second;
+    device::am_send(route_to(w, rank), request_handler_id(), &h, sizeof h, b.data(), b.size(), 0,
+                    nullptr, nullptr);
   }
+  t.lazy = false;
   t.batch.clear();
   t.batched = 0;
+  return releases;
 }
 
 int complete(window &w, int rank, std::string &why, bool notice) {
   const int from = rank >= 0 ? rank : 0;
   const int to = rank >= 0 ? rank + 1 : w.comm->size;
-  for (int r = from; r < to; ++r) settle_lazy(w, r, false);
+  for (int r = from; r < to; ++r) batch_settle(w, r, false);
   if (settled(w, rank)) return MPI_SUCCESS;
   for (int r = from; r < to; ++r) w.targets[static_cast<std::size_t>(r)].unsettled = 0;
   device::progress_until([&] {

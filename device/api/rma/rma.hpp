@@ -57,10 +57,13 @@ struct target {
   int unsettled = 0;
   bool am_ops = false;   // am_put or am_get went to it since then: am_fence ends them
   bool am_gets = false;  // am_get did
-  // A lazy lock (MPI_Win_lock to a rank whose control block is not mapped
-  // here): nothing was asked yet. Its lock step and the ops after it wait
-  // in `batch` (messages.hpp) and go as one message at the first
-  // completion to the rank, with the release when that is MPI_Win_unlock.
+  // In a passive-target epoch to a rank whose control block is not mapped
+  // here, its small ops wait in `batch` (messages.hpp) and go as one
+  // message at the next completion to it (`batching`). After MPI_Win_lock
+  // the lock step waits there too, ahead of them (`lazy`: nothing was
+  // asked yet), and MPI_Win_unlock adds the release: a lock epoch is one
+  // round trip.
+  bool batching = false;
   bool lazy = false;
   std::vector<std::byte> batch;
   int batched = 0;  // ops in it
@@ -196,13 +199,15 @@ int accumulate(access &a, const char *call, const void *origin, int origin_count
 // ... release_exclusive); whether it was granted.
 enum lock_step : std::int64_t { try_shared = 1, try_exclusive, release_shared, release_exclusive };
 bool lock_step(window &w, int rank, std::int64_t step);
-// MPI_Win_lock of rank's control block, not mapped here: a lazy lock.
-void lock_lazily(window &w, int rank, int lock_type);
-// A lazy lock's batch, sent (with the release when `release`) and
-// answered, the lock granted: the ops in it are done at the target.
-// Nothing when the rank is not lazily locked, or when only the lock step
-// waits and `release` (an epoch without ops asks for nothing).
-void settle_lazy(window &w, int rank, bool release);
+// A passive-target epoch to rank, whose control block is not mapped here:
+// its ops batched from now; `lock_type` (0: none, MPI_MODE_NOCHECK or
+// MPI_Win_lock_all, which took its locks already) a lazy lock's.
+void batch_begin(window &w, int rank, int lock_type);
+// Rank's batch, sent (with the lock's release when `release`: the epoch
+// ends) and answered, the lock granted: the ops in it are done at the
+// target. Nothing when nothing waits (an epoch without ops asks for
+// nothing). Whether the lock needs no release of its own any more.
+bool batch_settle(window &w, int rank, bool release);
 
 // The device's handlers of one-sided messages (ops.cpp), registered once.
 void handlers_register();
