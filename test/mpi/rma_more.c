@@ -486,6 +486,35 @@ void test_lazy_locks(void) {
   }
   free(block);
 
+  /* An exclusive lock held elsewhere holds back an op too large for a
+   * batch (its lazy lock is asked for first): rank 0 holds rank 1's lock
+   * for 0.2 s while rank 2 puts 2 KiB over what rank 0 reads. */
+  if (size >= 3) {
+    if (rank == 0) {
+      int seen = -1, again = -2;
+      MPI_Win_lock(MPI_LOCK_EXCLUSIVE, 1, 0, win);
+      MPI_Get(&seen, 1, MPI_INT, 1, kLarge, 1, MPI_INT, win);
+      MPI_Win_flush(1, win); /* held from here */
+      MPI_Barrier(MPI_COMM_WORLD);
+      const double start = seconds();
+      while (seconds() - start < 0.2) {
+      }
+      MPI_Get(&again, 1, MPI_INT, 1, kLarge, 1, MPI_INT, win);
+      MPI_Win_unlock(1, win);
+      CHECK(again == seen, "M: a put landed while another rank held the exclusive lock");
+    } else if (rank == 2) {
+      int big[512];
+      for (int i = 0; i < 512; ++i) big[i] = 777;
+      MPI_Barrier(MPI_COMM_WORLD);
+      MPI_Win_lock(MPI_LOCK_EXCLUSIVE, 1, 0, win);
+      MPI_Put(big, 512, MPI_INT, 1, kLarge, 512, MPI_INT, win);
+      MPI_Win_unlock(1, win);
+    } else {
+      MPI_Barrier(MPI_COMM_WORLD);
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+  }
+
   /* Every rank adds 1 to rank 0's counter 10 times, each in an exclusive
    * epoch of its own: exclusive locks that were refused go again, and
    * every value from 0 to 10 * size - 1 is fetched once. */

@@ -74,7 +74,7 @@ bool lazy_takes(access &a, std::size_t bytes) {
   if (!t.batching || (!t.lazy && t.batched == 0 && t.unsettled == 0)) return false;
   if (bytes <= batch_op_max && t.batch.size() + bytes <= batch_max) return true;
   if (t.lazy) {
-    batch_settle(*a.w, a.rank, false);
+    batch_settle(*a.w, a.rank, false, true);  // the lock first, even with no op waiting
   } else if (t.batched > 0) {
     batch_send(*a.w, a.rank);
   }
@@ -528,12 +528,12 @@ void batch_begin(window &w, int rank, int lock_type) {
   batch_add(t.batch, h, nullptr, 0);
 }
 
-bool batch_settle(window &w, int rank, bool release) {
+bool batch_settle(window &w, int rank, bool release, bool lock_now) {
   target &t = w.targets[static_cast<std::size_t>(rank)];
   if (!t.batching) return false;
   const bool lazy = t.lazy;
   if (release) t.batching = false;
-  if (t.batched == 0) {
+  if (t.batched == 0 && !(lazy && lock_now)) {
     // Nothing to complete: a lazy lock stays unasked (and is never asked
     // when the epoch ends so).
     if (release) {

@@ -206,8 +206,9 @@ void batch_begin(window &w, int rank, int lock_type);
 // Rank's batch, sent (with the lock's release when `release`: the epoch
 // ends) and answered, the lock granted: the ops in it are done at the
 // target. Nothing when nothing waits (an epoch without ops asks for
-// nothing). Whether the lock needs no release of its own any more.
-bool batch_settle(window &w, int rank, bool release);
+// nothing), unless `lock_now` (an op that goes alone needs the lock
+// first). Whether the lock needs no release of its own any more.
+bool batch_settle(window &w, int rank, bool release, bool lock_now = false);
 
 // The device's handlers of one-sided messages (ops.cpp), registered once.
 void handlers_register();
