@@ -111,19 +111,7 @@ bool integer_type(int basic) {
 // bytes of type `basic`.
 void apply_one(std::byte *at, std::uint64_t key, const std::byte *in, std::byte *old, int op,
                int basic, std::size_t elem, std::int64_t extent, control *ctl) {
-  const auto address = reinterpret_cast<std::uintptr_t>(at);
-  if ((elem == 1 || elem == 2 || elem == 4 || elem == 8) && address % elem == 0) {
-    switch (elem) {
-      case 1:
-        return cas_apply<std::uint8_t>(at, in, old, op, basic, extent);
-      case 2:
-        return cas_apply<std::uint16_t>(at, in, old, op, basic, extent);
-      case 4:
-        return cas_apply<std::uint32_t>(at, in, old, op, basic, extent);
-      default:
-        return cas_apply<std::uint64_t>(at, in, old, op, basic, extent);
-    }
-  }
+  if (cpu_atomic(at, elem)) return element_apply(at, in, old, op, basic, elem);
   std::atomic<std::int64_t> &s = stripe_of(ctl, key);
   stripe_lock(s);
   if (old != nullptr) std::memcpy(old, at, elem);
@@ -139,7 +127,6 @@ void apply_one(std::byte *at, std::uint64_t key, const std::byte *in, std::byte 
 // MPI_Compare_and_swap on one element: `result` gets the old value.
 void compare_swap_one(std::byte *at, std::uint64_t key, const std::byte *origin,
                       const std::byte *compare, std::byte *result, std::size_t elem, control *ctl) {
-  const auto address = reinterpret_cast<std::uintptr_t>(at);
   auto cas = [&](auto zero) {
     using U = decltype(zero);
     U expected, desired;
@@ -149,7 +136,7 @@ void compare_swap_one(std::byte *at, std::uint64_t key, const std::byte *origin,
                                 __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
     std::memcpy(result, &expected, sizeof(U));
   };
-  if (address % elem == 0 && (elem == 1 || elem == 2 || elem == 4 || elem == 8)) {
+  if (cpu_atomic(at, elem)) {
     if (elem == 1) return cas(std::uint8_t{});
     if (elem == 2) return cas(std::uint16_t{});
     if (elem == 4) return cas(std::uint32_t{});

@@ -31,6 +31,13 @@ void compare_swap_one(std::byte *at, std::uint64_t key, const std::byte *origin,
 void apply_holed(std::byte *at, std::uint64_t key, const std::byte *in, std::byte *old, int op,
                  int basic, const device::dtype &b, control *ctl);
 
+// Whether the element of `elem` bytes at `at` is one the CPU's atomic
+// instructions update: 1, 2, 4 or 8 bytes at an address aligned to them.
+inline bool cpu_atomic(const std::byte *at, std::size_t elem) {
+  return (elem == 1 || elem == 2 || elem == 4 || elem == 8) &&
+         reinterpret_cast<std::uintptr_t>(at) % elem == 0;
+}
+
 // One element of `elem` bytes (1, 2, 4 or 8) at an address aligned to its
 // size, by the CPU's atomic instructions, as accumulate() updates such an
 // element: target = target o in (`op` a predefined op that combines the

@@ -124,10 +124,7 @@ bool mapped_atomics(MPI_Win win, int rank, MPI_Aint disp, const void *data, int 
   std::byte *at = mapped_run(win, rank, disp, data, count, type, count, type, bytes);
   if (at == nullptr || bytes > few) return false;
   const std::size_t elem = bytes / static_cast<std::size_t>(count);
-  if ((elem != 1 && elem != 2 && elem != 4 && elem != 8) ||
-      reinterpret_cast<std::uintptr_t>(at) % elem != 0) {
-    return false;
-  }
+  if (!cpu_atomic(at, elem)) return false;
   // The CPU's own atomics on integers (MPI_CHAR among them, as accumulates
   // take it) need no lookup of the op's kernels.
   const bool native =
@@ -276,9 +273,7 @@ int MPI_Compare_and_swap(const void *origin_addr, const void *compare_addr, void
   std::size_t bytes = 0;
   if (std::byte *at =
           mapped_run(win, target_rank, target_disp, origin_addr, 1, datatype, 1, datatype, bytes);
-      at != nullptr && compare_addr != nullptr && result_addr != nullptr &&
-      (bytes == 1 || bytes == 2 || bytes == 4 || bytes == 8) &&
-      reinterpret_cast<std::uintptr_t>(at) % bytes == 0) {
+      at != nullptr && compare_addr != nullptr && result_addr != nullptr && cpu_atomic(at, bytes)) {
     element_compare_swap(at, origin_addr, compare_addr, result_addr, bytes);
     return MPI_SUCCESS;
   }

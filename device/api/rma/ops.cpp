@@ -45,15 +45,9 @@ std::uint32_t fetch_slot(window &w, int rank, bool counted = true) {
 // goes alone, as am_put and am_get move it best), up to batch_max in all.
 constexpr std::size_t batch_op_max = 1024, batch_max = std::size_t{64} << 10;
 
-// Sends rank's batch, kept until completion; its answer comes to the fetch
-// slot returned (counted in the rank's replies).
-std::uint32_t batch_send(window &w, int rank) {
-  target &t = w.targets[static_cast<std::size_t>(rank)];
-  w.keep.emplace_back(rank, std::move(t.batch));
-  t.batch.clear();
-  t.batched = 0;
-  ++t.unsettled;  // completion waits for the answer and unpacks what came back
-  const std::vector<std::byte> &b = w.keep.back().second;
+// Sends batch `b` (kept until completion) to rank; its answer comes to the
+// fetch slot returned (counted in the rank's replies).
+std::uint32_t batch_post(window &w, int rank, const std::vector<std::byte> &b) {
   request_head h{};
   h.kind = message_kind::batch;
   h.token = fetch_slot(w, rank);
@@ -61,6 +55,16 @@ std::uint32_t batch_send(window &w, int rank) {
   device::am_send(route_to(w, rank), request_handler_id(), &h, sizeof h, b.data(), b.size(), 0,
                   nullptr, nullptr);
   return h.token;
+}
+
+// Sends rank's batch, kept until completion (batch_post).
+std::uint32_t batch_send(window &w, int rank) {
+  target &t = w.targets[static_cast<std::size_t>(rank)];
+  w.keep.emplace_back(rank, std::move(t.batch));
+  t.batch.clear();
+  t.batched = 0;
+  ++t.unsettled;  // completion waits for the answer and unpacks what came back
+  return batch_post(w, rank, w.keep.back().second);
 }
 
 // Whether an op whose body has `bytes` joins the batch of `a`'s target.
@@ -563,13 +567,7 @@ bool batch_settle(window &w, int rank, bool release, bool lock_now) {
     w.fetches[token] = fetch{};
     if (granted) break;
     if (device::progress_poll() == 0) sched_yield();
-    request_head h{};
-    h.kind = message_kind::batch;
-    h.token = token = fetch_slot(w, rank);
-    w.fetches[token].batch = true;
-    const std::vector<std::byte> &b = w.keep[kept].second;
-    device::am_send(route_to(w, rank), request_handler_id(), &h, sizeof h, b.data(), b.size(), 0,
-                    nullptr, nullptr);
+    token = batch_post(w, rank, w.keep[kept].second);
   }
   t.lazy = false;
   t.batch.clear();
