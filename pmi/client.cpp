@@ -1,4 +1,6 @@
 // Backend selection and the naming rule for shared-memory objects.
+#include <cstdlib>
+#include <memory>
 #include <string>
 
 #include "pmi/backends.hpp"
@@ -25,7 +27,47 @@ std::string shm_name_prefix(std::string_view job_id) {
   return prefix;
 }
 
+std::string shm_name_prefix(const client &c) {
+  std::string prefix = shm_name_prefix(c.job_id());
+  if (c.epoch() > 0) prefix += "e" + std::to_string(c.epoch()) + "-";
+  return prefix;
+}
+
 namespace {
+
+// A start of MPI over the first start's client (the first start too, with
+// the keys as they are).
+class restarted_client final : public client {
+ public:
+  restarted_client(client &base, int epoch)
+      : base_(base), epoch_(epoch), prefix_(epoch > 0 ? "e" + std::to_string(epoch) + "." : "") {}
+
+  int rank() const override { return base_.rank(); }
+  int size() const override { return base_.size(); }
+  int node_of(int rank) const override { return base_.node_of(rank); }
+  std::string_view job_id() const override { return base_.job_id(); }
+  int epoch() const override { return epoch_; }
+  std::string_view backend() const override { return base_.backend(); }
+  bool singleton() const override { return base_.singleton(); }
+  void put(std::string_view key, std::string_view value) override {
+    base_.put(prefix_ + std::string(key), value);
+  }
+  void commit() override { base_.commit(); }
+  void fence() override { base_.fence(); }
+  std::string get(int rank, std::string_view key) override {
+    return base_.get(rank, prefix_ + std::string(key));
+  }
+  [[noreturn]] void abort(int code, std::string_view message) override {
+    base_.abort(code, message);
+    std::abort();  // not reached: abort() ends the process
+  }
+  void finalize() override {}
+
+ private:
+  client &base_;
+  int epoch_;
+  std::string prefix_;
+};
 
 // PMI-1 sends `key=value` words separated by spaces and lines: a card that
 // holds any of these characters could not travel over it.
@@ -49,6 +91,10 @@ void check_card(std::string_view key, std::string_view value) {
                 " characters; it must have at most " + std::to_string(max_value_length) +
                 " and no spaces or NUL");
   }
+}
+
+std::unique_ptr<client> client_restarted(client &base, int epoch) {
+  return std::make_unique<restarted_client>(base, epoch);
 }
 
 }  // namespace iris::pmi

@@ -51,6 +51,9 @@ class client {
   // A name unique to this job on this host (the PMIx namespace), usable in
   // file names after shm_name_prefix().
   virtual std::string_view job_id() const = 0;
+  // How many times MPI started in this process before the start this client
+  // serves (client_restarted); 0 for the first.
+  virtual int epoch() const { return 0; }
   // The launcher's name for the backend ("pmix", "singleton").
   virtual std::string_view backend() const = 0;
   virtual bool singleton() const = 0;
@@ -69,10 +72,21 @@ class client {
 // us, otherwise a singleton of size 1. Throws pmi::error.
 std::unique_ptr<client> client_open();
 
+// MPI started again in one process (MPI-4 sessions: the last session ended
+// MPI, and a new one begins). The launcher's connection cannot be opened
+// twice, so `base`, the client of the first start, is kept; this wraps it
+// for start number `epoch` (1, 2, ...): its keys are its own, so that no
+// card of an earlier start is read back, and its finalize() does nothing
+// (the owner of `base` finalizes that at the process's end).
+std::unique_ptr<client> client_restarted(client &base, int epoch);
+
 // Every shared-memory object a job creates in /dev/shm has a name starting
 // with this prefix (without the leading '/'), so that the launcher can remove
 // what a crashed rank left behind. `job_id` characters outside [A-Za-z0-9]
 // become '_'.
 std::string shm_name_prefix(std::string_view job_id);
+// The same for the objects of one start of MPI (client::epoch): the job's
+// prefix, then "e<epoch>-" after the first start.
+std::string shm_name_prefix(const client &c);
 
 }  // namespace iris::pmi

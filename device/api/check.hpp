@@ -159,6 +159,18 @@ inline void status_probe_proc_null(MPI_Status *status) {
   status->iris_bytes = 0;
 }
 
+// The runtime's users: the World model (MPI_Init .. MPI_Finalize) and each
+// session (MPI_Session_init .. MPI_Session_finalize), init.cpp. The first
+// makes the runtime at `required` thread level (a later one finds it made,
+// at the level of the first); the last ends it, which is collective over
+// the job as MPI_Finalize is.
+int runtime_enter(int required);
+int runtime_leave();
+// MPI_Finalize ended the runtime: it cannot start again in this process.
+bool runtime_ended_for_good();
+void session_opened();
+int session_closed();  // runtime_leave() unless the World model is in use
+
 // Waits for every buffered send (MPI_Buffer_detach, MPI_Finalize).
 void buffered_sends_drain();
 // A buffered send of checked arguments, as MPI_Bsend makes it (also for

@@ -23,6 +23,7 @@ enum class handle_kind : std::uint32_t {
   keyval = 8,
   info = 9,
   win = 10,
+  session = 12,
 };
 
 constexpr bool handle_is(int handle, handle_kind kind) {

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <stdexcept>
 
 #include "device/am/am.hpp"
@@ -106,6 +107,36 @@ void stats_print(runtime &r) {
   }
 }
 
+// The launcher's client of MPI's first start in this process. MPI may end
+// and start again (MPI-4 sessions), but the launcher's connection opens only
+// once: it stays open until the process exits, and each later start takes
+// a client_restarted over it. Ended at exit (std::atexit).
+std::unique_ptr<pmi::client> launcher;
+int starts = 0;              // runtime_init calls that opened or reused the client
+bool launcher_left = false;  // finalized for good (MPI_Finalize ended MPI)
+
+void launcher_close() {
+  if (!launcher || launcher_left) return;
+  try {
+    launcher->finalize();
+  } catch (const std::exception &e) {
+    std::fprintf(stderr, "iris: rank %d: leaving the launcher at exit: %s\n", launcher->rank(),
+                 e.what());
+  }
+  launcher.reset();
+}
+
+std::unique_ptr<pmi::client> launcher_client() {
+  if (launcher_left) {
+    throw pmi::error(
+        "MPI cannot start again in this process: MPI_Finalize ended it and left the launcher");
+  }
+  if (starts++ > 0) return pmi::client_restarted(*launcher, starts - 1);
+  launcher = pmi::client_open();
+  std::atexit(launcher_close);
+  return pmi::client_restarted(*launcher, 0);
+}
+
 }  // namespace
 
 int runtime_init(int required_thread_level) {
@@ -114,7 +145,7 @@ int runtime_init(int required_thread_level) {
     r->config = settings_load();
     r->transport_config = transport_settings_load();
     transports_settle(r->config, r->transport_config);
-    r->pmi = pmi::client_open();
+    r->pmi = launcher_client();
   } catch (const std::exception &e) {
     fatal("MPI_Init", "%s", e.what());
   }
@@ -175,7 +206,7 @@ int runtime_init(int required_thread_level) {
   return MPI_SUCCESS;
 }
 
-int runtime_finalize() {
+int runtime_finalize(bool may_start_again) {
   // Active messages: every op started here completes (its target acks),
   // then a barrier; replies that handlers started meanwhile complete in a
   // second round. Then the progress thread stops.
@@ -195,10 +226,13 @@ int runtime_finalize() {
   // The barrier's own last packets may still be queued.
   progress_until([] { return rt->sending.empty(); });
   for (const auto &t : rt->transports) t->finalize();
-  try {
-    rt->pmi->finalize();
-  } catch (const std::exception &e) {
-    fatal("MPI_Finalize", "%s", e.what());
+  if (!may_start_again) {
+    try {
+      launcher->finalize();
+    } catch (const std::exception &e) {
+      fatal("MPI_Finalize", "%s", e.what());
+    }
+    launcher_left = true;
   }
   request_cache_drop();
   if (rt->config.stats) stats_print(*rt);

@@ -4,9 +4,13 @@
 
 namespace iris::device {
 
-// MPI_Init: builds `rt`. Returns an MPI error class.
+// MPI_Init: builds `rt`. Returns an MPI error class. A start after an
+// earlier runtime_finalize(true) reuses the launcher's client; after
+// runtime_finalize(false) it is a fatal error.
 int runtime_init(int required_thread_level);
 // MPI_Finalize: drains, says IRIS_STATS, closes the transports, frees `rt`.
-int runtime_finalize();
+// With `may_start_again` (sessions only, MPI_Init never ended), the
+// launcher's client stays open until the process exits, for a later start.
+int runtime_finalize(bool may_start_again = false);
 
 }  // namespace iris::device

@@ -46,8 +46,7 @@ shm_transport::shm_transport(runtime &r, std::vector<int> local_ranks, int local
     : local_ranks_(std::move(local_ranks)), local_index_(local_index) {
   const shm::segment_shape shape{static_cast<int>(local_ranks_.size()),
                                  r.transport_config.shm.ring_size};
-  name_ =
-      "/" + pmi::shm_name_prefix(r.pmi->job_id()) + "node" + std::to_string(r.pmi->node_of(r.rank));
+  name_ = "/" + pmi::shm_name_prefix(*r.pmi) + "node" + std::to_string(r.pmi->node_of(r.rank));
   if (local_index_ == 0) segment_ = shm::segment::create(name_, shape);
   r.pmi->put("iris.cma", shm::cma::card());
   bells_ = shm::bells_register();  // before the fence: before any peer may sleep
@@ -375,7 +374,7 @@ xfer cma_peer_access(bool cma, std::int64_t &pid, int world_rank, bool write, st
 namespace {
 
 std::string block_name(int rank, std::uint64_t key) {
-  return "/" + pmi::shm_name_prefix(rt->pmi->job_id()) + "mem" + std::to_string(rank) + "." +
+  return "/" + pmi::shm_name_prefix(*rt->pmi) + "mem" + std::to_string(rank) + "." +
          std::to_string(key);
 }
 

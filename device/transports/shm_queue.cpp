@@ -27,8 +27,7 @@ shm_queue_transport::shm_queue_transport(runtime &r, std::vector<int> local_rank
       shm::node_shape{static_cast<int>(local_ranks_.size()), r.transport_config.shm.queue_cells,
                       r.transport_config.shm.ring_size, r.transport_config.shm.pool_size};
   busy_packets_ = r.transport_config.shm.busy_packets;
-  name_ =
-      "/" + pmi::shm_name_prefix(r.pmi->job_id()) + "node" + std::to_string(r.pmi->node_of(r.rank));
+  name_ = "/" + pmi::shm_name_prefix(*r.pmi) + "node" + std::to_string(r.pmi->node_of(r.rank));
   if (local_index_ == 0) segment_ = shm::node_segment::create(name_, shape_);
   r.pmi->put("iris.cma", shm::cma::card());
   bells_ = shm::bells_register();  // before the fence: before any peer may sleep

@@ -10,21 +10,6 @@
 extern "C" {
 #endif
 
-/* Sessions: not supported yet; each returns MPI_ERR_UNSUPPORTED_OPERATION */
-int MPI_Session_init(MPI_Info info, MPI_Errhandler errhandler, MPI_Session *session);
-int MPI_Session_finalize(MPI_Session *session);
-int MPI_Session_get_num_psets(MPI_Session session, MPI_Info info, int *npset_names);
-int MPI_Session_get_nth_pset(MPI_Session session, MPI_Info info, int n, int *pset_len,
-                             char *pset_name);
-int MPI_Session_get_info(MPI_Session session, MPI_Info *info_used);
-int MPI_Session_get_pset_info(MPI_Session session, const char *pset_name, MPI_Info *info);
-int MPI_Group_from_session_pset(MPI_Session session, const char *pset_name, MPI_Group *newgroup);
-int MPI_Session_create_errhandler(MPI_Session_errhandler_function *session_errhandler_fn,
-                                  MPI_Errhandler *errhandler);
-int MPI_Session_set_errhandler(MPI_Session session, MPI_Errhandler errhandler);
-int MPI_Session_get_errhandler(MPI_Session session, MPI_Errhandler *errhandler);
-int MPI_Session_call_errhandler(MPI_Session session, int errorcode);
-
 /* Dynamic processes: not supported yet; each returns MPI_ERR_UNSUPPORTED_OPERATION */
 int MPI_Comm_spawn(const char *command, char *argv[], int maxprocs, MPI_Info info, int root,
                    MPI_Comm comm, MPI_Comm *intercomm, int array_of_errcodes[]);

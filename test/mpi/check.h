@@ -52,7 +52,7 @@ static inline int edge_sizes(int *sizes, MPI_Count largest) {
 }
 
 /* Finalizes and returns the process's exit code. */
-static int finish(void) {
+static inline int finish(void) {
   MPI_Finalize();
   return check_failures == 0 ? 0 : 1;
 }

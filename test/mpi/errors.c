@@ -202,9 +202,6 @@ static void unsupported_calls(void) {
   CHECK(fh == MPI_FILE_NULL, "File_open wrote its output");
   expect_class(MPI_File_read_at_all(fh, 0, buf, 1, MPI_INT, MPI_STATUS_IGNORE),
                MPI_ERR_UNSUPPORTED_OPERATION, "File_read_at_all");
-  MPI_Session session = MPI_SESSION_NULL;
-  expect_class(MPI_Session_init(MPI_INFO_NULL, MPI_ERRORS_RETURN, &session),
-               MPI_ERR_UNSUPPORTED_OPERATION, "Session_init");
   MPI_Comm inter = MPI_COMM_NULL;
   expect_class(MPI_Comm_spawn("true", MPI_ARGV_NULL, 1, MPI_INFO_NULL, 0, MPI_COMM_WORLD, &inter,
                               MPI_ERRCODES_IGNORE),

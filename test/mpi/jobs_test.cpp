@@ -423,6 +423,25 @@ INSTANTIATE_TEST_SUITE_P(Surface, SurfaceTest,
                                   std::to_string(std::get<0>(info.param));
                          });
 
+// MPI-4 sessions (sessions.c): process sets, communicators from their
+// groups, two sessions at once, session error handlers, MPI started again
+// by a session after every earlier one ended, and sessions beside the World
+// model. At 1, 2 and 4 ranks over shm, tcp and two nodes (shm within, tcp
+// between), as the issue asks; 8 ranks add no path.
+class SessionsTest : public SurfaceTest {};
+
+TEST_P(SessionsTest, SessionsAndTheWorldModel) {
+  expect_passes("sessions");
+}
+
+INSTANTIATE_TEST_SUITE_P(Sessions, SessionsTest,
+                         ::testing::Combine(::testing::Values(1, 2, 4),
+                                            ::testing::Values(0, 2, 3)),  // defaults, tcp, mixed
+                         [](const auto &info) {
+                           return std::string(surface_configs[std::get<1>(info.param)]) + "_np" +
+                                  std::to_string(std::get<0>(info.param));
+                         });
+
 // 2^31 + 4099 MPI_BYTE elements in one MPI_Send_c, then past 2^31 bytes of
 // a 16-byte type, over shm at 2 ranks, every byte checked. About 4.3 GB of
 // memory and 20-50 s on 2 busy cores: not under ASan (test/suite.sh).

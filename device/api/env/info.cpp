@@ -74,16 +74,25 @@ void copy_truncated(const std::string &text, char *out, std::size_t room) {
 
 namespace iris::api {
 
-int info_read(const char *call, const device::communicator *c, MPI_Info info, info_entries &out) {
-  out.clear();
-  if (info == MPI_INFO_NULL) return MPI_SUCCESS;
+const info_entries *info_find(MPI_Info info) {
+  static const info_entries none;
+  if (info == MPI_INFO_NULL) return &none;
   const std::size_t index = device::handle_index(info);
   if (!device::handle_is(info, device::handle_kind::info) || index >= infos().size() ||
       !infos()[index]) {
+    return nullptr;
+  }
+  return &*infos()[index];
+}
+
+int info_read(const char *call, const device::communicator *c, MPI_Info info, info_entries &out) {
+  const info_entries *found = info_find(info);
+  if (found == nullptr) {
+    out.clear();
     return device::error_raise(c, call, MPI_ERR_INFO, "invalid info handle 0x%x",
                                static_cast<unsigned>(info));
   }
-  out = *infos()[index];
+  out = *found;
   return MPI_SUCCESS;
 }
 

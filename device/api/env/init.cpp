@@ -15,11 +15,15 @@ using namespace iris;
 
 namespace {
 
+// The World model's state (MPI_Init .. MPI_Finalize, at most once) and the
+// sessions alive: the runtime exists while either uses it.
+bool world_initialized = false;
 bool finalized = false;
+int sessions_alive = 0;
 pthread_t main_thread;
 
 int init_common(const char *call, int required, int *provided) {
-  if (device::rt != nullptr || finalized) {
+  if (world_initialized || finalized) {
     return device::error_raise(
         nullptr, call, MPI_ERR_OTHER,
         finalized ? "MPI was already finalized" : "MPI is already initialized");
@@ -28,10 +32,9 @@ int init_common(const char *call, int required, int *provided) {
     return device::error_raise(nullptr, call, MPI_ERR_ARG, "invalid thread level %d", required);
   }
   main_thread = pthread_self();
-  const int err = device::runtime_init(required);
-  if (provided != nullptr) *provided = device::rt->thread_level;
-  // Last: from here a progress thread may poll (IRIS_ASYNC_PROGRESS=on).
-  if (err == MPI_SUCCESS) device::am_init_done();
+  const int err = api::runtime_enter(required);
+  if (provided != nullptr && device::rt != nullptr) *provided = device::rt->thread_level;
+  if (err == MPI_SUCCESS) world_initialized = true;
   return err;
 }
 
@@ -44,6 +47,40 @@ void copy_out(const std::string &text, char *out, int *length, std::size_t limit
 }
 
 }  // namespace
+
+bool api::runtime_ended_for_good() {
+  return device::rt == nullptr && finalized;
+}
+
+int api::runtime_enter(int required) {
+  if (device::rt != nullptr) return MPI_SUCCESS;  // a session or the World model made it
+  main_thread = pthread_self();
+  const int err = device::runtime_init(required);
+  // Last: from here a progress thread may poll (IRIS_ASYNC_PROGRESS=on).
+  if (err == MPI_SUCCESS) device::am_init_done();
+  return err;
+}
+
+void api::session_opened() {
+  ++sessions_alive;
+}
+
+int api::session_closed() {
+  --sessions_alive;
+  return world_initialized ? MPI_SUCCESS : runtime_leave();
+}
+
+// The last user of the runtime ends it: MPI_Finalize, or the last
+// MPI_Session_finalize after it (or without the World model).
+int api::runtime_leave() {
+  if (sessions_alive > 0 || world_initialized) return MPI_SUCCESS;
+  api::buffered_sends_drain();
+  api::rma::close_all();  // windows the program left open (MPI says it frees them)
+  // Without MPI_Finalize (sessions alone) MPI may start again: a new session.
+  const int err = device::runtime_finalize(!finalized);
+  device::attr_clear_all();
+  return err;
+}
 
 extern "C" {
 
@@ -63,23 +100,26 @@ int MPI_Init_thread(int *, char ***, int required, int *provided) {
 int MPI_Finalize(void) {
   const device::api_guard guard;
   if (int err = api::check_initialized("MPI_Finalize")) return err;
+  if (!world_initialized) {
+    return device::error_raise(nullptr, "MPI_Finalize", MPI_ERR_OTHER,
+                               "MPI_Init was not called (sessions end with MPI_Session_finalize)");
+  }
   // First, as if MPI_COMM_SELF were freed: its attributes' delete callbacks,
   // the last set first, while MPI still works, as MPI-4.1 says. A failing
   // callback is reported through SELF's handler; finalizing goes on.
   api::attrs_delete_all("MPI_Finalize", device::comm_lookup(MPI_COMM_SELF), device::attr_kind::comm,
                         MPI_COMM_SELF);
-  api::buffered_sends_drain();
-  api::rma::close_all();  // windows the program left open (MPI says it frees them)
-  const int err = device::runtime_finalize();
-  device::attr_clear_all();
+  world_initialized = false;
   finalized = true;
-  return err;
+  // Sessions still open keep the runtime, and the communicators made from
+  // them keep working, until the last of them is finalized.
+  return api::runtime_leave();
 }
 
 int MPI_Initialized(int *flag) {
   const device::api_guard guard;
   if (int err = api::check_not_null("MPI_Initialized", nullptr, flag, "flag")) return err;
-  *flag = device::rt != nullptr || finalized ? 1 : 0;
+  *flag = world_initialized || finalized ? 1 : 0;  // the World model's, not a session's
   return MPI_SUCCESS;
 }
 

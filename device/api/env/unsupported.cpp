@@ -155,39 +155,6 @@ int MPI_Session_flush_buffer(MPI_Session) {
 int MPI_Session_iflush_buffer(MPI_Session, MPI_Request *) {
   return unsupported("MPI_Session_iflush_buffer", sessions, MPI_COMM_NULL);
 }
-int MPI_Session_init(MPI_Info, MPI_Errhandler, MPI_Session *) {
-  return unsupported("MPI_Session_init", sessions, MPI_COMM_NULL);
-}
-int MPI_Session_finalize(MPI_Session *) {
-  return unsupported("MPI_Session_finalize", sessions, MPI_COMM_NULL);
-}
-int MPI_Session_get_num_psets(MPI_Session, MPI_Info, int *) {
-  return unsupported("MPI_Session_get_num_psets", sessions, MPI_COMM_NULL);
-}
-int MPI_Session_get_nth_pset(MPI_Session, MPI_Info, int, int *, char *) {
-  return unsupported("MPI_Session_get_nth_pset", sessions, MPI_COMM_NULL);
-}
-int MPI_Session_get_info(MPI_Session, MPI_Info *) {
-  return unsupported("MPI_Session_get_info", sessions, MPI_COMM_NULL);
-}
-int MPI_Session_get_pset_info(MPI_Session, const char *, MPI_Info *) {
-  return unsupported("MPI_Session_get_pset_info", sessions, MPI_COMM_NULL);
-}
-int MPI_Group_from_session_pset(MPI_Session, const char *, MPI_Group *) {
-  return unsupported("MPI_Group_from_session_pset", sessions, MPI_COMM_NULL);
-}
-int MPI_Session_create_errhandler(MPI_Session_errhandler_function *, MPI_Errhandler *) {
-  return unsupported("MPI_Session_create_errhandler", sessions, MPI_COMM_NULL);
-}
-int MPI_Session_set_errhandler(MPI_Session, MPI_Errhandler) {
-  return unsupported("MPI_Session_set_errhandler", sessions, MPI_COMM_NULL);
-}
-int MPI_Session_get_errhandler(MPI_Session, MPI_Errhandler *) {
-  return unsupported("MPI_Session_get_errhandler", sessions, MPI_COMM_NULL);
-}
-int MPI_Session_call_errhandler(MPI_Session, int) {
-  return unsupported("MPI_Session_call_errhandler", sessions, MPI_COMM_NULL);
-}
 
 // Dynamic processes
 int MPI_Comm_spawn(const char *, char **, int, MPI_Info, int, MPI_Comm comm, MPI_Comm *, int *) {
