@@ -159,6 +159,13 @@ inline void status_probe_proc_null(MPI_Status *status) {
   status->iris_bytes = 0;
 }
 
+// What a communicator made from `parent` keeps of it besides the error
+// handler: the session it derives from (nothing for MPI_COMM_NULL).
+inline void comm_inherit(MPI_Comm made, const communicator &parent) {
+  if (made == MPI_COMM_NULL) return;
+  if (communicator *c = device::comm_lookup(made)) c->session = parent.session;
+}
+
 // The runtime's users: the World model (MPI_Init .. MPI_Finalize) and each
 // session (MPI_Session_init .. MPI_Session_finalize), init.cpp. The first
 // makes the runtime at `required` thread level (a later one finds it made,
@@ -173,6 +180,12 @@ int session_closed();  // runtime_leave() unless the World model is in use
 
 // Waits for every buffered send (MPI_Buffer_detach, MPI_Finalize).
 void buffered_sends_drain();
+// MPI_Session_finalize: waits for the buffered sends from the session's
+// buffer and forgets it (modes.cpp).
+void session_buffer_end(int session);
+// Checks that `session` names a live session (session.cpp); an invalid one
+// is raised on MPI_COMM_WORLD's handler.
+int check_session_handle(const char *call, int session);
 // A buffered send of checked arguments, as MPI_Bsend makes it (also for
 // persistent Bsend_init + Start): packed into the attached buffer. With
 // `held`, *held is the copy's send, which the caller releases itself

@@ -16,6 +16,9 @@ struct context_queues;
 // An ordered set of processes, named by their ranks in MPI_COMM_WORLD.
 struct group {
   std::vector<int> world_ranks;
+  // The session it comes from (MPI_Group_from_session_pset, and the groups
+  // made from that one), or 0.
+  int session = 0;
 
   int size() const { return static_cast<int>(world_ranks.size()); }
   // This group's rank of world rank `w`, or -1.
@@ -34,6 +37,10 @@ struct communicator {
   // is published (comm_publish), for receives posted without the call lock.
   context_queues *queues = nullptr;
   int errhandler = 0;
+  // The session it derives from (MPI_Comm_create_from_group of a session's
+  // group, and what is made from that communicator), or 0: its buffered
+  // sends may use the session's buffer (MPI-4.1).
+  int session = 0;
   std::string name;
   // Info hints as the user gave them (MPI_Comm_set_info); Iris acts on none.
   std::vector<std::pair<std::string, std::string>> hints;

@@ -69,10 +69,8 @@ int MPI_Buffer_attach_c(void *buffer, MPI_Count size);
 int MPI_Buffer_detach_c(void *buffer_addr, MPI_Count *size);
 int MPI_Comm_attach_buffer_c(MPI_Comm comm, void *buffer, MPI_Count size);
 int MPI_Comm_detach_buffer_c(MPI_Comm comm, void *buffer_addr, MPI_Count *size);
-int MPI_Session_attach_buffer_c(MPI_Session session, void *buffer,
-                                MPI_Count size); /* unsupported */
-int MPI_Session_detach_buffer_c(MPI_Session session, void *buffer_addr,
-                                MPI_Count *size); /* unsupported */
+int MPI_Session_attach_buffer_c(MPI_Session session, void *buffer, MPI_Count size);
+int MPI_Session_detach_buffer_c(MPI_Session session, void *buffer_addr, MPI_Count *size);
 int MPI_Type_contiguous_c(MPI_Count count, MPI_Datatype oldtype, MPI_Datatype *newtype);
 int MPI_Type_vector_c(MPI_Count count, MPI_Count blocklength, MPI_Count stride,
                       MPI_Datatype oldtype, MPI_Datatype *newtype);

@@ -93,10 +93,12 @@ int MPI_Comm_attach_buffer(MPI_Comm comm, void *buffer, int size);
 int MPI_Comm_detach_buffer(MPI_Comm comm, void *buffer_addr, int *size);
 int MPI_Comm_flush_buffer(MPI_Comm comm);
 int MPI_Comm_iflush_buffer(MPI_Comm comm, MPI_Request *request);
-int MPI_Session_attach_buffer(MPI_Session session, void *buffer, int size);       /* unsupported */
-int MPI_Session_detach_buffer(MPI_Session session, void *buffer_addr, int *size); /* unsupported */
-int MPI_Session_flush_buffer(MPI_Session session);                                /* unsupported */
-int MPI_Session_iflush_buffer(MPI_Session session, MPI_Request *request);         /* unsupported */
+/* A session's buffer serves the communicators derived from the session
+ * that have none of their own (before the process's). */
+int MPI_Session_attach_buffer(MPI_Session session, void *buffer, int size);
+int MPI_Session_detach_buffer(MPI_Session session, void *buffer_addr, int *size);
+int MPI_Session_flush_buffer(MPI_Session session);
+int MPI_Session_iflush_buffer(MPI_Session session, MPI_Request *request);
 /* MPI-4.1: Request_get_status over arrays (requests stay as they are). */
 int MPI_Request_get_status_all(int count, MPI_Request array_of_requests[], int *flag,
                                MPI_Status array_of_statuses[]);

@@ -1,4 +1,4 @@
-/* Iris mpi.h, part: sessions, dynamic processes, MPI-IO: linkable, not supported yet.
+/* Iris mpi.h, part: dynamic processes, MPI-IO: linkable, not supported yet.
  * Programs include <mpi.h>, which includes every part; each part compiles on its own. */
 #ifndef IRIS_MPI_UNSUPPORTED_H_INCLUDED
 #define IRIS_MPI_UNSUPPORTED_H_INCLUDED

@@ -8,7 +8,8 @@
  *      (Session_call_errhandler, an unknown process set), set and get;
  *      MPI_ERRORS_RETURN; refusals (bad thread_level, bad handler);
  *   D. every session has ended (MPI has ended with them): MPI_Init starts the
- *      World model; a session inside it; MPI_Finalize with the session open;
+ *      World model; a session inside it, with a buffer of its own for
+ *      buffered sends on its communicators; MPI_Finalize with the session open;
  *      the session's communicator still works; its finalize ends MPI, and
  *      no session may begin after that (MPI_Finalize ended MPI for good).
  * Any number of ranks. */
@@ -169,6 +170,19 @@ static void phase_c(void) {
   CHECK(handler_calls == 2 && handler_code == MPI_ERR_ARG, "unknown pset: calls %d, code %d",
         handler_calls, handler_code);
   CHECK(g == MPI_GROUP_NULL, "unknown pset gave group %d", g);
+  /* Names compare without regard to case, as MPICH's do. */
+  CHECK(MPI_Group_from_session_pset(s, "mpi://self", &g) == MPI_SUCCESS && g != MPI_GROUP_NULL,
+        "mpi://self refused");
+  MPI_Group_free(&g);
+  /* A bad group goes to the handler given to Comm_create_from_group. */
+  MPI_Comm none = MPI_COMM_NULL;
+  CHECK(MPI_Comm_create_from_group(MPI_GROUP_NULL, "iris.test.bad", MPI_INFO_NULL,
+                                   MPI_ERRORS_RETURN, &none) == MPI_ERR_GROUP,
+        "Comm_create_from_group took MPI_GROUP_NULL");
+  CHECK(MPI_Comm_create_from_group(MPI_GROUP_EMPTY, "iris.test.bad", MPI_INFO_NULL,
+                                   MPI_ERRORS_RETURN, &none) == MPI_ERR_GROUP,
+        "Comm_create_from_group took a group without the caller");
+  CHECK(none == MPI_COMM_NULL, "a refused Comm_create_from_group gave %d", none);
   MPI_Session_set_errhandler(s, MPI_ERRORS_RETURN);
   MPI_Info info = MPI_INFO_NULL;
   CHECK(MPI_Session_get_pset_info(s, "mpi://nowhere", &info) == MPI_ERR_ARG, "unknown pset info");
@@ -190,6 +204,48 @@ static void phase_c(void) {
   MPI_Session_finalize(&s);
 }
 
+/* The session's buffer (MPI-4.1) serves buffered sends on its communicators
+ * and on what derives from them (a dup), and not on MPI_COMM_WORLD, which
+ * has no buffer here; detach gives it back; iflush completes. */
+static void session_buffer(MPI_Session s, MPI_Comm comm) {
+  static char space[4 * (64 + MPI_BSEND_OVERHEAD)];
+  CHECK(MPI_Session_attach_buffer(s, space, (int)sizeof(space)) == MPI_SUCCESS, "attach");
+  CHECK(MPI_Session_attach_buffer(s, space, (int)sizeof(space)) == MPI_ERR_BUFFER,
+        "a second attach was taken");
+  MPI_Comm dup = MPI_COMM_NULL;
+  MPI_Comm_dup(comm, &dup);
+  MPI_Comm_set_errhandler(dup, MPI_ERRORS_RETURN);
+  const int right = (rank + 1) % size;
+  const int left = (rank + size - 1) % size;
+  int out[16];
+  int in[2][16];
+  for (int i = 0; i < 16; ++i) out[i] = rank * 100 + i;
+  MPI_Request reqs[2];
+  MPI_Irecv(in[0], 16, MPI_INT, left, 5, comm, &reqs[0]);
+  MPI_Irecv(in[1], 16, MPI_INT, left, 6, dup, &reqs[1]);
+  CHECK(MPI_Bsend(out, 16, MPI_INT, right, 5, comm) == MPI_SUCCESS, "Bsend on the session's");
+  CHECK(MPI_Bsend(out, 16, MPI_INT, right, 6, dup) == MPI_SUCCESS, "Bsend on its dup");
+  CHECK(MPI_Bsend(out, 16, MPI_INT, right, 7, MPI_COMM_WORLD) == MPI_ERR_BUFFER,
+        "MPI_COMM_WORLD used the session's buffer");
+  MPI_Waitall(2, reqs, MPI_STATUSES_IGNORE);
+  for (int k = 0; k < 2; ++k) {
+    for (int i = 0; i < 16; ++i) {
+      CHECK(in[k][i] == left * 100 + i, "buffered message %d: [%d] = %d", k, i, in[k][i]);
+    }
+  }
+  MPI_Request flush = MPI_REQUEST_NULL;
+  CHECK(MPI_Session_iflush_buffer(s, &flush) == MPI_SUCCESS, "iflush");
+  MPI_Wait(&flush, MPI_STATUS_IGNORE);
+  void *back = NULL;
+  int back_size = -1;
+  CHECK(MPI_Session_detach_buffer(s, &back, &back_size) == MPI_SUCCESS, "detach");
+  CHECK(back == space && back_size == (int)sizeof(space), "detach gave %p, %d", back, back_size);
+  CHECK(MPI_Session_detach_buffer(s, &back, &back_size) == MPI_ERR_BUFFER, "detached twice");
+  CHECK(MPI_Session_flush_buffer((MPI_Session)0x60000fff) == MPI_ERR_SESSION,
+        "flush of a made-up session");
+  MPI_Comm_free(&dup);
+}
+
 static void phase_d(void) {
   MPI_Init(NULL, NULL);
   int wrank = -1;
@@ -205,6 +261,7 @@ static void phase_d(void) {
   MPI_Session s = MPI_SESSION_NULL;
   MPI_Session_init(MPI_INFO_NULL, MPI_ERRORS_RETURN, &s);
   MPI_Comm comm = comm_of(s, "mpi://WORLD", "iris.test.d", size);
+  session_buffer(s, comm);
   int sum = -1;
   MPI_Allreduce(&wrank, &sum, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
   CHECK(sum == size * (size - 1) / 2, "world allreduce %d", sum);

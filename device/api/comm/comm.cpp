@@ -49,6 +49,7 @@ int dup_common(const char *call, communicator *c, api::info_entries hints, MPI_C
   const MPI_Comm made =
       c->inter ? inter_dup(c)
                : device::comm_register(c->world_rank, device::context_agree(*c), c->errhandler);
+  api::comm_inherit(made, *c);
   device::comm_lookup(made)->hints = std::move(hints);
   device::topology_copy(*c, *device::comm_lookup(made));  // a duplicate keeps the topology
   if (int err = api::attrs_copy(call, c, device::attr_kind::comm, c->handle, made)) {
@@ -69,6 +70,7 @@ int dup_common(const char *call, communicator *c, api::info_entries hints, MPI_C
 int idup_common(const char *call, communicator *c, api::info_entries hints, MPI_Comm *newcomm,
                 MPI_Request *request) {
   const MPI_Comm made = device::comm_register_pending(*c);
+  api::comm_inherit(made, *c);
   device::communicator *d = device::comm_lookup(made);
   d->hints = std::move(hints);
   if (int err = api::attrs_copy(call, c, device::attr_kind::comm, c->handle, made)) {
@@ -103,7 +105,9 @@ MPI_Comm split_common(communicator *c, int color, int key) {
     return table[static_cast<std::size_t>(x)].second < table[static_cast<std::size_t>(y)].second;
   });
   for (int &m : members) m = c->world_rank[static_cast<std::size_t>(m)];
-  return device::comm_register(std::move(members), context, c->errhandler);
+  const MPI_Comm made = device::comm_register(std::move(members), context, c->errhandler);
+  api::comm_inherit(made, *c);
+  return made;
 }
 
 // Checks that every member of group `handle` belongs to `c` (to its local
@@ -334,6 +338,7 @@ int MPI_Comm_create(MPI_Comm comm, MPI_Group handle, MPI_Comm *newcomm) {
   *newcomm = g->rank_of(device::rt->rank) < 0
                  ? MPI_COMM_NULL
                  : device::comm_register(g->world_ranks, context, c->errhandler);
+  api::comm_inherit(*newcomm, *c);
   return MPI_SUCCESS;
 }
 
@@ -361,6 +366,7 @@ int MPI_Comm_create_group(MPI_Comm comm, MPI_Group handle, int tag, MPI_Comm *ne
       device::tag_create_group_base + tag % (device::tag_nbc_base - device::tag_create_group_base);
   const std::uint32_t context = device::context_agree_among(*c, members, agree_tag);
   *newcomm = device::comm_register(g->world_ranks, context, c->errhandler);
+  api::comm_inherit(*newcomm, *c);
   return MPI_SUCCESS;
 }
 

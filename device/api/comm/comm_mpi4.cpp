@@ -40,6 +40,22 @@ int MPI_Comm_create_from_group(MPI_Group group, const char *stringtag, MPI_Info 
   (void)info;
   if (int err = check_stringtag(call, stringtag)) return err;
   if (int err = api::check_not_null(call, nullptr, newcomm, "newcomm")) return err;
+  // A bad group goes to the handler given (no communicator exists yet).
+  const int handler = errhandler == MPI_ERRHANDLER_NULL ? MPI_ERRORS_ARE_FATAL : errhandler;
+  if (!device::errhandler_valid(handler)) {
+    return device::error_raise(nullptr, call, MPI_ERR_ERRHANDLER,
+                               "invalid error handler handle 0x%x",
+                               static_cast<unsigned>(errhandler));
+  }
+  const device::group *g = device::group_lookup(group);
+  if (g == nullptr) {
+    return device::error_raise_object(handler, MPI_COMM_NULL, call, MPI_ERR_GROUP,
+                                      "invalid group handle 0x%x", static_cast<unsigned>(group));
+  }
+  if (g->rank_of(device::rt->rank) < 0) {
+    return device::error_raise_object(handler, MPI_COMM_NULL, call, MPI_ERR_GROUP,
+                                      "this process is not in the group (it must be)");
+  }
   MPI_Comm made = MPI_COMM_NULL;
   if (int err = MPI_Comm_create_group(MPI_COMM_WORLD, group, tag_of(stringtag), &made)) {
     return err;
@@ -47,6 +63,9 @@ int MPI_Comm_create_from_group(MPI_Group group, const char *stringtag, MPI_Info 
   if (made != MPI_COMM_NULL && errhandler != MPI_ERRHANDLER_NULL) {
     if (int err = MPI_Comm_set_errhandler(made, errhandler)) return err;
   }
+  // It derives from the group's session (a session's buffer serves it).
+  if (made != MPI_COMM_NULL)
+    device::comm_lookup(made)->session = device::group_lookup(group)->session;
   *newcomm = made;
   return MPI_SUCCESS;
 }

@@ -37,9 +37,16 @@ int check_ranks(const char *call, const group &g, int n, const int ranks[]) {
   return MPI_SUCCESS;
 }
 
-int group_out(const char *call, MPI_Group *newgroup, std::vector<int> members) {
+// A new group of `members`, of the session of `from` (of the first of two
+// groups that has one).
+int group_out(const char *call, MPI_Group *newgroup, std::vector<int> members, const group &from,
+              const group *also = nullptr) {
   if (int err = api::check_not_null(call, nullptr, newgroup, "newgroup")) return err;
   *newgroup = members.empty() ? MPI_GROUP_EMPTY : device::group_register(std::move(members));
+  if (*newgroup != MPI_GROUP_EMPTY) {
+    device::group_lookup(*newgroup)->session =
+        from.session != 0 || also == nullptr ? from.session : also->session;
+  }
   return MPI_SUCCESS;
 }
 
@@ -99,7 +106,7 @@ int group_combine(const char *call, MPI_Group a, MPI_Group b, MPI_Group *newgrou
       if (!contains(*ga, w)) members.push_back(w);
     }
   }
-  return group_out(call, newgroup, std::move(members));
+  return group_out(call, newgroup, std::move(members), *ga, gb);
 }
 
 }  // namespace
@@ -112,6 +119,7 @@ int MPI_Comm_group(MPI_Comm comm, MPI_Group *newgroup) {
   if (int err = api::check_comm("MPI_Comm_group", comm, c)) return err;
   if (int err = api::check_not_null("MPI_Comm_group", c, newgroup, "group")) return err;
   *newgroup = device::group_register(c->inter ? c->local_world_rank : c->world_rank);
+  device::group_lookup(*newgroup)->session = c->session;
   return MPI_SUCCESS;
 }
 
@@ -142,7 +150,7 @@ int MPI_Group_incl(MPI_Group handle, int n, const int ranks[], MPI_Group *newgro
   if (int err = check_ranks(call, *g, n, ranks)) return err;
   std::vector<int> members;
   for (int i = 0; i < n; ++i) members.push_back(g->world_ranks[static_cast<std::size_t>(ranks[i])]);
-  return group_out(call, newgroup, std::move(members));
+  return group_out(call, newgroup, std::move(members), *g);
 }
 
 int MPI_Group_excl(MPI_Group handle, int n, const int ranks[], MPI_Group *newgroup) {
@@ -157,7 +165,7 @@ int MPI_Group_excl(MPI_Group handle, int n, const int ranks[], MPI_Group *newgro
       members.push_back(g->world_ranks[static_cast<std::size_t>(r)]);
     }
   }
-  return group_out(call, newgroup, std::move(members));
+  return group_out(call, newgroup, std::move(members), *g);
 }
 
 int MPI_Group_range_incl(MPI_Group handle, int n, int ranges[][3], MPI_Group *newgroup) {
@@ -169,7 +177,7 @@ int MPI_Group_range_incl(MPI_Group handle, int n, int ranges[][3], MPI_Group *ne
   if (int err = expand_ranges(call, *g, n, ranges, ranks)) return err;
   std::vector<int> members;
   for (int r : ranks) members.push_back(g->world_ranks[static_cast<std::size_t>(r)]);
-  return group_out(call, newgroup, std::move(members));
+  return group_out(call, newgroup, std::move(members), *g);
 }
 
 int MPI_Group_range_excl(MPI_Group handle, int n, int ranges[][3], MPI_Group *newgroup) {
@@ -187,7 +195,7 @@ int MPI_Group_range_excl(MPI_Group handle, int n, int ranges[][3], MPI_Group *ne
       members.push_back(g->world_ranks[static_cast<std::size_t>(r)]);
     }
   }
-  return group_out(call, newgroup, std::move(members));
+  return group_out(call, newgroup, std::move(members), *g);
 }
 
 int MPI_Group_translate_ranks(MPI_Group group1, int n, const int ranks1[], MPI_Group group2,

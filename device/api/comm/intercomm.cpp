@@ -64,8 +64,11 @@ MPI_Comm iris::api::inter_split(device::communicator &inter,
   }
   std::vector<int> remote = members_of(remote_table, inter.world_rank, color);
   if (remote.empty()) return MPI_COMM_NULL;
-  return device::comm_register_inter(members_of(table, inter.local_world_rank, color),
-                                     std::move(remote), context, mine, inter.errhandler);
+  const MPI_Comm made =
+      device::comm_register_inter(members_of(table, inter.local_world_rank, color),
+                                  std::move(remote), context, mine, inter.errhandler);
+  api::comm_inherit(made, inter);
+  return made;
 }
 
 extern "C" {
@@ -121,6 +124,7 @@ int MPI_Intercomm_create(MPI_Comm local_comm, int local_leader, MPI_Comm peer_co
   }
   *newintercomm = device::comm_register_inter(local->world_rank, std::move(remote), context, mine,
                                               local->errhandler);
+  api::comm_inherit(*newintercomm, *local);
   return MPI_SUCCESS;
 }
 
@@ -157,6 +161,7 @@ int MPI_Intercomm_merge(MPI_Comm intercomm, int high, MPI_Comm *newintracomm) {
   const std::vector<int> &second = local_first ? c->world_rank : c->local_world_rank;
   members.insert(members.end(), second.begin(), second.end());
   *newintracomm = device::comm_register(std::move(members), context, c->errhandler);
+  api::comm_inherit(*newintracomm, *c);
   return MPI_SUCCESS;
 }
 

@@ -9,6 +9,8 @@
 // come from a session's groups through MPI_Comm_create_from_group
 // (comm_mpi4.cpp). Handles are of kind session (base/handle.hpp); index 0
 // is MPI_SESSION_NULL.
+#include <strings.h>
+
 #include <cstring>
 #include <optional>
 #include <string>
@@ -75,15 +77,21 @@ int check_session(const char *call, MPI_Session handle, session *&out) {
   return MPI_SUCCESS;
 }
 
+// Process set names compare without regard to case, as MPICH's do
+// ("mpi://self" is mpi://SELF: MPICH's init/session_self asks so).
+bool same_name(const char *name, std::string_view pset) {
+  return std::strlen(name) == pset.size() && strncasecmp(name, pset.data(), pset.size()) == 0;
+}
+
 // The process set named `name`, as its members' world ranks; false for a
 // name this runtime does not know.
 bool pset_members(const char *name, std::vector<int> &out) {
   out.clear();
-  if (name == world_pset) {
+  if (same_name(name, world_pset)) {
     for (int r = 0; r < device::rt->size; ++r) out.push_back(r);
     return true;
   }
-  if (name == self_pset) {
+  if (same_name(name, self_pset)) {
     out.push_back(device::rt->rank);
     return true;
   }
@@ -97,6 +105,11 @@ int unknown_pset(const session &s, MPI_Session handle, const char *call, const c
 }
 
 }  // namespace
+
+int api::check_session_handle(const char *call, int session_handle) {
+  session *s = nullptr;
+  return check_session(call, session_handle, s);
+}
 
 extern "C" {
 
@@ -149,6 +162,7 @@ int MPI_Session_finalize(MPI_Session *session_inout) {
   if (int err = api::check_not_null(call, nullptr, session_inout, "session")) return err;
   session *s = nullptr;
   if (int err = check_session(call, *session_inout, s)) return err;
+  api::session_buffer_end(*session_inout);  // its buffered sends leave first
   sessions[device::handle_index(*session_inout)].reset();
   *session_inout = MPI_SESSION_NULL;
   return api::session_closed();
@@ -229,6 +243,7 @@ int MPI_Group_from_session_pset(MPI_Session handle, const char *pset_name, MPI_G
   std::vector<int> members;
   if (!pset_members(pset_name, members)) return unknown_pset(*s, handle, call, pset_name);
   *newgroup = device::group_register(std::move(members));
+  device::group_lookup(*newgroup)->session = handle;
   return MPI_SUCCESS;
 }
 

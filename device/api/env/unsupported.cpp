@@ -1,5 +1,5 @@
 // The MPI-4 C functions of the families Iris does not implement yet:
-// sessions, dynamic processes and MPI-IO. Each one links, and reports
+// dynamic processes and MPI-IO. Each one links, and reports
 // MPI_ERR_UNSUPPORTED_OPERATION through the error handler of its
 // communicator argument (MPI_COMM_WORLD's when it has none) with a line that
 // names the call and the family. Output arguments are left untouched.
@@ -9,12 +9,10 @@ using namespace iris;
 
 namespace {
 
-enum family { sessions, dynamic_processes, mpi_io };
+enum family { dynamic_processes, mpi_io };
 
 const char *family_name(family f) {
   switch (f) {
-    case sessions:
-      return "sessions";
     case dynamic_processes:
       return "dynamic processes";
     case mpi_io:
@@ -134,26 +132,6 @@ int MPI_Register_datarep_c(const char *, MPI_Datarep_conversion_function_c *,
                            MPI_Datarep_conversion_function_c *, MPI_Datarep_extent_function *,
                            void *) {
   return unsupported("MPI_Register_datarep_c", mpi_io, MPI_COMM_NULL);
-}
-
-// Sessions
-int MPI_Session_attach_buffer_c(MPI_Session, void *, MPI_Count) {
-  return unsupported("MPI_Session_attach_buffer_c", sessions, MPI_COMM_NULL);
-}
-int MPI_Session_detach_buffer_c(MPI_Session, void *, MPI_Count *) {
-  return unsupported("MPI_Session_detach_buffer_c", sessions, MPI_COMM_NULL);
-}
-int MPI_Session_attach_buffer(MPI_Session, void *, int) {
-  return unsupported("MPI_Session_attach_buffer", sessions, MPI_COMM_NULL);
-}
-int MPI_Session_detach_buffer(MPI_Session, void *, int *) {
-  return unsupported("MPI_Session_detach_buffer", sessions, MPI_COMM_NULL);
-}
-int MPI_Session_flush_buffer(MPI_Session) {
-  return unsupported("MPI_Session_flush_buffer", sessions, MPI_COMM_NULL);
-}
-int MPI_Session_iflush_buffer(MPI_Session, MPI_Request *) {
-  return unsupported("MPI_Session_iflush_buffer", sessions, MPI_COMM_NULL);
 }
 
 // Dynamic processes

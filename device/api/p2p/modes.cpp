@@ -1,5 +1,5 @@
-// Buffered sends (Bsend, Ibsend, Buffer_attach, Buffer_detach) and
-// Sendrecv_replace.
+// Buffered sends (Bsend, Ibsend, Buffer_attach, Buffer_detach; the buffers
+// of communicators and of sessions) and Sendrecv_replace.
 //
 // A buffered send copies the message into the attached buffer and sends the
 // copy with a standard send; its piece of the buffer is freed once that send
@@ -43,10 +43,23 @@ struct attached_buffer {
 // its communicator's buffer when one is attached, else the process's.
 attached_buffer buffer;
 std::map<int, attached_buffer> comm_buffers;
+// The sessions' own (MPI_Session_attach_buffer, MPI-4.1), keyed by handle:
+// a communicator derived from a session (communicator::session) without a
+// buffer of its own uses its session's before the process's.
+std::map<int, attached_buffer> session_buffers;
+
+// The buffer attached under `key` in `table`, or nullptr.
+attached_buffer *attached_in(std::map<int, attached_buffer> &table, int key) {
+  const auto found = table.find(key);
+  return found != table.end() && found->second.attached ? &found->second : nullptr;
+}
 
 attached_buffer &buffer_for(const communicator &c) {
-  const auto found = comm_buffers.find(c.handle);
-  return found != comm_buffers.end() && found->second.attached ? found->second : buffer;
+  if (attached_buffer *own = attached_in(comm_buffers, c.handle)) return *own;
+  if (c.session != 0) {
+    if (attached_buffer *of_session = attached_in(session_buffers, c.session)) return *of_session;
+  }
+  return buffer;
 }
 
 // Frees the pieces whose sends have completed.
@@ -77,13 +90,14 @@ void drain(attached_buffer &b) {
   });
 }
 
-// MPI_Buffer_iflush / MPI_Comm_iflush_buffer: complete once the buffer's
-// sends have all left.
+// MPI_Buffer_iflush, MPI_Comm_iflush_buffer, MPI_Session_iflush_buffer:
+// complete once the buffer's sends have all left.
 struct flush_ext final : device::request_ext {
-  int comm = 0;  // MPI_COMM_NULL: the process's buffer
+  std::map<int, attached_buffer> *table = nullptr;  // nullptr: the process's buffer
+  int key = 0;
   void poll(device::request &r) override {
-    const auto found = comm_buffers.find(comm);
-    attached_buffer &b = found != comm_buffers.end() ? found->second : buffer;
+    attached_buffer *found = table != nullptr ? attached_in(*table, key) : nullptr;
+    attached_buffer &b = found != nullptr ? *found : buffer;
     reap(b);
     r.complete = b.pieces.empty();
   }
@@ -100,11 +114,15 @@ struct flush_ext final : device::request_ext {
   }
 };
 
-int iflush(const char *call, const communicator &c, int comm, MPI_Request *request) {
+// The flush of the buffer attached under `key` in `table` (nullptr: the
+// process's buffer).
+int iflush(const char *call, const communicator &c, std::map<int, attached_buffer> *table, int key,
+           MPI_Request *request) {
   if (int err = api::check_not_null(call, &c, request, "request")) return err;
   device::request *r = device::rt->requests.allocate(device::request_kind::send, &c);
   auto *ext = new flush_ext;
-  ext->comm = comm;
+  ext->table = table;
+  ext->key = key;
   r->ext = ext;
   *request = device::request_handle(*r);
   return MPI_SUCCESS;
@@ -115,9 +133,11 @@ piece *piece_of(const device::request *send) {
   for (piece &p : buffer.pieces) {
     if (p.send == send) return &p;
   }
-  for (auto &[handle, b] : comm_buffers) {
-    for (piece &p : b.pieces) {
-      if (p.send == send) return &p;
+  for (auto *table : {&comm_buffers, &session_buffers}) {
+    for (auto &[handle, b] : *table) {
+      for (piece &p : b.pieces) {
+        if (p.send == send) return &p;
+      }
     }
   }
   return nullptr;
@@ -312,6 +332,14 @@ void buffered_sends_drain() {
   if (device::rt == nullptr) return;
   drain(buffer);
   for (auto &[handle, b] : comm_buffers) drain(b);
+  for (auto &[handle, b] : session_buffers) drain(b);
+}
+
+void session_buffer_end(int session) {
+  const auto found = session_buffers.find(session);
+  if (found == session_buffers.end()) return;
+  drain(found->second);
+  session_buffers.erase(found);
 }
 
 }  // namespace iris::api
@@ -355,7 +383,7 @@ int MPI_Buffer_iflush(MPI_Request *request) {
   const device::api_guard guard;
   const char *call = "MPI_Buffer_iflush";
   if (int err = api::check_initialized(call)) return err;
-  return iflush(call, *device::comm_lookup(MPI_COMM_SELF), MPI_COMM_NULL, request);
+  return iflush(call, *device::comm_lookup(MPI_COMM_SELF), nullptr, 0, request);
 }
 
 int MPI_Comm_attach_buffer(MPI_Comm comm, void *base, int size) {
@@ -384,9 +412,13 @@ int MPI_Comm_iflush_buffer(MPI_Comm comm, MPI_Request *request) {
   const char *call = "MPI_Comm_iflush_buffer";
   communicator *c = nullptr;
   if (int err = api::check_comm(call, comm, c)) return err;
-  const auto found = comm_buffers.find(comm);
-  const bool own = found != comm_buffers.end() && found->second.attached;
-  return iflush(call, *c, own ? comm : MPI_COMM_NULL, request);
+  if (attached_in(comm_buffers, comm) != nullptr) {
+    return iflush(call, *c, &comm_buffers, comm, request);
+  }
+  if (c->session != 0 && attached_in(session_buffers, c->session) != nullptr) {
+    return iflush(call, *c, &session_buffers, c->session, request);
+  }
+  return iflush(call, *c, nullptr, 0, request);
 }
 
 int MPI_Buffer_attach_c(void *base, MPI_Count size) {
@@ -414,6 +446,66 @@ int MPI_Comm_attach_buffer_c(MPI_Comm comm, void *base, MPI_Count size) {
 int MPI_Comm_detach_buffer_c(MPI_Comm comm, void *buffer_addr, MPI_Count *size) {
   const device::api_guard guard;
   return comm_detach("MPI_Comm_detach_buffer_c", comm, buffer_addr, size);
+}
+
+// The sessions' buffers (MPI-4.1). Errors about the buffer itself go to
+// MPI_COMM_WORLD's handler, as the process buffer's do.
+int MPI_Session_attach_buffer(MPI_Session session, void *base, int size) {
+  const device::api_guard guard;
+  const char *call = "MPI_Session_attach_buffer";
+  if (int err = api::check_session_handle(call, session)) return err;
+  return attach(call, nullptr, session_buffers[session], base, size);
+}
+
+int MPI_Session_attach_buffer_c(MPI_Session session, void *base, MPI_Count size) {
+  const device::api_guard guard;
+  const char *call = "MPI_Session_attach_buffer_c";
+  if (int err = api::check_session_handle(call, session)) return err;
+  return attach(call, nullptr, session_buffers[session], base, size);
+}
+
+}  // extern "C"
+
+namespace {
+
+template <typename Size>
+int session_detach(const char *call, MPI_Session session, void *buffer_addr, Size *size) {
+  if (int err = api::check_session_handle(call, session)) return err;
+  const auto found = session_buffers.find(session);
+  if (found == session_buffers.end() || !found->second.attached) {
+    return device::error_raise(nullptr, call, MPI_ERR_BUFFER, "no buffer is attached to session");
+  }
+  const int err = detach(call, nullptr, found->second, buffer_addr, size);
+  if (err == MPI_SUCCESS) session_buffers.erase(found);
+  return err;
+}
+
+}  // namespace
+
+extern "C" {
+
+int MPI_Session_detach_buffer(MPI_Session session, void *buffer_addr, int *size) {
+  const device::api_guard guard;
+  return session_detach("MPI_Session_detach_buffer", session, buffer_addr, size);
+}
+
+int MPI_Session_detach_buffer_c(MPI_Session session, void *buffer_addr, MPI_Count *size) {
+  const device::api_guard guard;
+  return session_detach("MPI_Session_detach_buffer_c", session, buffer_addr, size);
+}
+
+int MPI_Session_flush_buffer(MPI_Session session) {
+  const device::api_guard guard;
+  if (int err = api::check_session_handle("MPI_Session_flush_buffer", session)) return err;
+  if (attached_buffer *b = attached_in(session_buffers, session)) drain(*b);
+  return MPI_SUCCESS;
+}
+
+int MPI_Session_iflush_buffer(MPI_Session session, MPI_Request *request) {
+  const device::api_guard guard;
+  const char *call = "MPI_Session_iflush_buffer";
+  if (int err = api::check_session_handle(call, session)) return err;
+  return iflush(call, *device::comm_lookup(MPI_COMM_SELF), &session_buffers, session, request);
 }
 
 int MPI_Sendrecv_replace(void *buf, int count, MPI_Datatype datatype, int dest, int sendtag,
