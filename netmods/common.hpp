@@ -50,6 +50,10 @@ class netmod_base : public netmod {
 class peer_losses {
  public:
   void resize(std::size_t peers) { peers_.assign(peers, entry{}); }
+  // Room for `peers` at least, keeping what is known (dynamic peers).
+  void grow(std::size_t peers) {
+    if (peers > peers_.size()) peers_.resize(peers);
+  }
   // `peer` is lost: the first reason is kept, later ones are not news.
   void note(int peer, std::string why);
   bool lost(int peer) const { return peers_[static_cast<std::size_t>(peer)].lost; }

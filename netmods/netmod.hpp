@@ -68,6 +68,10 @@ struct config {
   // False: one thread at a time calls every method, and the netmod takes
   // no lock of its own.
   bool concurrent_sends = false;
+  // Processes of other jobs this process may come to know (MPI's dynamic
+  // processes: peer_add, record_sink::peer_joining): peers size ..
+  // size + dynamic_peers - 1. 0: none, and every stranger is refused.
+  std::size_t dynamic_peers = 0;
 };
 
 // A peer's memory that this rank may read: what an RTS carries.
@@ -98,6 +102,14 @@ class record_sink {
   // `peer`, which had spoken to this rank, went away without saying goodbye
   // (it died, or its host did): `why` says how.
   virtual void peer_lost(int peer, const char *why) = 0;
+  // A process of another job (`job` its job_hash, `rank` its rank there)
+  // opened a connection with this rank's token, which only this job and
+  // those given its dynamic_card() know: the peer it is (made now when it
+  // is new; the device then calls peer_add for it), or -1 to refuse it.
+  virtual int peer_joining(std::uint64_t job, int rank) {
+    (void)job, (void)rank;
+    return -1;
+  }
   // The rma_read started with `cookie` has finished: `why` is nullptr when
   // every byte arrived, else why the read failed (the device then asks for
   // the data as records).
@@ -145,6 +157,20 @@ class netmod {
   }
   // One bounded pass: returns how many events it handled.
   virtual int poll(record_sink &sink) = 0;
+  // Processes of other jobs (MPI's dynamic processes). This rank's card as
+  // such a process needs it (what an MPI port name carries: it grants a
+  // connection to this rank); empty when this netmod cannot reach other
+  // jobs.
+  virtual std::string dynamic_card() const { return {}; }
+  // `peer` (size .. size + config.dynamic_peers - 1, new, or the one
+  // peer_joining named) is rank `rank` of the job whose job_hash is `job`,
+  // reached at `card` (its dynamic_card(); empty when not known yet: then
+  // only the connection it opens carries the pair). False when this netmod
+  // cannot take it.
+  virtual bool peer_add(int peer, std::uint64_t job, int rank, std::string_view card) {
+    (void)peer, (void)job, (void)rank, (void)card;
+    return false;
+  }
   // As poll, when config.concurrent_sends is set, from a thread that does
   // not hold the device's call lock while poll() may run on another: reads
   // what no other thread is reading (and skips the rest), and hands

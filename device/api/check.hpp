@@ -180,6 +180,9 @@ int session_closed();  // runtime_leave() unless the World model is in use
 
 // Waits for every buffered send (MPI_Buffer_detach, MPI_Finalize).
 void buffered_sends_drain();
+// At the end of MPI: removes the names this process published and left
+// (dynamic.cpp).
+void names_unpublish_all();
 // MPI_Session_finalize: waits for the buffered sends from the session's
 // buffer and forgets it (modes.cpp).
 void session_buffer_end(int session);

@@ -171,7 +171,9 @@ std::uint32_t context_agree_inter(const communicator &local, int leader, const i
 }
 
 int comm_node_of(const communicator &comm, int rank) {
-  return rt->pmi->node_of(comm.world_rank[static_cast<std::size_t>(rank)]);
+  const int w = comm.world_rank[static_cast<std::size_t>(rank)];
+  // A process of another job (dynamic processes) shares memory with none.
+  return w < rt->size ? rt->pmi->node_of(w) : -1 - w;
 }
 
 namespace {

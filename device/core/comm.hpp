@@ -49,6 +49,11 @@ struct communicator {
   // rank in its own group, `local_world_rank`, whose members talk among
   // themselves (merge, dup) on `local_context` and `local_context + 1`.
   bool inter = false;
+  // An intercommunicator of MPI_Comm_connect/accept, whose groups number
+  // their processes apart: which group Intercomm_merge puts first when both
+  // pass the same `high` (1: this group, 2: the other; 0: the group whose
+  // first member has the lower world rank).
+  int merge_first = 0;
   std::vector<int> local_world_rank;
   std::uint32_t local_context = 0;
 

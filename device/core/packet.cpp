@@ -48,6 +48,13 @@ const char *packet_check(const packet_header &h, std::size_t payload, int world_
         return "active packet shorter than its step or than its length";
       }
       return nullptr;
+    case packet_type::port:
+      if (payload != h.length) return "port packet whose payload differs from its length";
+      if (h.source < static_cast<std::int32_t>(port_step::request) ||
+          h.source > static_cast<std::int32_t>(port_step::withdraw) || h.tag < 0) {
+        return "port packet of an unknown step or port";
+      }
+      return nullptr;
   }
   return "unknown packet type";
 }

@@ -23,6 +23,15 @@ enum class packet_type : std::uint8_t {
   cancel_send = 9,    // the sender asks to withdraw `sender_request` if unmatched
   cancel_reply = 10,  // the answer: `length` 1 if it was withdrawn, 0 if too late
   active = 11,        // an active-message operation (device/am/): active_payload, then bytes
+  port = 12,          // MPI_Comm_connect/accept between roots: `tag` the port, `source` the
+                      // step (port_step), then `length` bytes of the step's table
+};
+
+// The steps of a connection through an MPI port (protocols/port.hpp).
+enum class port_step : std::int32_t {
+  request = 1,   // connect root -> accept root: the connecting group
+  reply = 2,     // accept root -> connect root: the accepting group, or a refusal
+  withdraw = 3,  // connect root -> accept root: the connect gave up (its time ran out)
 };
 
 struct packet_header {

@@ -326,6 +326,10 @@ struct transport_settings {
     std::size_t eager_limit;
     int eager_window;  // credit units
     bool rma;
+    // Processes of other jobs (MPI_Comm_connect/accept) one process may
+    // come to know, and how long a connect waits for its accept.
+    std::size_t dynamic_peers;
+    int connect_timeout_s;
   } net;
 };
 

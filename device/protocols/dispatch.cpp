@@ -8,6 +8,7 @@
 #include "device/protocols/cancel.hpp"
 #include "device/protocols/credit.hpp"
 #include "device/protocols/eager.hpp"
+#include "device/protocols/port.hpp"
 #include "device/protocols/recv.hpp"
 #include "device/protocols/rendezvous.hpp"
 #include "device/protocols/sync.hpp"
@@ -31,8 +32,9 @@ constexpr packet_handler handlers[] = {
     cancel_on_request,   // cancel_send
     cancel_on_reply,     // cancel_reply
     am_on_packet,        // active
+    port_on_packet,      // port
 };
-static_assert(std::size(handlers) == static_cast<std::size_t>(packet_type::active) + 1,
+static_assert(std::size(handlers) == static_cast<std::size_t>(packet_type::port) + 1,
               "every packet type has its handler");
 
 // A message on a context this rank has not reached: every context below
@@ -58,8 +60,8 @@ inline bool eager_sound(const packet_header &h, std::size_t payload, int world_s
 template <bool Shared>
 inline const char *deliver(vc &from, const packet_header &h, const std::byte *payload,
                            std::size_t length) {
-  if (!eager_sound(h, length, rt->size)) [[unlikely]] {
-    if (const char *why = packet_check(h, length, rt->size)) return why;
+  if (!eager_sound(h, length, rt->source_bound())) [[unlikely]] {
+    if (const char *why = packet_check(h, length, rt->source_bound())) return why;
   }
   if (is_message(h.type) && !context_known(h.context)) return "message for an unknown context id";
   if (Shared) {
@@ -96,11 +98,13 @@ bool deliver_aside_other(vc &from, const packet_header &h, const std::byte *payl
     case packet_type::data:
       return rendezvous_data_aside(from, h, payload, length);
     case packet_type::rts:
-      return packet_check(h, length, rt->size) == nullptr && rendezvous_rts_aside(from, h);
+      return packet_check(h, length, rt->source_bound()) == nullptr &&
+             rendezvous_rts_aside(from, h);
     case packet_type::cts:
-      return packet_check(h, length, rt->size) == nullptr && rendezvous_cts_aside(from, h);
+      return packet_check(h, length, rt->source_bound()) == nullptr &&
+             rendezvous_cts_aside(from, h);
     case packet_type::credit:
-      return packet_check(h, length, rt->size) == nullptr;
+      return packet_check(h, length, rt->source_bound()) == nullptr;
     default:
       return false;
   }
@@ -110,7 +114,7 @@ bool deliver_aside_other(vc &from, const packet_header &h, const std::byte *payl
 
 bool packet_deliver_aside(vc &from, const packet_header &h, const std::byte *payload,
                           std::size_t length) {
-  if (eager_sound(h, length, rt->size)) {
+  if (eager_sound(h, length, rt->source_bound())) {
     if (!message_arrived_aside(from, h, payload)) return false;
   } else if (!deliver_aside_other(from, h, payload, length)) {
     return false;

@@ -12,8 +12,11 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <map>
 #include <memory>
+#include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "device/base/handle.hpp"
@@ -67,6 +70,15 @@ std::uint64_t runtime_serial_next();
 // How many communicator handles MULTIPLE's unlocked senders can look up.
 inline constexpr std::size_t published_comm_limit = 1024;
 
+// One step of a connection through an MPI port that arrived here and waits
+// for the call that takes it (protocols/port.hpp).
+struct port_message {
+  port_step step;
+  int port;
+  int from;  // the VC it came from
+  std::vector<std::byte> table;
+};
+
 struct runtime {
   std::uint64_t serial = runtime_serial_next();  // tells a thread's request cache it is stale
   std::unique_ptr<pmi::client> pmi;
@@ -77,7 +89,18 @@ struct runtime {
   int pid = 0;  // getpid() is a system call: every RTS names it
   int spin_limit = 2000;
   transport *sleeper = nullptr;  // holds the bell this rank sleeps on when idle; nullptr: never
+  // The world's ranks, then the processes of other jobs this one came to
+  // know (MPI_Comm_connect/accept): reserved at init for all of them
+  // (IRIS_DYNAMIC_PEERS), so that adding one moves no VC.
   std::vector<vc> vcs;
+  int others = 0;  // VCs of other jobs' processes, after the world's
+  // The bound of a message's source rank: a group of another job may be
+  // larger than the world, but never than the processes known here.
+  int source_bound() const { return size + others; }
+  // The VC of each process of another job, by (job hash, rank there).
+  std::map<std::pair<std::uint64_t, int>, int> foreign;
+  std::vector<port_message> port_inbox;
+  std::set<int> ports_open;  // MPI_Open_port's ports of this process, by number
   std::vector<std::unique_ptr<transport>> transports;  // those in use; own their state
   std::vector<transport *> polled;                     // those with anything to poll
   std::vector<vc *> sending;                           // VCs with something to push

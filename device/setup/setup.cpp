@@ -158,6 +158,7 @@ int runtime_init(int required_thread_level) {
   call_guard = threads_enabled ? call_guarding::locked : call_guarding::none;
   call_lock_entered = threads_enabled ? recv_taken_drain : nullptr;
   if (threads_enabled) r->matching.share();
+  r->vcs.reserve(static_cast<std::size_t>(r->size) + r->transport_config.net.dynamic_peers);
   r->vcs.resize(static_cast<std::size_t>(r->size));
   r->sending.reserve(static_cast<std::size_t>(r->size));
   for (int i = 0; i < r->size; ++i) r->vcs[static_cast<std::size_t>(i)].world_rank = i;

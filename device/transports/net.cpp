@@ -10,6 +10,7 @@
 #include "device/protocols/rendezvous.hpp"
 #include "device/runtime/errors.hpp"
 #include "device/runtime/runtime.hpp"
+#include "device/transports/dynamic.hpp"
 
 namespace iris::device {
 
@@ -19,6 +20,7 @@ netmod::config netmod_config(const transport_settings &s) {
                  std::max({s.net.eager_limit, s.net.fragment_size, sizeof(rts_payload)});
   c.record_head = sizeof(packet_header);
   c.concurrent_sends = threads_enabled;
+  c.dynamic_peers = threads_enabled ? 0 : s.net.dynamic_peers;  // not under MULTIPLE yet
   return c;
 }
 
@@ -41,6 +43,26 @@ void net_transport::connect(runtime &r) {
     v.eager_limit = r.transport_config.net.eager_limit;
     v.fragment = r.transport_config.net.fragment_size;
   }
+}
+
+bool net_transport::peer_add(vc &v, std::uint64_t job, int rank, std::string_view card) {
+  if (!net_->peer_add(v.world_rank, job, rank, card)) return false;
+  const runtime &r = *rt;
+  v.via = this;
+  v.slot = v.world_rank;
+  if (v.window == 0) {  // new: as connect() sets up the world's peers
+    v.credits = v.window = r.transport_config.net.eager_window;
+    v.eager_limit = r.transport_config.net.eager_limit;
+    v.fragment = r.transport_config.net.fragment_size;
+  }
+  return true;
+}
+
+int net_transport::peer_joining(std::uint64_t job, int rank) {
+  std::string why;
+  const int peer = peer_of(job, rank, {}, why);
+  if (peer < 0) log_note(why);
+  return peer;
 }
 
 namespace {

@@ -25,6 +25,13 @@ class net_transport final : public transport,
   explicit net_transport(runtime &r);
   // Takes the VC of every peer that needs it (called after the fence).
   void connect(runtime &r);
+  // Processes of other jobs (dynamic.hpp): this rank's card for them (empty
+  // when the netmod cannot reach other jobs), and VC `v`, new, as rank
+  // `rank` of the job whose hash is `job`, reached at `card` (may be empty:
+  // then only its own connection carries the pair). False: the netmod
+  // cannot take it.
+  std::string dynamic_card() const { return net_->dynamic_card(); }
+  bool peer_add(vc &v, std::uint64_t job, int rank, std::string_view card);
 
   std::string_view name() const override { return "net"; }
   xfer send(vc &to, const packet_header &h, std::span<const iovec> payload) override;
@@ -55,6 +62,7 @@ class net_transport final : public transport,
                         std::size_t body_length) override;
   void peer_lost(int peer, const char *why) override;
   void read_done(std::uint64_t cookie, const char *why) override;
+  int peer_joining(std::uint64_t job, int rank) override;
   // aside_sink: what the netmod hands up from poll_aside().
   bool record_taken(int peer, std::span<const std::byte> head,
                     std::span<const std::byte> body) override;

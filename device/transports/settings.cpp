@@ -79,6 +79,17 @@ constexpr tunable table[] = {
     {"IRIS_NET_RMA", 1, 0, 1, nullptr,
      "1: when the netmod can read a peer's memory (ofi with FI_RMA), a rendezvous receiver reads "
      "the sender's buffer itself; 0: the data always comes as packets after a CTS"},
+    // Dynamic processes (api/comm/dynamic.cpp).
+    {"IRIS_DYNAMIC_PEERS", 1024, 0, 1 << 20, nullptr,
+     "processes of other jobs one process may connect to in its life (MPI_Comm_connect, "
+     "MPI_Comm_accept, MPI_Comm_join): room for their VCs is reserved at MPI_Init, as address "
+     "space only; 0 refuses them"},
+    {"IRIS_CONNECT_TIMEOUT", 60, 1, 86400, nullptr,
+     "seconds an MPI_Comm_connect waits for an MPI_Comm_accept on its port before it fails with "
+     "MPI_ERR_PORT"},
+    {"IRIS_NAMESERV_DIR", 0, 0, 0, "",
+     "the directory of MPI_Publish_name's names, one file each, shared by the jobs that look "
+     "them up (empty: /tmp/iris-names-<uid>)"},
 };
 
 std::int64_t value_of(std::string_view name) {
@@ -116,6 +127,8 @@ transport_settings transport_settings_load() {
   s.net.eager_limit = static_cast<std::size_t>(value_of("IRIS_NET_EAGER_LIMIT"));
   s.net.eager_window = static_cast<int>(value_of("IRIS_NET_EAGER_WINDOW") / 64);
   s.net.rma = value_of("IRIS_NET_RMA") != 0;
+  s.net.dynamic_peers = static_cast<std::size_t>(value_of("IRIS_DYNAMIC_PEERS"));
+  s.net.connect_timeout_s = static_cast<int>(value_of("IRIS_CONNECT_TIMEOUT"));
   return s;
 }
 

@@ -141,6 +141,22 @@ int MPI_Group_free(MPI_Group *group);
 int MPI_Group_range_incl(MPI_Group group, int n, int ranges[][3], MPI_Group *newgroup);
 int MPI_Group_range_excl(MPI_Group group, int n, int ranges[][3], MPI_Group *newgroup);
 
+/* Dynamic processes between running jobs: ports, connect and accept (the
+ * intercommunicator of two groups, of one job or two), join over a socket,
+ * and names published in a directory shared by the jobs of a host
+ * (IRIS_NAMESERV_DIR). MPI_Comm_connect waits IRIS_CONNECT_TIMEOUT seconds
+ * for its accept, then returns MPI_ERR_PORT. */
+int MPI_Open_port(MPI_Info info, char *port_name);
+int MPI_Close_port(const char *port_name);
+int MPI_Comm_accept(const char *port_name, MPI_Info info, int root, MPI_Comm comm,
+                    MPI_Comm *newcomm);
+int MPI_Comm_connect(const char *port_name, MPI_Info info, int root, MPI_Comm comm,
+                     MPI_Comm *newcomm);
+int MPI_Comm_join(int fd, MPI_Comm *intercomm);
+int MPI_Publish_name(const char *service_name, MPI_Info info, const char *port_name);
+int MPI_Unpublish_name(const char *service_name, MPI_Info info, const char *port_name);
+int MPI_Lookup_name(const char *service_name, MPI_Info info, char *port_name);
+
 #ifdef __cplusplus
 }
 #endif

@@ -10,23 +10,13 @@
 extern "C" {
 #endif
 
-/* Dynamic processes: not supported yet; each returns MPI_ERR_UNSUPPORTED_OPERATION */
+/* Spawning: not supported yet; each returns MPI_ERR_UNSUPPORTED_OPERATION */
 int MPI_Comm_spawn(const char *command, char *argv[], int maxprocs, MPI_Info info, int root,
                    MPI_Comm comm, MPI_Comm *intercomm, int array_of_errcodes[]);
 int MPI_Comm_spawn_multiple(int count, char *array_of_commands[], char **array_of_argv[],
                             const int array_of_maxprocs[], const MPI_Info array_of_info[], int root,
                             MPI_Comm comm, MPI_Comm *intercomm, int array_of_errcodes[]);
-int MPI_Open_port(MPI_Info info, char *port_name);
-int MPI_Close_port(const char *port_name);
-int MPI_Comm_accept(const char *port_name, MPI_Info info, int root, MPI_Comm comm,
-                    MPI_Comm *newcomm);
-int MPI_Comm_connect(const char *port_name, MPI_Info info, int root, MPI_Comm comm,
-                     MPI_Comm *newcomm);
-int MPI_Comm_join(int fd, MPI_Comm *intercomm);
 int MPI_Comm_get_parent(MPI_Comm *parent); /* works: MPI_COMM_NULL, never spawned */
-int MPI_Publish_name(const char *service_name, MPI_Info info, const char *port_name);
-int MPI_Unpublish_name(const char *service_name, MPI_Info info, const char *port_name);
-int MPI_Lookup_name(const char *service_name, MPI_Info info, char *port_name);
 
 /* MPI-IO: not supported yet; each returns MPI_ERR_UNSUPPORTED_OPERATION */
 int MPI_File_open(MPI_Comm comm, const char *filename, int amode, MPI_Info info, MPI_File *fh);

@@ -7,6 +7,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <optional>
 #include <string>
 
 #include "netmods/tcp/tcp_netmod.hpp"
@@ -56,7 +57,7 @@ void tcp_netmod::drop(int index, const std::string &why) {
   release(index);
 }
 
-int tcp_netmod::hello_ready(int index) {
+int tcp_netmod::hello_ready(int index, record_sink *sink) {
   connection &c = conn(index);
   const ssize_t n = ::recv(c.fd, c.in.data() + c.got, sizeof(hello) - c.got, 0);
   if (n < 0 && (errno == EAGAIN || errno == EINTR)) return 0;
@@ -68,11 +69,19 @@ int tcp_netmod::hello_ready(int index) {
   if (c.got < sizeof(hello)) return 1;
   hello h;
   std::memcpy(&h, c.in.data(), sizeof h);
-  if (const char *why = hello_check(h, mine_.tok, job_, rank_, size_)) {
+  int from = h.from;
+  if (h.job != job_ && conf_.dynamic_peers > 0) {
+    std::string why;
+    from = foreign_peer(h, sink, why);
+    if (from < 0) {
+      drop(index, why);
+      return 1;
+    }
+  } else if (const char *why = hello_check(h, mine_.tok, job_, rank_, size_)) {
     drop(index, why);
     return 1;
   }
-  peer_link &p = peers_[static_cast<std::size_t>(h.from)];
+  peer_link &p = peers_[static_cast<std::size_t>(from)];
   if (p.accepted_conn >= 0) {
     drop(index, "a second connection from rank " + std::to_string(h.from));
     return 1;
@@ -82,7 +91,7 @@ int tcp_netmod::hello_ready(int index) {
   // refused here; at the higher rank, this rank's dial is accepted and
   // its own refused.
   const bool dialled_too = p.dial_conn >= 0 || (p.send_conn >= 0 && conn(p.send_conn).dialled);
-  if (dialled_too && rank_ < h.from) {
+  if (dialled_too && wins_crossing(from, h)) {
     (void)::send(c.fd, crossed_magic, sizeof crossed_magic, MSG_NOSIGNAL);
     --unproven_;
     release(index);
@@ -95,10 +104,56 @@ int tcp_netmod::hello_ready(int index) {
   }
   --waiting_;
   --unproven_;
-  c.peer = h.from;
+  c.peer = from;
   p.accepted_conn = index;
   open(c);
   return 1;
+}
+
+}  // namespace iris::netmod::tcp
+
+namespace iris::netmod::tcp {
+
+// A hello from another job: the peer it is (the device's, through the
+// sink), or -1 with `why`.
+int tcp_netmod::foreign_peer(const hello &h, record_sink *sink, std::string &why) {
+  if (const char *refused = hello_check_foreign(h, mine_.tok, rank_)) {
+    why = refused;
+    return -1;
+  }
+  const int peer = sink != nullptr ? sink->peer_joining(h.job, h.from) : -1;
+  if (peer < size_ || static_cast<std::size_t>(peer) >= peers_.size() ||
+      !peers_[static_cast<std::size_t>(peer)].foreign) {
+    why = "a process of another job this rank does not take (too many, or finalizing)";
+    return -1;
+  }
+  return peer;
+}
+
+// The lower of the two (job hash, rank) pairs keeps its connection.
+bool tcp_netmod::wins_crossing(int peer, const hello &h) const {
+  if (!peers_[static_cast<std::size_t>(peer)].foreign) return rank_ < h.from;
+  return job_ != h.job ? job_ < h.job : rank_ < h.from;
+}
+
+bool tcp_netmod::peer_add(int peer, std::uint64_t job, int rank, std::string_view card) {
+  if (peer < size_ || static_cast<std::size_t>(peer) >= peers_.capacity()) return false;
+  std::optional<struct card> parsed;
+  if (!card.empty()) {
+    parsed = card_parse(card);
+    if (!parsed) return false;
+  }
+  while (peers_.size() <= static_cast<std::size_t>(peer)) peers_.emplace_back();
+  losses_.grow(peers_.size());
+  peer_link &p = peers_[static_cast<std::size_t>(peer)];
+  p.foreign = true;
+  p.job = job;
+  p.remote_rank = rank;
+  if (parsed) {
+    p.peer_card = std::move(*parsed);
+    p.card_known = true;
+  }
+  return true;
 }
 
 }  // namespace iris::netmod::tcp

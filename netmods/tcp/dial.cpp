@@ -39,6 +39,15 @@ void tcp_netmod::set_send_conn(int peer, int index) {
 
 void tcp_netmod::dial_start(int peer) {
   peer_link &p = peers_[static_cast<std::size_t>(peer)];
+  if (p.foreign) {  // its card came with peer_add, not from the process manager
+    if (!p.card_known) {
+      losses_.note(peer, "a process of another job whose card this rank does not have");
+      return;
+    }
+    p.next_address = 0;
+    dial_next(peer);
+    return;
+  }
   std::string text;
   try {
     text = pmi_->get(peer, card_key);
@@ -118,8 +127,9 @@ int tcp_netmod::dial_connected(int index) {
   hello h{};
   std::memcpy(h.magic, hello_magic, sizeof h.magic);
   h.acceptor = peers_[static_cast<std::size_t>(c.peer)].peer_card.tok;
+  const peer_link &p = peers_[static_cast<std::size_t>(c.peer)];
   h.from = rank_;
-  h.to = c.peer;
+  h.to = p.foreign ? p.remote_rank : c.peer;
   h.job = job_;
   if (::send(c.fd, &h, sizeof h, MSG_NOSIGNAL) != static_cast<ssize_t>(sizeof h)) {
     dial_failed(index, "could not take the hello");

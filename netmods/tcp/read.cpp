@@ -25,7 +25,7 @@ int tcp_netmod::ready(int index, std::uint32_t events, record_sink *sink) {
     case connection::state::awaiting_ack:
       return ack_ready(index);
     case connection::state::awaiting_hello:
-      return hello_ready(index);
+      return hello_ready(index, sink);
     case connection::state::open: {
       if ((events & EPOLLOUT) != 0) flush(index);  // if a frame is going out
       if ((events & (EPOLLIN | EPOLLHUP | EPOLLERR)) == 0) return 1;

@@ -19,6 +19,7 @@ void tcp_netmod::init(pmi::client &pmi, const config &conf) {
   join(pmi, conf);
   settings_ = settings_load();
   job_ = job_hash(pmi.job_id());
+  peers_.reserve(static_cast<std::size_t>(size_) + conf.dynamic_peers);
   peers_.resize(static_cast<std::size_t>(size_));
   losses_.resize(static_cast<std::size_t>(size_));
   if (getrandom(mine_.tok.data(), mine_.tok.size(), 0) != static_cast<ssize_t>(token_size)) {

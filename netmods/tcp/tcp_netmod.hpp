@@ -158,6 +158,12 @@ struct peer_link {
   // The peer refused this rank's dial because its own crosses it: its
   // connection will come, and no new dial starts before this.
   clock_type::time_point crossed_until{};
+  // A process of another job (peer_add): its job's hash, its rank there,
+  // and whether peer_card holds its card (else it is dialled never).
+  bool foreign = false;
+  std::uint64_t job = 0;
+  int remote_rank = -1;
+  bool card_known = false;
 };
 
 class tcp_netmod final : public netmod_base {
@@ -171,8 +177,11 @@ class tcp_netmod final : public netmod_base {
   bool concurrent_sends() const override { return true; }
   send_status send_concurrent(int peer, std::span<const iovec> parts) override;  // write.cpp
   int poll(record_sink &sink) override;
-  int poll_aside(aside_sink &sink) override;  // read.cpp
-  bool wait(int timeout_ms) override;         // connections.cpp
+  std::string dynamic_card() const override { return card_format(mine_); }
+  bool peer_add(int peer, std::uint64_t job, int rank,
+                std::string_view card) override;  // accept.cpp
+  int poll_aside(aside_sink &sink) override;      // read.cpp
+  bool wait(int timeout_ms) override;             // connections.cpp
   void finalize() override;
   std::string preview(const config &conf) override;
   std::string describe() const override;
@@ -220,7 +229,10 @@ class tcp_netmod final : public netmod_base {
   // accept.cpp
   int accept_all();
   void drop(int index, const std::string &why);
-  int hello_ready(int index);
+  int hello_ready(int index, record_sink *sink);
+  int foreign_peer(const hello &h, record_sink *sink, std::string &why);
+  // Whether this rank's connection wins when it and `peer` dial each other.
+  bool wins_crossing(int peer, const hello &h) const;
 
   // read.cpp
   int ready(int index, std::uint32_t events, record_sink *sink);
@@ -246,7 +258,10 @@ class tcp_netmod final : public netmod_base {
   card mine_;
   int listen_fd_ = -1;
   int epoll_fd_ = -1;
-  std::vector<peer_link> peers_;                    // indexed by rank
+  // Indexed by rank, then the dynamic peers: reserved at init for all of
+  // them, so that a peer added later moves none (their connections are
+  // published to other threads).
+  std::vector<peer_link> peers_;
   peer_losses losses_;                              // indexed by rank
   std::vector<std::unique_ptr<connection>> conns_;  // slots, reused; the epoll tag is the index
   int waiting_ = 0;                                 // dials and hellos with a deadline

@@ -16,6 +16,14 @@ const char *hello_check(const hello &h, const token &mine, std::uint64_t job, in
   return nullptr;
 }
 
+const char *hello_check_foreign(const hello &h, const token &mine, int me) {
+  if (std::memcmp(h.magic, hello_magic, sizeof(h.magic)) != 0) return "not an Iris hello";
+  if (h.acceptor != mine) return "a hello with the wrong token";
+  if (h.to != me) return "a hello meant for another rank";
+  if (h.from < 0) return "a hello from an impossible rank";
+  return nullptr;
+}
+
 frame frame_parse(const std::byte *data, std::size_t length, std::size_t max_record) {
   if (length < frame_prefix) return {frame::kind::partial, 0};
   std::uint32_t n = 0;

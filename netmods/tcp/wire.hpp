@@ -53,6 +53,9 @@ inline constexpr std::size_t frame_prefix = sizeof(std::uint32_t);
 // `size` the job size.
 [[nodiscard]] const char *hello_check(const hello &h, const token &mine, std::uint64_t job, int me,
                                       int size);
+// The same for a hello from another job (h.job differs from this job's):
+// a process that learnt this rank's card from an MPI port name.
+[[nodiscard]] const char *hello_check_foreign(const hello &h, const token &mine, int me);
 
 // The first frame at `data` (`length` bytes available).
 struct frame {

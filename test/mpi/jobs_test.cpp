@@ -4,7 +4,9 @@
 // Iris's may remain in /dev/shm. The failure cases, the transports' edges,
 // large nodes and other launchers are in platform_test.cpp.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
+#include <future>
 #include <set>
 #include <string>
 #include <tuple>
@@ -447,6 +449,68 @@ INSTANTIATE_TEST_SUITE_P(Sessions, SessionsTest,
                            return std::string(surface_configs[std::get<1>(info.param)]) + "_np" +
                                   std::to_string(std::get<0>(info.param));
                          });
+
+// Dynamic processes within one job (dynamic.c): the halves of the world
+// connect through a port, two ranks join over a socket, and the refusals
+// (names, closed and malformed ports, a connect nobody accepts). At 1, 2
+// and 4 ranks over shm, tcp and two nodes.
+class DynamicTest : public SessionsTest {};
+
+TEST_P(DynamicTest, PortsNamesAndJoinWithinAJob) {
+  const std::string dir = ::testing::TempDir() + "iris-names-" + std::to_string(getpid());
+  env_list env = config().env;
+  env.emplace_back("IRIS_NAMESERV_DIR", dir);
+  const run_result r = job(ranks(), "dynamic", {}, env, 120, config().nodes);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("dynamic: all checks passed on " + std::to_string(ranks()) + " ranks"),
+            std::string::npos)
+      << r.output;
+}
+
+INSTANTIATE_TEST_SUITE_P(Dynamic, DynamicTest,
+                         ::testing::Combine(::testing::Values(1, 2, 4),
+                                            ::testing::Values(0, 2, 3)),  // defaults, tcp, mixed
+                         [](const auto &info) {
+                           return std::string(surface_configs[std::get<1>(info.param)]) + "_np" +
+                                  std::to_string(std::get<0>(info.param));
+                         });
+
+// Two jobs started apart: the server publishes a port under a name and
+// accepts, the client looks the name up and connects; both then talk over
+// the intercommunicator, merge it and disconnect. Jobs on one node open
+// their netmod for this; with IRIS_SHM=0 and on two simulated nodes they
+// use the one they have.
+void two_jobs(int server_ranks, int client_ranks, const env_list &given, int nodes) {
+  const std::string dir = ::testing::TempDir() + "iris-names-" + std::to_string(getpid());
+  const std::string service = "iris-test-" + std::to_string(getpid()) + "-" +
+                              std::to_string(server_ranks) + "-" + std::to_string(nodes);
+  env_list env = given;
+  env.emplace_back("IRIS_NAMESERV_DIR", dir);
+  auto server = std::async(std::launch::async, [&] {
+    return job(server_ranks, "dynamic", {"server", service}, env, 120, nodes);
+  });
+  const run_result c = job(client_ranks, "dynamic", {"client", service}, env, 120, nodes);
+  const run_result s = server.get();
+  ASSERT_EQ(s.exit_code, 0) << "server:\n" << s.output << "\nclient:\n" << c.output;
+  ASSERT_EQ(c.exit_code, 0) << "client:\n" << c.output << "\nserver:\n" << s.output;
+  EXPECT_NE(s.output.find("all checks passed on " + std::to_string(server_ranks) + " ranks"),
+            std::string::npos)
+      << s.output;
+  EXPECT_NE(c.output.find("all checks passed on " + std::to_string(client_ranks) + " ranks"),
+            std::string::npos)
+      << c.output;
+}
+
+TEST(DynamicProcesses, TwoJobsOnOneNodeConnectThroughAPublishedName) {
+  two_jobs(2, 3, {}, 1);
+  two_jobs(1, 1, {}, 1);
+}
+
+TEST(DynamicProcesses, TwoJobsOverTcpConnect) {
+  if (netmods_built.find(",tcp,") == std::string::npos) GTEST_SKIP() << "no tcp netmod";
+  two_jobs(4, 2, {{"IRIS_SHM", "0"}, {"IRIS_NETMOD", "tcp"}}, 1);
+  two_jobs(4, 4, {{"IRIS_NETMOD", "tcp"}}, 2);
+}
 
 // 2^31 + 4099 MPI_BYTE elements in one MPI_Send_c, then past 2^31 bytes of
 // a 16-byte type, over shm at 2 ranks, every byte checked. About 4.3 GB of

@@ -445,5 +445,28 @@ TEST(TcpWire, HelloCheckNamesWhatIsWrong) {
   EXPECT_STREQ(tcp::hello_check(h, mine, 77, 1, 4), "not an Iris hello");
 }
 
+// A hello from another job (a process that read this rank's card in an MPI
+// port name): any job and any rank there, but this rank's token and number.
+TEST(TcpWire, ForeignHelloCheck) {
+  tcp::token mine{};
+  mine[0] = 5;
+  tcp::hello h{};
+  std::memcpy(h.magic, tcp::hello_magic, 8);
+  h.acceptor = mine;
+  h.from = 40;  // past this job's size: its rank in its own job
+  h.to = 1;
+  h.job = 99;
+  EXPECT_EQ(tcp::hello_check_foreign(h, mine, 1), nullptr);
+  EXPECT_STREQ(tcp::hello_check_foreign(h, mine, 2), "a hello meant for another rank");
+  h.from = -1;
+  EXPECT_STREQ(tcp::hello_check_foreign(h, mine, 1), "a hello from an impossible rank");
+  h.from = 0;
+  h.acceptor[0] = 6;
+  EXPECT_STREQ(tcp::hello_check_foreign(h, mine, 1), "a hello with the wrong token");
+  h.acceptor = mine;
+  h.magic[7] = '9';
+  EXPECT_STREQ(tcp::hello_check_foreign(h, mine, 1), "not an Iris hello");
+}
+
 }  // namespace
 }  // namespace iris::netmod

@@ -155,8 +155,10 @@ int MPI_Intercomm_merge(MPI_Comm intercomm, int high, MPI_Comm *newintracomm) {
   --device::rt->agreeing;
   const bool mine_high = high != 0;
   const bool theirs_high = theirs.at(1) != 0;
-  const bool local_first =
-      mine_high != theirs_high ? !mine_high : c->local_world_rank.front() < c->world_rank.front();
+  const bool tie_local_first = c->merge_first != 0
+                                   ? c->merge_first == 1
+                                   : c->local_world_rank.front() < c->world_rank.front();
+  const bool local_first = mine_high != theirs_high ? !mine_high : tie_local_first;
   std::vector<int> members = local_first ? c->local_world_rank : c->world_rank;
   const std::vector<int> &second = local_first ? c->world_rank : c->local_world_rank;
   members.insert(members.end(), second.begin(), second.end());

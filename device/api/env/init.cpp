@@ -75,6 +75,7 @@ int api::session_closed() {
 int api::runtime_leave() {
   if (sessions_alive > 0 || world_initialized) return MPI_SUCCESS;
   api::buffered_sends_drain();
+  api::names_unpublish_all();
   api::rma::close_all();  // windows the program left open (MPI says it frees them)
   // Without MPI_Finalize (sessions alone) MPI may start again: a new session.
   const int err = device::runtime_finalize(!finalized);

@@ -142,30 +142,6 @@ int MPI_Comm_spawn_multiple(int, char **, char ***, const int *, const MPI_Info 
                             MPI_Comm comm, MPI_Comm *, int *) {
   return unsupported("MPI_Comm_spawn_multiple", dynamic_processes, comm);
 }
-int MPI_Open_port(MPI_Info, char *) {
-  return unsupported("MPI_Open_port", dynamic_processes, MPI_COMM_NULL);
-}
-int MPI_Close_port(const char *) {
-  return unsupported("MPI_Close_port", dynamic_processes, MPI_COMM_NULL);
-}
-int MPI_Comm_accept(const char *, MPI_Info, int, MPI_Comm comm, MPI_Comm *) {
-  return unsupported("MPI_Comm_accept", dynamic_processes, comm);
-}
-int MPI_Comm_connect(const char *, MPI_Info, int, MPI_Comm comm, MPI_Comm *) {
-  return unsupported("MPI_Comm_connect", dynamic_processes, comm);
-}
-int MPI_Comm_join(int, MPI_Comm *) {
-  return unsupported("MPI_Comm_join", dynamic_processes, MPI_COMM_NULL);
-}
-int MPI_Publish_name(const char *, MPI_Info, const char *) {
-  return unsupported("MPI_Publish_name", dynamic_processes, MPI_COMM_NULL);
-}
-int MPI_Unpublish_name(const char *, MPI_Info, const char *) {
-  return unsupported("MPI_Unpublish_name", dynamic_processes, MPI_COMM_NULL);
-}
-int MPI_Lookup_name(const char *, MPI_Info, char *) {
-  return unsupported("MPI_Lookup_name", dynamic_processes, MPI_COMM_NULL);
-}
 
 // MPI-IO
 int MPI_File_open(MPI_Comm comm, const char *, int, MPI_Info, MPI_File *) {

@@ -262,6 +262,13 @@ int create(const char *call, MPI_Comm comm, MPI_Info info, int flavor, void *bas
            std::int64_t disp_unit, MPI_Win *win, void *baseptr) {
   communicator *c = nullptr;
   if (int err = create_checks(call, comm, size, disp_unit, win, c)) return err;
+  for (const int w : c->world_rank) {
+    if (w >= device::rt->size) {
+      return device::error_raise(c, call, MPI_ERR_UNSUPPORTED_OPERATION,
+                                 "windows over processes of other jobs (MPI_Comm_connect/accept) "
+                                 "are not supported yet");
+    }
+  }
   api::info_entries given;
   if (int err = api::info_read(call, c, info, given)) return err;
   if (flavor != MPI_WIN_FLAVOR_CREATE && flavor != MPI_WIN_FLAVOR_DYNAMIC) {

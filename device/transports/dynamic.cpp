@@ -1,0 +1,92 @@
+#include "device/transports/dynamic.hpp"
+
+#include <cstdio>
+#include <memory>
+
+#include "device/am/am.hpp"
+#include "device/base/threading.hpp"
+#include "device/runtime/runtime.hpp"
+#include "device/transports/net.hpp"
+
+namespace iris::device {
+
+std::uint64_t job_hash_here() {
+  return netmod::job_hash(rt->pmi->job_id());
+}
+
+void log_note(const std::string &what) {
+  std::fprintf(stderr, "iris: rank %d: dynamic processes: %s\n", rt->rank, what.c_str());
+}
+
+net_transport *net_for_others(std::string &why) {
+  for (const auto &t : rt->transports) {
+    if (auto *net = dynamic_cast<net_transport *>(t.get())) return net;
+  }
+  if (threads_enabled) {
+    why = "not supported at MPI_THREAD_MULTIPLE yet";
+    return nullptr;
+  }
+  if (rt->transport_config.net.dynamic_peers == 0) {
+    why = "IRIS_DYNAMIC_PEERS is 0";
+    return nullptr;
+  }
+  if (am_started()) {
+    why = "this process has no netmod open, and none can be opened while the progress thread runs";
+    return nullptr;
+  }
+  try {
+    auto net = std::make_unique<net_transport>(*rt);
+    net->connect(*rt);
+    net_transport *made = net.get();
+    rt->polled.push_back(made);
+    rt->transports.push_back(std::move(net));
+    // The sleeping wait was chosen for the transports of MPI_Init, whose
+    // arrivals ring the bell: the netmod's do not.
+    rt->sleeper = nullptr;
+    return made;
+  } catch (const std::exception &e) {
+    why = e.what();
+    return nullptr;
+  }
+}
+
+int peer_of(std::uint64_t job, int rank, std::string_view card, std::string &why) {
+  if (job == job_hash_here()) {
+    if (rank < 0 || rank >= rt->size) {
+      why = "rank " + std::to_string(rank) + " is not in this job of " + std::to_string(rt->size);
+      return -1;
+    }
+    return rank;
+  }
+  net_transport *net = net_for_others(why);
+  if (net == nullptr) return -1;
+  const auto key = std::make_pair(job, rank);
+  if (const auto found = rt->foreign.find(key); found != rt->foreign.end()) {
+    vc &v = rt->vcs[static_cast<std::size_t>(found->second)];
+    if (!card.empty() && !net->peer_add(v, job, rank, card)) {
+      why = "the netmod cannot read the card of a process of another job";
+      return -1;
+    }
+    return found->second;
+  }
+  if (rt->vcs.size() == rt->vcs.capacity()) {
+    why = "this process already knows IRIS_DYNAMIC_PEERS (" +
+          std::to_string(rt->transport_config.net.dynamic_peers) + ") processes of other jobs";
+    return -1;
+  }
+  const int index = static_cast<int>(rt->vcs.size());
+  rt->vcs.emplace_back();  // within the capacity reserved at MPI_Init: no VC moves
+  vc &v = rt->vcs.back();
+  v.world_rank = index;
+  if (!net->peer_add(v, job, rank, card)) {
+    rt->vcs.pop_back();
+    why = card.empty() ? "the netmod cannot take a process of another job"
+                       : "the netmod cannot read the card of a process of another job";
+    return -1;
+  }
+  rt->foreign.emplace(key, index);
+  rt->others = index + 1 - rt->size;
+  return index;
+}
+
+}  // namespace iris::device

@@ -1,0 +1,34 @@
+// Processes of other jobs (MPI's dynamic processes: MPI_Comm_connect,
+// MPI_Comm_accept, MPI_Comm_join): each gets a VC after the world's, reached
+// through the net transport. A process of this job is its world VC. Both
+// ways of meeting one end at peer_of: a group's table read from a port
+// (with its card), and a connection it opened to this rank (without).
+// Not under MPI_THREAD_MULTIPLE yet: the netmod then refuses strangers.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace iris::device {
+
+class net_transport;
+
+// This process's job, as a hash of its id (what a port name and the netmod's
+// hello carry).
+std::uint64_t job_hash_here();
+
+// The net transport, opened now when this process had none (a job on one
+// node). nullptr, with `why`, when there is none to have: MPI_THREAD_MULTIPLE,
+// IRIS_DYNAMIC_PEERS=0, the progress thread running, or the netmod failing.
+net_transport *net_for_others(std::string &why);
+
+// The VC of rank `rank` of the job whose hash is `job`: the world's for this
+// job, else the one made before (given `card` now if it had none), else a
+// new one reached at `card` (may be empty). -1, with `why`, when none can be.
+int peer_of(std::uint64_t job, int rank, std::string_view card, std::string &why);
+
+// One line on stderr ("iris: rank R: dynamic processes: what").
+void log_note(const std::string &what);
+
+}  // namespace iris::device
