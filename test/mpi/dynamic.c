@@ -151,6 +151,8 @@ static void refusals(void) {
   char found[MPI_MAX_PORT_NAME] = "";
   CHECK(MPI_Lookup_name(name, MPI_INFO_NULL, found) == MPI_SUCCESS && strcmp(found, port) == 0,
         "lookup gave '%s' for '%s'", found, port);
+  CHECK(MPI_Unpublish_name(name, MPI_INFO_NULL, "iris-port:other") == MPI_ERR_SERVICE,
+        "unpublished the name of another port");
   CHECK(MPI_Unpublish_name(name, MPI_INFO_NULL, port) == MPI_SUCCESS, "unpublish");
   /* Nobody accepts: the connect gives up after IRIS_CONNECT_TIMEOUT (1 s). */
   MPI_Comm ic = MPI_COMM_NULL;

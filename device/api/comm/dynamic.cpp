@@ -543,11 +543,20 @@ int MPI_Unpublish_name(const char *service_name, MPI_Info info, const char *port
   const device::api_guard guard;
   const char *call = "MPI_Unpublish_name";
   (void)info;
-  (void)port_name_in;
   if (int err = api::check_initialized(call)) return err;
   if (int err = api::check_not_null(call, nullptr, service_name, "service_name")) return err;
+  if (int err = api::check_not_null(call, nullptr, port_name_in, "port_name")) return err;
   const std::string file = name_file(names_dir(), service_name);
-  if (::unlink(file.c_str()) != 0) {
+  // Only the pair published goes: the name under another port stays.
+  char text[MPI_MAX_PORT_NAME] = {};
+  const int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
+  const ssize_t n = fd >= 0 ? ::read(fd, text, sizeof(text) - 1) : -1;
+  if (fd >= 0) ::close(fd);
+  if (n > 0 && std::strcmp(text, port_name_in) != 0) {
+    return port_error(nullptr, call, MPI_ERR_SERVICE,
+                      std::string("'") + service_name + "' is published for another port");
+  }
+  if (n <= 0 || ::unlink(file.c_str()) != 0) {
     return port_error(nullptr, call, MPI_ERR_SERVICE,
                       std::string("'") + service_name + "' is not published");
   }
