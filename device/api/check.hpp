@@ -4,6 +4,8 @@
 #pragma once
 
 #include <cstddef>
+#include <functional>
+#include <string>
 
 #include "device/api/device.hpp"
 #include "device/core/comm.hpp"
@@ -180,6 +182,17 @@ int session_closed();  // runtime_leave() unless the World model is in use
 
 // Waits for every buffered send (MPI_Buffer_detach, MPI_Finalize).
 void buffered_sends_drain();
+// MPI_Comm_accept's work once its arguments are checked (dynamic.cpp).
+// `gone`, when given, is asked at the root while no connect has come: true
+// (with why) ends the wait with MPI_ERR_SPAWN (MPI_Comm_spawn's launcher
+// ended first).
+int accept_common(const char *call, const char *port, int root, communicator &comm,
+                  MPI_Comm *newcomm, const std::function<bool(std::string &)> &gone);
+// A spawned child's MPI_Init: connects its world to the parents' port
+// (IRIS_PARENT_PORT), the intercommunicator MPI_Comm_get_parent answers
+// (spawn.cpp). MPI_Comm_free and _disconnect of it forget it.
+int parent_connect();
+void parent_forget(MPI_Comm comm);
 // At the end of MPI: removes the names this process published and left
 // (dynamic.cpp).
 void names_unpublish_all();

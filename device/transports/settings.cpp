@@ -87,6 +87,9 @@ constexpr tunable table[] = {
     {"IRIS_CONNECT_TIMEOUT", 60, 1, 86400, nullptr,
      "seconds an MPI_Comm_connect waits for an MPI_Comm_accept on its port before it fails with "
      "MPI_ERR_PORT"},
+    {"IRIS_SPAWN_LAUNCHER", 0, 0, 0, "",
+     "the mpiexec MPI_Comm_spawn starts the children with (empty: the one that started this job, "
+     "else the one installed with this library, else the build tree's)"},
     {"IRIS_NAMESERV_DIR", 0, 0, 0, "",
      "the directory of MPI_Publish_name's names, one file each, shared by the jobs that look "
      "them up (empty: /tmp/iris-names-<uid>)"},

@@ -157,6 +157,16 @@ int MPI_Publish_name(const char *service_name, MPI_Info info, const char *port_n
 int MPI_Unpublish_name(const char *service_name, MPI_Info info, const char *port_name);
 int MPI_Lookup_name(const char *service_name, MPI_Info info, char *port_name);
 
+/* Spawning: the children start as a job of their own on this host (info
+ * keys host (this host only), wdir, path, soft) and their MPI_Init connects
+ * to the parents; MPI_Comm_spawn_multiple takes one command so far. */
+int MPI_Comm_spawn(const char *command, char *argv[], int maxprocs, MPI_Info info, int root,
+                   MPI_Comm comm, MPI_Comm *intercomm, int array_of_errcodes[]);
+int MPI_Comm_spawn_multiple(int count, char *array_of_commands[], char **array_of_argv[],
+                            const int array_of_maxprocs[], const MPI_Info array_of_info[], int root,
+                            MPI_Comm comm, MPI_Comm *intercomm, int array_of_errcodes[]);
+int MPI_Comm_get_parent(MPI_Comm *parent);
+
 #ifdef __cplusplus
 }
 #endif

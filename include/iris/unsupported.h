@@ -1,4 +1,4 @@
-/* Iris mpi.h, part: dynamic processes, MPI-IO: linkable, not supported yet.
+/* Iris mpi.h, part: MPI-IO: linkable, not supported yet.
  * Programs include <mpi.h>, which includes every part; each part compiles on its own. */
 #ifndef IRIS_MPI_UNSUPPORTED_H_INCLUDED
 #define IRIS_MPI_UNSUPPORTED_H_INCLUDED
@@ -9,14 +9,6 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
-
-/* Spawning: not supported yet; each returns MPI_ERR_UNSUPPORTED_OPERATION */
-int MPI_Comm_spawn(const char *command, char *argv[], int maxprocs, MPI_Info info, int root,
-                   MPI_Comm comm, MPI_Comm *intercomm, int array_of_errcodes[]);
-int MPI_Comm_spawn_multiple(int count, char *array_of_commands[], char **array_of_argv[],
-                            const int array_of_maxprocs[], const MPI_Info array_of_info[], int root,
-                            MPI_Comm comm, MPI_Comm *intercomm, int array_of_errcodes[]);
-int MPI_Comm_get_parent(MPI_Comm *parent); /* works: MPI_COMM_NULL, never spawned */
 
 /* MPI-IO: not supported yet; each returns MPI_ERR_UNSUPPORTED_OPERATION */
 int MPI_File_open(MPI_Comm comm, const char *filename, int amode, MPI_Info info, MPI_File *fh);

@@ -74,6 +74,11 @@ std::vector<std::string> rank_environment(const std::vector<env_setting> &settin
   for (char **entry = environ; entry != nullptr && *entry != nullptr; ++entry) {
     if (!is_outer_launcher_variable(*entry)) env.emplace_back(*entry);
   }
+  // MPI_Comm_spawn starts its children with the launcher that started the
+  // parent: this one.
+  char self[4096];
+  const ssize_t n = ::readlink("/proc/self/exe", self, sizeof(self) - 1);
+  if (n > 0) set_variable(env, "IRIS_LAUNCHED_BY", std::string(self, static_cast<std::size_t>(n)));
   for (const env_setting &setting : settings) {
     if (setting.value) {
       set_variable(env, setting.name, *setting.value);

@@ -475,6 +475,24 @@ INSTANTIATE_TEST_SUITE_P(Dynamic, DynamicTest,
                                   std::to_string(std::get<0>(info.param));
                          });
 
+// MPI_Comm_spawn (spawn.c): the parents spawn three children with host,
+// wdir and soft; both sides check the intercommunicator and disconnect;
+// then a missing program, another host, maxprocs 0 and two commands are
+// refused. At 1, 2 and 4 parents over shm, tcp and two nodes.
+class SpawnTest : public SessionsTest {};
+
+TEST_P(SpawnTest, ChildrenFindTheirParents) {
+  expect_passes("spawn");
+}
+
+INSTANTIATE_TEST_SUITE_P(Spawn, SpawnTest,
+                         ::testing::Combine(::testing::Values(1, 2, 4),
+                                            ::testing::Values(0, 2, 3)),  // defaults, tcp, mixed
+                         [](const auto &info) {
+                           return std::string(surface_configs[std::get<1>(info.param)]) + "_np" +
+                                  std::to_string(std::get<0>(info.param));
+                         });
+
 // Two jobs started apart: the server publishes a port under a name and
 // accepts, the client looks the name up and connects; both then talk over
 // the intercommunicator, merge it and disconnect. Jobs on one node open

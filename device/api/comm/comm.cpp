@@ -381,6 +381,7 @@ int MPI_Comm_free(MPI_Comm *comm) {
   }
   // The delete callbacks first: when one fails, the communicator stays.
   if (int err = api::attrs_delete_all(call, c, device::attr_kind::comm, *comm)) return err;
+  api::parent_forget(*comm);
   device::comm_release(*comm);
   *comm = MPI_COMM_NULL;
   return MPI_SUCCESS;

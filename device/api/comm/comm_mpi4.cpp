@@ -2,8 +2,9 @@
 // and Intercomm_create_from_groups (every group of Iris is a group of
 // MPI_COMM_WORLD's processes, so they work through Comm_create_group and
 // Intercomm_create over MPI_COMM_WORLD, with the string tag hashed into a
-// tag), Info_create_env, and Comm_disconnect (Iris starts no other jobs:
-// it frees the communicator once its pending operations are done).
+// tag), Info_create_env, and Comm_disconnect (it frees the communicator
+// once its pending operations are done; the processes of another job stay
+// known to this one, and their connections open until MPI ends).
 #include <climits>
 #include <cstdint>
 #include <string_view>

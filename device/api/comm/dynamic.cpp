@@ -26,6 +26,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <set>
 #include <span>
 #include <string>
@@ -288,6 +289,64 @@ std::set<std::string> &published() {
 
 }  // namespace
 
+int api::accept_common(const char *call, const char *port, int root, communicator &comm,
+                       MPI_Comm *newcomm, const std::function<bool(std::string &)> &gone) {
+  communicator *c = &comm;
+  std::string card;
+  if (int err = card_here(*c, call, card)) return err;
+  ++device::rt->agreeing;  // the other group may send on the new context first
+  const local_agreement here = agree_locally(*c);
+  const std::vector<member> members = gather_members(*c, root, card);
+  int verdict = MPI_SUCCESS;
+  std::string why;
+  std::uint32_t context = 0;
+  std::vector<std::byte> theirs;
+  if (c->rank == root) {
+    port_name p;
+    if (port == nullptr || !port_parse(port, p) || p.job != device::job_hash_here() ||
+        p.rank != device::rt->rank || device::rt->ports_open.count(p.port) == 0) {
+      verdict = MPI_ERR_PORT;
+      why = std::string("not a port the root has open: '") + (port != nullptr ? port : "") + "'";
+    } else {
+      // Blocks until a connect comes, as MPI's accept does.
+      device::port_message request;
+      const auto for_port = [&](const device::port_message &m) {
+        return m.port == p.port && m.step == device::port_step::request;
+      };
+      bool given_up = false;
+      device::progress_until([&] {
+        if (inbox_take(for_port, request)) return true;
+        given_up = gone && gone(why);
+        return given_up;
+      });
+      group_table remote;
+      if (given_up) {
+        verdict = MPI_ERR_SPAWN;
+      } else if (!decode(request.table, remote)) {
+        verdict = MPI_ERR_OTHER;
+        why = "a malformed connection request came to the port";
+        port_write(request.from, device::port_step::reply, p.port, {});
+      } else {
+        context = std::max(here.proposal, remote.context);
+        theirs = request.table;
+        port_write(request.from, device::port_step::reply, p.port,
+                   encode(group_table{context, members}));
+      }
+    }
+  }
+  verdict = bcast_outcome(*c, root, verdict, context, theirs, why);
+  int err = MPI_SUCCESS;
+  if (verdict != MPI_SUCCESS) {
+    err = port_error(c, call, verdict, why);
+  } else {
+    group_table remote;
+    (void)decode(theirs, remote);
+    err = intercomm_make(*c, call, remote, context, here.local_context, true, newcomm);
+  }
+  --device::rt->agreeing;
+  return err;
+}
+
 extern "C" {
 
 int MPI_Open_port(MPI_Info info, char *port_name_out) {
@@ -346,52 +405,7 @@ int MPI_Comm_accept(const char *port, MPI_Info info, int root, MPI_Comm comm, MP
   communicator *c = nullptr;
   if (int err = check_root(call, comm, root, c)) return err;
   if (int err = api::check_not_null(call, c, newcomm, "newcomm")) return err;
-  std::string card;
-  if (int err = card_here(*c, call, card)) return err;
-  ++device::rt->agreeing;  // the other group may send on the new context first
-  const local_agreement here = agree_locally(*c);
-  const std::vector<member> members = gather_members(*c, root, card);
-  int verdict = MPI_SUCCESS;
-  std::string why;
-  std::uint32_t context = 0;
-  std::vector<std::byte> theirs;
-  if (c->rank == root) {
-    port_name p;
-    if (port == nullptr || !port_parse(port, p) || p.job != device::job_hash_here() ||
-        p.rank != device::rt->rank || device::rt->ports_open.count(p.port) == 0) {
-      verdict = MPI_ERR_PORT;
-      why = std::string("not a port the root has open: '") + (port != nullptr ? port : "") + "'";
-    } else {
-      // Blocks until a connect comes, as MPI's accept does.
-      device::port_message request;
-      const auto for_port = [&](const device::port_message &m) {
-        return m.port == p.port && m.step == device::port_step::request;
-      };
-      device::progress_until([&] { return inbox_take(for_port, request); });
-      group_table remote;
-      if (!decode(request.table, remote)) {
-        verdict = MPI_ERR_OTHER;
-        why = "a malformed connection request came to the port";
-        port_write(request.from, device::port_step::reply, p.port, {});
-      } else {
-        context = std::max(here.proposal, remote.context);
-        theirs = request.table;
-        port_write(request.from, device::port_step::reply, p.port,
-                   encode(group_table{context, members}));
-      }
-    }
-  }
-  verdict = bcast_outcome(*c, root, verdict, context, theirs, why);
-  int err = MPI_SUCCESS;
-  if (verdict != MPI_SUCCESS) {
-    err = port_error(c, call, verdict, why);
-  } else {
-    group_table remote;
-    (void)decode(theirs, remote);
-    err = intercomm_make(*c, call, remote, context, here.local_context, true, newcomm);
-  }
-  --device::rt->agreeing;
-  return err;
+  return api::accept_common(call, port, root, *c, newcomm, {});
 }
 
 // Waits IRIS_CONNECT_TIMEOUT seconds at most for the accept.

@@ -32,9 +32,11 @@ int init_common(const char *call, int required, int *provided) {
     return device::error_raise(nullptr, call, MPI_ERR_ARG, "invalid thread level %d", required);
   }
   main_thread = pthread_self();
-  const int err = api::runtime_enter(required);
+  int err = api::runtime_enter(required);
   if (provided != nullptr && device::rt != nullptr) *provided = device::rt->thread_level;
   if (err == MPI_SUCCESS) world_initialized = true;
+  // A spawned child: its world joins its parents before MPI_Init returns.
+  if (err == MPI_SUCCESS) err = api::parent_connect();
   return err;
 }
 

@@ -1,5 +1,5 @@
 // The MPI-4 C functions of the families Iris does not implement yet:
-// dynamic processes and MPI-IO. Each one links, and reports
+// MPI-IO. Each one links, and reports
 // MPI_ERR_UNSUPPORTED_OPERATION through the error handler of its
 // communicator argument (MPI_COMM_WORLD's when it has none) with a line that
 // names the call and the family. Output arguments are left untouched.
@@ -9,12 +9,10 @@ using namespace iris;
 
 namespace {
 
-enum family { dynamic_processes, mpi_io };
+enum family { mpi_io };
 
 const char *family_name(family f) {
   switch (f) {
-    case dynamic_processes:
-      return "dynamic processes";
     case mpi_io:
       return "MPI-IO";
   }
@@ -135,13 +133,6 @@ int MPI_Register_datarep_c(const char *, MPI_Datarep_conversion_function_c *,
 }
 
 // Dynamic processes
-int MPI_Comm_spawn(const char *, char **, int, MPI_Info, int, MPI_Comm comm, MPI_Comm *, int *) {
-  return unsupported("MPI_Comm_spawn", dynamic_processes, comm);
-}
-int MPI_Comm_spawn_multiple(int, char **, char ***, const int *, const MPI_Info *, int,
-                            MPI_Comm comm, MPI_Comm *, int *) {
-  return unsupported("MPI_Comm_spawn_multiple", dynamic_processes, comm);
-}
 
 // MPI-IO
 int MPI_File_open(MPI_Comm comm, const char *, int, MPI_Info, MPI_File *) {
@@ -323,10 +314,5 @@ int MPI_File_call_errhandler(MPI_File, int) {
 }
 
 // Not an error: a process that was not spawned has no parent.
-int MPI_Comm_get_parent(MPI_Comm *parent) {
-  if (int err = api::check_not_null("MPI_Comm_get_parent", nullptr, parent, "parent")) return err;
-  *parent = MPI_COMM_NULL;
-  return MPI_SUCCESS;
-}
 
 }  // extern "C"

@@ -1,0 +1,256 @@
+// MPI_Comm_spawn: the root opens a port and starts the children as a job of
+// their own, with the launcher that started this job (IRIS_LAUNCHED_BY,
+// which Iris's mpiexec sets; else IRIS_SPAWN_LAUNCHER, else the mpiexec
+// this build or install has), passing them the port in IRIS_PARENT_PORT.
+// Each child's MPI_Init connects its MPI_COMM_WORLD to that port (root 0);
+// the parents' group accepts on it (dynamic.cpp), so the intercommunicator
+// is the one connect and accept make, and MPI_Comm_get_parent answers it.
+// Should the launcher end before the children connect (a program that is
+// not there, a launcher that refuses), the spawn fails with MPI_ERR_SPAWN.
+//
+// The children outlive their parents once disconnected, as MPI says; while
+// connected, a parent that dies is a lost peer to them, and they end (as
+// their launcher then does). They run on this host, unbound (their cores
+// are the parents').
+#include <sched.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <csignal>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "device/api/check.hpp"
+#include "device/api/env/info.hpp"
+
+using namespace iris;
+using iris::api::communicator;
+
+namespace {
+
+MPI_Comm parent = MPI_COMM_NULL;
+
+// The launcher the children are started with.
+std::string launcher_path() {
+  for (const char *name : {"IRIS_SPAWN_LAUNCHER", "IRIS_LAUNCHED_BY"}) {
+    const char *given = std::getenv(name);
+    if (given != nullptr && given[0] != '\0') return given;
+  }
+  for (const char *path : {IRIS_MPIEXEC_INSTALL_PATH, IRIS_MPIEXEC_BUILD_PATH}) {
+    if (::access(path, X_OK) == 0) return path;
+  }
+  return {};
+}
+
+bool is_executable(const std::string &path) {
+  struct stat st {};
+  return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) && ::access(path.c_str(), X_OK) == 0;
+}
+
+// `command` as the children's launcher will run it: with info "path", the
+// first of its directories (':'-separated) that holds it.
+std::string program_of(const char *command, const api::info_entries &hints) {
+  std::string program = command;
+  if (program.find('/') != std::string::npos) return program;
+  for (const auto &[key, value] : hints) {
+    if (key != "path") continue;
+    std::size_t at = 0;
+    while (at <= value.size()) {
+      const std::size_t end = std::min(value.find(':', at), value.size());
+      const std::string candidate = value.substr(at, end - at) + "/" + program;
+      if (end > at && is_executable(candidate)) return candidate;
+      at = end + 1;
+    }
+  }
+  return program;
+}
+
+// Why `hints` cannot be honoured here, or empty. Iris spawns on this host
+// only; "soft" is accepted (all maxprocs are always started).
+std::string hints_refused(const api::info_entries &hints) {
+  char host[256] = {};
+  ::gethostname(host, sizeof(host) - 1);
+  for (const auto &[key, value] : hints) {
+    if (key == "host" && value != host && value != "localhost" && value != "127.0.0.1") {
+      return "info host '" + value + "' is not this host (" + host +
+             "): Iris spawns on this host only";
+    }
+    if (key == "wdir" && (::access(value.c_str(), X_OK) != 0)) {
+      return "info wdir '" + value + "' is not a directory this process can enter";
+    }
+  }
+  return {};
+}
+
+// Starts the launcher: `maxprocs` copies of `program` with `argv`, in
+// `wdir` when given. Its pid, or -1 with why.
+pid_t launch(const std::string &launcher, const std::string &program, char *argv[], int maxprocs,
+             const std::string &port, const std::string &wdir, std::string &why) {
+  std::vector<std::string> args = {launcher, "-n", std::to_string(maxprocs),   "--bind-to",
+                                   "none",   "-x", "IRIS_PARENT_PORT=" + port, program};
+  for (char **a = argv; a != nullptr && *a != nullptr; ++a) args.emplace_back(*a);
+  std::vector<char *> raw;
+  for (std::string &a : args) raw.push_back(a.data());
+  raw.push_back(nullptr);
+  // This job's launcher variables stay out: the children are a job of their
+  // own, under a launcher of their own.
+  std::vector<char *> env;
+  for (char **entry = environ; entry != nullptr && *entry != nullptr; ++entry) {
+    const std::string_view e(*entry);
+    const std::string_view name = e.substr(0, e.find('='));
+    const bool outer = (name.starts_with("PMIX_") && !name.starts_with("PMIX_MCA_")) ||
+                       name == "PMI_FD" || name == "PMI_PORT" || name == "PMI_ID" ||
+                       name == "PMI_RANK" || name == "PMI_SIZE";
+    if (!outer) env.push_back(*entry);
+  }
+  env.push_back(nullptr);
+  cpu_set_t all;
+  CPU_ZERO(&all);
+  for (long cpu = 0; cpu < ::sysconf(_SC_NPROCESSORS_CONF) && cpu < CPU_SETSIZE; ++cpu) {
+    CPU_SET(static_cast<int>(cpu), &all);
+  }
+  const pid_t pid = ::fork();
+  if (pid < 0) {
+    why = std::string("cannot fork the launcher: ") + std::strerror(errno);
+    return -1;
+  }
+  if (pid == 0) {
+    if (!wdir.empty() && ::chdir(wdir.c_str()) != 0) ::_exit(127);
+    // Not the root's core alone: the children spread over the host.
+    (void)::sched_setaffinity(0, sizeof all, &all);
+    ::execve(raw[0], raw.data(), env.data());
+    ::_exit(127);
+  }
+  return pid;
+}
+
+}  // namespace
+
+// A child's MPI_Init: its world connects to the parents' port.
+int api::parent_connect() {
+  const char *port = std::getenv("IRIS_PARENT_PORT");
+  if (port == nullptr || port[0] == '\0') return MPI_SUCCESS;
+  const std::string name = port;
+  ::unsetenv("IRIS_PARENT_PORT");  // not for what this process starts itself
+  MPI_Comm made = MPI_COMM_NULL;
+  const int err = MPI_Comm_connect(name.c_str(), MPI_INFO_NULL, 0, MPI_COMM_WORLD, &made);
+  if (err == MPI_SUCCESS) parent = made;
+  return err;
+}
+
+void api::parent_forget(MPI_Comm comm) {
+  if (comm == parent) parent = MPI_COMM_NULL;
+}
+
+extern "C" {
+
+int MPI_Comm_get_parent(MPI_Comm *parent_out) {
+  const device::api_guard guard;
+  const char *call = "MPI_Comm_get_parent";
+  if (int err = api::check_initialized(call)) return err;
+  if (int err = api::check_not_null(call, nullptr, parent_out, "parent")) return err;
+  *parent_out = parent;
+  return MPI_SUCCESS;
+}
+
+int MPI_Comm_spawn(const char *command, char *argv[], int maxprocs, MPI_Info info, int root,
+                   MPI_Comm comm, MPI_Comm *intercomm, int array_of_errcodes[]) {
+  const device::api_guard guard;
+  const char *call = "MPI_Comm_spawn";
+  communicator *c = nullptr;
+  if (int err = api::check_intracomm(call, comm, c)) return err;
+  if (root < 0 || root >= c->size) {
+    return device::error_raise(c, call, MPI_ERR_ROOT, "invalid root %d (communicator size %d)",
+                               root, c->size);
+  }
+  if (int err = api::check_not_null(call, c, intercomm, "intercomm")) return err;
+  // The root's arguments decide; the others' are not looked at (MPI).
+  std::string why;
+  int verdict = MPI_SUCCESS;
+  char port[MPI_MAX_PORT_NAME] = {};
+  pid_t launched = -1;
+  if (c->rank == root) {
+    api::info_entries hints;
+    const api::info_entries *found = api::info_find(info);
+    if (found != nullptr) hints = *found;
+    std::string wdir;
+    for (const auto &[key, value] : hints) {
+      if (key == "wdir") wdir = value;
+    }
+    const std::string launcher = launcher_path();
+    if (command == nullptr || command[0] == '\0') {
+      verdict = MPI_ERR_ARG;
+      why = "no command to spawn";
+    } else if (maxprocs <= 0) {
+      verdict = MPI_ERR_ARG;
+      why = "maxprocs " + std::to_string(maxprocs) + " (at least 1)";
+    } else if (found == nullptr) {
+      verdict = MPI_ERR_INFO;
+      why = "invalid info handle";
+    } else if (why = hints_refused(hints); !why.empty()) {
+      verdict = MPI_ERR_SPAWN;
+    } else if (launcher.empty()) {
+      verdict = MPI_ERR_SPAWN;
+      why = "no launcher to start the children with (set IRIS_SPAWN_LAUNCHER to Iris's mpiexec)";
+    } else if (MPI_Open_port(MPI_INFO_NULL, port) != MPI_SUCCESS) {
+      verdict = MPI_ERR_SPAWN;
+      why = "cannot open a port for the children (see the line above)";
+    } else {
+      launched = launch(launcher, program_of(command, hints), argv, maxprocs, port, wdir, why);
+      if (launched < 0) verdict = MPI_ERR_SPAWN;
+    }
+  }
+  // A refusal before the launch, agreed by every member.
+  MPI_Bcast(&verdict, 1, MPI_INT, root, c->handle);
+  int err = MPI_SUCCESS;
+  if (verdict != MPI_SUCCESS) {
+    if (c->rank == root && port[0] != '\0') MPI_Close_port(port);
+    err = device::error_raise(c, call, verdict, "%s",
+                              c->rank == root ? why.c_str() : "the root could not spawn");
+  } else {
+    // Gives up when the launcher ends before the children connect.
+    const auto gone = [launched](std::string &reason) {
+      int status = 0;
+      if (::waitpid(launched, &status, WNOHANG) != launched) return false;
+      reason = "the children's launcher ended (" +
+               (WIFEXITED(status) ? "exit code " + std::to_string(WEXITSTATUS(status))
+                                  : "signal " + std::to_string(WTERMSIG(status))) +
+               ") before they connected; its message says why";
+      return true;
+    };
+    err = api::accept_common(call, port, root, *c, intercomm, gone);
+    if (c->rank == root) MPI_Close_port(port);
+  }
+  if (array_of_errcodes != MPI_ERRCODES_IGNORE) {
+    for (int i = 0; i < maxprocs; ++i)
+      array_of_errcodes[i] = err == MPI_SUCCESS ? MPI_SUCCESS : err;
+  }
+  if (err != MPI_SUCCESS) *intercomm = MPI_COMM_NULL;
+  return err;
+}
+
+// One command only: the children of several would be jobs of their own,
+// with worlds of their own.
+int MPI_Comm_spawn_multiple(int count, char *array_of_commands[], char **array_of_argv[],
+                            const int array_of_maxprocs[], const MPI_Info array_of_info[], int root,
+                            MPI_Comm comm, MPI_Comm *intercomm, int array_of_errcodes[]) {
+  const device::api_guard guard;
+  const char *call = "MPI_Comm_spawn_multiple";
+  communicator *c = nullptr;
+  if (int err = api::check_intracomm(call, comm, c)) return err;
+  if (count == 1 && array_of_commands != nullptr && array_of_maxprocs != nullptr) {
+    return MPI_Comm_spawn(
+        array_of_commands[0], array_of_argv != MPI_ARGVS_NULL ? array_of_argv[0] : MPI_ARGV_NULL,
+        array_of_maxprocs[0], array_of_info != nullptr ? array_of_info[0] : MPI_INFO_NULL, root,
+        comm, intercomm, array_of_errcodes);
+  }
+  return device::error_raise(c, call, MPI_ERR_UNSUPPORTED_OPERATION,
+                             "%d commands: Iris spawns one command at a time so far", count);
+}
+
+}  // extern "C"

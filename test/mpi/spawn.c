@@ -1,0 +1,112 @@
+/* MPI_Comm_spawn. The parents (any number of ranks) spawn three copies of
+ * this program with the info keys host (this host), wdir and soft; the
+ * children find their parents with MPI_Comm_get_parent, and both sides
+ * check the intercommunicator (inter.h: point-to-point, a large message,
+ * broadcasts, an allreduce, a merge with the parents first) and
+ * disconnect. The children's root tells the parents' root its working
+ * directory (wdir) and its world size. Then the refusals: a program that is
+ * not there (MPI_ERR_SPAWN, in every errcode, after its launcher's own
+ * message), another host, maxprocs 0, MPI_Comm_spawn_multiple of two
+ * commands. Prints "spawn: all checks passed on N ranks" from the parents'
+ * rank 0. */
+#define _DEFAULT_SOURCE
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "inter.h"
+
+enum { children = 3 };
+
+static int child(MPI_Comm parent) {
+  int size = -1;
+  int rank = -1;
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  CHECK(size == children, "the children's world has %d ranks", size);
+  if (rank == 0) {
+    char cwd[PATH_MAX] = "";
+    CHECK(getcwd(cwd, sizeof cwd) != NULL, "getcwd");
+    MPI_Send(cwd, PATH_MAX, MPI_CHAR, 0, 21, parent);
+    MPI_Send(&size, 1, MPI_INT, 0, 22, parent);
+  }
+  exercise(parent, 0, 0, "child");
+  MPI_Comm again = MPI_COMM_WORLD;
+  MPI_Comm_get_parent(&again);
+  CHECK(again == MPI_COMM_NULL, "MPI_Comm_get_parent gave %d after the disconnect", again);
+  return finish();
+}
+
+int main(int argc, char **argv) {
+  MPI_Init(&argc, &argv);
+  MPI_Comm parent = MPI_COMM_WORLD;
+  MPI_Comm_get_parent(&parent);
+  if (parent != MPI_COMM_NULL) return child(parent);
+  int rank = -1;
+  int size = -1;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+
+  char wdir[PATH_MAX];
+  CHECK(realpath("/tmp", wdir) != NULL, "realpath /tmp");
+  MPI_Info info;
+  MPI_Info_create(&info);
+  MPI_Info_set(info, "host", "localhost");
+  MPI_Info_set(info, "wdir", wdir);
+  MPI_Info_set(info, "soft", "1:3");
+  char *args[] = {"child", NULL};
+  char self[PATH_MAX] = "";
+  CHECK(realpath(argv[0], self) != NULL, "realpath %s", argv[0]);
+  MPI_Comm ic = MPI_COMM_NULL;
+  int errcodes[children] = {-1, -1, -1};
+  CHECK(MPI_Comm_spawn(self, args, children, info, 0, MPI_COMM_WORLD, &ic, errcodes) == MPI_SUCCESS,
+        "spawn");
+  for (int i = 0; i < children; ++i) {
+    CHECK(errcodes[i] == MPI_SUCCESS, "errcode %d is %d", i, errcodes[i]);
+  }
+  if (ic != MPI_COMM_NULL) {
+    int rsize = -1;
+    MPI_Comm_remote_size(ic, &rsize);
+    CHECK(rsize == children, "%d children", rsize);
+    if (rank == 0) {
+      char cwd[PATH_MAX] = "";
+      int their_size = -1;
+      MPI_Recv(cwd, PATH_MAX, MPI_CHAR, 0, 21, ic, MPI_STATUS_IGNORE);
+      MPI_Recv(&their_size, 1, MPI_INT, 0, 22, ic, MPI_STATUS_IGNORE);
+      CHECK(strcmp(cwd, wdir) == 0, "the children work in %s, not %s", cwd, wdir);
+      CHECK(their_size == children, "the children's world has %d", their_size);
+    }
+    exercise(ic, 1, 0, "parent");
+  }
+  MPI_Info_free(&info);
+
+  /* A program that is not there: its launcher says so and ends. */
+  int codes[2] = {-1, -1};
+  ic = MPI_COMM_WORLD;
+  CHECK(MPI_Comm_spawn("/nonexistent/iris-no-such-program", MPI_ARGV_NULL, 2, MPI_INFO_NULL, 0,
+                       MPI_COMM_WORLD, &ic, codes) == MPI_ERR_SPAWN,
+        "spawned a missing program");
+  CHECK(codes[0] == MPI_ERR_SPAWN && codes[1] == MPI_ERR_SPAWN, "errcodes %d, %d", codes[0],
+        codes[1]);
+  CHECK(ic == MPI_COMM_NULL, "a failed spawn gave %d", ic);
+  MPI_Info elsewhere;
+  MPI_Info_create(&elsewhere);
+  MPI_Info_set(elsewhere, "host", "iris-no-such-host.invalid");
+  CHECK(MPI_Comm_spawn(self, args, 1, elsewhere, 0, MPI_COMM_WORLD, &ic, MPI_ERRCODES_IGNORE) ==
+            MPI_ERR_SPAWN,
+        "spawned on another host");
+  MPI_Info_free(&elsewhere);
+  CHECK(MPI_Comm_spawn(self, args, 0, MPI_INFO_NULL, 0, MPI_COMM_WORLD, &ic, MPI_ERRCODES_IGNORE) ==
+            MPI_ERR_ARG,
+        "spawned 0 processes");
+  char *commands[2] = {self, self};
+  const int maxprocs[2] = {1, 1};
+  CHECK(MPI_Comm_spawn_multiple(2, commands, MPI_ARGVS_NULL, maxprocs, NULL, 0, MPI_COMM_WORLD, &ic,
+                                MPI_ERRCODES_IGNORE) == MPI_ERR_UNSUPPORTED_OPERATION,
+        "spawn_multiple of two commands");
+  if (check_failures == 0 && rank == 0) printf("spawn: all checks passed on %d ranks\n", size);
+  return finish();
+}
