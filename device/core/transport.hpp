@@ -330,6 +330,7 @@ struct transport_settings {
     // come to know, and how long a connect waits for its accept.
     std::size_t dynamic_peers;
     int connect_timeout_s;
+    std::int64_t universe_size;  // MPI_UNIVERSE_SIZE, at least the world's size
   } net;
 };
 

@@ -87,6 +87,9 @@ constexpr tunable table[] = {
     {"IRIS_CONNECT_TIMEOUT", 60, 1, 86400, nullptr,
      "seconds an MPI_Comm_connect waits for an MPI_Comm_accept on its port before it fails with "
      "MPI_ERR_PORT"},
+    {"IRIS_UNIVERSE_SIZE", 0, 0, 1 << 20, nullptr,
+     "the MPI_UNIVERSE_SIZE attribute: how many processes a program may count on, with those it "
+     "spawns (0, or less than the world's size: the world's size)"},
     {"IRIS_SPAWN_LAUNCHER", 0, 0, 0, "",
      "the mpiexec MPI_Comm_spawn starts the children with (empty: the one that started this job, "
      "else the one installed with this library, else the build tree's)"},
@@ -132,6 +135,7 @@ transport_settings transport_settings_load() {
   s.net.rma = value_of("IRIS_NET_RMA") != 0;
   s.net.dynamic_peers = static_cast<std::size_t>(value_of("IRIS_DYNAMIC_PEERS"));
   s.net.connect_timeout_s = static_cast<int>(value_of("IRIS_CONNECT_TIMEOUT"));
+  s.net.universe_size = value_of("IRIS_UNIVERSE_SIZE");
   return s;
 }
 

@@ -80,7 +80,7 @@ typedef struct MPI_Status {
 #define MPI_IO ((int)IRIS_HANDLE(8, 3))              /* MPI_ANY_SOURCE: every rank can do I/O */
 #define MPI_WTIME_IS_GLOBAL ((int)IRIS_HANDLE(8, 4)) /* 0: clocks are not synchronized */
 #define MPI_APPNUM ((int)IRIS_HANDLE(8, 5))          /* absent */
-#define MPI_UNIVERSE_SIZE ((int)IRIS_HANDLE(8, 6))   /* the size of MPI_COMM_WORLD */
+#define MPI_UNIVERSE_SIZE ((int)IRIS_HANDLE(8, 6))   /* the world's size, or IRIS_UNIVERSE_SIZE */
 #define MPI_LASTUSEDCODE ((int)IRIS_HANDLE(8, 7))    /* the largest error code in use */
 
 /* Groups */

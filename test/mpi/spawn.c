@@ -7,7 +7,8 @@
  * directory (wdir) and its world size. Then the refusals: a program that is
  * not there (MPI_ERR_SPAWN, in every errcode, after its launcher's own
  * message), another host, maxprocs 0, MPI_Comm_spawn_multiple of two
- * commands. Prints "spawn: all checks passed on N ranks" from the parents'
+ * commands. MPI_UNIVERSE_SIZE follows IRIS_UNIVERSE_SIZE (7 unless set).
+ * Prints "spawn: all checks passed on N ranks" from the parents'
  * rank 0. */
 #define _DEFAULT_SOURCE
 #include <limits.h>
@@ -40,6 +41,7 @@ static int child(MPI_Comm parent) {
 }
 
 int main(int argc, char **argv) {
+  setenv("IRIS_UNIVERSE_SIZE", "7", 0); /* room for the children, as launchers with slots give */
   MPI_Init(&argc, &argv);
   MPI_Comm parent = MPI_COMM_WORLD;
   MPI_Comm_get_parent(&parent);
@@ -49,6 +51,13 @@ int main(int argc, char **argv) {
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+  int *universe = NULL;
+  int flag = 0;
+  MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_UNIVERSE_SIZE, &universe, &flag);
+  const int want =
+      atoi(getenv("IRIS_UNIVERSE_SIZE")) > size ? atoi(getenv("IRIS_UNIVERSE_SIZE")) : size;
+  CHECK(flag == 1 && *universe == want, "MPI_UNIVERSE_SIZE %d, IRIS_UNIVERSE_SIZE says %d",
+        flag ? *universe : -1, want);
 
   char wdir[PATH_MAX];
   CHECK(realpath("/tmp", wdir) != NULL, "realpath /tmp");

@@ -2,6 +2,7 @@
 // communicators, datatypes and windows (device/attr.hpp keeps them), the MPI-1
 // names, the predefined callbacks and the predefined attributes.
 #include "device/api/comm/attr.hpp"
+#include <algorithm>
 
 #include "device/api/check.hpp"
 #include "device/api/rma/rma.hpp"
@@ -92,7 +93,10 @@ struct predefined_values {
 // it is absent (MPI_APPNUM: Iris's launcher starts one application).
 bool predefined_get(int keyval, void **out) {
   static predefined_values values;
-  values.universe_size = device::rt->size;
+  // IRIS_UNIVERSE_SIZE: how many processes the program may count on with
+  // the ones it spawns (never below the world's size).
+  values.universe_size =
+      std::max(device::rt->size, static_cast<int>(device::rt->transport_config.net.universe_size));
   values.last_used_code = device::error_last_used();
   int *value = nullptr;
   switch (keyval) {
