@@ -159,7 +159,8 @@ int MPI_Lookup_name(const char *service_name, MPI_Info info, char *port_name);
 
 /* Spawning: the children start as a job of their own on this host (info
  * keys host (this host only), wdir, path, soft) and their MPI_Init connects
- * to the parents; MPI_Comm_spawn_multiple takes one command so far. */
+ * to the parents; MPI_Comm_spawn_multiple's commands make one world of
+ * children, MPI_APPNUM numbering them. */
 int MPI_Comm_spawn(const char *command, char *argv[], int maxprocs, MPI_Info info, int root,
                    MPI_Comm comm, MPI_Comm *intercomm, int array_of_errcodes[]);
 int MPI_Comm_spawn_multiple(int count, char *array_of_commands[], char **array_of_argv[],

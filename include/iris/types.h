@@ -73,13 +73,14 @@ typedef struct MPI_Status {
 /* Attribute keyvals: kind 8. The predefined attributes are
  * answered by MPI_Comm_get_attr on every communicator (the value is a
  * pointer to an int) and cannot be set, deleted or freed. MPI_APPNUM is
- * absent (flag 0): Iris's launcher starts one application. */
+ * present when the launcher started several programs (mpiexec's
+ * `-n N a : -n M b`, MPI_Comm_spawn_multiple): the program's number. */
 #define MPI_KEYVAL_INVALID ((int)IRIS_HANDLE(8, 0))
 #define MPI_TAG_UB ((int)IRIS_HANDLE(8, 1))
 #define MPI_HOST ((int)IRIS_HANDLE(8, 2))            /* MPI_PROC_NULL: no host process */
 #define MPI_IO ((int)IRIS_HANDLE(8, 3))              /* MPI_ANY_SOURCE: every rank can do I/O */
 #define MPI_WTIME_IS_GLOBAL ((int)IRIS_HANDLE(8, 4)) /* 0: clocks are not synchronized */
-#define MPI_APPNUM ((int)IRIS_HANDLE(8, 5))          /* absent */
+#define MPI_APPNUM ((int)IRIS_HANDLE(8, 5))          /* the program's number, when several */
 #define MPI_UNIVERSE_SIZE ((int)IRIS_HANDLE(8, 6))   /* the world's size, or IRIS_UNIVERSE_SIZE */
 #define MPI_LASTUSEDCODE ((int)IRIS_HANDLE(8, 7))    /* the largest error code in use */
 

@@ -89,21 +89,32 @@ void start_ranks(job &j) {
                                            host_layout(j.nspace, j.opts.nranks, j.opts.nodes));
   j.server->register_job();
 
-  const std::vector<std::string> base_env = rank_environment(j.opts.env);
-  std::vector<char *> argv;
-  for (std::string &arg : j.opts.argv) argv.push_back(arg.data());
-  argv.push_back(nullptr);
+  std::vector<std::string> base_env = rank_environment(j.opts.env);
+  // Each program's argv, and the program of each rank.
+  std::vector<std::vector<char *>> argvs;
+  std::vector<std::size_t> app_of;
+  for (options::app &a : j.opts.apps) {
+    std::vector<char *> argv;
+    for (std::string &arg : a.argv) argv.push_back(arg.data());
+    argv.push_back(nullptr);
+    argvs.push_back(std::move(argv));
+    app_of.insert(app_of.end(), static_cast<std::size_t>(a.nranks), argvs.size() - 1);
+  }
   // Only rank 0 reads mpiexec's stdin; the others must not compete for it.
   const dev_null no_input;
 
   for (int rank = 0; rank < j.opts.nranks; ++rank) {
+    const std::size_t app = app_of[static_cast<std::size_t>(rank)];
+    // MPI_APPNUM, when there are several programs.
+    if (j.opts.apps.size() > 1) base_env.push_back("IRIS_APPNUM=" + std::to_string(app));
     c_environment env(base_env);
+    if (j.opts.apps.size() > 1) base_env.pop_back();
     j.server->setup_fork(rank, env);
     const rank_binding &binding = bindings[static_cast<std::size_t>(rank)];
     const pid_t pid = spawn_rank({
         .rank = rank,
-        .path = j.opts.program_path.c_str(),
-        .argv = argv.data(),
+        .path = j.opts.apps[app].program_path.c_str(),
+        .argv = argvs[app].data(),
         .envp = env.get(),
         .cpus = binding.bound ? &binding.cpus : nullptr,
         .stdin_fd = rank == 0 ? -1 : no_input.fd(),

@@ -219,10 +219,6 @@ options parse_options(int argc, char **argv) {
   if (opts.nranks == 0) {
     throw usage_error("no -n given: say how many ranks to start, e.g. mpiexec -n 4 ./prog");
   }
-  if (opts.nodes > opts.nranks) {
-    throw usage_error("--nodes " + std::to_string(opts.nodes) + " is more nodes than the " +
-                      std::to_string(opts.nranks) + " ranks of -n");
-  }
   if (i >= argc) throw usage_error("no program given: mpiexec -n N program [args...]");
   if (!opts.timeout_s) {
     const char *env = std::getenv("MPIEXEC_TIMEOUT");
@@ -234,15 +230,45 @@ options parse_options(int argc, char **argv) {
       }
     }
   }
-  opts.program_path = resolve_program(argv[i]);
-  opts.argv.assign(argv + i, argv + argc);
+  // The first program and its arguments, then `: -n N program args` for
+  // each further one.
+  const int first = opts.nranks;
+  int total = 0;
+  while (i < argc) {
+    int end = i;
+    while (end < argc && std::string_view(argv[end]) != ":") ++end;
+    options::app a;
+    a.nranks = opts.apps.empty() ? first : 0;
+    int at = i;
+    if (!opts.apps.empty()) {
+      const std::string_view n = at < end ? std::string_view(argv[at]) : std::string_view();
+      if ((n != "-n" && n != "-np") || at + 1 >= end) {
+        throw usage_error("after ':' comes -n N program [args...]");
+      }
+      a.nranks = parse_nranks(argv[at + 1]);
+      at += 2;
+    }
+    if (at >= end) throw usage_error("no program given after ':'");
+    a.program_path = resolve_program(argv[at]);
+    a.argv.assign(argv + at, argv + end);
+    total += a.nranks;
+    opts.apps.push_back(std::move(a));
+    if (end + 1 == argc) throw usage_error("no program given after ':'");
+    i = end + 1;
+  }
+  opts.nranks = total;
+  if (opts.nodes > opts.nranks) {
+    throw usage_error("--nodes " + std::to_string(opts.nodes) + " is more nodes than the " +
+                      std::to_string(opts.nranks) + " ranks of -n");
+  }
   return opts;
 }
 
 void print_help(std::FILE *out) {
   std::fprintf(out,
-               "Usage: mpiexec [options] -n N program [args...]\n"
-               "Starts N ranks of program on this host as their PMIx server.\n\n"
+               "Usage: mpiexec [options] -n N program [args...] [: -n M program2 [args...]]...\n"
+               "Starts N ranks of program (then M of program2, ...) on this host as their PMIx\n"
+               "server; MPI_APPNUM numbers the programs when there are several.\n\n"
                "Options:\n");
   for (const option_spec &spec : option_table) {
     std::string names(spec.names[0]);

@@ -36,8 +36,14 @@ struct options {
   bool report_bindings = false;
   std::optional<double> timeout_s;  // none: no time limit
   std::vector<env_setting> env;
-  std::string program_path;       // resolved like execvp(3) does
-  std::vector<std::string> argv;  // argv[0] as the user wrote it, then the args
+  // The programs, in rank order: `mpiexec -n 2 a : -n 3 b` starts ranks 0-1
+  // of a and 2-4 of b (MPI_APPNUM 0 and 1). nranks is their sum.
+  struct app {
+    int nranks = 0;
+    std::string program_path;       // resolved like execvp(3) does
+    std::vector<std::string> argv;  // argv[0] as the user wrote it, then the args
+  };
+  std::vector<app> apps;
 };
 
 // Throws usage_error. Reads MPIEXEC_TIMEOUT when --timeout is not given.

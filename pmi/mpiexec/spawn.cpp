@@ -24,8 +24,10 @@ namespace {
 bool is_outer_launcher_variable(std::string_view entry) {
   const std::string_view name = entry.substr(0, entry.find('='));
   if (name.starts_with("PMIX_")) return !name.starts_with("PMIX_MCA_");
+  // IRIS_APPNUM is this launcher's to set (several programs), not inherited
+  // from the launcher of a parent job.
   return name == "PMI_FD" || name == "PMI_PORT" || name == "PMI_ID" || name == "PMI_RANK" ||
-         name == "PMI_SIZE";
+         name == "PMI_SIZE" || name == "IRIS_APPNUM";
 }
 
 void set_variable(std::vector<std::string> &env, const std::string &name,

@@ -495,6 +495,28 @@ TEST_F(launcher, x_passes_and_sets_variables) {
   EXPECT_EQ(seen["IRIS_T_MISSING=(unset)"], 2) << r.describe();
 }
 
+// Several programs: `-n 1 a : -n 2 b` starts rank 0 of the first and ranks
+// 1-2 of the second, with their own arguments, one job (every rank reads
+// every card), MPI_APPNUM's IRIS_APPNUM numbering them; one program sets none.
+TEST_F(launcher, colon_starts_several_programs_as_one_job) {
+  const run_result r = mpiexec({"-n", "1", rank_path(), "env", "IRIS_APPNUM", ":", "-n", "2",
+                                rank_path(), "env", "IRIS_APPNUM"});
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  std::map<std::string, int> seen;
+  for (const auto &w : r.lines("env")) {
+    ASSERT_GE(w.size(), 4u);
+    seen[w[1] + " " + w[3]]++;  // rank, then IRIS_APPNUM
+  }
+  const std::map<std::string, int> want = {{"0 0", 1}, {"1 1", 1}, {"2 1", 1}};
+  EXPECT_EQ(seen, want) << r.describe();
+  const run_result one = ranks(2, {"env", "IRIS_APPNUM"});
+  ASSERT_EQ(one.exit_code, 0) << one.describe();
+  for (const auto &w : one.lines("env")) {
+    ASSERT_GE(w.size(), 4u);
+    EXPECT_EQ(w[3], "(unset)") << one.describe();
+  }
+}
+
 TEST_F(launcher, only_rank_0_reads_stdin) {
   run_options opts;
   opts.stdin_text = "hello ranks\n";
@@ -624,7 +646,11 @@ INSTANTIATE_TEST_SUITE_P(
         bad_arguments_case{{"--bind-to", "socket", "-n", "2", "RANK"},
                            "--bind-to takes core or none"},
         bad_arguments_case{{"--timeout", "-1", "-n", "2", "RANK"}, "--timeout takes a positive"},
-        bad_arguments_case{{"-x", "=v", "-n", "2", "RANK"}, "-x takes NAME or NAME=value"}));
+        bad_arguments_case{{"-x", "=v", "-n", "2", "RANK"}, "-x takes NAME or NAME=value"},
+        bad_arguments_case{{"-n", "2", "RANK", ":"}, "no program given after ':'"},
+        bad_arguments_case{{"-n", "1", "RANK", ":", "RANK"}, "after ':' comes -n N program"},
+        bad_arguments_case{{"-n", "1", "RANK", ":", "-n", "0", "RANK"},
+                           "-n needs a number of ranks"}));
 
 TEST_F(launcher, help_lists_every_option) {
   const run_result r = mpiexec({"--help"});

@@ -6,9 +6,9 @@
  * disconnect. The children's root tells the parents' root its working
  * directory (wdir) and its world size. Then the refusals: a program that is
  * not there (MPI_ERR_SPAWN, in every errcode, after its launcher's own
- * message), another host, maxprocs 0, MPI_Comm_spawn_multiple of two
- * commands. MPI_UNIVERSE_SIZE follows IRIS_UNIVERSE_SIZE (7 unless set).
- * Prints "spawn: all checks passed on N ranks" from the parents'
+ * message), another host, maxprocs 0. Then MPI_Comm_spawn_multiple of two
+ * commands, whose children are one world, MPI_APPNUM numbering them. MPI_UNIVERSE_SIZE follows
+ * IRIS_UNIVERSE_SIZE (7 unless set). Prints "spawn: all checks passed on N ranks" from the parents'
  * rank 0. */
 #define _DEFAULT_SOURCE
 #include <limits.h>
@@ -21,12 +21,23 @@
 
 enum { children = 3 };
 
-static int child(MPI_Comm parent) {
+/* `multiple`: started by MPI_Comm_spawn_multiple (one of the first command,
+ * two of the second): MPI_APPNUM numbers the commands; else it is absent. */
+static int child(MPI_Comm parent, int multiple) {
   int size = -1;
   int rank = -1;
   MPI_Comm_size(MPI_COMM_WORLD, &size);
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   CHECK(size == children, "the children's world has %d ranks", size);
+  int *appnum = NULL;
+  int flag = 0;
+  MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_APPNUM, &appnum, &flag);
+  if (multiple) {
+    CHECK(flag == 1 && *appnum == (rank == 0 ? 0 : 1), "rank %d: MPI_APPNUM %d (flag %d)", rank,
+          flag ? *appnum : -1, flag);
+  } else {
+    CHECK(flag == 0, "MPI_APPNUM present (%d) for a single command", flag ? *appnum : -1);
+  }
   if (rank == 0) {
     char cwd[PATH_MAX] = "";
     CHECK(getcwd(cwd, sizeof cwd) != NULL, "getcwd");
@@ -45,7 +56,7 @@ int main(int argc, char **argv) {
   MPI_Init(&argc, &argv);
   MPI_Comm parent = MPI_COMM_WORLD;
   MPI_Comm_get_parent(&parent);
-  if (parent != MPI_COMM_NULL) return child(parent);
+  if (parent != MPI_COMM_NULL) return child(parent, argc > 1 && strcmp(argv[1], "multi") == 0);
   int rank = -1;
   int size = -1;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
@@ -111,11 +122,28 @@ int main(int argc, char **argv) {
   CHECK(MPI_Comm_spawn(self, args, 0, MPI_INFO_NULL, 0, MPI_COMM_WORLD, &ic, MPI_ERRCODES_IGNORE) ==
             MPI_ERR_ARG,
         "spawned 0 processes");
+  /* Two commands, one world of children: one of the first, two of the
+   * second (the same program here), numbered by MPI_APPNUM. */
   char *commands[2] = {self, self};
-  const int maxprocs[2] = {1, 1};
-  CHECK(MPI_Comm_spawn_multiple(2, commands, MPI_ARGVS_NULL, maxprocs, NULL, 0, MPI_COMM_WORLD, &ic,
-                                MPI_ERRCODES_IGNORE) == MPI_ERR_UNSUPPORTED_OPERATION,
+  char *multi_args[] = {"multi", NULL};
+  char **argvs[2] = {multi_args, multi_args};
+  const int maxprocs[2] = {1, 2};
+  int multi_codes[3] = {-1, -1, -1};
+  CHECK(MPI_Comm_spawn_multiple(2, commands, argvs, maxprocs, NULL, 0, MPI_COMM_WORLD, &ic,
+                                multi_codes) == MPI_SUCCESS,
         "spawn_multiple of two commands");
+  CHECK(multi_codes[0] == MPI_SUCCESS && multi_codes[2] == MPI_SUCCESS, "errcodes %d .. %d",
+        multi_codes[0], multi_codes[2]);
+  if (ic != MPI_COMM_NULL) {
+    if (rank == 0) {
+      char cwd[PATH_MAX] = "";
+      int their_size = -1;
+      MPI_Recv(cwd, PATH_MAX, MPI_CHAR, 0, 21, ic, MPI_STATUS_IGNORE);
+      MPI_Recv(&their_size, 1, MPI_INT, 0, 22, ic, MPI_STATUS_IGNORE);
+      CHECK(their_size == children, "spawn_multiple's children's world has %d", their_size);
+    }
+    exercise(ic, 1, 0, "parent of spawn_multiple");
+  }
   if (check_failures == 0 && rank == 0) printf("spawn: all checks passed on %d ranks\n", size);
   return finish();
 }

@@ -3,6 +3,7 @@
 // names, the predefined callbacks and the predefined attributes.
 #include "device/api/comm/attr.hpp"
 #include <algorithm>
+#include <cstdlib>
 
 #include "device/api/check.hpp"
 #include "device/api/rma/rma.hpp"
@@ -87,10 +88,12 @@ struct predefined_values {
   int wtime_is_global = 0;
   int universe_size = 1;
   int last_used_code = MPI_ERR_LASTCODE;
+  int appnum = 0;
 };
 
 // Points `*out` at the value of predefined attribute `keyval`; false when
-// it is absent (MPI_APPNUM: Iris's launcher starts one application).
+// it is absent (MPI_APPNUM when the launcher started one program: mpiexec
+// sets IRIS_APPNUM only for `-n N a : -n M b` and spawn_multiple).
 bool predefined_get(int keyval, void **out) {
   static predefined_values values;
   // IRIS_UNIVERSE_SIZE: how many processes the program may count on with
@@ -118,6 +121,13 @@ bool predefined_get(int keyval, void **out) {
     case MPI_LASTUSEDCODE:
       value = &values.last_used_code;
       break;
+    case MPI_APPNUM: {
+      const char *given = std::getenv("IRIS_APPNUM");
+      if (given == nullptr || given[0] == '\0') return false;
+      values.appnum = std::atoi(given);
+      value = &values.appnum;
+      break;
+    }
     default:
       return false;
   }

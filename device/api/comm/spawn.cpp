@@ -5,6 +5,8 @@
 // Each child's MPI_Init connects its MPI_COMM_WORLD to that port (root 0);
 // the parents' group accepts on it (dynamic.cpp), so the intercommunicator
 // is the one connect and accept make, and MPI_Comm_get_parent answers it.
+// MPI_Comm_spawn_multiple starts every command's children as one job (mpiexec
+// `-n N a : -n M b`), whose MPI_APPNUM numbers the commands.
 // Should the launcher end before the children connect (a program that is
 // not there, a launcher that refuses), the spawn fails with MPI_ERR_SPAWN.
 //
@@ -17,6 +19,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <csignal>
 #include <cstdlib>
@@ -87,13 +90,23 @@ std::string hints_refused(const api::info_entries &hints) {
   return {};
 }
 
-// Starts the launcher: `maxprocs` copies of `program` with `argv`, in
-// `wdir` when given. Its pid, or -1 with why.
-pid_t launch(const std::string &launcher, const std::string &program, char *argv[], int maxprocs,
-             const std::string &port, const std::string &wdir, std::string &why) {
-  std::vector<std::string> args = {launcher, "-n", std::to_string(maxprocs),   "--bind-to",
-                                   "none",   "-x", "IRIS_PARENT_PORT=" + port, program};
-  for (char **a = argv; a != nullptr && *a != nullptr; ++a) args.emplace_back(*a);
+// One command of a spawn: how many, which program, its arguments.
+struct app {
+  int maxprocs = 0;
+  std::string program;
+  char **argv = nullptr;
+};
+
+// Starts the launcher: each app's copies in turn (`-n N program args : ...`),
+// in `wdir` when given. Its pid, or -1 with why.
+pid_t launch(const std::string &launcher, const std::vector<app> &apps, const std::string &port,
+             const std::string &wdir, std::string &why) {
+  std::vector<std::string> args = {launcher, "--bind-to", "none", "-x", "IRIS_PARENT_PORT=" + port};
+  for (const app &a : apps) {
+    if (&a != &apps.front()) args.emplace_back(":");
+    args.insert(args.end(), {"-n", std::to_string(a.maxprocs), a.program});
+    for (char **arg = a.argv; arg != nullptr && *arg != nullptr; ++arg) args.emplace_back(*arg);
+  }
   std::vector<char *> raw;
   for (std::string &a : args) raw.push_back(a.data());
   raw.push_back(nullptr);
@@ -105,7 +118,7 @@ pid_t launch(const std::string &launcher, const std::string &program, char *argv
     const std::string_view name = e.substr(0, e.find('='));
     const bool outer = (name.starts_with("PMIX_") && !name.starts_with("PMIX_MCA_")) ||
                        name == "PMI_FD" || name == "PMI_PORT" || name == "PMI_ID" ||
-                       name == "PMI_RANK" || name == "PMI_SIZE";
+                       name == "PMI_RANK" || name == "PMI_SIZE" || name == "IRIS_APPNUM";
     if (!outer) env.push_back(*entry);
   }
   env.push_back(nullptr);
@@ -127,6 +140,111 @@ pid_t launch(const std::string &launcher, const std::string &program, char *argv
     ::_exit(127);
   }
   return pid;
+}
+
+// Both spawn calls. The root's arguments decide; the others' are not
+// looked at (MPI). Errcodes: one per child, all commands in turn.
+int spawn_common(const char *call, int count, char *commands[], char **argvs[],
+                 const int maxprocs[], const MPI_Info infos[], int root, MPI_Comm comm,
+                 MPI_Comm *intercomm, int array_of_errcodes[]) {
+  communicator *c = nullptr;
+  if (int err = api::check_intracomm(call, comm, c)) return err;
+  if (root < 0 || root >= c->size) {
+    return device::error_raise(c, call, MPI_ERR_ROOT, "invalid root %d (communicator size %d)",
+                               root, c->size);
+  }
+  if (int err = api::check_not_null(call, c, intercomm, "intercomm")) return err;
+  std::string why;
+  int verdict = MPI_SUCCESS;
+  char port[MPI_MAX_PORT_NAME] = {};
+  pid_t launched = -1;
+  int children = 0;
+  if (c->rank == root) {
+    std::vector<app> apps;
+    std::string wdir;
+    if (count <= 0 || commands == nullptr || maxprocs == nullptr) {
+      verdict = MPI_ERR_ARG;
+      why = "no commands to spawn (count " + std::to_string(count) + ")";
+    }
+    for (int k = 0; verdict == MPI_SUCCESS && k < count; ++k) {
+      const api::info_entries *found =
+          infos != nullptr ? api::info_find(infos[k]) : api::info_find(MPI_INFO_NULL);
+      const std::string which = count > 1 ? "command " + std::to_string(k) + ": " : "";
+      if (commands[k] == nullptr || commands[k][0] == '\0') {
+        verdict = MPI_ERR_ARG;
+        why = which + "no command to spawn";
+      } else if (maxprocs[k] <= 0) {
+        verdict = MPI_ERR_ARG;
+        why = which + "maxprocs " + std::to_string(maxprocs[k]) + " (at least 1)";
+      } else if (found == nullptr) {
+        verdict = MPI_ERR_INFO;
+        why = which + "invalid info handle";
+      } else if (why = hints_refused(*found); !why.empty()) {
+        verdict = MPI_ERR_SPAWN;
+        why = which + why;
+      } else {
+        for (const auto &[key, value] : *found) {
+          if (key != "wdir") continue;
+          if (!wdir.empty() && wdir != value) {
+            verdict = MPI_ERR_SPAWN;
+            why = which + "wdir '" + value + "' differs from '" + wdir +
+                  "': the commands of one spawn share one working directory here";
+          }
+          wdir = value;
+        }
+        apps.push_back({maxprocs[k], program_of(commands[k], *found),
+                        argvs != MPI_ARGVS_NULL ? argvs[k] : MPI_ARGV_NULL});
+        children += maxprocs[k];
+      }
+    }
+    const std::string launcher = launcher_path();
+    if (verdict != MPI_SUCCESS) {
+    } else if (launcher.empty()) {
+      verdict = MPI_ERR_SPAWN;
+      why = "no launcher to start the children with (set IRIS_SPAWN_LAUNCHER to Iris's mpiexec)";
+    } else if (MPI_Open_port(MPI_INFO_NULL, port) != MPI_SUCCESS) {
+      verdict = MPI_ERR_SPAWN;
+      why = "cannot open a port for the children (see the line above)";
+    } else {
+      launched = launch(launcher, apps, port, wdir, why);
+      if (launched < 0) verdict = MPI_ERR_SPAWN;
+    }
+  }
+  // A refusal before the launch, agreed by every member.
+  int agreed[2] = {verdict, children};
+  MPI_Bcast(agreed, 2, MPI_INT, root, c->handle);
+  verdict = agreed[0];
+  children = agreed[1];
+  int err = MPI_SUCCESS;
+  if (verdict != MPI_SUCCESS) {
+    if (c->rank == root && port[0] != '\0') MPI_Close_port(port);
+    err = device::error_raise(c, call, verdict, "%s",
+                              c->rank == root ? why.c_str() : "the root could not spawn");
+  } else {
+    // Gives up when the launcher ends before the children connect.
+    const auto gone = [launched](std::string &reason) {
+      int status = 0;
+      if (::waitpid(launched, &status, WNOHANG) != launched) return false;
+      reason = "the children's launcher ended (" +
+               (WIFEXITED(status) ? "exit code " + std::to_string(WEXITSTATUS(status))
+                                  : "signal " + std::to_string(WTERMSIG(status))) +
+               ") before they connected; its message says why";
+      return true;
+    };
+    err = api::accept_common(call, port, root, *c, intercomm, gone);
+    if (c->rank == root) MPI_Close_port(port);
+  }
+  // Every child's code (when the root refused early, as many as the
+  // counts say where they are valid).
+  if (array_of_errcodes != MPI_ERRCODES_IGNORE) {
+    int n = children;
+    if (n == 0 && maxprocs != nullptr) {
+      for (int k = 0; k < count; ++k) n += std::max(maxprocs[k], 0);
+    }
+    for (int i = 0; i < n; ++i) array_of_errcodes[i] = err;
+  }
+  if (err != MPI_SUCCESS) *intercomm = MPI_COMM_NULL;
+  return err;
 }
 
 }  // namespace
@@ -161,96 +279,22 @@ int MPI_Comm_get_parent(MPI_Comm *parent_out) {
 int MPI_Comm_spawn(const char *command, char *argv[], int maxprocs, MPI_Info info, int root,
                    MPI_Comm comm, MPI_Comm *intercomm, int array_of_errcodes[]) {
   const device::api_guard guard;
-  const char *call = "MPI_Comm_spawn";
-  communicator *c = nullptr;
-  if (int err = api::check_intracomm(call, comm, c)) return err;
-  if (root < 0 || root >= c->size) {
-    return device::error_raise(c, call, MPI_ERR_ROOT, "invalid root %d (communicator size %d)",
-                               root, c->size);
-  }
-  if (int err = api::check_not_null(call, c, intercomm, "intercomm")) return err;
-  // The root's arguments decide; the others' are not looked at (MPI).
-  std::string why;
-  int verdict = MPI_SUCCESS;
-  char port[MPI_MAX_PORT_NAME] = {};
-  pid_t launched = -1;
-  if (c->rank == root) {
-    api::info_entries hints;
-    const api::info_entries *found = api::info_find(info);
-    if (found != nullptr) hints = *found;
-    std::string wdir;
-    for (const auto &[key, value] : hints) {
-      if (key == "wdir") wdir = value;
-    }
-    const std::string launcher = launcher_path();
-    if (command == nullptr || command[0] == '\0') {
-      verdict = MPI_ERR_ARG;
-      why = "no command to spawn";
-    } else if (maxprocs <= 0) {
-      verdict = MPI_ERR_ARG;
-      why = "maxprocs " + std::to_string(maxprocs) + " (at least 1)";
-    } else if (found == nullptr) {
-      verdict = MPI_ERR_INFO;
-      why = "invalid info handle";
-    } else if (why = hints_refused(hints); !why.empty()) {
-      verdict = MPI_ERR_SPAWN;
-    } else if (launcher.empty()) {
-      verdict = MPI_ERR_SPAWN;
-      why = "no launcher to start the children with (set IRIS_SPAWN_LAUNCHER to Iris's mpiexec)";
-    } else if (MPI_Open_port(MPI_INFO_NULL, port) != MPI_SUCCESS) {
-      verdict = MPI_ERR_SPAWN;
-      why = "cannot open a port for the children (see the line above)";
-    } else {
-      launched = launch(launcher, program_of(command, hints), argv, maxprocs, port, wdir, why);
-      if (launched < 0) verdict = MPI_ERR_SPAWN;
-    }
-  }
-  // A refusal before the launch, agreed by every member.
-  MPI_Bcast(&verdict, 1, MPI_INT, root, c->handle);
-  int err = MPI_SUCCESS;
-  if (verdict != MPI_SUCCESS) {
-    if (c->rank == root && port[0] != '\0') MPI_Close_port(port);
-    err = device::error_raise(c, call, verdict, "%s",
-                              c->rank == root ? why.c_str() : "the root could not spawn");
-  } else {
-    // Gives up when the launcher ends before the children connect.
-    const auto gone = [launched](std::string &reason) {
-      int status = 0;
-      if (::waitpid(launched, &status, WNOHANG) != launched) return false;
-      reason = "the children's launcher ended (" +
-               (WIFEXITED(status) ? "exit code " + std::to_string(WEXITSTATUS(status))
-                                  : "signal " + std::to_string(WTERMSIG(status))) +
-               ") before they connected; its message says why";
-      return true;
-    };
-    err = api::accept_common(call, port, root, *c, intercomm, gone);
-    if (c->rank == root) MPI_Close_port(port);
-  }
-  if (array_of_errcodes != MPI_ERRCODES_IGNORE) {
-    for (int i = 0; i < maxprocs; ++i)
-      array_of_errcodes[i] = err == MPI_SUCCESS ? MPI_SUCCESS : err;
-  }
-  if (err != MPI_SUCCESS) *intercomm = MPI_COMM_NULL;
-  return err;
+  char *commands[] = {const_cast<char *>(command)};
+  char **argvs[] = {argv};
+  const int counts[] = {maxprocs};
+  const MPI_Info infos[] = {info};
+  return spawn_common("MPI_Comm_spawn", 1, commands, argvs, counts, infos, root, comm, intercomm,
+                      array_of_errcodes);
 }
 
-// One command only: the children of several would be jobs of their own,
-// with worlds of their own.
+// The children of all commands are one job: one MPI_COMM_WORLD, in the
+// order of the commands, MPI_APPNUM numbering them.
 int MPI_Comm_spawn_multiple(int count, char *array_of_commands[], char **array_of_argv[],
                             const int array_of_maxprocs[], const MPI_Info array_of_info[], int root,
                             MPI_Comm comm, MPI_Comm *intercomm, int array_of_errcodes[]) {
   const device::api_guard guard;
-  const char *call = "MPI_Comm_spawn_multiple";
-  communicator *c = nullptr;
-  if (int err = api::check_intracomm(call, comm, c)) return err;
-  if (count == 1 && array_of_commands != nullptr && array_of_maxprocs != nullptr) {
-    return MPI_Comm_spawn(
-        array_of_commands[0], array_of_argv != MPI_ARGVS_NULL ? array_of_argv[0] : MPI_ARGV_NULL,
-        array_of_maxprocs[0], array_of_info != nullptr ? array_of_info[0] : MPI_INFO_NULL, root,
-        comm, intercomm, array_of_errcodes);
-  }
-  return device::error_raise(c, call, MPI_ERR_UNSUPPORTED_OPERATION,
-                             "%d commands: Iris spawns one command at a time so far", count);
+  return spawn_common("MPI_Comm_spawn_multiple", count, array_of_commands, array_of_argv,
+                      array_of_maxprocs, array_of_info, root, comm, intercomm, array_of_errcodes);
 }
 
 }  // extern "C"
