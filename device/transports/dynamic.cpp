@@ -50,6 +50,25 @@ net_transport *net_for_others(std::string &why) {
   }
 }
 
+void process_id(int vc, std::uint64_t &job, int &rank) {
+  job = job_hash_here();
+  rank = vc;
+  if (vc < rt->size) return;
+  for (const auto &[key, index] : rt->foreign) {
+    if (index == vc) {
+      job = key.first;
+      rank = key.second;
+      return;
+    }
+  }
+}
+
+int known_peer(std::uint64_t job, int rank) {
+  if (job == job_hash_here()) return rank >= 0 && rank < rt->size ? rank : -1;
+  const auto found = rt->foreign.find({job, rank});
+  return found != rt->foreign.end() ? found->second : -1;
+}
+
 int peer_of(std::uint64_t job, int rank, std::string_view card, std::string &why) {
   if (job == job_hash_here()) {
     if (rank < 0 || rank >= rt->size) {

@@ -28,6 +28,14 @@ net_transport *net_for_others(std::string &why);
 // new one reached at `card` (may be empty). -1, with `why`, when none can be.
 int peer_of(std::uint64_t job, int rank, std::string_view card, std::string &why);
 
+// The same process named so that every process can read it (a VC index is
+// this process's own): its job's hash and its rank there. For calls that
+// send groups between processes (MPI_Intercomm_create).
+void process_id(int vc, std::uint64_t &job, int &rank);
+// The VC of a process named so, or -1 when this process does not know it
+// (it has no card to reach it with).
+int known_peer(std::uint64_t job, int rank);
+
 // One line on stderr ("iris: rank R: dynamic processes: what").
 void log_note(const std::string &what);
 

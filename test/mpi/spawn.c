@@ -21,6 +21,39 @@
 
 enum { children = 3 };
 
+/* An intercommunicator between the two worlds made by Intercomm_create
+ * over the spawn's (peer_comm an intercommunicator: remote_leader is a rank
+ * of the other group): sizes, and a value each way between the leaders and
+ * from every rank to the other group's rank (own rank % its size). */
+static void intercomm_again(MPI_Comm ic, int is_parent) {
+  MPI_Comm again = MPI_COMM_NULL;
+  CHECK(MPI_Intercomm_create(MPI_COMM_WORLD, 0, ic, 0, 123, &again) == MPI_SUCCESS,
+        "Intercomm_create over the spawn's intercommunicator");
+  if (again == MPI_COMM_NULL) return;
+  int lsize = -1;
+  int rsize = -1;
+  int lrank = -1;
+  int peer_rsize = -1;
+  MPI_Comm_size(again, &lsize);
+  MPI_Comm_remote_size(again, &rsize);
+  MPI_Comm_rank(again, &lrank);
+  MPI_Comm_remote_size(ic, &peer_rsize);
+  CHECK(rsize == peer_rsize, "Intercomm_create's remote size %d, the spawn's %d", rsize,
+        peer_rsize);
+  int out = (is_parent ? 1000 : 2000) + lrank;
+  MPI_Request req;
+  MPI_Isend(&out, 1, MPI_INT, lrank % rsize, 7, again, &req);
+  for (int j = 0; j < rsize; ++j) {
+    if (j % lsize != lrank) continue;
+    int in = -1;
+    MPI_Recv(&in, 1, MPI_INT, j, 7, again, MPI_STATUS_IGNORE);
+    CHECK(in == (is_parent ? 2000 : 1000) + j, "Intercomm_create: got %d from remote rank %d", in,
+          j);
+  }
+  MPI_Wait(&req, MPI_STATUS_IGNORE);
+  MPI_Comm_free(&again);
+}
+
 /* `multiple`: started by MPI_Comm_spawn_multiple (one of the first command,
  * two of the second): MPI_APPNUM numbers the commands; else it is absent. */
 static int child(MPI_Comm parent, int multiple) {
@@ -29,6 +62,10 @@ static int child(MPI_Comm parent, int multiple) {
   MPI_Comm_size(MPI_COMM_WORLD, &size);
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   CHECK(size == children, "the children's world has %d ranks", size);
+  char name[MPI_MAX_OBJECT_NAME] = "";
+  int length = 0;
+  MPI_Comm_get_name(parent, name, &length);
+  CHECK(strcmp(name, "MPI_COMM_PARENT") == 0, "the parent communicator is named '%s'", name);
   int *appnum = NULL;
   int flag = 0;
   MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_APPNUM, &appnum, &flag);
@@ -44,6 +81,7 @@ static int child(MPI_Comm parent, int multiple) {
     MPI_Send(cwd, PATH_MAX, MPI_CHAR, 0, 21, parent);
     MPI_Send(&size, 1, MPI_INT, 0, 22, parent);
   }
+  if (!multiple) intercomm_again(parent, 0);
   exercise(parent, 0, 0, "child");
   MPI_Comm again = MPI_COMM_WORLD;
   MPI_Comm_get_parent(&again);
@@ -99,6 +137,7 @@ int main(int argc, char **argv) {
       CHECK(strcmp(cwd, wdir) == 0, "the children work in %s, not %s", cwd, wdir);
       CHECK(their_size == children, "the children's world has %d", their_size);
     }
+    intercomm_again(ic, 1);
     exercise(ic, 1, 0, "parent");
   }
   MPI_Info_free(&info);

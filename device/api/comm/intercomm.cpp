@@ -8,6 +8,7 @@
 #include <algorithm>
 
 #include "device/api/check.hpp"
+#include "device/transports/dynamic.hpp"
 
 using namespace iris;
 using iris::api::communicator;
@@ -94,7 +95,10 @@ int MPI_Intercomm_create(MPI_Comm local_comm, int local_leader, MPI_Comm peer_co
   communicator *peer = nullptr;
   if (local->rank == local_leader) {
     if (int err = api::check_comm(call, peer_comm, peer)) return err;
-    if (remote_leader < 0 || remote_leader >= peer->size || remote_leader == peer->rank) {
+    // Over an intercommunicator (two jobs joined by connect or spawn), the
+    // remote leader is a rank of the other group.
+    if (remote_leader < 0 || remote_leader >= peer->size ||
+        (!peer->inter && remote_leader == peer->rank)) {
       return device::error_raise(peer, call, MPI_ERR_RANK,
                                  "invalid remote_leader %d (peer_comm size %d, this leader is %d)",
                                  remote_leader, peer->size, peer->rank);
@@ -103,10 +107,18 @@ int MPI_Intercomm_create(MPI_Comm local_comm, int local_leader, MPI_Comm peer_co
   }
   ++device::rt->agreeing;  // the other group may start sending first
   const std::uint32_t mine = device::context_agree(*local);
-  std::vector<int> theirs;  // their context, then their group's world ranks
+  // Their context, then each member of their group as every process can
+  // read it: its job's hash (two ints) and its rank there (a VC index is
+  // this process's own, and processes of other jobs have other ones).
+  std::vector<int> theirs;
   if (local->rank == local_leader) {
     std::vector<int> sent = {static_cast<int>(mine)};
-    sent.insert(sent.end(), local->world_rank.begin(), local->world_rank.end());
+    for (const int w : local->world_rank) {
+      std::uint64_t job = 0;
+      int rank = 0;
+      device::process_id(w, job, rank);
+      sent.insert(sent.end(), {static_cast<int>(job >> 32), static_cast<int>(job), rank});
+    }
     theirs = device::leader_exchange(*peer, peer->context, remote_leader, tag, sent);
   }
   device::group_bcast(*local, local_leader, theirs);
@@ -114,7 +126,20 @@ int MPI_Intercomm_create(MPI_Comm local_comm, int local_leader, MPI_Comm peer_co
       *local, local_leader, {peer, peer != nullptr ? peer->context : 0, remote_leader, tag},
       std::max(mine, static_cast<std::uint32_t>(theirs.at(0))) + 2);
   --device::rt->agreeing;
-  std::vector<int> remote(theirs.begin() + 1, theirs.end());
+  std::vector<int> remote;
+  for (std::size_t i = 1; i + 2 < theirs.size(); i += 3) {
+    const std::uint64_t job = static_cast<std::uint64_t>(static_cast<std::uint32_t>(theirs[i]))
+                                  << 32 |
+                              static_cast<std::uint32_t>(theirs[i + 1]);
+    const int w = device::known_peer(job, theirs[i + 2]);
+    if (w < 0) {
+      return device::error_raise(local, call, MPI_ERR_OTHER,
+                                 "the other group has a process of another job this one has not "
+                                 "connected to (rank %d there): connect to it first",
+                                 theirs[i + 2]);
+    }
+    remote.push_back(w);
+  }
   for (int w : remote) {
     if (std::find(local->world_rank.begin(), local->world_rank.end(), w) !=
         local->world_rank.end()) {

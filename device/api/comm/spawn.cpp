@@ -257,7 +257,10 @@ int api::parent_connect() {
   ::unsetenv("IRIS_PARENT_PORT");  // not for what this process starts itself
   MPI_Comm made = MPI_COMM_NULL;
   const int err = MPI_Comm_connect(name.c_str(), MPI_INFO_NULL, 0, MPI_COMM_WORLD, &made);
-  if (err == MPI_SUCCESS) parent = made;
+  if (err == MPI_SUCCESS) {
+    parent = made;
+    device::comm_lookup(made)->name = "MPI_COMM_PARENT";  // as MPI names it
+  }
   return err;
 }
 
