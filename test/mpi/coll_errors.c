@@ -28,7 +28,8 @@ void errors(void) {
   expect_class(MPI_Allreduce(d, d + 1, 1, MPI_DOUBLE, MPI_LAND, w), MPI_ERR_OP, "land on double");
   expect_class(MPI_Allreduce(a, b, 1, MPI_INT, MPI_MAXLOC, w), MPI_ERR_OP, "maxloc on int");
   expect_class(MPI_Allreduce(a, b, 1, MPI_C_BOOL, MPI_SUM, w), MPI_ERR_OP, "sum on bool");
-  expect_class(MPI_Allreduce(a, b, 1, MPI_CHAR, MPI_SUM, w), MPI_ERR_OP, "sum on char");
+  expect_class(MPI_Allreduce(a, b, 1, MPI_WCHAR, MPI_SUM, w), MPI_ERR_OP, "sum on wchar");
+  expect_class(MPI_Allreduce(a, b, 1, MPI_CHARACTER, MPI_MAX, w), MPI_ERR_OP, "max on character");
   expect_class(MPI_Allreduce(a, b, 1, MPI_C_DOUBLE_COMPLEX, MPI_MAX, w), MPI_ERR_OP,
                "max on complex");
   expect_class(MPI_Allreduce(a, b, 1, MPI_AINT, MPI_LOR, w), MPI_ERR_OP, "lor on MPI_AINT");

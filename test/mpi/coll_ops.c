@@ -3,6 +3,7 @@
  * computed serially; MINLOC/MAXLOC ties; MPI_REPLACE and MPI_NO_OP; and a
  * non-commutative user op in rank order, Op_commutative and Op_free. */
 #include <complex.h>
+#include <limits.h>
 #include <stdbool.h>
 #include <string.h>
 
@@ -69,6 +70,9 @@ static const MPI_Op integer_ops[] = {MPI_MAX, MPI_MIN,  MPI_SUM,  MPI_PROD, MPI_
     }                                                                             \
   }
 
+/* MPI_CHAR as the C char integer type, as MPICH and Open MPI take it (OSU's
+ * collective benchmarks reduce it with MPI_SUM by default). */
+INTEGER_OPS(ops_char, char, MPI_CHAR, CHAR_MIN < 0, 1)
 INTEGER_OPS(ops_signed_char, signed char, MPI_SIGNED_CHAR, 1, 1)
 INTEGER_OPS(ops_unsigned_char, unsigned char, MPI_UNSIGNED_CHAR, 0, 1)
 INTEGER_OPS(ops_short, short, MPI_SHORT, 1, 1)
@@ -300,6 +304,7 @@ void user_op(void) {
 
 /* Every predefined op above, in this order. */
 void predefined_ops(void) {
+  ops_char();
   ops_signed_char();
   ops_unsigned_char();
   ops_short();
