@@ -1,0 +1,75 @@
+/* OSU-style collective latency: for each size, `iters` calls of one
+ * collective with a barrier between calls, timed call by call on every rank;
+ * the figure is the mean over the ranks of each rank's mean time, as
+ * osu_allreduce and its siblings print it. Plain MPI, so the same source
+ * measures Iris, MPICH and Open MPI (coll.sh runs them side by side).
+ *
+ *   coll OP [max_bytes] [iters]
+ *   OP: allreduce bcast reduce allgather alltoall barrier
+ *
+ * Sizes are per rank's contribution (allgather and alltoall: per block):
+ * 8 B, 64 B, 1 KiB, 8 KiB, 64 KiB and 1 MiB, up to max_bytes (default
+ * 1 MiB), the issue's columns and two between; MPI_CHAR data reduced
+ * with MPI_SUM as OSU 7.4 does by default; a tenth of the calls (at least
+ * 10) run first as warm-up. Prints "op ranks bytes mean_us". */
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int rank, size;
+
+static void run(const char *op, char *a, char *b, int bytes) {
+  if (strcmp(op, "allreduce") == 0) {
+    MPI_Allreduce(a, b, bytes, MPI_CHAR, MPI_SUM, MPI_COMM_WORLD);
+  } else if (strcmp(op, "bcast") == 0) {
+    MPI_Bcast(a, bytes, MPI_CHAR, 0, MPI_COMM_WORLD);
+  } else if (strcmp(op, "reduce") == 0) {
+    MPI_Reduce(a, b, bytes, MPI_CHAR, MPI_SUM, 0, MPI_COMM_WORLD);
+  } else if (strcmp(op, "allgather") == 0) {
+    MPI_Allgather(a, bytes, MPI_CHAR, b, bytes, MPI_CHAR, MPI_COMM_WORLD);
+  } else if (strcmp(op, "alltoall") == 0) {
+    MPI_Alltoall(a, bytes, MPI_CHAR, b, bytes, MPI_CHAR, MPI_COMM_WORLD);
+  } else {
+    MPI_Barrier(MPI_COMM_WORLD);
+  }
+}
+
+int main(int argc, char **argv) {
+  MPI_Init(&argc, &argv);
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  const char *op = argc > 1 ? argv[1] : "allreduce";
+  const long max = argc > 2 ? atol(argv[2]) : 1 << 20;
+  const int iters = argc > 3 ? atoi(argv[3]) : 1000;
+  const int blocks = strcmp(op, "allgather") == 0 || strcmp(op, "alltoall") == 0 ? size : 1;
+  char *a = malloc((size_t)max * blocks);
+  char *b = malloc((size_t)max * blocks);
+  memset(a, 1, (size_t)max * blocks);
+  memset(b, 0, (size_t)max * blocks);
+  const int barrier = strcmp(op, "barrier") == 0;
+  static const long sizes[] = {8, 64, 1024, 8192, 65536, 1048576};
+  for (int z = 0; z < 6; ++z) {
+    const long bytes = barrier ? 0 : sizes[z];
+    if (bytes > max) break;
+    /* Fewer calls for large sizes, as OSU does above 8 KiB. */
+    const int n = bytes > 8192 ? (iters / 10 > 10 ? iters / 10 : 10) : iters;
+    const int warm = n / 10 > 10 ? n / 10 : 10;
+    double total = 0;
+    for (int i = 0; i < warm + n; ++i) {
+      const double t0 = MPI_Wtime();
+      run(op, a, b, (int)bytes);
+      const double t = MPI_Wtime() - t0;
+      if (i >= warm) total += t;
+      if (!barrier) MPI_Barrier(MPI_COMM_WORLD);
+    }
+    double mine = total / n * 1e6, sum = 0;
+    MPI_Reduce(&mine, &sum, 1, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
+    if (rank == 0) printf("%s %d %ld %.3f\n", op, size, bytes, sum / size);
+    if (barrier) break;
+  }
+  free(a);
+  free(b);
+  MPI_Finalize();
+  return 0;
+}
