@@ -28,7 +28,8 @@
 #      progress thread polls beside the program's thread) and test/mpi/rma.c
 #      (one-sided: the target's handlers run on its progress thread, the
 #      origins' CPU atomics on mapped windows) at 2 ranks over the same
-#      four, a few seconds
+#      four, and test/mpi/coll_node.c (the node's collective segment) at 4
+#      ranks, a few seconds
 # The normal build uses link-time optimisation (meson.build); the sanitizer
 # builds do not (they look for bugs, not speed, and build faster without).
 # Installs missing Debian packages first (.ci/deps). Build trees: build/,
@@ -74,7 +75,7 @@ LSAN_OPTIONS=suppressions="$PWD/test/lsan.supp":print_suppressions=0 \
 
 echo "== ThreadSanitizer (lock-free unit tests, MPI_THREAD_MULTIPLE)"
 setup build-tsan -Db_sanitize=thread -Db_lundef=false -Db_lto=false
-ninja -C build-tsan test/unit/unit_test test/mpi/threads test/mpi/am test/mpi/rma
+ninja -C build-tsan test/unit/unit_test test/mpi/threads test/mpi/am test/mpi/rma test/mpi/coll_node
 TSAN_OPTIONS=halt_on_error=1 meson test -C build-tsan --no-rebuild --print-errorlogs --suite unit \
   --test-args='--gtest_filter=-*Ofi*'
 # Launched by the normal build's mpiexec: libpmix's own threads, in the
@@ -94,3 +95,7 @@ for transport in "IRIS_SHM=1" "IRIS_SHM_DENSE_RANKS=0 IRIS_SHM_BUSY_PACKETS=4" \
   env $transport TSAN_OPTIONS=halt_on_error=1 \
     build/pmi/mpiexec -n 2 build-tsan/test/mpi/rma | grep -q "rma: all checks passed"
 done
+# The node's shared collective segment (collectives/node.cpp), small and
+# large steps, at 4 ranks.
+TSAN_OPTIONS=halt_on_error=1 \
+  build/pmi/mpiexec -n 4 build-tsan/test/mpi/coll_node 7 300 | grep -q "coll_node: all checks passed"

@@ -51,6 +51,18 @@ constexpr tunable table[] = {
      "smallest data of an active message that the target reads from the origin itself (CMA, "
      "ranks of one node) after the header handler ran; smaller data travels in the message's "
      "packets"},
+    // Collectives (device/collectives/).
+    {"IRIS_COLL_SHM", 1, 0, 1, nullptr,
+     "1: the blocking Barrier, Bcast, Reduce, Allreduce, Allgather and Alltoall of a "
+     "communicator whose ranks all "
+     "share this node (and IRIS_SHM=1) go through a shared segment made at its first "
+     "collective, when the data fits a slot; 0: always through messages"},
+    {"IRIS_COLL_SHM_SLOT", -1, -1, 1 << 24, nullptr,
+     "bytes of each rank's slot in a communicator's shared collective segment (two per rank); "
+     "larger calls go through messages. -1 chooses 1 MiB shared by the ranks, 4-16 KiB each"},
+    {"IRIS_COLL_CMA", 1, 0, 1, nullptr,
+     "1: a call through that segment larger than a slot reads the other ranks' buffers in "
+     "place (CMA, where the kernel allows it); 0: such calls go through messages"},
     {"IRIS_DEBUG", 0, 0, 1, nullptr,
      "1 prints one line per rank at start-up describing its transports"},
     {"IRIS_STATS", 0, 0, 1, nullptr,
@@ -146,6 +158,9 @@ settings settings_load() {
   s.async_progress = static_cast<int>(value_of("IRIS_ASYNC_PROGRESS"));
   s.am_pull_min = static_cast<std::uint64_t>(value_of("IRIS_AM_PULL_MIN"));
   s.progress_nice = static_cast<int>(value_of("IRIS_PROGRESS_NICE"));
+  s.coll_shm = value_of("IRIS_COLL_SHM") != 0;
+  s.coll_shm_slot = value_of("IRIS_COLL_SHM_SLOT");
+  s.coll_cma = value_of("IRIS_COLL_CMA") != 0;
   s.debug = value_of("IRIS_DEBUG") != 0;
   s.stats = value_of("IRIS_STATS") != 0;
   return s;

@@ -52,6 +52,9 @@ struct settings {
   int async_progress;           // 0 auto, 1 on, 2 off
   int progress_nice;            // the progress thread's nice value (IRIS_PROGRESS_NICE)
   std::uint64_t am_pull_min;
+  bool coll_shm;               // IRIS_COLL_SHM
+  std::int64_t coll_shm_slot;  // -1: chosen by the communicator's size
+  bool coll_cma;               // IRIS_COLL_CMA
   bool debug;
   bool stats;
 };

@@ -402,7 +402,9 @@ void comm_release(int handle) {
   if (slot < published_comm_limit)
     rt->published_comms[slot].store(nullptr, std::memory_order_release);
   // Its contexts' receive queues, if empty, go back to the matcher's free list.
-  if (const communicator *c = rt->comms[slot].get()) {
+  if (communicator *c = rt->comms[slot].get()) {
+    c->node_coll.reset();
+    c->node_coll_state = -1;
     rt->matching.forget(c->context);
     rt->matching.forget(c->collective_context());
     if (c->inter) {

@@ -12,6 +12,7 @@
 namespace iris::device {
 
 struct context_queues;
+struct node_collectives;
 
 // An ordered set of processes, named by their ranks in MPI_COMM_WORLD.
 struct group {
@@ -63,6 +64,12 @@ struct communicator {
   // far: their messages' tags (device/schedule.hpp).
   std::uint32_t nbc_sequence = 0;
 
+  // The shared segment of the blocking collectives among one node's ranks
+  // (collectives/node.hpp), made at the first one: `node_coll_state` 0 not
+  // tried yet, 1 made, -1 none (messages only). Freed with the communicator.
+  std::shared_ptr<node_collectives> node_coll;
+  int node_coll_state = 0;
+
   std::uint32_t collective_context() const { return context + 1; }
 };
 
@@ -86,6 +93,11 @@ inline constexpr int tag_split_table = 52;
 // and the leaders' exchange for MPI_Intercomm_merge and dup.
 inline constexpr int tag_inter_bcast = 53;
 inline constexpr int tag_inter_leaders = 54;
+// The making of a communicator's shared collective segment
+// (collectives/node.cpp): made, mapped, ready.
+inline constexpr int tag_node_coll_made = 55;
+inline constexpr int tag_node_coll_mapped = 56;
+inline constexpr int tag_node_coll_ready = 57;
 // MPI_Comm_create_group's agreement: this base plus the user's tag (folded
 // into the range below tag_nbc_base), so that concurrent calls with different
 // tags on the same parent keep apart.

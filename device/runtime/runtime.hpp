@@ -88,6 +88,10 @@ struct runtime {
   int size = 1;
   int pid = 0;  // getpid() is a system call: every RTS names it
   int spin_limit = 2000;
+  // Polls before a rank waiting on shared memory (collectives/node.cpp)
+  // yields: a few when the node has more ranks than cores, where the rank
+  // it waits for may need this core.
+  int shared_spin_limit = 2000;
   transport *sleeper = nullptr;  // holds the bell this rank sleeps on when idle; nullptr: never
   // The world's ranks, then the processes of other jobs this one came to
   // know (MPI_Comm_connect/accept): reserved at init for all of them

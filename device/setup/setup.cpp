@@ -199,6 +199,9 @@ int runtime_init(int required_thread_level) {
   r->spin_limit = r->config.spin_count >= 0 ? r->config.spin_count
                   : oversubscribed          ? oversubscribed_spin
                                             : 2000;
+  r->shared_spin_limit = r->config.spin_count >= 0 ? r->config.spin_count
+                         : oversubscribed          ? 2
+                                                   : 2000;
   char host[MPI_MAX_PROCESSOR_NAME] = {};
   gethostname(host, sizeof(host) - 1);
   r->processor_name = host;

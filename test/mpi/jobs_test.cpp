@@ -152,6 +152,33 @@ TEST_P(JobTest, Collectives) {
       << r.output;
 }
 
+// The collectives through each communicator's shared segment on one node
+// (device/collectives/node.hpp): a seeded sequence over several
+// communicators at once against serial references, with the segment, through
+// messages only (IRIS_COLL_SHM=0), and with slots so small that most calls
+// go through messages and the rest through the segment (IRIS_COLL_SHM_SLOT).
+TEST(NodeCollectives, SeededSequenceAgainstReferences) {
+  const std::pair<const char *, env_list> modes[] = {
+      {"segment", {}},
+      {"messages", {{"IRIS_COLL_SHM", "0"}}},
+      {"tiny_slots", {{"IRIS_COLL_SHM_SLOT", "64"}}},
+      {"no_cma", {{"IRIS_COLL_CMA", "0"}}},
+  };
+  for (int ranks : {2, 3, 4, 5, 8}) {
+    for (const auto &[mode, env] : modes) {
+      if (std::string(mode) != "segment" && ranks != 3 && ranks != 4) continue;
+      for (const char *seed : {"1", "7"}) {
+        const run_result r = job(ranks, "coll_node", {seed, "600"}, env, 120);
+        ASSERT_EQ(r.exit_code, 0) << mode << " seed " << seed << "\n" << r.output;
+        EXPECT_NE(r.output.find("coll_node: all checks passed on " + std::to_string(ranks)),
+                  std::string::npos)
+            << r.output;
+      }
+    }
+  }
+  EXPECT_EQ(shm_leftovers(), std::vector<std::string>{}) << "left in /dev/shm";
+}
+
 TEST_P(JobTest, StormChecksEveryByteAndTheOrder) {
   for (const char *seed : {"1", "2"}) {
     const run_result r = job(ranks(), "storm", {seed, "150"}, env(), 120, nodes());

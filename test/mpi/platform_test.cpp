@@ -306,6 +306,24 @@ TEST_F(FailureTest, FullDevShmIsAClearErrorNotASigbus) {
   EXPECT_EQ(r.output.find("Bus error"), std::string::npos) << r.output;
 }
 
+TEST_F(FailureTest, NoRoomForTheCollectiveSegmentKeepsToMessages) {
+  // A private 64 MiB /dev/shm: the rings fit, each communicator's collective
+  // segment (4 ranks x two 16 MiB slots) does not. Every communicator's
+  // collectives then go through messages, with the same results.
+  const run_result probe = run({"/usr/bin/unshare", "-m", "/bin/true"}, 10);
+  if (probe.exit_code != 0) GTEST_SKIP() << "unshare -m is not permitted here: " << probe.output;
+  const std::string script =
+      "mount -t tmpfs -o size=64m iris-test /dev/shm && IRIS_COLL_SHM_SLOT=16777216 "
+      "IRIS_DEBUG=1 exec " +
+      mpiexec + " -n 4 " + programs + "/coll_node 3 200";
+  const run_result r = run({"/usr/bin/unshare", "-m", "/bin/sh", "-c", script}, 120);
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_FALSE(r.timed_out);
+  EXPECT_NE(r.output.find("coll_node: all checks passed on 4 ranks"), std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("go through messages: cannot reserve"), std::string::npos) << r.output;
+}
+
 // ---- Large nodes: receive queues and pooled pair rings ----------------------
 
 // The sum over every rank's IRIS_STATS line of the number after `what`.

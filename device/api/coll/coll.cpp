@@ -8,6 +8,7 @@
 
 #include "device/api/coll/coll.hpp"
 #include "device/api/coll/nbc.hpp"
+#include "device/collectives/node.hpp"
 
 using namespace iris;
 namespace nbc = iris::api::nbc;
@@ -194,6 +195,30 @@ int allreduce_doubling(const reduction &red, image &acc) {
   return err;
 }
 
+// A broadcast whose root sent fewer bytes than this rank's count takes.
+int short_bcast(const char *call, const communicator &comm, std::size_t got, std::size_t want) {
+  return device::error_raise(&comm, call, MPI_ERR_TRUNCATE,
+                             "the root sent %zu bytes where this rank's count and datatype take "
+                             "%zu: the ranks passed counts or datatypes that do not match",
+                             got, want);
+}
+
+// Reduces through the node's shared segment (collectives/node.hpp) when the
+// communicator has one and the data fit a slot, of a predefined type laid
+// out without gaps (what the ops read in place). `done` tells whether it
+// did; then the result is its error.
+int node_reduction(communicator &comm, const reduction &red, const void *in, void *out, int root,
+                   bool &done) {
+  device::node_collectives *nc = device::node_collectives_of(comm);
+  const device::dtype &t = *red.t;
+  done = nc != nullptr && t.predefined && t.wide_of == 0 && t.true_lb == 0 &&
+         t.extent == static_cast<std::int64_t>(t.packed_size) && red.bytes() > 0 &&
+         device::node_takes(*nc, red.bytes());
+  if (!done) return MPI_SUCCESS;
+  return device::node_reduce(*nc, in, out, static_cast<std::size_t>(red.count), red.type, t.extent,
+                             red.op, root);
+}
+
 // Checks shared by the reductions: communicator, op, datatype, count and the
 // receive buffer; the send buffer unless it is MPI_IN_PLACE. On success
 // `recv` describes the receive buffer.
@@ -319,7 +344,14 @@ int MPI_Bcast(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm
   if (int err = api::check_intracomm(call, comm, c)) return err;
   if (int err = api::check_typed_buffer(call, *c, buffer, count, datatype, data)) return err;
   if (int err = coll::check_root(call, *c, root)) return err;
+  device::node_collectives *nc = device::node_collectives_of(*c);
   if (data.packed_bytes() == 0) return MPI_SUCCESS;
+  if (nc != nullptr && device::node_takes(*nc, data.packed_bytes())) {
+    std::size_t sent = 0;
+    const int err = device::node_bcast(*nc, data, root, sent);
+    if (err == MPI_SUCCESS || sent > data.packed_bytes()) return coll::result(call, *c, err);
+    return short_bcast(call, *c, sent, data.packed_bytes());
+  }
   // Binomial tree: a rank hears from the parent that clears its lowest set
   // bit (counted from root), then serves the subtrees below that bit.
   const coll::channel ch{*c, coll::tag_bcast};
@@ -362,12 +394,7 @@ int MPI_Bcast(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm
     const int sent = coll::send(ch, forward, (vr + mask + root) % c->size);
     if (err == MPI_SUCCESS) err = sent;
   }
-  if (short_message && err == MPI_SUCCESS) {
-    return device::error_raise(c, call, MPI_ERR_TRUNCATE,
-                               "the root sent %zu bytes where this rank's count and datatype take "
-                               "%zu: the ranks passed counts or datatypes that do not match",
-                               got, data.packed_bytes());
-  }
+  if (short_message && err == MPI_SUCCESS) return short_bcast(call, *c, got, data.packed_bytes());
   return coll::result(call, *c, err);
 }
 
@@ -394,6 +421,10 @@ int MPI_Reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datat
     if (int err = coll::check_op(call, *c, op, datatype)) return err;
   }
   const reduction red{{*c, coll::tag_reduce}, op, datatype, count, data.type};
+  const void *mine = coll::in_place(sendbuf) ? recvbuf : sendbuf;
+  bool shared = false;
+  const int node_err = node_reduction(*c, red, mine, recvbuf, root, shared);
+  if (shared) return coll::result(call, *c, node_err);
   if (red.bytes() == 0) return MPI_SUCCESS;
   image acc = red.copy_of(coll::in_place(sendbuf) ? recvbuf : sendbuf);
   return coll::result(call, *c, reduce_to(red, acc, recvbuf, root));
@@ -413,6 +444,10 @@ int MPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype da
     return err;
   }
   const reduction red{{*c, coll::tag_allreduce}, op, datatype, count, recv.type};
+  bool shared = false;
+  const int node_err =
+      node_reduction(*c, red, coll::in_place(sendbuf) ? recvbuf : sendbuf, recvbuf, -1, shared);
+  if (shared) return coll::result(call, *c, node_err);
   if (red.bytes() == 0) return MPI_SUCCESS;
   image acc = red.copy_of(coll::in_place(sendbuf) ? recvbuf : sendbuf);
   const int err = allreduce_doubling(red, acc);

@@ -7,6 +7,7 @@
 
 #include "device/api/coll/coll.hpp"
 #include "device/api/coll/nbc.hpp"
+#include "device/collectives/node.hpp"
 
 using namespace iris;
 namespace nbc = iris::api::nbc;
@@ -387,7 +388,14 @@ int MPI_Allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, voi
                            c, send, recv, false)) {
     return err;
   }
+  device::node_collectives *nc = device::node_collectives_of(*c);
   if (recv.packed_bytes() == 0) return MPI_SUCCESS;
+  const bool in_place = coll::in_place(sendbuf);
+  if (nc != nullptr && device::node_takes(*nc, recv.packed_bytes())) {
+    return coll::result(call, *c,
+                        device::node_exchange(*nc, in_place ? recv.block(c->rank) : send, false,
+                                              recv, false, in_place));
+  }
   // Ring: in step s every rank passes on to its right the block it got in
   // step s - 1 (its own first); after size - 1 steps it has them all.
   const int n = c->size;
@@ -460,8 +468,15 @@ int MPI_Alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void
                            c, send, recv, true)) {
     return err;
   }
+  device::node_collectives *nc = device::node_collectives_of(*c);
   if (recv.packed_bytes() == 0) return MPI_SUCCESS;
   const int n = c->size;
+  if (nc != nullptr && device::node_takes(*nc, recv.packed_bytes() * n)) {
+    const bool in_place = coll::in_place(sendbuf);
+    const typed_buffer all = in_place ? typed_buffer{recv.base, recv.count * n, recv.type}
+                                      : typed_buffer{send.base, send.count * n, send.type};
+    return coll::result(call, *c, device::node_exchange(*nc, all, in_place, recv, true, false));
+  }
   // In place, the blocks to send are first copied out of the receive buffer
   // (its whole span, in its own layout).
   device::typed_image saved;

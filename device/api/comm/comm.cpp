@@ -13,6 +13,7 @@
 #include "device/api/comm/attr.hpp"
 #include "device/api/comm/intercomm.hpp"
 #include "device/api/env/info.hpp"
+#include "device/collectives/node.hpp"
 #include "device/communicators/topology_graph.hpp"
 
 using namespace iris;
@@ -167,7 +168,11 @@ int MPI_Barrier(MPI_Comm comm) {
     return nbc::ibarrier("MPI_Barrier", comm, MPI_INFO_NULL, nbc::mode::blocking, nullptr);
   communicator *c = nullptr;
   if (int err = api::check_intracomm("MPI_Barrier", comm, c)) return err;
-  device::barrier(*c);
+  if (device::node_collectives *nc = device::node_collectives_of(*c)) {
+    device::node_barrier(*nc);
+  } else {
+    device::barrier(*c);
+  }
   return MPI_SUCCESS;
 }
 

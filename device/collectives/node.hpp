@@ -1,0 +1,76 @@
+// Collectives among ranks that share one node, through shared memory: no
+// packet moves on these paths. Each communicator whose ranks all live on this
+// node (and may use shared memory) gets a segment at its first blocking
+// collective: a barrier line, a control line per rank, and two slots per
+// rank. A call that fits a slot is one step:
+//
+//   writer: waits until every rank finished the step that last used this
+//           slot (two steps ago), writes its data and its byte count, then
+//           raises its `posted` to the step number;
+//   reader: waits for the writer's `posted`, reads, then raises its own
+//           `done` to the step number.
+//
+// Steps alternate between a rank's two slots, so a rank may write the next
+// step while slower ranks still read the last one. A call larger than a
+// slot is a large step: each rank publishes its buffers' addresses instead,
+// the others read them in place with CMA (a large Allreduce: each rank folds
+// its share of the elements, then reads the others' shares), and the step
+// ends when every rank is done reading. Without CMA, large calls, derived
+// datatypes in reductions, and communicators that span nodes go through
+// messages (api/coll/coll.cpp). Modelled on Open MPI's coll/sm and MPICH's
+// release-gather; device/collectives/README.md has the design.
+#pragma once
+
+#include <cstddef>
+
+#include "device/core/comm.hpp"
+#include "device/protocols/typed.hpp"
+
+namespace iris::device {
+
+struct node_collectives;
+
+// The node segment of `comm`, made on the first call (collective over comm:
+// every rank calls it at its first blocking Barrier, Bcast, Reduce,
+// Allreduce, Allgather or Alltoall); nullptr when the communicator cannot have one: it spans
+// nodes, shared memory or IRIS_COLL_SHM is off, it has a process of another
+// job, or the segment could not be made (a full /dev/shm: then every rank
+// keeps to messages, and nothing is lost).
+node_collectives *node_collectives_of(communicator &comm);
+
+// Whether a call of `bytes` per rank goes through the segment: it fits a
+// slot, or every rank may read every other's memory (CMA) for a large one.
+bool node_takes(const node_collectives &nc, std::size_t bytes);
+
+// Blocks until every rank of the communicator has called it.
+void node_barrier(node_collectives &nc);
+
+// The root's packed bytes of `data` reach every rank (through the root's
+// slot, or read in place when larger). MPI_ERR_TRUNCATE when this rank's byte count differs from
+// the root's (what fits is delivered); `root_bytes` then says the root's.
+int node_bcast(node_collectives &nc, const typed_buffer &data, int root, std::size_t &root_bytes);
+
+// `count` elements of the predefined, gapless `type` from every rank's `in`
+// combined with `op` in rank order (x0 o (x1 o ... o xn-1)), into `out` at
+// `root`, or at every rank when root is -1. Every rank computes the same
+// fold, so a floating-point result is the same bit for bit everywhere.
+// MPI_ERR_TRUNCATE when the ranks' byte counts differ (every rank that sees
+// them all: the root, or all of them).
+int node_reduce(node_collectives &nc, const void *in, void *out, std::size_t count, int type,
+                std::int64_t extent, int op, int root);
+
+// Allgather (`personal` false) and Alltoall (true) through the segment:
+// every rank posts `mine` (Allgather: its block; Alltoall: its n blocks in
+// rank order, one packed run) and takes, from each rank r, its block (or
+// block `rank` of r's run) into recv.block(r). `aside`: `mine` lies in the
+// receive buffer (Alltoall in place), so a large one is copied first;
+// `own_in_place`: this rank's block is already where it goes (Allgather in
+// place). MPI_ERR_TRUNCATE when any rank posted another byte count than
+// this rank's receive blocks take.
+int node_exchange(node_collectives &nc, const typed_buffer &mine, bool aside,
+                  const typed_buffer &recv, bool personal, bool own_in_place);
+
+// Frees what node_collectives_of made (with the communicator).
+void node_collectives_free(node_collectives *nc);
+
+}  // namespace iris::device
