@@ -324,6 +324,32 @@ TEST_F(FailureTest, NoRoomForTheCollectiveSegmentKeepsToMessages) {
   EXPECT_NE(r.output.find("go through messages: cannot reserve"), std::string::npos) << r.output;
 }
 
+// The node segment's large calls read other ranks' memory with CMA. A kernel
+// that refuses it: the setup probe sees it, and large calls go through
+// messages with the same results. A kernel that refuses only after the
+// probe (reads above 64 bytes): the first large call fails with one clear
+// line on every rank that read, and the job ends instead of hanging.
+TEST_F(FailureTest, NodeCollectivesWithCmaRefused) {
+  const run_result refused = job(4, "coll_node", {"7", "300"},
+                                 {{"LD_PRELOAD", required_env("IRIS_NO_CMA_LIBRARY")},
+                                  {"ASAN_OPTIONS", "verify_asan_link_order=0"}},
+                                 60);
+  ASSERT_EQ(refused.exit_code, 0) << refused.output;
+  EXPECT_NE(refused.output.find("coll_node: all checks passed on 4 ranks"), std::string::npos)
+      << refused.output;
+  const run_result turned = job(4, "coll_node", {"7", "300"},
+                                {{"LD_PRELOAD", required_env("IRIS_NO_CMA_LIBRARY")},
+                                 {"ASAN_OPTIONS", "verify_asan_link_order=0"},
+                                 {"IRIS_TEST_CMA_REFUSE_ABOVE", "64"},
+                                 {"IRIS_RNDV_ENGINE", "pipeline"}},
+                                60);
+  EXPECT_NE(turned.exit_code, 0) << turned.output;
+  EXPECT_FALSE(turned.timed_out) << turned.output;
+  EXPECT_NE(turned.output.find("the kernel refused a read of another rank's memory (CMA)"),
+            std::string::npos)
+      << turned.output;
+}
+
 // ---- Large nodes: receive queues and pooled pair rings ----------------------
 
 // The sum over every rank's IRIS_STATS line of the number after `what`.

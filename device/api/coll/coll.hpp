@@ -131,11 +131,17 @@ inline int lowest_bit(int v) {
 }
 
 // Reports an error found while the messages moved (after the arguments
-// passed): a length mismatch between ranks.
+// passed): a length mismatch between ranks, no memory to pack, or a node
+// segment's read refused (collectives/node.hpp).
 inline int result(const char *call, const communicator &comm, int err) {
   if (err == MPI_SUCCESS) return MPI_SUCCESS;
   if (err == MPI_ERR_NO_MEM) {
     return device::error_raise(&comm, call, err, "no memory to pack a message of its datatype");
+  }
+  if (err == MPI_ERR_OTHER) {
+    return device::error_raise(&comm, call, err,
+                               "the kernel refused a read of another rank's memory (CMA) that "
+                               "it allowed when the communicator's node segment was made");
   }
   return device::error_raise(&comm, call, err,
                              "a message was longer than its receive buffer: the ranks passed "
