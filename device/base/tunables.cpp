@@ -54,9 +54,10 @@ constexpr tunable table[] = {
     // Collectives (device/collectives/).
     {"IRIS_COLL_SHM", 1, 0, 1, nullptr,
      "1: the blocking Barrier, Bcast, Reduce, Allreduce, Allgather and Alltoall of a "
-     "communicator whose ranks all "
-     "share this node (and IRIS_SHM=1) go through a shared segment made at its first "
-     "collective, when the data fits a slot; 0: always through messages"},
+     "communicator whose ranks all share this node (and IRIS_SHM=1) go through a shared "
+     "segment made at its first collective (larger than a slot: read in place with CMA); "
+     "across nodes Barrier, Bcast, Reduce and Allreduce run in two levels, each node through "
+     "its segment and one leader per node by messages; 0: always through messages"},
     {"IRIS_COLL_SHM_SLOT", -1, -1, 1 << 24, nullptr,
      "bytes of each rank's slot in a communicator's shared collective segment (two per rank); "
      "larger calls go through messages. -1 chooses 1 MiB shared by the ranks, 4-16 KiB each"},

@@ -8,7 +8,7 @@
 
 namespace iris::device {
 
-void barrier(const communicator &comm) {
+void barrier(const communicator &comm, int tag_base) {
   // Dissemination: in round k every rank signals rank + 2^k and hears from
   // rank - 2^k; after ceil(log2 size) rounds everyone has heard from all.
   const std::uint32_t context = comm.collective_context();
@@ -16,8 +16,8 @@ void barrier(const communicator &comm) {
   for (int distance = 1; distance < comm.size; distance *= 2, ++round) {
     const int to = (comm.rank + distance) % comm.size;
     const int from = (comm.rank - distance + comm.size) % comm.size;
-    request *recv = recv_start(comm, context, nullptr, 0, from, round);
-    request_wait_release(send_start(comm, context, nullptr, 0, to, round));
+    request *recv = recv_start(comm, context, nullptr, 0, from, tag_base + round);
+    request_wait_release(send_start(comm, context, nullptr, 0, to, tag_base + round));
     request_wait_release(recv);
   }
 }

@@ -7,7 +7,7 @@
 namespace iris::device {
 
 // Blocks until every rank of `comm` has called it (dissemination barrier on
-// the collective context).
-void barrier(const communicator &comm);
+// the collective context, round k on tag `tag_base` + k).
+void barrier(const communicator &comm, int tag_base = 0);
 
 }  // namespace iris::device

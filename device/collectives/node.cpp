@@ -28,6 +28,8 @@ constexpr std::size_t cache_line = 64;
 constexpr std::size_t large_chunk = 64 * 1024;
 // The smallest Reduce whose ranks fold a share each (below, the root folds).
 constexpr std::size_t reduce_split_min = 256 * 1024;
+// In a Bcast root's byte count: it failed before (a level across nodes).
+constexpr std::uint64_t failed_mark = std::uint64_t{1} << 63;
 
 // The barrier: ranks count themselves in; the last of barrier b releases it.
 struct alignas(cache_line) barrier_lines {
@@ -281,18 +283,21 @@ void end_large_step(node_collectives &nc, std::uint64_t s) {
 
 }  // namespace
 
-int node_bcast(node_collectives &nc, const typed_buffer &data, int root, std::size_t &root_bytes) {
+int node_bcast(node_collectives &nc, const typed_buffer &data, int root, std::size_t &root_bytes,
+               bool failed) {
   const std::uint64_t s = ++nc.step;
   const unsigned parity = s & 1U;
   const std::size_t bytes = data.packed_bytes();
   rank_line &from = nc.lines[root];
+  // The root's byte count, with the mark of a root that failed before.
+  const std::uint64_t told = bytes | (failed ? failed_mark : 0);
   if (nc.rank == root) {
     root_bytes = bytes;
     // Also a large step: its byte count goes where step s - 2's went.
     wait_slot_free(nc, s);
     if (bytes <= nc.slot) {
       typed_pack(data, nc.slot_of(root, s));
-      from.bytes[parity] = bytes;
+      from.bytes[parity] = told;
       from.posted.store(s, std::memory_order_release);
       from.done.store(s, std::memory_order_release);
       return MPI_SUCCESS;
@@ -306,16 +311,17 @@ int node_bcast(node_collectives &nc, const typed_buffer &data, int root, std::si
       typed_pack(data, packed.data());
       where = packed.data();
     }
-    from.bytes[parity] = bytes;
+    from.bytes[parity] = told;
     from.in = reinterpret_cast<std::uintptr_t>(where);
     from.posted.store(s, std::memory_order_release);
     end_large_step(nc, s);
     return MPI_SUCCESS;
   }
   wait_shared([&] { return from.posted.load(std::memory_order_acquire) >= s; });
-  root_bytes = from.bytes[parity];
+  const std::uint64_t heard = from.bytes[parity];
+  root_bytes = heard & ~failed_mark;
   const std::size_t take = std::min(root_bytes, bytes);
-  int err = root_bytes == bytes ? MPI_SUCCESS : MPI_ERR_TRUNCATE;
+  int err = root_bytes == bytes && (heard & failed_mark) == 0 ? MPI_SUCCESS : MPI_ERR_TRUNCATE;
   if (root_bytes <= nc.slot) {
     typed_unpack(nc.slot_of(root, s), take, data);
     nc.mine().done.store(s, std::memory_order_release);

@@ -46,9 +46,12 @@ bool node_takes(const node_collectives &nc, std::size_t bytes);
 void node_barrier(node_collectives &nc);
 
 // The root's packed bytes of `data` reach every rank (through the root's
-// slot, or read in place when larger). MPI_ERR_TRUNCATE when this rank's byte count differs from
-// the root's (what fits is delivered); `root_bytes` then says the root's.
-int node_bcast(node_collectives &nc, const typed_buffer &data, int root, std::size_t &root_bytes);
+// slot, or read in place when larger). MPI_ERR_TRUNCATE when this rank's
+// byte count differs from the root's (what fits is delivered), or when the
+// root says it `failed` (a leader that met an error at a level across
+// nodes passes it on to its node); `root_bytes` then says the root's.
+int node_bcast(node_collectives &nc, const typed_buffer &data, int root, std::size_t &root_bytes,
+               bool failed = false);
 
 // `count` elements of the predefined, gapless `type` from every rank's `in`
 // combined with `op` in rank order (x0 o (x1 o ... o xn-1)), into `out` at

@@ -405,6 +405,8 @@ void comm_release(int handle) {
   if (communicator *c = rt->comms[slot].get()) {
     c->node_coll.reset();
     c->node_coll_state = -1;
+    c->hierarchy.reset();
+    c->hierarchy_state = -1;
     rt->matching.forget(c->context);
     rt->matching.forget(c->collective_context());
     if (c->inter) {

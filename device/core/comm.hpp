@@ -13,6 +13,7 @@ namespace iris::device {
 
 struct context_queues;
 struct node_collectives;
+struct node_hierarchy;
 
 // An ordered set of processes, named by their ranks in MPI_COMM_WORLD.
 struct group {
@@ -69,6 +70,10 @@ struct communicator {
   // tried yet, 1 made, -1 none (messages only). Freed with the communicator.
   std::shared_ptr<node_collectives> node_coll;
   int node_coll_state = 0;
+  // A communicator across nodes: its two levels (collectives/hierarchy.hpp),
+  // found at the first such collective; the same states.
+  std::shared_ptr<node_hierarchy> hierarchy;
+  int hierarchy_state = 0;
 
   std::uint32_t collective_context() const { return context + 1; }
 };
@@ -98,6 +103,10 @@ inline constexpr int tag_inter_leaders = 54;
 inline constexpr int tag_node_coll_made = 55;
 inline constexpr int tag_node_coll_mapped = 56;
 inline constexpr int tag_node_coll_ready = 57;
+// Whether every node of a communicator across nodes made its segment
+// (collectives/hierarchy.cpp): each rank's answer, and the verdict.
+inline constexpr int tag_node_levels = 58;
+inline constexpr int tag_node_levels_all = 59;
 // MPI_Comm_create_group's agreement: this base plus the user's tag (folded
 // into the range below tag_nbc_base), so that concurrent calls with different
 // tags on the same parent keep apart.

@@ -179,6 +179,26 @@ TEST(NodeCollectives, SeededSequenceAgainstReferences) {
   EXPECT_EQ(shm_leftovers(), std::vector<std::string>{}) << "left in /dev/shm";
 }
 
+// The same sequence across 2 and 4 simulated nodes (tcp between them): each
+// node's ranks through their segment, the leaders by messages
+// (collectives/hierarchy.hpp); the halves of the split and the made
+// communicator span nodes in other shapes than the world.
+TEST(NodeCollectives, AcrossNodesInTwoLevels) {
+  for (int nodes : {2, 4}) {
+    for (int ranks : {4, 5, 8}) {
+      for (const char *seed : {"1", "7"}) {
+        const run_result r =
+            job(ranks, "coll_node", {seed, "400"}, {{"IRIS_NETMOD", "tcp"}}, 120, nodes);
+        ASSERT_EQ(r.exit_code, 0) << nodes << " nodes, seed " << seed << "\n" << r.output;
+        EXPECT_NE(r.output.find("coll_node: all checks passed on " + std::to_string(ranks)),
+                  std::string::npos)
+            << r.output;
+      }
+    }
+  }
+  EXPECT_EQ(shm_leftovers(), std::vector<std::string>{}) << "left in /dev/shm";
+}
+
 TEST_P(JobTest, StormChecksEveryByteAndTheOrder) {
   for (const char *seed : {"1", "2"}) {
     const run_result r = job(ranks(), "storm", {seed, "150"}, env(), 120, nodes());

@@ -1,13 +1,16 @@
 // MPI collectives that reduce or broadcast: Bcast, Reduce, Allreduce,
 // Reduce_scatter(_block), Scan, Exscan, Reduce_local. See coll.hpp for the
 // rules every collective here follows.
+#include <algorithm>
 #include <climits>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <vector>
 
 #include "device/api/coll/coll.hpp"
 #include "device/api/coll/nbc.hpp"
+#include "device/collectives/hierarchy.hpp"
 #include "device/collectives/node.hpp"
 
 using namespace iris;
@@ -195,6 +198,103 @@ int allreduce_doubling(const reduction &red, image &acc) {
   return err;
 }
 
+// Binomial tree: a rank hears from the parent that clears its lowest set
+// bit (counted from root), then serves the subtrees below that bit.
+// Returns the first error; `got` is what reached this rank (the whole
+// buffer at root).
+int bcast_tree(const coll::channel &ch, const typed_buffer &data, int root, std::size_t &got) {
+  const communicator &c = ch.comm;
+  const int vr = (c.rank - root + c.size) % c.size;
+  // A truncated receive still forwards what arrived, so that the subtree
+  // below this rank completes instead of waiting forever. A short one (the
+  // root sent less than this rank's count takes) is an error too, and only
+  // what arrived goes on, so that the ranks below see it as well.
+  int err = MPI_SUCCESS;
+  typed_buffer forward = data;
+  got = data.packed_bytes();
+  int mask = 1;
+  for (; mask < c.size; mask <<= 1) {
+    if ((vr & mask) != 0) {
+      device::request *r = nullptr;
+      err = coll::post_recv(ch, data, (vr - mask + root) % c.size, r);
+      if (err == MPI_SUCCESS) {
+        device::progress_until([r] { return r->complete; });
+        got = r->status_bytes;
+        err = coll::wait(r);
+      }
+      break;
+    }
+  }
+  if (err == MPI_SUCCESS && got < data.packed_bytes()) {
+    forward.count = static_cast<int>(got / data.type->packed_size);
+    if (data.contiguous()) forward = coll::bytes(data.base, got);
+  }
+  // A truncated one goes on a byte longer than this rank holds, so that the
+  // ranks below are told too (their counts match this rank's or not).
+  std::vector<std::byte> longer;
+  if (err == MPI_ERR_TRUNCATE && c.size > 2) {
+    longer.resize(data.packed_bytes() + 1);
+    device::typed_pack(data, longer.data());
+    forward = coll::bytes(longer.data(), longer.size());
+  }
+  for (mask >>= 1; mask > 0; mask >>= 1) {
+    if (vr + mask >= c.size) continue;
+    const int sent = coll::send(ch, forward, (vr + mask + root) % c.size);
+    if (err == MPI_SUCCESS) err = sent;
+  }
+  return err;
+}
+
+// Bcast across nodes (collectives/hierarchy.hpp): the root's node through
+// its segment, then the leaders by messages, then the other nodes through
+// theirs. Every rank takes part in every level it belongs to, whatever
+// went wrong before, so that none waits forever.
+int bcast_levels(const communicator &c, const device::node_hierarchy &h, const typed_buffer &data,
+                 int root, std::size_t &got) {
+  const int root_node = h.node_of[static_cast<std::size_t>(root)];
+  const bool root_here = h.node_of[static_cast<std::size_t>(c.rank)] == root_node;
+  int err = MPI_SUCCESS;
+  const auto keep = [&](int e, std::size_t arrived) {
+    if (err == MPI_SUCCESS) err = e;
+    got = std::min(got, arrived);
+  };
+  std::size_t arrived = 0;
+  if (root_here && h.nc != nullptr) {
+    const int e =
+        device::node_bcast(*h.nc, data, h.local_of[static_cast<std::size_t>(root)], arrived);
+    keep(e, arrived);
+  }
+  // A leader passes on only what reached it (a short message stays short),
+  // and any error it met: the leaders' tree is told by a byte more than this
+  // rank holds, its node by the failed mark.
+  const auto reached = [&](typed_buffer &what) {
+    if (got < data.packed_bytes()) {
+      what.count = static_cast<int>(got / data.type->packed_size);
+      if (data.contiguous()) what = coll::bytes(data.base, got);
+    }
+  };
+  if (h.leader && h.leaders.size > 1) {
+    typed_buffer what = data;
+    std::vector<std::byte> longer;
+    if (root_here && err == MPI_ERR_TRUNCATE) {
+      longer.resize(data.packed_bytes() + 1);
+      device::typed_pack(data, longer.data());
+      what = coll::bytes(longer.data(), longer.size());
+    } else if (root_here) {
+      reached(what);
+    }
+    const int e = bcast_tree({h.leaders, coll::tag_levels_bcast}, what, root_node, arrived);
+    keep(e, arrived);
+  }
+  if (!root_here && h.nc != nullptr) {
+    typed_buffer what = data;
+    if (h.leader) reached(what);
+    const int e = device::node_bcast(*h.nc, what, 0, arrived, h.leader && err != MPI_SUCCESS);
+    keep(e, arrived);
+  }
+  return err;
+}
+
 // A broadcast whose root sent fewer bytes than this rank's count takes.
 int short_bcast(const char *call, const communicator &comm, std::size_t got, std::size_t want) {
   return device::error_raise(&comm, call, MPI_ERR_TRUNCATE,
@@ -203,20 +303,94 @@ int short_bcast(const char *call, const communicator &comm, std::size_t got, std
                              got, want);
 }
 
-// Reduces through the node's shared segment (collectives/node.hpp) when the
-// communicator has one and the data fit a slot, of a predefined type laid
-// out without gaps (what the ops read in place). `done` tells whether it
-// did; then the result is its error.
+// Reduce (root >= 0) or Allreduce (root -1) across nodes
+// (collectives/hierarchy.hpp): each node folds at its leader through its
+// segment, the leaders reduce by messages (to the root's node's leader, or
+// all of them), then the result goes to the root from its leader, or to
+// every rank of each node through its segment. Every rank takes part in
+// every level it belongs to, whatever went wrong before.
+int reduce_levels(const communicator &c, const device::node_hierarchy &h, const reduction &red,
+                  const void *in, void *out, int root) {
+  const bool all = root < 0;
+  const std::size_t bytes = red.bytes();
+  const int root_node = all ? -1 : h.node_of[static_cast<std::size_t>(root)];
+  int err = MPI_SUCCESS;
+  const auto keep = [&](int e) {
+    if (err == MPI_SUCCESS) err = e;
+  };
+  // The node's fold, at its leader: into the receive buffer where the result
+  // ends there, else into a buffer of this call's own.
+  std::vector<std::byte> own;
+  void *partial = out;
+  if (h.leader && !all && c.rank != root) {
+    own.resize(bytes);
+    partial = own.data();
+  }
+  if (h.nc != nullptr) {
+    keep(device::node_reduce(*h.nc, in, partial, static_cast<std::size_t>(red.count), red.type,
+                             red.t->extent, red.op, 0));
+  } else if (partial != in) {
+    std::memcpy(partial, in, bytes);
+  }
+  if (h.leader && h.leaders.size > 1) {
+    const reduction across{{h.leaders, all ? coll::tag_levels_allreduce : coll::tag_levels_reduce},
+                           red.op,
+                           red.type,
+                           red.count,
+                           red.t};
+    image acc = across.copy_of(partial);
+    if (all) {
+      const int e = allreduce_doubling(across, acc);
+      if (e == MPI_SUCCESS) device::typed_copy(acc.view(), across.at(partial));
+      keep(e);
+    } else {
+      keep(reduce_to(across, acc, partial, root_node));
+    }
+  }
+  // A leader that met an error passes it on: its node's ranks see a failed
+  // root (Allreduce), the root a longer message (Reduce).
+  if (all) {
+    std::size_t sent = 0;
+    if (h.nc != nullptr) {
+      keep(device::node_bcast(*h.nc, red.at(out), 0, sent, h.leader && err != MPI_SUCCESS));
+    }
+  } else if (h.node_of[static_cast<std::size_t>(c.rank)] == root_node &&
+             h.local_of[static_cast<std::size_t>(root)] != 0) {
+    const coll::channel to_root{h.local, coll::tag_levels_to_root};
+    const int root_here = h.local_of[static_cast<std::size_t>(root)];
+    if (h.leader && err == MPI_SUCCESS) keep(coll::send(to_root, red.at(partial), root_here));
+    if (h.leader && err != MPI_SUCCESS) {
+      std::vector<std::byte> longer(bytes + 1);
+      device::typed_pack(red.at(partial), longer.data());
+      coll::send(to_root, coll::bytes(longer.data(), longer.size()), root_here);
+    }
+    if (c.rank == root) keep(coll::recv(to_root, red.at(out), 0));
+  }
+  return err;
+}
+
+// Reduces through shared memory when it can: the node's segment
+// (collectives/node.hpp) when the communicator lies on this node and the
+// data fit it, the two levels when it spans nodes (with a commutative op,
+// or nodes holding runs of consecutive ranks, so that rank order holds);
+// always of a predefined type laid out without gaps (what the ops read in
+// place). `done` tells whether it did; then the result is its error.
 int node_reduction(communicator &comm, const reduction &red, const void *in, void *out, int root,
                    bool &done) {
   device::node_collectives *nc = device::node_collectives_of(comm);
+  device::node_hierarchy *h = device::node_hierarchy_of(comm);
   const device::dtype &t = *red.t;
-  done = nc != nullptr && t.predefined && t.wide_of == 0 && t.true_lb == 0 &&
-         t.extent == static_cast<std::int64_t>(t.packed_size) && red.bytes() > 0 &&
-         device::node_takes(*nc, red.bytes());
+  const bool plain = t.predefined && t.wide_of == 0 && t.true_lb == 0 &&
+                     t.extent == static_cast<std::int64_t>(t.packed_size) && red.bytes() > 0;
+  if (nc != nullptr) {
+    done = plain && device::node_takes(*nc, red.bytes());
+    if (!done) return MPI_SUCCESS;
+    return device::node_reduce(*nc, in, out, static_cast<std::size_t>(red.count), red.type,
+                               t.extent, red.op, root);
+  }
+  done = h != nullptr && plain && (device::op_commutative(red.op) || h->runs);
   if (!done) return MPI_SUCCESS;
-  return device::node_reduce(*nc, in, out, static_cast<std::size_t>(red.count), red.type, t.extent,
-                             red.op, root);
+  return reduce_levels(comm, *h, red, in, out, root);
 }
 
 // Checks shared by the reductions: communicator, op, datatype, count and the
@@ -345,6 +519,7 @@ int MPI_Bcast(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm
   if (int err = api::check_typed_buffer(call, *c, buffer, count, datatype, data)) return err;
   if (int err = coll::check_root(call, *c, root)) return err;
   device::node_collectives *nc = device::node_collectives_of(*c);
+  device::node_hierarchy *h = device::node_hierarchy_of(*c);
   if (data.packed_bytes() == 0) return MPI_SUCCESS;
   if (nc != nullptr && device::node_takes(*nc, data.packed_bytes())) {
     std::size_t sent = 0;
@@ -352,49 +527,11 @@ int MPI_Bcast(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm
     if (err == MPI_SUCCESS || sent > data.packed_bytes()) return coll::result(call, *c, err);
     return short_bcast(call, *c, sent, data.packed_bytes());
   }
-  // Binomial tree: a rank hears from the parent that clears its lowest set
-  // bit (counted from root), then serves the subtrees below that bit.
-  const coll::channel ch{*c, coll::tag_bcast};
-  const int vr = (c->rank - root + c->size) % c->size;
-  // A truncated receive still forwards what arrived, so that the subtree
-  // below this rank completes instead of waiting forever. A short one (the
-  // root sent less than this rank's count takes) is an error too, and only
-  // what arrived goes on, so that the ranks below see it as well.
-  int err = MPI_SUCCESS;
-  typed_buffer forward = data;
-  std::size_t got = data.packed_bytes();
-  int mask = 1;
-  for (; mask < c->size; mask <<= 1) {
-    if ((vr & mask) != 0) {
-      device::request *r = nullptr;
-      err = coll::post_recv(ch, data, (vr - mask + root) % c->size, r);
-      if (err == MPI_SUCCESS) {
-        device::progress_until([r] { return r->complete; });
-        got = r->status_bytes;
-        err = coll::wait(r);
-      }
-      break;
-    }
-  }
-  const bool short_message = err == MPI_SUCCESS && got < data.packed_bytes();
-  if (short_message) {
-    forward.count = static_cast<int>(got / data.type->packed_size);
-    if (data.contiguous()) forward = coll::bytes(data.base, got);
-  }
-  // A truncated one goes on a byte longer than this rank holds, so that the
-  // ranks below are told too (their counts match this rank's or not).
-  std::vector<std::byte> longer;
-  if (err == MPI_ERR_TRUNCATE && c->size > 2) {
-    longer.resize(data.packed_bytes() + 1);
-    device::typed_pack(data, longer.data());
-    forward = coll::bytes(longer.data(), longer.size());
-  }
-  for (mask >>= 1; mask > 0; mask >>= 1) {
-    if (vr + mask >= c->size) continue;
-    const int sent = coll::send(ch, forward, (vr + mask + root) % c->size);
-    if (err == MPI_SUCCESS) err = sent;
-  }
-  if (short_message && err == MPI_SUCCESS) return short_bcast(call, *c, got, data.packed_bytes());
+  const std::size_t want = data.packed_bytes();
+  std::size_t got = want;
+  const int err = h != nullptr ? bcast_levels(*c, *h, data, root, got)
+                               : bcast_tree({*c, coll::tag_bcast}, data, root, got);
+  if (err == MPI_SUCCESS && got < want) return short_bcast(call, *c, got, want);
   return coll::result(call, *c, err);
 }
 

@@ -42,6 +42,14 @@ enum tag : int {
   tag_scan = 112,
   tag_exscan = 113,
   tag_reduce_scatter = 114,
+  // Across nodes (collectives/hierarchy.hpp): the leaders' Bcast, Reduce
+  // and Allreduce, a Reduce's result from its node's leader to the root,
+  // and the leaders' barrier (rounds from tag_levels_barrier up, 32 at most).
+  tag_levels_bcast = 115,
+  tag_levels_reduce = 116,
+  tag_levels_allreduce = 117,
+  tag_levels_to_root = 118,
+  tag_levels_barrier = 120,
 };
 
 // One collective call's messages: its communicator and its tag.

@@ -9,10 +9,12 @@
 #include <vector>
 
 #include "device/api/check.hpp"
+#include "device/api/coll/coll.hpp"
 #include "device/api/coll/nbc.hpp"
 #include "device/api/comm/attr.hpp"
 #include "device/api/comm/intercomm.hpp"
 #include "device/api/env/info.hpp"
+#include "device/collectives/hierarchy.hpp"
 #include "device/collectives/node.hpp"
 #include "device/communicators/topology_graph.hpp"
 
@@ -168,8 +170,16 @@ int MPI_Barrier(MPI_Comm comm) {
     return nbc::ibarrier("MPI_Barrier", comm, MPI_INFO_NULL, nbc::mode::blocking, nullptr);
   communicator *c = nullptr;
   if (int err = api::check_intracomm("MPI_Barrier", comm, c)) return err;
-  if (device::node_collectives *nc = device::node_collectives_of(*c)) {
+  device::node_collectives *nc = device::node_collectives_of(*c);
+  device::node_hierarchy *h = device::node_hierarchy_of(*c);
+  if (nc != nullptr) {
     device::node_barrier(*nc);
+  } else if (h != nullptr) {
+    // Across nodes: each node gathers, the leaders meet, each node is let go.
+    if (h->nc != nullptr) device::node_barrier(*h->nc);
+    if (h->leader && h->leaders.size > 1)
+      device::barrier(h->leaders, api::coll::tag_levels_barrier);
+    if (h->nc != nullptr) device::node_barrier(*h->nc);
   } else {
     device::barrier(*c);
   }
