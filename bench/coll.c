@@ -5,9 +5,10 @@
  * measures Iris, MPICH and Open MPI (coll.sh runs them side by side).
  *
  *   coll OP [max_bytes] [iters]
- *   OP: allreduce bcast reduce allgather alltoall barrier
+ *   OP: allreduce bcast reduce allgather alltoall gather scatter barrier
  *
- * Sizes are per rank's contribution (allgather and alltoall: per block):
+ * Sizes are per rank's contribution (allgather, alltoall, gather, scatter:
+ * per block; root 0):
  * 8 B, 64 B, 1 KiB, 8 KiB, 64 KiB and 1 MiB, up to max_bytes (default
  * 1 MiB), the issue's columns and two between; MPI_CHAR data reduced
  * with MPI_SUM as OSU 7.4 does by default; a tenth of the calls (at least
@@ -30,6 +31,10 @@ static void run(const char *op, char *a, char *b, int bytes) {
     MPI_Allgather(a, bytes, MPI_CHAR, b, bytes, MPI_CHAR, MPI_COMM_WORLD);
   } else if (strcmp(op, "alltoall") == 0) {
     MPI_Alltoall(a, bytes, MPI_CHAR, b, bytes, MPI_CHAR, MPI_COMM_WORLD);
+  } else if (strcmp(op, "gather") == 0) {
+    MPI_Gather(a, bytes, MPI_CHAR, b, bytes, MPI_CHAR, 0, MPI_COMM_WORLD);
+  } else if (strcmp(op, "scatter") == 0) {
+    MPI_Scatter(a, bytes, MPI_CHAR, b, bytes, MPI_CHAR, 0, MPI_COMM_WORLD);
   } else {
     MPI_Barrier(MPI_COMM_WORLD);
   }
@@ -42,7 +47,10 @@ int main(int argc, char **argv) {
   const char *op = argc > 1 ? argv[1] : "allreduce";
   const long max = argc > 2 ? atol(argv[2]) : 1 << 20;
   const int iters = argc > 3 ? atoi(argv[3]) : 1000;
-  const int blocks = strcmp(op, "allgather") == 0 || strcmp(op, "alltoall") == 0 ? size : 1;
+  const int blocks = strcmp(op, "allgather") == 0 || strcmp(op, "alltoall") == 0 ||
+                             strcmp(op, "gather") == 0 || strcmp(op, "scatter") == 0
+                         ? size
+                         : 1;
   char *a = malloc((size_t)max * blocks);
   char *b = malloc((size_t)max * blocks);
   memset(a, 1, (size_t)max * blocks);

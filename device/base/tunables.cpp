@@ -53,7 +53,8 @@ constexpr tunable table[] = {
      "packets"},
     // Collectives (device/collectives/).
     {"IRIS_COLL_SHM", 1, 0, 1, nullptr,
-     "1: the blocking Barrier, Bcast, Reduce, Allreduce, Allgather and Alltoall of a "
+     "1: the blocking Barrier, Bcast, Reduce, Allreduce, Allgather, Alltoall, Gather and "
+     "Scatter of a "
      "communicator whose ranks all share this node (and IRIS_SHM=1) go through a shared "
      "segment made at its first collective (larger than a slot: read in place with CMA); "
      "across nodes Barrier, Bcast, Reduce and Allreduce run in two levels, each node through "

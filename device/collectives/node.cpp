@@ -575,4 +575,71 @@ int node_exchange(node_collectives &nc, const typed_buffer &mine, bool aside,
   return ok ? MPI_SUCCESS : MPI_ERR_OTHER;
 }
 
+int node_gather(node_collectives &nc, const typed_buffer &mine, const typed_buffer *recv, int root,
+                bool own_in_place) {
+  const std::uint64_t s = ++nc.step;
+  std::vector<std::byte> packed;
+  post_data(nc, s, mine, false, packed);
+  const bool large = mine.packed_bytes() > nc.slot;
+  rank_line &me = nc.mine();
+  if (nc.rank != root) {
+    me.done.store(s, std::memory_order_release);
+    // The root reads a large block where it lies.
+    if (large) {
+      const rank_line &l = nc.lines[root];
+      wait_shared([&] { return l.done.load(std::memory_order_acquire) >= s; });
+    }
+    return MPI_SUCCESS;
+  }
+  wait_all_posted(nc, s);
+  const std::size_t block = recv->packed_bytes();
+  bool same = true;
+  for (int r = 0; r < nc.size; ++r) same = same && nc.lines[r].bytes[s & 1U] == block;
+  bool ok = true;
+  if (same) {
+    std::vector<std::byte> scratch;
+    for (int r = 0; r < nc.size; ++r) {
+      if (r == nc.rank && own_in_place) continue;
+      ok = take_data(nc, s, r, 0, recv->block(r), scratch) && ok;
+    }
+  }
+  me.done.store(s, std::memory_order_release);
+  if (!same) return MPI_ERR_TRUNCATE;
+  return ok ? MPI_SUCCESS : MPI_ERR_OTHER;
+}
+
+int node_scatter(node_collectives &nc, const typed_buffer *all, const typed_buffer *recv,
+                 int root) {
+  const std::uint64_t s = ++nc.step;
+  rank_line &me = nc.mine();
+  if (nc.rank == root) {
+    std::vector<std::byte> packed;
+    post_data(nc, s, *all, false, packed);
+    bool ok = true;
+    if (recv != nullptr) {
+      std::vector<std::byte> scratch;
+      const std::size_t at = recv->packed_bytes() * static_cast<std::size_t>(root);
+      ok = take_data(nc, s, root, at, *recv, scratch);
+    }
+    if (all->packed_bytes() > nc.slot) {
+      end_large_step(nc, s);  // the others read it where it lies
+    } else {
+      me.done.store(s, std::memory_order_release);
+    }
+    return ok ? MPI_SUCCESS : MPI_ERR_OTHER;
+  }
+  const rank_line &from = nc.lines[root];
+  wait_shared([&] { return from.posted.load(std::memory_order_acquire) >= s; });
+  const std::size_t block = recv->packed_bytes();
+  const bool same = from.bytes[s & 1U] == block * static_cast<std::size_t>(nc.size);
+  bool ok = true;
+  if (same) {
+    std::vector<std::byte> scratch;
+    ok = take_data(nc, s, root, block * static_cast<std::size_t>(nc.rank), *recv, scratch);
+  }
+  me.done.store(s, std::memory_order_release);
+  if (!same) return MPI_ERR_TRUNCATE;
+  return ok ? MPI_SUCCESS : MPI_ERR_OTHER;
+}
+
 }  // namespace iris::device

@@ -32,10 +32,11 @@ struct node_collectives;
 
 // The node segment of `comm`, made on the first call (collective over comm:
 // every rank calls it at its first blocking Barrier, Bcast, Reduce,
-// Allreduce, Allgather or Alltoall); nullptr when the communicator cannot have one: it spans
-// nodes, shared memory or IRIS_COLL_SHM is off, it has a process of another
-// job, or the segment could not be made (a full /dev/shm: then every rank
-// keeps to messages, and nothing is lost).
+// Allreduce, Allgather, Alltoall, Gather or Scatter); nullptr when the
+// communicator cannot have one: it spans nodes, shared memory or
+// IRIS_COLL_SHM is off, it has a process of another job, or the segment
+// could not be made (a full /dev/shm: then every rank keeps to messages,
+// and nothing is lost).
 node_collectives *node_collectives_of(communicator &comm);
 
 // Whether a call of `bytes` per rank goes through the segment: it fits a
@@ -72,6 +73,20 @@ int node_reduce(node_collectives &nc, const void *in, void *out, std::size_t cou
 // this rank's receive blocks take.
 int node_exchange(node_collectives &nc, const typed_buffer &mine, bool aside,
                   const typed_buffer &recv, bool personal, bool own_in_place);
+
+// Gather: every rank posts `mine`; the root takes each rank's block into
+// recv->block(r) (`recv` the root's only; `own_in_place`: the root's block
+// is already there). A large block is read where it lies, so the others
+// return once the root is done. MPI_ERR_TRUNCATE at the root when a rank
+// posted another byte count than a receive block takes.
+int node_gather(node_collectives &nc, const typed_buffer &mine, const typed_buffer *recv, int root,
+                bool own_in_place);
+
+// Scatter: the root posts `all` (its n blocks in rank order, one packed
+// run; the root's only); each rank takes block `rank` into `recv`
+// (nullptr: the root keeps its block in place). MPI_ERR_TRUNCATE where the
+// root's run is not n of this rank's blocks.
+int node_scatter(node_collectives &nc, const typed_buffer *all, const typed_buffer *recv, int root);
 
 // Frees what node_collectives_of made (with the communicator).
 void node_collectives_free(node_collectives *nc);

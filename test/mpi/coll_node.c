@@ -1,7 +1,7 @@
 /* The blocking collectives that ranks of one node run through a shared
  * segment (device/collectives/node.hpp), against serial references, in a
- * seeded random sequence: Barrier, Bcast, Reduce, Allreduce, Allgather and
- * Alltoall on several
+ * seeded random sequence: Barrier, Bcast, Reduce, Allreduce, Allgather,
+ * Alltoall, Gather and Scatter on several
  * communicators at once (world, a dup, the halves of a split, one made and
  * freed every so often), sizes on both sides of a slot, every root, in
  * place and not, a derived datatype in Bcast, a gapped pair type (which
@@ -56,7 +56,7 @@ static void one_step(MPI_Comm c, int it, int *a, int *b, double *d, double *e) {
   int me, n;
   MPI_Comm_rank(c, &me);
   MPI_Comm_size(c, &n);
-  const int kind = (int)next(10);
+  const int kind = (int)next(12);
   /* Up to 80,000 ints: both sides of every slot size (4-16 KiB), large
    * steps of several 64 KiB chunks, and Reduces split among the ranks (from
    * 256 KiB). */
@@ -189,6 +189,40 @@ static void one_step(MPI_Comm c, int it, int *a, int *b, double *d, double *e) {
       for (int i = 0; i < k; ++i) bad += b[r * k + i] != value(r * n + me, i, it);
     }
     CHECK(bad == 0, "it %d: alltoall of %d ints (in place %d): %d wrong", it, k, in_place, bad);
+  } else if (kind == 10) {
+    /* Gather to `root`, in place there or not. */
+    const int k = count / n;
+    const int here = in_place && me == root;
+    for (int i = 0; i < k; ++i) a[i] = value(me * 3 + 1, i, it);
+    if (me == root) {
+      for (int i = 0; i < n * k; ++i) b[i] = -9;
+      if (here) memcpy(b + me * k, a, (size_t)k * sizeof(int));
+    }
+    MPI_Gather(here ? MPI_IN_PLACE : a, k, MPI_INT, b, k, MPI_INT, root, c);
+    if (me == root) {
+      int bad = 0;
+      for (int r = 0; r < n; ++r) {
+        for (int i = 0; i < k; ++i) bad += b[r * k + i] != value(r * 3 + 1, i, it);
+      }
+      CHECK(bad == 0, "it %d: gather of %d ints to %d (in place %d): %d wrong", it, k, root, here,
+            bad);
+    }
+  } else if (kind == 11) {
+    /* Scatter from `root`, the root's block kept in place or not. */
+    const int k = count / n;
+    const int keep = in_place && me == root;
+    if (me == root) {
+      for (int r = 0; r < n; ++r) {
+        for (int i = 0; i < k; ++i) a[r * k + i] = value(r * 5 + 2, i, it);
+      }
+    }
+    for (int i = 0; i < k; ++i) b[i] = -11;
+    MPI_Scatter(a, k, MPI_INT, keep ? MPI_IN_PLACE : b, k, MPI_INT, root, c);
+    const int *got = keep ? a + me * k : b;
+    int bad = 0;
+    for (int i = 0; i < k; ++i) bad += got[i] != value(me * 5 + 2, i, it);
+    CHECK(bad == 0, "it %d: scatter of %d ints from %d (kept %d): %d wrong", it, k, root, keep,
+          bad);
   } else {
     /* MPI_DOUBLE_INT has a gap in each element: through messages. */
     struct {

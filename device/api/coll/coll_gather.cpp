@@ -228,8 +228,14 @@ int MPI_Gather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *
       }
     }
   }
+  device::node_collectives *nc = device::node_collectives_of(*c);
   if (block == 0) return MPI_SUCCESS;
   const typed_buffer mine = coll::in_place(sendbuf) ? recv.block(root) : send;
+  if (nc != nullptr && device::node_takes(*nc, block)) {
+    return coll::result(
+        call, *c,
+        device::node_gather(*nc, mine, is_root ? &recv : nullptr, root, coll::in_place(sendbuf)));
+  }
   const coll::channel ch{*c, coll::tag_gather};
   return coll::result(call, *c,
                       coll::gather_tree(ch, mine, is_root ? &recv : nullptr, block, root));
@@ -273,7 +279,14 @@ int MPI_Scatter(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void 
       }
     }
   }
+  device::node_collectives *nc = device::node_collectives_of(*c);
   if (block == 0) return MPI_SUCCESS;
+  if (nc != nullptr && device::node_takes(*nc, block * c->size)) {
+    const typed_buffer all{send.base, send.count * c->size, send.type};
+    return coll::result(
+        call, *c,
+        device::node_scatter(*nc, is_root ? &all : nullptr, keep ? nullptr : &recv, root));
+  }
   const coll::channel ch{*c, coll::tag_scatter};
   return coll::result(
       call, *c,
