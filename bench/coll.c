@@ -5,23 +5,48 @@
  * measures Iris, MPICH and Open MPI (coll.sh runs them side by side).
  *
  *   coll OP [max_bytes] [iters]
- *   OP: allreduce bcast reduce allgather alltoall gather scatter barrier
+ *   OP: allreduce bcast reduce allgather alltoall gather scatter barrier,
+ *       or iallreduce ibcast ibarrier (nonblocking, below)
  *
  * Sizes are per rank's contribution (allgather, alltoall, gather, scatter:
  * per block; root 0):
  * 8 B, 64 B, 1 KiB, 8 KiB, 64 KiB and 1 MiB, up to max_bytes (default
  * 1 MiB), the issue's columns and two between; MPI_CHAR data reduced
  * with MPI_SUM as OSU 7.4 does by default; a tenth of the calls (at least
- * 10) run first as warm-up. Prints "op ranks bytes mean_us". */
+ * 10) run first as warm-up. Prints "op ranks bytes mean_us".
+ *
+ * The nonblocking ops are measured as osu_iallreduce and its siblings do:
+ * first the start and MPI_Wait alone (the pure time, printed as above),
+ * then the start, a computation as long as the pure time (a busy loop
+ * that calls no MPI), MPI_Wait. Overlap = 100 - (overall - compute) / pure
+ * * 100, at least 0, from the means over ranks, printed as
+ * "OP_overlap ranks bytes percent": 100 means the collective hid entirely
+ * behind the computation. */
+#define _POSIX_C_SOURCE 200809L
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 static int rank, size;
 
+static void start(const char *op, char *a, char *b, int bytes, MPI_Request *r) {
+  if (strcmp(op, "iallreduce") == 0) {
+    MPI_Iallreduce(a, b, bytes, MPI_CHAR, MPI_SUM, MPI_COMM_WORLD, r);
+  } else if (strcmp(op, "ibcast") == 0) {
+    MPI_Ibcast(a, bytes, MPI_CHAR, 0, MPI_COMM_WORLD, r);
+  } else {
+    MPI_Ibarrier(MPI_COMM_WORLD, r);
+  }
+}
+
 static void run(const char *op, char *a, char *b, int bytes) {
-  if (strcmp(op, "allreduce") == 0) {
+  if (op[0] == 'i') {
+    MPI_Request r;
+    start(op, a, b, bytes, &r);
+    MPI_Wait(&r, MPI_STATUS_IGNORE);
+  } else if (strcmp(op, "allreduce") == 0) {
     MPI_Allreduce(a, b, bytes, MPI_CHAR, MPI_SUM, MPI_COMM_WORLD);
   } else if (strcmp(op, "bcast") == 0) {
     MPI_Bcast(a, bytes, MPI_CHAR, 0, MPI_COMM_WORLD);
@@ -40,6 +65,52 @@ static void run(const char *op, char *a, char *b, int bytes) {
   }
 }
 
+static double now(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+/* Busy work for `seconds`, with no MPI call. */
+static void compute(double seconds) {
+  volatile double x = 0;
+  const double t0 = now();
+  while (now() - t0 < seconds) {
+    for (int i = 0; i < 100; ++i) x += i * 0.5;
+  }
+}
+
+static double mean_over_ranks(double mine) {
+  double sum = 0;
+  MPI_Allreduce(&mine, &sum, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+  return sum / size;
+}
+
+/* The second half of an osu_i* run: start, compute as long as `pure` (the
+ * mean over ranks of start + wait, in seconds), wait. */
+static void overlap(const char *op, char *a, char *b, long bytes, int n, int warm, double pure) {
+  double total = 0, computing = 0;
+  for (int i = 0; i < warm + n; ++i) {
+    MPI_Request r;
+    const double t0 = MPI_Wtime();
+    start(op, a, b, (int)bytes, &r);
+    const double c0 = MPI_Wtime();
+    compute(pure);
+    const double c = MPI_Wtime() - c0;
+    MPI_Wait(&r, MPI_STATUS_IGNORE);
+    const double t = MPI_Wtime() - t0;
+    if (i >= warm) {
+      total += t;
+      computing += c;
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+  }
+  const double overall = mean_over_ranks(total / n), comp = mean_over_ranks(computing / n);
+  double pct = 100.0 - (overall - comp) / pure * 100.0;
+  if (pct < 0) pct = 0;
+  if (rank == 0) printf("%s_overlap %d %ld %.1f\n", op, size, bytes, pct);
+}
+
 int main(int argc, char **argv) {
   MPI_Init(&argc, &argv);
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
@@ -55,7 +126,7 @@ int main(int argc, char **argv) {
   char *b = malloc((size_t)max * blocks);
   memset(a, 1, (size_t)max * blocks);
   memset(b, 0, (size_t)max * blocks);
-  const int barrier = strcmp(op, "barrier") == 0;
+  const int barrier = strcmp(op, "barrier") == 0 || strcmp(op, "ibarrier") == 0;
   static const long sizes[] = {8, 64, 1024, 8192, 65536, 1048576};
   for (int z = 0; z < 6; ++z) {
     const long bytes = barrier ? 0 : sizes[z];
@@ -71,9 +142,9 @@ int main(int argc, char **argv) {
       if (i >= warm) total += t;
       if (!barrier) MPI_Barrier(MPI_COMM_WORLD);
     }
-    double mine = total / n * 1e6, sum = 0;
-    MPI_Reduce(&mine, &sum, 1, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
-    if (rank == 0) printf("%s %d %ld %.3f\n", op, size, bytes, sum / size);
+    const double pure = mean_over_ranks(total / n);
+    if (rank == 0) printf("%s %d %ld %.3f\n", op, size, bytes, pure * 1e6);
+    if (op[0] == 'i') overlap(op, a, b, bytes, n, warm, pure);
     if (barrier) break;
   }
   free(a);

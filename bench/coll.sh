@@ -4,7 +4,8 @@
 # turn (iris, mpich, openmpi, iris, ...) ROUNDS times, so that all meet the
 # same machine weather. A missing MPI is skipped.
 #   bench/coll.sh [build-dir] [rounds] [ranks...]
-# Env: OPS (default "allreduce bcast reduce allgather alltoall barrier"),
+# Env: OPS (default "allreduce bcast reduce allgather alltoall barrier";
+# also gather scatter, and iallreduce ibcast ibarrier with their overlap),
 # MAX (largest size, default 1 MiB), ITERS (calls per small size, 1000),
 # BASE=other-build-dir adds that build of Iris (iris_base), ONLY="iris mpich"
 # runs just those. Prints "name round op ranks bytes mean_us" lines; pipe
@@ -33,6 +34,14 @@ if [ -n "${MESSAGES:-}" ]; then
   names="$names iris_msgs"
   run[iris_msgs]="env IRIS_COLL_SHM=0 $build/pmi/mpiexec -n"
   prog[iris_msgs]=$build/bench/coll
+fi
+# ASYNC=1 adds Iris with its progress thread on (iris_async,
+# IRIS_ASYNC_PROGRESS=on): nonblocking collectives advance while the
+# program computes.
+if [ -n "${ASYNC:-}" ]; then
+  names="$names iris_async"
+  run[iris_async]="env IRIS_ASYNC_PROGRESS=on $build/pmi/mpiexec -n"
+  prog[iris_async]=$build/bench/coll
 fi
 if [ -n "${BASE:-}" ]; then
   ninja -C "$BASE" bench/coll pmi/mpiexec >/dev/null

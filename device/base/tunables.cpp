@@ -65,6 +65,13 @@ constexpr tunable table[] = {
     {"IRIS_COLL_CMA", 1, 0, 1, nullptr,
      "1: a call through that segment larger than a slot reads the other ranks' buffers in "
      "place (CMA, where the kernel allows it); 0: such calls go through messages"},
+    {"IRIS_COLL_ALLREDUCE", 0, 0, 3, "auto,doubling,halving,ring",
+     "the algorithm of MPI_Allreduce through messages, and of MPI_Iallreduce and "
+     "MPI_Allreduce_init always: auto takes the node's segment where it can (blocking calls), "
+     "else recursive doubling below 64 KiB and from there Rabenseifner's reduce-scatter by "
+     "recursive halving then allgather (halving); any other choice skips the segment and "
+     "forces that algorithm (a ring with a non-commutative op runs halving; halving with "
+     "fewer elements than the largest power of two within the ranks runs doubling)"},
     {"IRIS_DEBUG", 0, 0, 1, nullptr,
      "1 prints one line per rank at start-up describing its transports"},
     {"IRIS_STATS", 0, 0, 1, nullptr,
@@ -163,6 +170,7 @@ settings settings_load() {
   s.coll_shm = value_of("IRIS_COLL_SHM") != 0;
   s.coll_shm_slot = value_of("IRIS_COLL_SHM_SLOT");
   s.coll_cma = value_of("IRIS_COLL_CMA") != 0;
+  s.coll_allreduce = static_cast<int>(value_of("IRIS_COLL_ALLREDUCE"));
   s.debug = value_of("IRIS_DEBUG") != 0;
   s.stats = value_of("IRIS_STATS") != 0;
   return s;

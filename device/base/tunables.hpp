@@ -55,6 +55,7 @@ struct settings {
   bool coll_shm;               // IRIS_COLL_SHM
   std::int64_t coll_shm_slot;  // -1: chosen by the communicator's size
   bool coll_cma;               // IRIS_COLL_CMA
+  int coll_allreduce;          // IRIS_COLL_ALLREDUCE: nbc::allreduce_algorithm
   bool debug;
   bool stats;
 };

@@ -32,6 +32,11 @@ schedule::schedule(communicator &comm)
   if (comm.inter) local_ = std::make_unique<communicator>(inter_local_group(comm));
 }
 
+schedule::schedule(const communicator &comm, int tag)
+    : comm_(const_cast<communicator *>(&comm)), tag_(tag) {
+  if (comm.inter) local_ = std::make_unique<communicator>(inter_local_group(comm));
+}
+
 void schedule::send(const typed_buffer &what, int to, int sub) {
   steps_.push_back({step_kind::send, what, {}, to, sub, 0, 0, on_local_});
 }
@@ -210,6 +215,15 @@ void schedule_start(request &r) {
   started().push_back(&r);
   if (progress_added.schedules == nullptr) progress_added.schedules = schedule_progress;
   progress_added.schedules_active = started().size();
+}
+
+int schedule_run(std::unique_ptr<schedule> s) {
+  request *r = rt->requests.allocate(request_kind::coll, const_cast<communicator *>(&s->comm()));
+  schedule_attach(*r, std::move(s), false);
+  progress_until([r] { return r->complete; });
+  const int err = r->status_error;
+  rt->requests.release(r);
+  return err;
 }
 
 int schedule_progress() {

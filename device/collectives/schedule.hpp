@@ -42,6 +42,11 @@ class schedule {
  public:
   // A schedule over `comm`, taking its next collective sequence number.
   explicit schedule(communicator &comm);
+  // A schedule for a blocking collective, run to its end before the call
+  // returns: its messages carry `tag` (one of the blocking collectives'
+  // tags, below tag_nbc_base) and no sequence number is taken, so nothing
+  // of `comm` changes.
+  schedule(const communicator &comm, int tag);
   ~schedule();
   schedule(const schedule &) = delete;
   schedule &operator=(const schedule &) = delete;
@@ -130,6 +135,9 @@ class schedule {
 void schedule_attach(request &r, std::unique_ptr<schedule> s, bool persistent);
 // Starts (again) the schedule of `r`.
 void schedule_start(request &r);
+// Runs `s` to its end here (blocking collectives) and returns its error
+// class.
+int schedule_run(std::unique_ptr<schedule> s);
 // Advances every started schedule (called by progress_poll, as
 // progress_added.schedules, while any is started). Returns how many
 // completed.

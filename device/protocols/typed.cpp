@@ -188,19 +188,35 @@ int typed_wait_release(request *r) {
 typed_image::typed_image(int count, const dtype &type) : count_(count), type_(&type) {
   std::int64_t hi = 0;
   span_of(count, type, lo_, hi);
-  memory_.resize(static_cast<std::size_t>(hi - lo_));
+  bytes_ = static_cast<std::size_t>(hi - lo_);
+  if (bytes_ > 0) memory_.reset(new std::byte[bytes_]);
 }
 
 typed_image::typed_image(const typed_buffer &from) : typed_image(from.count, *from.type) {
-  if (!memory_.empty()) std::memcpy(memory_.data(), at(from.base, lo_), memory_.size());
+  if (bytes_ > 0) std::memcpy(memory_.get(), at(from.base, lo_), bytes_);
+}
+
+typed_image::typed_image(const typed_image &other)
+    : bytes_(other.bytes_), lo_(other.lo_), count_(other.count_), type_(other.type_) {
+  if (bytes_ > 0) {
+    memory_.reset(new std::byte[bytes_]);
+    std::memcpy(memory_.get(), other.memory_.get(), bytes_);
+  }
+}
+
+typed_image &typed_image::operator=(const typed_image &other) {
+  typed_image copy(other);
+  swap(copy);
+  return *this;
 }
 
 void *typed_image::origin() const {
-  return at(const_cast<std::byte *>(memory_.data()), -lo_);
+  return at(memory_.get(), -lo_);
 }
 
 void typed_image::swap(typed_image &other) noexcept {
   memory_.swap(other.memory_);
+  std::swap(bytes_, other.bytes_);
   std::swap(lo_, other.lo_);
   std::swap(count_, other.count_);
   std::swap(type_, other.type_);

@@ -19,6 +19,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "device/core/comm.hpp"
@@ -116,13 +117,21 @@ class typed_image {
   typed_image(int count, const dtype &type);
   // A copy of the span of `from`, gaps included.
   explicit typed_image(const typed_buffer &from);
+  typed_image(const typed_image &other);
+  typed_image &operator=(const typed_image &other);
+  typed_image(typed_image &&) noexcept = default;
+  typed_image &operator=(typed_image &&) noexcept = default;
+  ~typed_image() = default;
   typed_buffer view() const { return {origin(), count_, type_}; }
   // Where element 0 starts (memory_ holds the bytes from `lo_` on).
   void *origin() const;
   void swap(typed_image &other) noexcept;
 
  private:
-  std::vector<std::byte> memory_;
+  // Left unset: an image is written (received, copied) before it is read,
+  // and zeroing megabytes on every collective cost more than the work.
+  std::unique_ptr<std::byte[]> memory_;
+  std::size_t bytes_ = 0;
   std::int64_t lo_ = 0;  // the first byte the data touches, from element 0's start
   int count_ = 0;
   const dtype *type_ = nullptr;

@@ -199,6 +199,35 @@ TEST(NodeCollectives, AcrossNodesInTwoLevels) {
   EXPECT_EQ(shm_leftovers(), std::vector<std::string>{}) << "left in /dev/shm";
 }
 
+// Allreduce through messages with each algorithm forced (IRIS_COLL_ALLREDUCE,
+// device/api/coll/nbc_allreduce.cpp), blocking, nonblocking and persistent,
+// against serial references: over shm at 2, 3, 4, 5 and 8 ranks, over tcp
+// and across 2 simulated nodes at 5 and 4. auto runs too (the segment, and
+// doubling or halving by size for the nonblocking forms).
+TEST(CollectiveAlgorithms, AllreduceEachAlgorithmForced) {
+  const env_list tcp = {{"IRIS_SHM", "0"}, {"IRIS_NETMOD", "tcp"}};
+  for (const char *algorithm : {"auto", "doubling", "halving", "ring"}) {
+    struct run {
+      int ranks, nodes;
+      env_list env;
+    };
+    std::vector<run> runs;
+    for (int ranks : {2, 3, 4, 5, 8}) runs.push_back({ranks, 1, {}});
+    runs.push_back({5, 1, tcp});
+    runs.push_back({4, 2, {{"IRIS_NETMOD", "tcp"}}});
+    for (run &r : runs) {
+      r.env.push_back({"IRIS_COLL_ALLREDUCE", algorithm});
+      const run_result out = job(r.ranks, "coll_allreduce", {"5", "300"}, r.env, 120, r.nodes);
+      ASSERT_EQ(out.exit_code, 0) << algorithm << " at " << r.ranks << " ranks on " << r.nodes
+                                  << " nodes\n"
+                                  << out.output;
+      EXPECT_NE(out.output.find("coll_allreduce: all checks passed on " + std::to_string(r.ranks)),
+                std::string::npos)
+          << out.output;
+    }
+  }
+}
+
 TEST_P(JobTest, StormChecksEveryByteAndTheOrder) {
   for (const char *seed : {"1", "2"}) {
     const run_result r = job(ranks(), "storm", {seed, "150"}, env(), 120, nodes());

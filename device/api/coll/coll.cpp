@@ -338,8 +338,16 @@ int reduce_levels(const communicator &c, const device::node_hierarchy &h, const 
                            red.type,
                            red.count,
                            red.t};
-    image acc = across.copy_of(partial);
-    if (all) {
+    const nbc::allreduce_algorithm how =
+        all ? nbc::allreduce_pick(h.leaders, red.count, *red.t, red.op)
+            : nbc::allreduce_algorithm::doubling;
+    image acc = how == nbc::allreduce_algorithm::doubling ? across.copy_of(partial) : image();
+    if (how != nbc::allreduce_algorithm::doubling) {
+      // Large data: the schedule (halving), in place.
+      auto s = std::make_unique<nbc::schedule>(h.leaders, coll::tag_levels_allreduce);
+      nbc::allreduce_schedule(*s, across.at(partial), across.at(partial), red.op, red.type, how);
+      keep(device::schedule_run(std::move(s)));
+    } else if (all) {
       const int e = allreduce_doubling(across, acc);
       if (e == MPI_SUCCESS) device::typed_copy(acc.view(), across.at(partial));
       keep(e);
@@ -581,11 +589,23 @@ int MPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype da
     return err;
   }
   const reduction red{{*c, coll::tag_allreduce}, op, datatype, count, recv.type};
-  bool shared = false;
-  const int node_err =
-      node_reduction(*c, red, coll::in_place(sendbuf) ? recvbuf : sendbuf, recvbuf, -1, shared);
-  if (shared) return coll::result(call, *c, node_err);
+  // A forced message algorithm (IRIS_COLL_ALLREDUCE) skips shared memory.
+  if (device::rt->config.coll_allreduce == 0) {
+    bool shared = false;
+    const int node_err =
+        node_reduction(*c, red, coll::in_place(sendbuf) ? recvbuf : sendbuf, recvbuf, -1, shared);
+    if (shared) return coll::result(call, *c, node_err);
+  }
   if (red.bytes() == 0) return MPI_SUCCESS;
+  // Halving and the ring: the nonblocking schedules, run here on this
+  // call's tag.
+  const nbc::allreduce_algorithm how = nbc::allreduce_pick(*c, count, *recv.type, op);
+  if (how != nbc::allreduce_algorithm::doubling) {
+    auto s = std::make_unique<nbc::schedule>(*c, coll::tag_allreduce);
+    const void *in = coll::in_place(sendbuf) ? recvbuf : sendbuf;
+    nbc::allreduce_schedule(*s, nbc::typed(in, count, datatype), recv, op, datatype, how);
+    return coll::result(call, *c, device::schedule_run(std::move(s)));
+  }
   image acc = red.copy_of(coll::in_place(sendbuf) ? recvbuf : sendbuf);
   const int err = allreduce_doubling(red, acc);
   if (err == MPI_SUCCESS) device::typed_copy(acc.view(), recv);

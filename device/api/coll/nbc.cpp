@@ -2,7 +2,8 @@
 // Ibcast, Ireduce, Iallreduce, Ireduce_scatter(_block), Iscan, Iexscan, and
 // what every schedule-based binding shares (nbc.hpp). The algorithms are the
 // blocking ones' (coll.cpp) written as schedules: a dissemination barrier,
-// binomial trees for broadcast and reduction, a chain for the scans.
+// binomial trees for broadcast and reduction, a chain for the scans; the
+// allreduce ones are in nbc_allreduce.cpp.
 #include <climits>
 #include <vector>
 
@@ -29,16 +30,11 @@ int check_request(const char *call, const communicator &c, mode m, MPI_Info info
 
 int post(const char *call, communicator &c, std::unique_ptr<schedule> s, mode m,
          MPI_Request *request) {
+  if (m == mode::blocking) return coll::result(call, c, device::schedule_run(std::move(s)));
   device::request *r = device::rt->requests.allocate(device::request_kind::coll, &c);
   device::schedule_attach(*r, std::move(s), m == mode::persistent);
-  if (m != mode::blocking) {
-    *request = device::request_handle(*r);
-    return MPI_SUCCESS;
-  }
-  device::progress_until([r] { return r->complete; });
-  const int err = r->status_error;
-  device::rt->requests.release(r);
-  return coll::result(call, c, err);
+  *request = device::request_handle(*r);
+  return MPI_SUCCESS;
 }
 
 // Binomial reduction of `src` towards `tree_root`: returns the buffer that
@@ -217,14 +213,10 @@ int iallreduce(const char *call, const void *sendbuf, void *recvbuf, int count,
     return err;
   }
   if (int err = check_request(call, *c, m, info, request)) return err;
-  auto s = std::make_unique<schedule>(*c);
-  // Reduce to rank 0 (rank order: any op), then broadcast.
-  const typed_buffer result =
-      reduce_tree(*s, input(sendbuf, recvbuf, count, datatype), op, datatype, 0);
   const typed_buffer out = typed(recvbuf, count, datatype);
-  if (c->rank == 0) s->copy(result, out);
-  s->fence();
-  bcast_tree(*s, out, 0);
+  const allreduce_algorithm how = allreduce_pick(*c, count, *out.type, op);
+  auto s = std::make_unique<schedule>(*c);
+  allreduce_schedule(*s, input(sendbuf, recvbuf, count, datatype), out, op, datatype, how);
   return post(call, *c, std::move(s), m, request);
 }
 

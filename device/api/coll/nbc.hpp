@@ -40,6 +40,24 @@ typed_buffer reduce_tree(schedule &s, const typed_buffer &src, MPI_Op op, MPI_Da
 void bcast_tree(schedule &s, const typed_buffer &buf, int root);
 void barrier_rounds(schedule &s);
 
+// Allreduce by messages (nbc_allreduce.cpp). The algorithms, in the order
+// of IRIS_COLL_ALLREDUCE's choices: recursive doubling, Rabenseifner's
+// reduce-scatter by recursive halving then allgather, a ring.
+enum class allreduce_algorithm : std::uint8_t { automatic, doubling, halving, ring };
+// Where IRIS_COLL_ALLREDUCE=auto turns from doubling to halving (bytes of
+// one rank's data); measured in bench/README.md.
+inline constexpr std::size_t allreduce_large = 64 * 1024;
+// The algorithm for `count` elements of `type` reduced by `op` over `c`:
+// IRIS_COLL_ALLREDUCE, or by size under auto. A ring with a
+// non-commutative op becomes halving; halving with fewer elements than the
+// largest power of two within the size becomes doubling.
+allreduce_algorithm allreduce_pick(const communicator &c, int count, const device::dtype &type,
+                                   MPI_Op op);
+// Adds to `s` the allreduce of `in` (the same buffer as `out` in place)
+// into `out`, by `how` (never automatic).
+void allreduce_schedule(schedule &s, const typed_buffer &in, const typed_buffer &out, MPI_Op op,
+                        MPI_Datatype type, allreduce_algorithm how);
+
 // True when `comm` names an intercommunicator (MPI initialised).
 inline bool is_inter(MPI_Comm comm) {
   const communicator *c = device::rt != nullptr ? device::comm_lookup(comm) : nullptr;
