@@ -87,8 +87,11 @@ sleep_plan plan_sleep() {
   return p;
 }
 
+// Also a nonblocking collective waiting on the node's segment: the other
+// ranks' stores wake nobody.
 bool work_queued() {
-  return !rt->sending.empty() || progress_added.active != nullptr;
+  return !rt->sending.empty() || progress_added.active != nullptr ||
+         progress_added.shared_waits > 0;
 }
 
 // The progress thread's way in and out: the call lock, or below MULTIPLE

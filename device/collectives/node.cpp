@@ -70,6 +70,7 @@ struct node_collectives {
   std::uint64_t step = 0;          // steps this rank has begun
   std::uint64_t barriers = 0;      // barriers this rank has begun
   std::uint64_t known_done = 0;    // every rank's `done` is at least this
+  int nbc_pending = 0;             // nonblocking steps begun and not done
 
   std::byte *slot_of(int r, std::uint64_t s) const {
     return slots + (static_cast<std::size_t>(r) * 2 + (s & 1U)) * slot;
@@ -121,6 +122,18 @@ void wait_all_posted(node_collectives &nc, std::uint64_t s) {
     wait_shared([&] { return l.posted.load(std::memory_order_acquire) >= s; });
   }
   nc.known_done = std::max(nc.known_done, s - 1);
+}
+
+// Takes the next step for a blocking call. Behind a pending nonblocking
+// step, waits until this rank finished it (polling moves it on): a rank
+// posts and finishes its steps in order, which wait_all_posted relies on.
+std::uint64_t begin_step(node_collectives &nc) {
+  const std::uint64_t s = ++nc.step;
+  if (nc.nbc_pending > 0) {
+    const rank_line &me = nc.mine();
+    wait_shared([&] { return me.done.load(std::memory_order_relaxed) >= s - 1; });
+  }
+  return s;
 }
 
 std::size_t slot_for(int size) {
@@ -248,6 +261,10 @@ node_collectives *node_collectives_of(communicator &comm) {
   return comm.node_coll_state == 1 ? comm.node_coll.get() : nullptr;
 }
 
+node_collectives *node_collectives_made(const communicator &comm) {
+  return comm.node_coll_state == 1 ? comm.node_coll.get() : nullptr;
+}
+
 void node_collectives_free(node_collectives *nc) {
   if (nc == nullptr) return;
   node_memory_unmap(nc->base, nc->mapped);
@@ -285,7 +302,7 @@ void end_large_step(node_collectives &nc, std::uint64_t s) {
 
 int node_bcast(node_collectives &nc, const typed_buffer &data, int root, std::size_t &root_bytes,
                bool failed) {
-  const std::uint64_t s = ++nc.step;
+  const std::uint64_t s = begin_step(nc);
   const unsigned parity = s & 1U;
   const std::size_t bytes = data.packed_bytes();
   rank_line &from = nc.lines[root];
@@ -419,7 +436,7 @@ struct fold {
 
 int node_reduce(node_collectives &nc, const void *in, void *out, std::size_t count, int type,
                 std::int64_t extent, int op, int root) {
-  const std::uint64_t s = ++nc.step;
+  const std::uint64_t s = begin_step(nc);
   const unsigned parity = s & 1U;
   const std::size_t bytes = count * static_cast<std::size_t>(extent);
   const bool large = bytes > nc.slot;
@@ -545,7 +562,7 @@ bool take_data(node_collectives &nc, std::uint64_t s, int r, std::size_t at, con
 
 int node_exchange(node_collectives &nc, const typed_buffer &mine, bool aside,
                   const typed_buffer &recv, bool personal, bool own_in_place) {
-  const std::uint64_t s = ++nc.step;
+  const std::uint64_t s = begin_step(nc);
   std::vector<std::byte> packed;
   post_data(nc, s, mine, aside, packed);
   const bool large = mine.packed_bytes() > nc.slot;
@@ -577,7 +594,7 @@ int node_exchange(node_collectives &nc, const typed_buffer &mine, bool aside,
 
 int node_gather(node_collectives &nc, const typed_buffer &mine, const typed_buffer *recv, int root,
                 bool own_in_place) {
-  const std::uint64_t s = ++nc.step;
+  const std::uint64_t s = begin_step(nc);
   std::vector<std::byte> packed;
   post_data(nc, s, mine, false, packed);
   const bool large = mine.packed_bytes() > nc.slot;
@@ -610,7 +627,7 @@ int node_gather(node_collectives &nc, const typed_buffer &mine, const typed_buff
 
 int node_scatter(node_collectives &nc, const typed_buffer *all, const typed_buffer *recv,
                  int root) {
-  const std::uint64_t s = ++nc.step;
+  const std::uint64_t s = begin_step(nc);
   rank_line &me = nc.mine();
   if (nc.rank == root) {
     std::vector<std::byte> packed;
@@ -640,6 +657,53 @@ int node_scatter(node_collectives &nc, const typed_buffer *all, const typed_buff
   me.done.store(s, std::memory_order_release);
   if (!same) return MPI_ERR_TRUNCATE;
   return ok ? MPI_SUCCESS : MPI_ERR_OTHER;
+}
+
+bool node_fits_slot(const node_collectives &nc, std::size_t bytes) {
+  return bytes <= nc.slot;
+}
+
+std::uint64_t node_step_begin(node_collectives &nc) {
+  ++nc.nbc_pending;
+  return ++nc.step;
+}
+
+bool node_allreduce_poll(node_collectives &nc, std::uint64_t s, bool &posted, const void *in,
+                         void *out, std::size_t count, int type, std::int64_t extent, int op,
+                         int &err) {
+  rank_line &me = nc.mine();
+  const unsigned parity = s & 1U;
+  const std::size_t bytes = count * static_cast<std::size_t>(extent);
+  if (!posted) {
+    // This rank's step before first (a pending nonblocking one), then the
+    // slot: every rank finished step s - 2.
+    if (me.done.load(std::memory_order_relaxed) < s - 1) return false;
+    if (s > 2 && nc.known_done < s - 2) {
+      for (int r = 0; r < nc.size; ++r) {
+        if (nc.lines[r].done.load(std::memory_order_acquire) < s - 2) return false;
+      }
+      nc.known_done = s - 2;
+    }
+    std::memcpy(nc.slot_of(nc.rank, s), in, bytes);
+    me.bytes[parity] = bytes;
+    me.posted.store(s, std::memory_order_release);
+    posted = true;
+  }
+  for (int r = 0; r < nc.size; ++r) {
+    if (nc.lines[r].posted.load(std::memory_order_acquire) < s) return false;
+  }
+  nc.known_done = std::max(nc.known_done, s - 1);
+  bool same = true;
+  for (int r = 0; r < nc.size; ++r) same = same && nc.lines[r].bytes[parity] == bytes;
+  err = MPI_ERR_TRUNCATE;
+  if (same) {
+    const fold f{nc, s, static_cast<const std::byte *>(in), extent, type, op, false};
+    f.range(0, count, static_cast<std::byte *>(out));
+    err = MPI_SUCCESS;
+  }
+  me.done.store(s, std::memory_order_release);
+  --nc.nbc_pending;
+  return true;
 }
 
 }  // namespace iris::device

@@ -22,6 +22,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 
 #include "device/core/comm.hpp"
 #include "device/protocols/typed.hpp"
@@ -87,6 +88,26 @@ int node_gather(node_collectives &nc, const typed_buffer &mine, const typed_buff
 // (nullptr: the root keeps its block in place). MPI_ERR_TRUNCATE where the
 // root's run is not n of this rank's blocks.
 int node_scatter(node_collectives &nc, const typed_buffer *all, const typed_buffer *recv, int root);
+
+// The segment of `comm` if a blocking collective already made it, else
+// nullptr (never makes one: a nonblocking call may not wait for the other
+// ranks). Every rank gives the same answer at the same collective call.
+node_collectives *node_collectives_made(const communicator &comm);
+
+// Nonblocking Allreduce through the segment (MPI_Iallreduce and
+// MPI_Allreduce_init of data that fit a slot). node_step_begin takes the
+// call's step when it starts, in call order with the blocking calls;
+// node_allreduce_poll then moves it on and never waits. It returns false
+// until it is done, then `err` holds its error class (MPI_ERR_TRUNCATE when
+// the ranks' byte counts differ). A rank runs its steps in order: a step
+// posts only once this rank finished the one before, and a blocking call
+// behind a pending nonblocking one waits for it first (polling moves it on).
+// Reduces as node_reduce with root -1.
+bool node_fits_slot(const node_collectives &nc, std::size_t bytes);
+std::uint64_t node_step_begin(node_collectives &nc);
+bool node_allreduce_poll(node_collectives &nc, std::uint64_t s, bool &posted, const void *in,
+                         void *out, std::size_t count, int type, std::int64_t extent, int op,
+                         int &err);
 
 // Frees what node_collectives_of made (with the communicator).
 void node_collectives_free(node_collectives *nc);

@@ -120,6 +120,11 @@ void schedule::call(std::function<void(schedule &)> f) {
   steps_.push_back({step_kind::call, {}, {}, 0, 0, static_cast<int>(calls_.size() - 1)});
 }
 
+void schedule::poll(std::function<bool(int &)> ready) {
+  polls_.push_back(std::move(ready));
+  steps_.push_back({step_kind::poll, {}, {}, 0, 0, static_cast<int>(polls_.size() - 1)});
+}
+
 typed_buffer schedule::scratch(int count, const dtype &type) {
   images_.push_back(std::make_unique<typed_image>(count, type));
   return images_.back()->view();
@@ -153,7 +158,8 @@ void schedule::run(const step &s) {
       typed_copy(s.a, s.b);
       break;
     case step_kind::fence:
-    case step_kind::call:  // advance runs it
+    case step_kind::call:  // advance runs these two
+    case step_kind::poll:
       break;
   }
   if (status != typed_status::done && error_ == MPI_SUCCESS) error_ = MPI_ERR_NO_MEM;
@@ -174,6 +180,16 @@ bool schedule::advance() {
     while (next_ < steps_.size()) {
       const step &s = steps_[next_++];
       if (s.kind == step_kind::fence) break;
+      if (s.kind == step_kind::poll) {
+        int err = MPI_SUCCESS;
+        polling_ = !polls_[static_cast<std::size_t>(s.op)](err);
+        if (err != MPI_SUCCESS && error_ == MPI_SUCCESS) error_ = err;
+        if (polling_) {
+          --next_;  // asked again at the next advance
+          return false;
+        }
+        continue;
+      }
       if (s.kind == step_kind::call) {
         // A copy: the call may add steps and calls, moving both vectors.
         const std::function<void(schedule &)> f = calls_[static_cast<std::size_t>(s.op)];
@@ -215,6 +231,7 @@ void schedule_start(request &r) {
   started().push_back(&r);
   if (progress_added.schedules == nullptr) progress_added.schedules = schedule_progress;
   progress_added.schedules_active = started().size();
+  if (r.sched->polling()) ++progress_added.shared_waits;
 }
 
 int schedule_run(std::unique_ptr<schedule> s) {
@@ -234,14 +251,19 @@ int schedule_progress() {
   // Completing a request may release it (MPI_Request_free), so the finished
   // ones leave the list first.
   std::vector<request *> finished;
+  std::size_t polling = 0;
   list.erase(std::remove_if(list.begin(), list.end(),
-                            [&finished](request *r) {
-                              if (!r->sched->advance()) return false;
+                            [&finished, &polling](request *r) {
+                              if (!r->sched->advance()) {
+                                polling += r->sched->polling() ? 1 : 0;
+                                return false;
+                              }
                               finished.push_back(r);
                               return true;
                             }),
              list.end());
   progress_added.schedules_active = list.size();
+  progress_added.shared_waits = polling;
   for (request *r : finished) {
     r->status_error = r->sched->error();
     request_complete(*r);

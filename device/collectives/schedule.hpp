@@ -80,6 +80,13 @@ class schedule {
   // rounds before it). `f` may add steps at the end: a schedule whose next
   // rounds depend on what arrived (the context agreement of MPI_Comm_idup).
   void call(std::function<void(schedule &)> f);
+  // A step that waits until `ready` returns true, asking it again at each
+  // advance and never blocking: a collective through the node's shared
+  // segment (node.hpp), whose peers' stores no message announces. `ready`
+  // sets its argument to an error class when it fails.
+  void poll(std::function<bool(int &)> ready);
+  // Whether the schedule waits at a poll step.
+  bool polling() const { return polling_; }
 
   // Memory for partial results that lives as long as the schedule, laid out
   // as `count` elements of `type`.
@@ -92,14 +99,14 @@ class schedule {
   int error() const { return error_; }
 
  private:
-  enum class step_kind : std::uint8_t { send, recv, reduce, copy, fence, call, relay };
+  enum class step_kind : std::uint8_t { send, recv, reduce, copy, fence, call, relay, poll };
   struct step {
     step_kind kind;
     typed_buffer a;  // send: data; recv: where; reduce: in; copy: from
     typed_buffer b;  // reduce: inout; copy: to
     int peer = 0;
     int sub = 0;
-    int op = 0;  // reduce: the op; call: its index in calls_
+    int op = 0;  // reduce: the op; call, poll: its index in calls_, polls_
     int datatype = 0;
     bool local = false;         // send, recv: to a rank of the local group
     std::size_t elements = 0;   // reduce: elements of `datatype`
@@ -124,6 +131,8 @@ class schedule {
   std::vector<step> steps_;
   std::vector<std::unique_ptr<typed_image>> images_;
   std::vector<std::function<void(schedule &)>> calls_;
+  std::vector<std::function<bool(int &)>> polls_;
+  bool polling_ = false;
   std::vector<posted> pending_;
   std::vector<std::byte> longer_;  // a truncated receive's data and one byte
   std::size_t next_ = 0;

@@ -58,7 +58,9 @@ int progress_sleep(transport &t) {
 int progress_idle(int yields) {
   // Nothing queued to push: a rank waiting for room in a peer's ring is
   // woken by nobody, so it keeps yielding.
-  if (rt->sleeper != nullptr && yields > rt->config.sleep_after && rt->sending.empty()) {
+  // Nor one waiting for a store to the node's collective segment.
+  if (rt->sleeper != nullptr && yields > rt->config.sleep_after && rt->sending.empty() &&
+      progress_added.shared_waits == 0) {
     return progress_sleep(*rt->sleeper);
   }
   sched_yield();

@@ -23,6 +23,10 @@ struct progress_steps {
   int (*schedules)() = nullptr;      // advances the started schedules
   int (*active)() = nullptr;         // pushes queued active-message packets (device/am/)
   std::size_t schedules_active = 0;  // started schedules (0: skip the call)
+  // Started schedules waiting for a store to the node's shared collective
+  // segment: no packet announces one, so a waiting rank must not sleep on
+  // its bell meanwhile (it yields), and the progress thread keeps polling.
+  std::size_t shared_waits = 0;
 };
 inline progress_steps progress_added;
 
@@ -46,14 +50,17 @@ int progress_poll_aside();
 int progress_idle(int yields);
 
 // Polls until done() holds, spinning first, then yielding the core, then
-// sleeping.
+// sleeping. While a schedule waits on the node's collective segment it
+// spins only as long as the segment's own waits (shared_spin_limit): the
+// ranks it waits for need the core more.
 template <typename Done>
 void progress_until(Done done) {
   int idle = 0;
   while (!done()) {
     if (progress_poll() > 0) {
       idle = 0;
-    } else if (++idle > rt->spin_limit) {
+    } else if (++idle >
+               (progress_added.shared_waits == 0 ? rt->spin_limit : rt->shared_spin_limit)) {
       // Under MPI_THREAD_MULTIPLE, or with the progress thread, a waiting
       // thread never sleeps on its bell: another thread of this process may
       // need the call lock to send what would wake it (and the progress

@@ -6,7 +6,8 @@
  * freed every so often), sizes on both sides of a slot, every root, in
  * place and not, a derived datatype in Bcast, a gapped pair type (which
  * goes through messages), a non-commutative user op, and doubles whose sum
- * depends on the order (every rank must get the same bits).
+ * depends on the order (every rank must get the same bits); a quarter of the
+ * steps run with a nonblocking allreduce pending around them.
  *
  *   coll_node [seed] [iterations]
  *
@@ -52,7 +53,36 @@ static void map_of(int r, int i, int it, unsigned *m) {
   m[1] = (unsigned)(r * 5 + i * 3 + it);
 }
 
+static void the_step(MPI_Comm c, int it, int *a, int *b, double *d, double *e);
+
+/* A step, one time in four with a nonblocking allreduce pending around it
+ * (through the segment too, node.hpp): the blocking call behind it must
+ * wait for it in order, and both must come out right. */
 static void one_step(MPI_Comm c, int it, int *a, int *b, double *d, double *e) {
+  int me, n;
+  MPI_Comm_rank(c, &me);
+  MPI_Comm_size(c, &n);
+  const int around = next(4) == 0;
+  const int k = (int)next(40) + 1;
+  int in[40], out[40];
+  MPI_Request r = MPI_REQUEST_NULL;
+  if (around) {
+    for (int i = 0; i < k; ++i) in[i] = value(me, i, it + 1);
+    MPI_Iallreduce(in, out, k, MPI_INT, MPI_SUM, c, &r);
+  }
+  the_step(c, it, a, b, d, e);
+  if (!around) return;
+  MPI_Wait(&r, MPI_STATUS_IGNORE);
+  int bad = 0;
+  for (int i = 0; i < k; ++i) {
+    long want = 0;
+    for (int q = 0; q < n; ++q) want += value(q, i, it + 1);
+    bad += out[i] != want;
+  }
+  CHECK(bad == 0, "it %d: iallreduce of %d ints pending around a step: %d wrong", it, k, bad);
+}
+
+static void the_step(MPI_Comm c, int it, int *a, int *b, double *d, double *e) {
   int me, n;
   MPI_Comm_rank(c, &me);
   MPI_Comm_size(c, &n);

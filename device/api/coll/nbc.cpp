@@ -9,6 +9,8 @@
 
 #include "device/api/coll/nbc.hpp"
 #include "device/api/env/info.hpp"
+#include "device/collectives/node.hpp"
+#include "device/datatypes/op.hpp"
 #include "device/runtime/progress.hpp"
 
 using namespace iris;
@@ -131,6 +133,43 @@ int reduction_checks(const char *call, const communicator &c, const void *sendbu
   return coll::check_no_alias(call, c, send, recv);
 }
 
+// An allreduce through the node's segment (collectives/node.hpp) when the
+// communicator has one already, the data fit a slot, are of a predefined
+// type without gaps, and no algorithm is forced (IRIS_COLL_ALLREDUCE):
+// adds its steps to `s` and returns true. The step is taken when the
+// schedule starts (each MPI_Start of a persistent one takes another).
+bool node_allreduce(schedule &s, const typed_buffer &in, const typed_buffer &out, MPI_Op op,
+                    MPI_Datatype type) {
+  const communicator &c = s.comm();
+  const device::dtype &t = *out.type;
+  const std::size_t bytes = out.packed_bytes();
+  if (device::rt->config.coll_allreduce != 0 || !t.predefined || t.wide_of != 0 || t.true_lb != 0 ||
+      t.extent != static_cast<std::int64_t>(t.packed_size) || bytes == 0) {
+    return false;
+  }
+  device::node_collectives *nc = device::node_collectives_made(c);
+  if (nc == nullptr || !device::node_fits_slot(*nc, bytes)) return false;
+  struct call_state {
+    std::shared_ptr<device::node_collectives> keep;  // mapped while the request lives
+    std::uint64_t step = 0;
+    bool posted = false;
+  };
+  auto state = std::make_shared<call_state>();
+  state->keep = c.node_coll;
+  s.call([state](schedule &) {
+    state->step = device::node_step_begin(*state->keep);
+    state->posted = false;
+  });
+  device::op_hold(op);  // the program may free op while the call runs
+  std::shared_ptr<void> release(nullptr, [op](void *) { device::op_unhold(op); });
+  s.poll([state, release, in, out, op, type](int &err) {
+    return device::node_allreduce_poll(*state->keep, state->step, state->posted, in.base, out.base,
+                                       static_cast<std::size_t>(out.count), type, out.type->extent,
+                                       op, err);
+  });
+  return true;
+}
+
 // Where a reduction's input lies: the send buffer, or in place the receive
 // buffer.
 typed_buffer input(const void *sendbuf, void *recvbuf, int count, MPI_Datatype type) {
@@ -214,8 +253,11 @@ int iallreduce(const char *call, const void *sendbuf, void *recvbuf, int count,
   }
   if (int err = check_request(call, *c, m, info, request)) return err;
   const typed_buffer out = typed(recvbuf, count, datatype);
-  const allreduce_algorithm how = allreduce_pick(*c, count, *out.type, op);
   auto s = std::make_unique<schedule>(*c);
+  if (node_allreduce(*s, input(sendbuf, recvbuf, count, datatype), out, op, datatype)) {
+    return post(call, *c, std::move(s), m, request);
+  }
+  const allreduce_algorithm how = allreduce_pick(*c, count, *out.type, op);
   allreduce_schedule(*s, input(sendbuf, recvbuf, count, datatype), out, op, datatype, how);
   return post(call, *c, std::move(s), m, request);
 }
