@@ -668,6 +668,37 @@ std::uint64_t node_step_begin(node_collectives &nc) {
   return ++nc.step;
 }
 
+namespace {
+
+// Whether nonblocking step s may post: this rank finished its step s - 1
+// (steps stay in order on each rank), and when it writes its slot (or its
+// byte count) every rank finished s - 2, the step that used them last.
+bool may_post(node_collectives &nc, std::uint64_t s, bool writes_slot) {
+  if (nc.mine().done.load(std::memory_order_relaxed) < s - 1) return false;
+  if (!writes_slot || s <= 2 || nc.known_done >= s - 2) return true;
+  for (int r = 0; r < nc.size; ++r) {
+    if (nc.lines[r].done.load(std::memory_order_acquire) < s - 2) return false;
+  }
+  nc.known_done = s - 2;
+  return true;
+}
+
+// Whether every rank posted step s (then every rank finished s - 1).
+bool all_posted(node_collectives &nc, std::uint64_t s) {
+  for (int r = 0; r < nc.size; ++r) {
+    if (nc.lines[r].posted.load(std::memory_order_acquire) < s) return false;
+  }
+  nc.known_done = std::max(nc.known_done, s - 1);
+  return true;
+}
+
+void finish_nonblocking(node_collectives &nc, std::uint64_t s) {
+  nc.mine().done.store(s, std::memory_order_release);
+  --nc.nbc_pending;
+}
+
+}  // namespace
+
 bool node_allreduce_poll(node_collectives &nc, std::uint64_t s, bool &posted, const void *in,
                          void *out, std::size_t count, int type, std::int64_t extent, int op,
                          int &err) {
@@ -675,24 +706,13 @@ bool node_allreduce_poll(node_collectives &nc, std::uint64_t s, bool &posted, co
   const unsigned parity = s & 1U;
   const std::size_t bytes = count * static_cast<std::size_t>(extent);
   if (!posted) {
-    // This rank's step before first (a pending nonblocking one), then the
-    // slot: every rank finished step s - 2.
-    if (me.done.load(std::memory_order_relaxed) < s - 1) return false;
-    if (s > 2 && nc.known_done < s - 2) {
-      for (int r = 0; r < nc.size; ++r) {
-        if (nc.lines[r].done.load(std::memory_order_acquire) < s - 2) return false;
-      }
-      nc.known_done = s - 2;
-    }
+    if (!may_post(nc, s, true)) return false;
     std::memcpy(nc.slot_of(nc.rank, s), in, bytes);
     me.bytes[parity] = bytes;
     me.posted.store(s, std::memory_order_release);
     posted = true;
   }
-  for (int r = 0; r < nc.size; ++r) {
-    if (nc.lines[r].posted.load(std::memory_order_acquire) < s) return false;
-  }
-  nc.known_done = std::max(nc.known_done, s - 1);
+  if (!all_posted(nc, s)) return false;
   bool same = true;
   for (int r = 0; r < nc.size; ++r) same = same && nc.lines[r].bytes[parity] == bytes;
   err = MPI_ERR_TRUNCATE;
@@ -701,8 +721,42 @@ bool node_allreduce_poll(node_collectives &nc, std::uint64_t s, bool &posted, co
     f.range(0, count, static_cast<std::byte *>(out));
     err = MPI_SUCCESS;
   }
-  me.done.store(s, std::memory_order_release);
-  --nc.nbc_pending;
+  finish_nonblocking(nc, s);
+  return true;
+}
+
+bool node_bcast_poll(node_collectives &nc, std::uint64_t s, const typed_buffer &data, int root,
+                     int &err) {
+  const unsigned parity = s & 1U;
+  const std::size_t bytes = data.packed_bytes();
+  rank_line &from = nc.lines[root];
+  if (nc.rank == root) {
+    if (!may_post(nc, s, true)) return false;
+    typed_pack(data, nc.slot_of(root, s));
+    from.bytes[parity] = bytes;
+    from.posted.store(s, std::memory_order_release);
+    finish_nonblocking(nc, s);
+    return true;
+  }
+  if (!may_post(nc, s, false) || from.posted.load(std::memory_order_acquire) < s) return false;
+  // As node_bcast's receivers, but a root above a slot (its count differs
+  // from this rank's, which fits) is only a mismatch here.
+  const std::uint64_t heard = from.bytes[parity];
+  const std::size_t root_bytes = heard & ~failed_mark;
+  err = root_bytes == bytes && (heard & failed_mark) == 0 ? MPI_SUCCESS : MPI_ERR_TRUNCATE;
+  if (root_bytes <= nc.slot) typed_unpack(nc.slot_of(root, s), std::min(root_bytes, bytes), data);
+  finish_nonblocking(nc, s);
+  return true;
+}
+
+bool node_barrier_poll(node_collectives &nc, std::uint64_t s, bool &posted) {
+  if (!posted) {
+    if (!may_post(nc, s, false)) return false;
+    nc.mine().posted.store(s, std::memory_order_release);
+    posted = true;
+  }
+  if (!all_posted(nc, s)) return false;
+  finish_nonblocking(nc, s);
   return true;
 }
 

@@ -95,7 +95,7 @@ int node_scatter(node_collectives &nc, const typed_buffer *all, const typed_buff
 node_collectives *node_collectives_made(const communicator &comm);
 
 // Nonblocking Allreduce through the segment (MPI_Iallreduce and
-// MPI_Allreduce_init of data that fit a slot). node_step_begin takes the
+// MPI_Allreduce_init of data that fit a slot); Bcast and Barrier below. node_step_begin takes the
 // call's step when it starts, in call order with the blocking calls;
 // node_allreduce_poll then moves it on and never waits. It returns false
 // until it is done, then `err` holds its error class (MPI_ERR_TRUNCATE when
@@ -108,6 +108,13 @@ std::uint64_t node_step_begin(node_collectives &nc);
 bool node_allreduce_poll(node_collectives &nc, std::uint64_t s, bool &posted, const void *in,
                          void *out, std::size_t count, int type, std::int64_t extent, int op,
                          int &err);
+// The same for MPI_Ibcast and MPI_Bcast_init (the root's packed data fit a
+// slot; MPI_ERR_TRUNCATE where this rank's byte count differs from the
+// root's, as node_bcast), and for MPI_Ibarrier and MPI_Barrier_init: a step
+// without data, done once every rank has posted it.
+bool node_bcast_poll(node_collectives &nc, std::uint64_t s, const typed_buffer &data, int root,
+                     int &err);
+bool node_barrier_poll(node_collectives &nc, std::uint64_t s, bool &posted);
 
 // Frees what node_collectives_of made (with the communicator).
 void node_collectives_free(node_collectives *nc);

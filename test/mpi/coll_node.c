@@ -7,7 +7,8 @@
  * place and not, a derived datatype in Bcast, a gapped pair type (which
  * goes through messages), a non-commutative user op, and doubles whose sum
  * depends on the order (every rank must get the same bits); a quarter of the
- * steps run with a nonblocking allreduce pending around them.
+ * steps run with one or two nonblocking Iallreduce, Ibcast or Ibarrier
+ * pending around them.
  *
  *   coll_node [seed] [iterations]
  *
@@ -55,31 +56,47 @@ static void map_of(int r, int i, int it, unsigned *m) {
 
 static void the_step(MPI_Comm c, int it, int *a, int *b, double *d, double *e);
 
-/* A step, one time in four with a nonblocking allreduce pending around it
- * (through the segment too, node.hpp): the blocking call behind it must
- * wait for it in order, and both must come out right. */
+/* A step, one time in four with a nonblocking Iallreduce, Ibcast or
+ * Ibarrier pending around it (through the segment too, node.hpp), and
+ * sometimes a second one: the blocking call behind them must wait for
+ * them in order, and all must come out right. */
 static void one_step(MPI_Comm c, int it, int *a, int *b, double *d, double *e) {
   int me, n;
   MPI_Comm_rank(c, &me);
   MPI_Comm_size(c, &n);
-  const int around = next(4) == 0;
-  const int k = (int)next(40) + 1;
-  int in[40], out[40];
-  MPI_Request r = MPI_REQUEST_NULL;
-  if (around) {
-    for (int i = 0; i < k; ++i) in[i] = value(me, i, it + 1);
-    MPI_Iallreduce(in, out, k, MPI_INT, MPI_SUM, c, &r);
+  const int around = next(4) == 0 ? 1 + (int)next(2) : 0;
+  int kind[2], k[2], root[2];
+  int in[2][40], out[2][40];
+  MPI_Request r[2] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL};
+  for (int j = 0; j < around; ++j) {
+    kind[j] = (int)next(3);
+    k[j] = (int)next(40) + 1;
+    root[j] = (int)next((unsigned)n);
+    for (int i = 0; i < k[j]; ++i) {
+      in[j][i] = value(me, i, it + 1 + j);
+      out[j][i] = me == root[j] ? value(root[j], i, it + 1 + j) : -1;
+    }
+    if (kind[j] == 0) {
+      MPI_Iallreduce(in[j], out[j], k[j], MPI_INT, MPI_SUM, c, &r[j]);
+    } else if (kind[j] == 1) {
+      MPI_Ibcast(out[j], k[j], MPI_INT, root[j], c, &r[j]);
+    } else {
+      MPI_Ibarrier(c, &r[j]);
+    }
   }
   the_step(c, it, a, b, d, e);
-  if (!around) return;
-  MPI_Wait(&r, MPI_STATUS_IGNORE);
-  int bad = 0;
-  for (int i = 0; i < k; ++i) {
-    long want = 0;
-    for (int q = 0; q < n; ++q) want += value(q, i, it + 1);
-    bad += out[i] != want;
+  MPI_Waitall(2, r, MPI_STATUSES_IGNORE);
+  for (int j = 0; j < around; ++j) {
+    if (kind[j] == 2) continue;
+    int bad = 0;
+    for (int i = 0; i < k[j]; ++i) {
+      long want = 0;
+      for (int q = 0; q < n; ++q) want += value(q, i, it + 1 + j);
+      bad += out[j][i] != (kind[j] == 0 ? want : value(root[j], i, it + 1 + j));
+    }
+    CHECK(bad == 0, "it %d: %s of %d ints pending around a step: %d wrong", it,
+          kind[j] == 0 ? "iallreduce" : "ibcast", k[j], bad);
   }
-  CHECK(bad == 0, "it %d: iallreduce of %d ints pending around a step: %d wrong", it, k, bad);
 }
 
 static void the_step(MPI_Comm c, int it, int *a, int *b, double *d, double *e) {

@@ -133,37 +133,51 @@ int reduction_checks(const char *call, const communicator &c, const void *sendbu
   return coll::check_no_alias(call, c, send, recv);
 }
 
-// An allreduce through the node's segment (collectives/node.hpp) when the
-// communicator has one already, the data fit a slot, are of a predefined
-// type without gaps, and no algorithm is forced (IRIS_COLL_ALLREDUCE):
-// adds its steps to `s` and returns true. The step is taken when the
-// schedule starts (each MPI_Start of a persistent one takes another).
-bool node_allreduce(schedule &s, const typed_buffer &in, const typed_buffer &out, MPI_Op op,
-                    MPI_Datatype type) {
-  const communicator &c = s.comm();
-  const device::dtype &t = *out.type;
-  const std::size_t bytes = out.packed_bytes();
-  if (device::rt->config.coll_allreduce != 0 || !t.predefined || t.wide_of != 0 || t.true_lb != 0 ||
-      t.extent != static_cast<std::int64_t>(t.packed_size) || bytes == 0) {
-    return false;
-  }
+// The node's segment of `c` for a nonblocking collective of `bytes` per
+// rank (collectives/node.hpp): when an earlier blocking call made it and
+// the data fit a slot; else nullptr (messages).
+device::node_collectives *node_segment(const communicator &c, std::size_t bytes) {
   device::node_collectives *nc = device::node_collectives_made(c);
-  if (nc == nullptr || !device::node_fits_slot(*nc, bytes)) return false;
+  return nc != nullptr && device::node_fits_slot(*nc, bytes) ? nc : nullptr;
+}
+
+// The steps of a collective through the segment: a call that takes the
+// step when the schedule starts (each MPI_Start of a persistent one takes
+// another, in call order), then a poll step that asks
+// `poll(segment, step, posted, err)` until it is done.
+template <typename Poll>
+void node_steps(schedule &s, Poll poll) {
   struct call_state {
     std::shared_ptr<device::node_collectives> keep;  // mapped while the request lives
     std::uint64_t step = 0;
     bool posted = false;
   };
   auto state = std::make_shared<call_state>();
-  state->keep = c.node_coll;
+  state->keep = s.comm().node_coll;
   s.call([state](schedule &) {
     state->step = device::node_step_begin(*state->keep);
     state->posted = false;
   });
+  s.poll([state, poll](int &err) { return poll(*state->keep, state->step, state->posted, err); });
+}
+
+// An allreduce through the segment when it has one, the data fit a slot,
+// are of a predefined type without gaps, and no algorithm is forced
+// (IRIS_COLL_ALLREDUCE): adds its steps to `s` and returns true.
+bool node_allreduce(schedule &s, const typed_buffer &in, const typed_buffer &out, MPI_Op op,
+                    MPI_Datatype type) {
+  const device::dtype &t = *out.type;
+  const std::size_t bytes = out.packed_bytes();
+  if (device::rt->config.coll_allreduce != 0 || !t.predefined || t.wide_of != 0 || t.true_lb != 0 ||
+      t.extent != static_cast<std::int64_t>(t.packed_size) || bytes == 0 ||
+      node_segment(s.comm(), bytes) == nullptr) {
+    return false;
+  }
   device::op_hold(op);  // the program may free op while the call runs
-  std::shared_ptr<void> release(nullptr, [op](void *) { device::op_unhold(op); });
-  s.poll([state, release, in, out, op, type](int &err) {
-    return device::node_allreduce_poll(*state->keep, state->step, state->posted, in.base, out.base,
+  std::shared_ptr<void> held(nullptr, [op](void *) { device::op_unhold(op); });
+  node_steps(s, [held, in, out, op, type](device::node_collectives &nc, std::uint64_t step,
+                                          bool &posted, int &err) {
+    return device::node_allreduce_poll(nc, step, posted, in.base, out.base,
                                        static_cast<std::size_t>(out.count), type, out.type->extent,
                                        op, err);
   });
@@ -186,7 +200,13 @@ int ibarrier(const char *call, MPI_Comm comm, MPI_Info info, mode m, MPI_Request
   if (c->inter) return inter_barrier(call, *c, info, m, request);
   if (int err = check_request(call, *c, m, info, request)) return err;
   auto s = std::make_unique<schedule>(*c);
-  barrier_rounds(*s);
+  if (node_segment(*c, 0) != nullptr) {
+    node_steps(*s, [](device::node_collectives &nc, std::uint64_t step, bool &posted, int &) {
+      return device::node_barrier_poll(nc, step, posted);
+    });
+  } else {
+    barrier_rounds(*s);
+  }
   return post(call, *c, std::move(s), m, request);
 }
 
@@ -200,7 +220,14 @@ int ibcast(const char *call, void *buffer, int count, MPI_Datatype datatype, int
   if (int err = coll::check_root(call, *c, root)) return err;
   if (int err = check_request(call, *c, m, info, request)) return err;
   auto s = std::make_unique<schedule>(*c);
-  bcast_tree(*s, data, root);
+  if (data.packed_bytes() > 0 && node_segment(*c, data.packed_bytes()) != nullptr) {
+    node_steps(*s,
+               [data, root](device::node_collectives &nc, std::uint64_t step, bool &, int &err) {
+                 return device::node_bcast_poll(nc, step, data, root, err);
+               });
+  } else {
+    bcast_tree(*s, data, root);
+  }
   return post(call, *c, std::move(s), m, request);
 }
 
