@@ -41,6 +41,11 @@ void schedule::send(const typed_buffer &what, int to, int sub) {
   steps_.push_back({step_kind::send, what, {}, to, sub, 0, 0, on_local_});
 }
 
+void schedule::send_told(const typed_buffer &what, int to, int sub) {
+  send(what, to, sub);
+  steps_.back().exact = true;
+}
+
 void schedule::recv(const typed_buffer &where, int from, int sub) {
   steps_.push_back({step_kind::recv, where, {}, from, sub, 0, 0, on_local_});
 }
@@ -133,6 +138,7 @@ typed_buffer schedule::scratch(int count, const dtype &type) {
 void schedule::restart() {
   next_ = 0;
   error_ = MPI_SUCCESS;
+  told_.clear();
 }
 
 void schedule::run(const step &s) {
@@ -141,6 +147,14 @@ void schedule::run(const step &s) {
   const communicator &to = s.local ? *local_ : *comm_;
   switch (s.kind) {
     case step_kind::send:
+      if (s.exact && error_ != MPI_SUCCESS) {
+        told_.emplace_back(s.a.packed_bytes() + 1, std::byte{0});
+        typed_pack(s.a, told_.back().data());
+        status = typed_send_start(to, to.collective_context(),
+                                  typed_bytes(told_.back().data(), told_.back().size()), s.peer,
+                                  tag_ + s.sub, send_mode::standard, true, r);
+        break;
+      }
       status = typed_send_start(to, to.collective_context(), s.a, s.peer, tag_ + s.sub,
                                 send_mode::standard, true, r);
       break;

@@ -61,6 +61,11 @@ class schedule {
 
   // Steps, in order. `sub` is a sub-tag (0 .. nbc_sub_tags - 1).
   void send(const typed_buffer &what, int to, int sub = 0);
+  // A send that, once this schedule has met an error (a count mismatch
+  // seen by an earlier round's receive), sends one byte more than `what`
+  // holds instead, so that the receiver is told too: the allreduce
+  // algorithms pass a mismatch on to every rank this way.
+  void send_told(const typed_buffer &what, int to, int sub = 0);
   void recv(const typed_buffer &where, int from, int sub = 0);
   // A receive whose message must fill `where` exactly, as in a broadcast,
   // where every rank passes the same count: a shorter message is
@@ -111,7 +116,7 @@ class schedule {
     bool local = false;         // send, recv: to a rank of the local group
     std::size_t elements = 0;   // reduce: elements of `datatype`
     std::int64_t extent = 0;    // reduce: of one element of `datatype`
-    bool exact = false;         // recv: a short message is an error too
+    bool exact = false;         // recv: a short message is an error too; send: told
     std::size_t received = 0;   // recv: bytes that arrived; relay: the recv step
     int outcome = MPI_SUCCESS;  // recv: its error class
   };
@@ -134,7 +139,8 @@ class schedule {
   std::vector<std::function<bool(int &)>> polls_;
   bool polling_ = false;
   std::vector<posted> pending_;
-  std::vector<std::byte> longer_;  // a truncated receive's data and one byte
+  std::vector<std::byte> longer_;             // a truncated receive's data and one byte
+  std::vector<std::vector<std::byte>> told_;  // what send_told steps sent after an error
   std::size_t next_ = 0;
   int error_ = MPI_SUCCESS;
 };

@@ -9,7 +9,8 @@
  *  - a user op over a type with gaps (an int resized to 8 bytes): pieces of
  *    the data start at multiples of the extent, and the gaps stay as they
  *    were;
- *  - two nonblocking ones outstanding at once on one communicator.
+ *  - two nonblocking ones outstanding at once on one communicator;
+ *  - at the end, counts that do not match: every rank must be told.
  *
  *   coll_allreduce [seed] [iterations]
  *
@@ -223,6 +224,32 @@ int main(int argc, char **argv) {
       continue;
     }
     one_step(which == 0 ? MPI_COMM_WORLD : dup, it, a, b, d, e, noncomm, gapped, spaced);
+  }
+  /* Counts that do not match (an erroneous program, as MPICH's
+   * errors/coll/iallreducelength has it): rank 0 passes 8 ints, the others
+   * 16. Every other rank must be told, in every form, and nobody may hang.
+   * (Both counts take the same algorithm: a mismatch across the 64 KiB
+   * switch would send ranks down different ones, which is not handled.) */
+  MPI_Comm_set_errhandler(dup, MPI_ERRORS_RETURN);
+  for (int f = blocking; f <= persistent; ++f) {
+    const int n = rank == 0 ? 8 : 16;
+    int err = MPI_SUCCESS;
+    MPI_Request r;
+    for (int i = 0; i < 16; ++i) a[i] = i;
+    if (f == blocking) {
+      err = MPI_Allreduce(a, b, n, MPI_INT, MPI_SUM, dup);
+    } else if (f == nonblocking) {
+      MPI_Iallreduce(a, b, n, MPI_INT, MPI_SUM, dup, &r);
+      err = MPI_Wait(&r, MPI_STATUS_IGNORE);
+    } else {
+      MPI_Allreduce_init(a, b, n, MPI_INT, MPI_SUM, dup, MPI_INFO_NULL, &r);
+      MPI_Start(&r);
+      err = MPI_Wait(&r, MPI_STATUS_IGNORE);
+      MPI_Request_free(&r);
+    }
+    CHECK(rank == 0 || err != MPI_SUCCESS, "form %d: a count mismatch went unseen on rank %d", f,
+          rank);
+    MPI_Barrier(MPI_COMM_WORLD);
   }
   MPI_Comm_free(&half);
   MPI_Comm_free(&dup);

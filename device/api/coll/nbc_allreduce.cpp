@@ -4,6 +4,9 @@
 // by recursive halving then allgather by recursive doubling for large data,
 // or a ring. allreduce_pick chooses (IRIS_COLL_ALLREDUCE forces one).
 //
+// Every send is send_told: a rank that saw a count mismatch passes it on,
+// so that it reaches every rank (MPICH's errors/coll/iallreducelength).
+//
 // Every rank ends with the same bits: recursive doubling has both partners
 // of a step combine the same two operands in the same order, and the other
 // two reduce each piece of the data on one rank only and then hand it out.
@@ -38,7 +41,7 @@ int fold_in(schedule &s, const typed_buffer &acc, const typed_buffer &spare, MPI
   const int rank = s.group().rank;
   if (rank >= 2 * rem) return rank - rem;
   if (rank % 2 == 0) {
-    s.send(acc, rank + 1);
+    s.send_told(acc, rank + 1);
     s.fence();
     return -1;
   }
@@ -58,7 +61,7 @@ void fold_out(schedule &s, const typed_buffer &acc, const typed_buffer &out, int
   const int rank = s.group().rank;
   if (rank >= 2 * rem) return;
   if (rank % 2 == 1) {
-    s.send(acc, rank - 1);
+    s.send_told(acc, rank - 1);
   } else {
     s.recv_exact(out, rank + 1);
   }
@@ -91,7 +94,7 @@ void doubling(schedule &s, const typed_buffer &out, MPI_Op op, MPI_Datatype type
   for (int mask = 1; newrank >= 0 && mask < pof2; mask <<= 1) {
     const int peer = real_rank(newrank ^ mask, rem);
     s.recv_exact(spare, peer);
-    s.send(acc, peer);
+    s.send_told(acc, peer);
     s.fence();
     if (peer < c.rank) {
       s.reduce(spare, acc, op, type);  // acc = spare o acc
@@ -138,7 +141,7 @@ void halving(schedule &s, const typed_buffer &out, MPI_Op op, MPI_Datatype type)
     const int give_lo = lower ? mid : lo;
     const int give_hi = lower ? hi : mid;
     s.recv_exact(pieces(spare, keep_lo, keep_hi), peer);
-    s.send(pieces(out, give_lo, give_hi), peer);
+    s.send_told(pieces(out, give_lo, give_hi), peer);
     s.fence();
     fold_step(s, pieces(spare, keep_lo, keep_hi), pieces(out, keep_lo, keep_hi), peer < c.rank, op,
               type);
@@ -154,7 +157,7 @@ void halving(schedule &s, const typed_buffer &out, MPI_Op op, MPI_Datatype type)
     const int other_lo = lo == before.lo ? hi : before.lo;
     const int other_hi = lo == before.lo ? before.hi : lo;
     s.recv_exact(pieces(out, other_lo, other_hi), peer);
-    s.send(pieces(out, lo, hi), peer);
+    s.send_told(pieces(out, lo, hi), peer);
     s.fence();
     lo = before.lo;
     hi = before.hi;
@@ -182,13 +185,13 @@ void ring(schedule &s, const typed_buffer &out, MPI_Op op, MPI_Datatype type) {
     typed_buffer in = piece(out, c.rank - k - 1);
     const typed_buffer landing = spare.slice(0, in.count);
     s.recv_exact(landing, prev);
-    s.send(piece(out, c.rank - k), next);
+    s.send_told(piece(out, c.rank - k), next);
     s.fence();
     s.reduce(landing, in, op, type);
   }
   for (int k = 0; k < n - 1; ++k) {
     s.recv_exact(piece(out, c.rank - k), prev);
-    s.send(piece(out, c.rank + 1 - k), next);
+    s.send_told(piece(out, c.rank + 1 - k), next);
     s.fence();
   }
 }
