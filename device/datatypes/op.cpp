@@ -235,13 +235,15 @@ kernel bitwise(int op) {
 
 __extension__ using int128 = __int128;  // gfortran's INTEGER(16)
 
-// C integer types take every op but the pair ones; the multi-language types
-// (MPI_AINT, MPI_OFFSET, MPI_COUNT) are not in the standard's logical group.
+// C integer types take every op but the pair ones. So do the
+// multi-language types (MPI_AINT, MPI_OFFSET, MPI_COUNT): the standard's
+// table leaves them out of the logical ops, but MPICH and Open MPI take
+// them there too, and MPICH's coll/allred tests use them.
 template <typename T>
-kernel integer(int op, bool logical_allowed = true) {
+kernel integer(int op) {
   if (kernel k = arithmetic<T>(op)) return k;
   if (kernel k = bitwise<T>(op)) return k;
-  return logical_allowed ? logical<T>(op) : nullptr;
+  return logical<T>(op);
 }
 
 template <typename T>
@@ -330,11 +332,11 @@ kernel kernel_for(int op, int datatype) {
     case 25:
       return integer<std::uint64_t>(op);
     case 26:
-      return integer<MPI_Aint>(op, false);
+      return integer<MPI_Aint>(op);
     case 27:
-      return integer<MPI_Offset>(op, false);
+      return integer<MPI_Offset>(op);
     case 28:
-      return integer<MPI_Count>(op, false);
+      return integer<MPI_Count>(op);
     case 30:
       return complex<std::complex<float>>(op);
     case 31:

@@ -32,7 +32,7 @@ void errors(void) {
   expect_class(MPI_Allreduce(a, b, 1, MPI_CHARACTER, MPI_MAX, w), MPI_ERR_OP, "max on character");
   expect_class(MPI_Allreduce(a, b, 1, MPI_C_DOUBLE_COMPLEX, MPI_MAX, w), MPI_ERR_OP,
                "max on complex");
-  expect_class(MPI_Allreduce(a, b, 1, MPI_AINT, MPI_LOR, w), MPI_ERR_OP, "lor on MPI_AINT");
+  expect_class(MPI_Allreduce(a, b, 1, MPI_AINT, MPI_MAXLOC, w), MPI_ERR_OP, "maxloc on MPI_AINT");
   expect_class(MPI_Reduce_scatter_block(a, b, 1, MPI_BYTE, MPI_SUM, w), MPI_ERR_OP, "sum on byte");
   expect_class(MPI_Scan(a, b, 1, MPI_FLOAT_INT, MPI_PROD, w), MPI_ERR_OP, "prod on float_int");
   expect_class(MPI_Allreduce(a, a, 2, MPI_INT, MPI_SUM, w), MPI_ERR_BUFFER, "aliased buffers");

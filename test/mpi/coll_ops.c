@@ -91,9 +91,11 @@ INTEGER_OPS(ops_uint8, uint8_t, MPI_UINT8_T, 0, 1)
 INTEGER_OPS(ops_uint16, uint16_t, MPI_UINT16_T, 0, 1)
 INTEGER_OPS(ops_uint32, uint32_t, MPI_UINT32_T, 0, 1)
 INTEGER_OPS(ops_uint64, uint64_t, MPI_UINT64_T, 0, 1)
-INTEGER_OPS(ops_aint, MPI_Aint, MPI_AINT, 1, 0)
-INTEGER_OPS(ops_offset, MPI_Offset, MPI_OFFSET, 1, 0)
-INTEGER_OPS(ops_count, MPI_Count, MPI_COUNT, 1, 0)
+/* The multi-language types take the logical ops too, as in MPICH and Open
+ * MPI (the standard's table leaves them out). */
+INTEGER_OPS(ops_aint, MPI_Aint, MPI_AINT, 1, 1)
+INTEGER_OPS(ops_offset, MPI_Offset, MPI_OFFSET, 1, 1)
+INTEGER_OPS(ops_count, MPI_Count, MPI_COUNT, 1, 1)
 
 static const MPI_Op float_ops[] = {MPI_MAX, MPI_MIN, MPI_SUM, MPI_PROD};
 
