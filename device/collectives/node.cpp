@@ -70,7 +70,8 @@ struct node_collectives {
   std::uint64_t step = 0;          // steps this rank has begun
   std::uint64_t barriers = 0;      // barriers this rank has begun
   std::uint64_t known_done = 0;    // every rank's `done` is at least this
-  int nbc_pending = 0;             // nonblocking steps begun and not done
+  int nbc_pending = 0;             // nonblocking steps begun and not finished
+  std::uint64_t finished = 0;      // this rank finished every step up to this one
 
   std::byte *slot_of(int r, std::uint64_t s) const {
     return slots + (static_cast<std::size_t>(r) * 2 + (s & 1U)) * slot;
@@ -124,16 +125,14 @@ void wait_all_posted(node_collectives &nc, std::uint64_t s) {
   nc.known_done = std::max(nc.known_done, s - 1);
 }
 
-// Takes the next step for a blocking call. Behind a pending nonblocking
-// step, waits until this rank finished it (polling moves it on): a rank
-// posts and finishes its steps in order, which wait_all_posted relies on.
+// Takes the next step for a blocking call. Behind pending nonblocking
+// steps (all earlier ones), waits until this rank finished them (polling
+// moves them on): a rank posts and finishes its steps in order, which
+// wait_all_posted relies on, and a large step's buffers stay published
+// until every rank is done reading them.
 std::uint64_t begin_step(node_collectives &nc) {
-  const std::uint64_t s = ++nc.step;
-  if (nc.nbc_pending > 0) {
-    const rank_line &me = nc.mine();
-    wait_shared([&] { return me.done.load(std::memory_order_relaxed) >= s - 1; });
-  }
-  return s;
+  if (nc.nbc_pending > 0) wait_shared([&] { return nc.nbc_pending == 0; });
+  return ++nc.step;
 }
 
 std::size_t slot_for(int size) {
@@ -664,6 +663,7 @@ bool node_fits_slot(const node_collectives &nc, std::size_t bytes) {
 }
 
 std::uint64_t node_step_begin(node_collectives &nc) {
+  if (nc.nbc_pending == 0) nc.finished = nc.step;  // the steps before were blocking
   ++nc.nbc_pending;
   return ++nc.step;
 }
@@ -674,7 +674,7 @@ namespace {
 // (steps stay in order on each rank), and when it writes its slot (or its
 // byte count) every rank finished s - 2, the step that used them last.
 bool may_post(node_collectives &nc, std::uint64_t s, bool writes_slot) {
-  if (nc.mine().done.load(std::memory_order_relaxed) < s - 1) return false;
+  if (nc.finished < s - 1) return false;
   if (!writes_slot || s <= 2 || nc.known_done >= s - 2) return true;
   for (int r = 0; r < nc.size; ++r) {
     if (nc.lines[r].done.load(std::memory_order_acquire) < s - 2) return false;
@@ -694,34 +694,82 @@ bool all_posted(node_collectives &nc, std::uint64_t s) {
 
 void finish_nonblocking(node_collectives &nc, std::uint64_t s) {
   nc.mine().done.store(s, std::memory_order_release);
+  nc.finished = s;
   --nc.nbc_pending;
 }
 
+// The phases of a nonblocking step (its `phase`, kept by the caller).
+enum : int { to_post, to_fold, to_end, to_gather };
+
 }  // namespace
 
-bool node_allreduce_poll(node_collectives &nc, std::uint64_t s, bool &posted, const void *in,
+bool node_allreduce_poll(node_collectives &nc, std::uint64_t s, int &phase, const void *in,
                          void *out, std::size_t count, int type, std::int64_t extent, int op,
                          int &err) {
   rank_line &me = nc.mine();
   const unsigned parity = s & 1U;
   const std::size_t bytes = count * static_cast<std::size_t>(extent);
-  if (!posted) {
+  const bool large = bytes > nc.slot;
+  auto *result = static_cast<std::byte *>(out);
+  // Large, as node_reduce's: rank r folds share r of every rank's data
+  // (read in place), then reads the others' shares; the step ends when
+  // every rank is done reading (this rank's buffers stay published).
+  const auto share = [&](int r) {
+    return count * static_cast<std::size_t>(r) / static_cast<std::size_t>(nc.size);
+  };
+  const fold f{nc, s, static_cast<const std::byte *>(in), extent, type, op, large};
+  if (phase == to_post) {
     if (!may_post(nc, s, true)) return false;
-    std::memcpy(nc.slot_of(nc.rank, s), in, bytes);
+    if (large) {
+      me.in = reinterpret_cast<std::uintptr_t>(in);
+    } else {
+      std::memcpy(nc.slot_of(nc.rank, s), in, bytes);
+    }
     me.bytes[parity] = bytes;
     me.posted.store(s, std::memory_order_release);
-    posted = true;
+    phase = to_fold;
   }
-  if (!all_posted(nc, s)) return false;
-  bool same = true;
-  for (int r = 0; r < nc.size; ++r) same = same && nc.lines[r].bytes[parity] == bytes;
-  err = MPI_ERR_TRUNCATE;
-  if (same) {
-    const fold f{nc, s, static_cast<const std::byte *>(in), extent, type, op, false};
-    f.range(0, count, static_cast<std::byte *>(out));
-    err = MPI_SUCCESS;
+  if (phase == to_fold) {
+    if (!all_posted(nc, s)) return false;
+    bool same = true;
+    for (int r = 0; r < nc.size; ++r) same = same && nc.lines[r].bytes[parity] == bytes;
+    err = same ? MPI_SUCCESS : MPI_ERR_TRUNCATE;
+    if (same && !large && !f.range(0, count, result)) err = MPI_ERR_OTHER;
+    if (!same || !large) {
+      if (!large) {
+        finish_nonblocking(nc, s);
+        return true;
+      }
+      me.done.store(s, std::memory_order_release);  // nobody reads anything
+      phase = to_end;
+    } else {
+      const std::size_t mine_at = share(nc.rank) * static_cast<std::size_t>(extent);
+      me.out = reinterpret_cast<std::uintptr_t>(result);
+      if (!f.range(share(nc.rank), share(nc.rank + 1), result + mine_at)) err = MPI_ERR_OTHER;
+      me.reduced.store(s, std::memory_order_release);
+      phase = to_gather + 1;  // then the share of rank + 1, rank + 2, ...
+    }
   }
-  finish_nonblocking(nc, s);
+  // to_gather + k: the share of rank + k is next.
+  while (phase > to_gather && phase < to_gather + nc.size) {
+    const int r = (nc.rank + phase - to_gather) % nc.size;
+    const rank_line &l = nc.lines[r];
+    if (l.reduced.load(std::memory_order_acquire) < s) return false;
+    const std::size_t at = share(r) * static_cast<std::size_t>(extent);
+    const std::size_t len = (share(r + 1) - share(r)) * static_cast<std::size_t>(extent);
+    if (!node_memory_read(l.pid, l.out + at, result + at, len)) err = MPI_ERR_OTHER;
+    if (++phase == to_gather + nc.size) {
+      me.done.store(s, std::memory_order_release);
+      phase = to_end;
+    }
+  }
+  if (phase == to_end) {
+    for (int r = 0; r < nc.size; ++r) {
+      if (nc.lines[r].done.load(std::memory_order_acquire) < s) return false;
+    }
+    nc.known_done = s;
+    finish_nonblocking(nc, s);
+  }
   return true;
 }
 
@@ -749,11 +797,11 @@ bool node_bcast_poll(node_collectives &nc, std::uint64_t s, const typed_buffer &
   return true;
 }
 
-bool node_barrier_poll(node_collectives &nc, std::uint64_t s, bool &posted) {
-  if (!posted) {
+bool node_barrier_poll(node_collectives &nc, std::uint64_t s, int &phase) {
+  if (phase == to_post) {
     if (!may_post(nc, s, false)) return false;
     nc.mine().posted.store(s, std::memory_order_release);
-    posted = true;
+    phase = to_fold;
   }
   if (!all_posted(nc, s)) return false;
   finish_nonblocking(nc, s);

@@ -95,17 +95,19 @@ int node_scatter(node_collectives &nc, const typed_buffer *all, const typed_buff
 node_collectives *node_collectives_made(const communicator &comm);
 
 // Nonblocking Allreduce through the segment (MPI_Iallreduce and
-// MPI_Allreduce_init of data that fit a slot); Bcast and Barrier below. node_step_begin takes the
+// MPI_Allreduce_init; above a slot a large step read in place, when
+// node_takes); Bcast and Barrier below. node_step_begin takes the
 // call's step when it starts, in call order with the blocking calls;
 // node_allreduce_poll then moves it on and never waits. It returns false
 // until it is done, then `err` holds its error class (MPI_ERR_TRUNCATE when
 // the ranks' byte counts differ). A rank runs its steps in order: a step
 // posts only once this rank finished the one before, and a blocking call
-// behind a pending nonblocking one waits for it first (polling moves it on).
-// Reduces as node_reduce with root -1.
+// behind pending nonblocking ones waits for them first (polling moves them
+// on). Reduces as node_reduce with root -1. `phase` starts at 0 and is the
+// poll's own.
 bool node_fits_slot(const node_collectives &nc, std::size_t bytes);
 std::uint64_t node_step_begin(node_collectives &nc);
-bool node_allreduce_poll(node_collectives &nc, std::uint64_t s, bool &posted, const void *in,
+bool node_allreduce_poll(node_collectives &nc, std::uint64_t s, int &phase, const void *in,
                          void *out, std::size_t count, int type, std::int64_t extent, int op,
                          int &err);
 // The same for MPI_Ibcast and MPI_Bcast_init (the root's packed data fit a
@@ -114,7 +116,7 @@ bool node_allreduce_poll(node_collectives &nc, std::uint64_t s, bool &posted, co
 // without data, done once every rank has posted it.
 bool node_bcast_poll(node_collectives &nc, std::uint64_t s, const typed_buffer &data, int root,
                      int &err);
-bool node_barrier_poll(node_collectives &nc, std::uint64_t s, bool &posted);
+bool node_barrier_poll(node_collectives &nc, std::uint64_t s, int &phase);
 
 // Frees what node_collectives_of made (with the communicator).
 void node_collectives_free(node_collectives *nc);

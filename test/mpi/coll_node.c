@@ -65,12 +65,14 @@ static void one_step(MPI_Comm c, int it, int *a, int *b, double *d, double *e) {
   MPI_Comm_rank(c, &me);
   MPI_Comm_size(c, &n);
   const int around = next(4) == 0 ? 1 + (int)next(2) : 0;
+  /* Up to 40 ints (a slot), or one time in four up to 20,000 (large:
+   * read in place). */
   int kind[2], k[2], root[2];
-  int in[2][40], out[2][40];
+  static int in[2][20000], out[2][20000];
   MPI_Request r[2] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL};
   for (int j = 0; j < around; ++j) {
     kind[j] = (int)next(3);
-    k[j] = (int)next(40) + 1;
+    k[j] = (int)next(next(4) == 0 ? 20000 : 40) + 1;
     root[j] = (int)next((unsigned)n);
     for (int i = 0; i < k[j]; ++i) {
       in[j][i] = value(me, i, it + 1 + j);

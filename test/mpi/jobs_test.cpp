@@ -202,8 +202,9 @@ TEST(NodeCollectives, AcrossNodesInTwoLevels) {
 // Allreduce through messages with each algorithm forced (IRIS_COLL_ALLREDUCE,
 // device/api/coll/nbc_allreduce.cpp), blocking, nonblocking and persistent,
 // against serial references: over shm at 2, 3, 4, 5 and 8 ranks, over tcp
-// and across 2 simulated nodes at 5 and 4. auto runs too (the segment, and
-// doubling or halving by size for the nonblocking forms).
+// and across 2 simulated nodes at 5 and 4. auto runs too: the segment for
+// every form (with 64-byte slots too, so that nearly every call is a large
+// step read in place), doubling or halving by size through messages.
 TEST(CollectiveAlgorithms, AllreduceEachAlgorithmForced) {
   const env_list tcp = {{"IRIS_SHM", "0"}, {"IRIS_NETMOD", "tcp"}};
   for (const char *algorithm : {"auto", "doubling", "halving", "ring"}) {
@@ -213,6 +214,10 @@ TEST(CollectiveAlgorithms, AllreduceEachAlgorithmForced) {
     };
     std::vector<run> runs;
     for (int ranks : {2, 3, 4, 5, 8}) runs.push_back({ranks, 1, {}});
+    // 64-byte slots: nearly every nonblocking call is a large step.
+    if (std::string(algorithm) == "auto") {
+      for (int ranks : {3, 4, 8}) runs.push_back({ranks, 1, {{"IRIS_COLL_SHM_SLOT", "64"}}});
+    }
     runs.push_back({5, 1, tcp});
     runs.push_back({4, 2, {{"IRIS_NETMOD", "tcp"}}});
     for (run &r : runs) {

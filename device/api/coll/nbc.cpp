@@ -135,49 +135,55 @@ int reduction_checks(const char *call, const communicator &c, const void *sendbu
 
 // The node's segment of `c` for a nonblocking collective of `bytes` per
 // rank (collectives/node.hpp): when an earlier blocking call made it and
-// the data fit a slot; else nullptr (messages).
-device::node_collectives *node_segment(const communicator &c, std::size_t bytes) {
+// the data fit a slot (or, `large_too`, any size the segment takes: read
+// in place with CMA); else nullptr (messages).
+device::node_collectives *node_segment(const communicator &c, std::size_t bytes,
+                                       bool large_too = false) {
   device::node_collectives *nc = device::node_collectives_made(c);
-  return nc != nullptr && device::node_fits_slot(*nc, bytes) ? nc : nullptr;
+  if (nc == nullptr) return nullptr;
+  const bool takes =
+      large_too ? device::node_takes(*nc, bytes) : device::node_fits_slot(*nc, bytes);
+  return takes ? nc : nullptr;
 }
 
 // The steps of a collective through the segment: a call that takes the
 // step when the schedule starts (each MPI_Start of a persistent one takes
 // another, in call order), then a poll step that asks
-// `poll(segment, step, posted, err)` until it is done.
+// `poll(segment, step, phase, err)` until it is done (`phase` starts at 0
+// and is the poll's own).
 template <typename Poll>
 void node_steps(schedule &s, Poll poll) {
   struct call_state {
     std::shared_ptr<device::node_collectives> keep;  // mapped while the request lives
     std::uint64_t step = 0;
-    bool posted = false;
+    int phase = 0;
   };
   auto state = std::make_shared<call_state>();
   state->keep = s.comm().node_coll;
   s.call([state](schedule &) {
     state->step = device::node_step_begin(*state->keep);
-    state->posted = false;
+    state->phase = 0;
   });
-  s.poll([state, poll](int &err) { return poll(*state->keep, state->step, state->posted, err); });
+  s.poll([state, poll](int &err) { return poll(*state->keep, state->step, state->phase, err); });
 }
 
-// An allreduce through the segment when it has one, the data fit a slot,
-// are of a predefined type without gaps, and no algorithm is forced
-// (IRIS_COLL_ALLREDUCE): adds its steps to `s` and returns true.
+// An allreduce through the segment when it has one, takes the data (a
+// slot, or larger read in place), they are of a predefined type without gaps, and no algorithm is
+// forced (IRIS_COLL_ALLREDUCE): adds its steps to `s` and returns true.
 bool node_allreduce(schedule &s, const typed_buffer &in, const typed_buffer &out, MPI_Op op,
                     MPI_Datatype type) {
   const device::dtype &t = *out.type;
   const std::size_t bytes = out.packed_bytes();
   if (device::rt->config.coll_allreduce != 0 || !t.predefined || t.wide_of != 0 || t.true_lb != 0 ||
       t.extent != static_cast<std::int64_t>(t.packed_size) || bytes == 0 ||
-      node_segment(s.comm(), bytes) == nullptr) {
+      node_segment(s.comm(), bytes, true) == nullptr) {
     return false;
   }
   device::op_hold(op);  // the program may free op while the call runs
   std::shared_ptr<void> held(nullptr, [op](void *) { device::op_unhold(op); });
   node_steps(s, [held, in, out, op, type](device::node_collectives &nc, std::uint64_t step,
-                                          bool &posted, int &err) {
-    return device::node_allreduce_poll(nc, step, posted, in.base, out.base,
+                                          int &phase, int &err) {
+    return device::node_allreduce_poll(nc, step, phase, in.base, out.base,
                                        static_cast<std::size_t>(out.count), type, out.type->extent,
                                        op, err);
   });
@@ -201,8 +207,8 @@ int ibarrier(const char *call, MPI_Comm comm, MPI_Info info, mode m, MPI_Request
   if (int err = check_request(call, *c, m, info, request)) return err;
   auto s = std::make_unique<schedule>(*c);
   if (node_segment(*c, 0) != nullptr) {
-    node_steps(*s, [](device::node_collectives &nc, std::uint64_t step, bool &posted, int &) {
-      return device::node_barrier_poll(nc, step, posted);
+    node_steps(*s, [](device::node_collectives &nc, std::uint64_t step, int &phase, int &) {
+      return device::node_barrier_poll(nc, step, phase);
     });
   } else {
     barrier_rounds(*s);
@@ -221,10 +227,9 @@ int ibcast(const char *call, void *buffer, int count, MPI_Datatype datatype, int
   if (int err = check_request(call, *c, m, info, request)) return err;
   auto s = std::make_unique<schedule>(*c);
   if (data.packed_bytes() > 0 && node_segment(*c, data.packed_bytes()) != nullptr) {
-    node_steps(*s,
-               [data, root](device::node_collectives &nc, std::uint64_t step, bool &, int &err) {
-                 return device::node_bcast_poll(nc, step, data, root, err);
-               });
+    node_steps(*s, [data, root](device::node_collectives &nc, std::uint64_t step, int &, int &err) {
+      return device::node_bcast_poll(nc, step, data, root, err);
+    });
   } else {
     bcast_tree(*s, data, root);
   }
