@@ -3,6 +3,8 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <utility>
+#include <vector>
 
 #include "device/protocols/recv.hpp"
 #include "device/protocols/send.hpp"
@@ -74,18 +76,17 @@ node_hierarchy *make(communicator &c) {
   h->runs = std::is_sorted(h->node_of.begin(), h->node_of.end());
   const auto me = static_cast<std::size_t>(c.rank);
   h->leader = h->local_of[me] == 0;
-  h->local.handle = c.handle;
-  h->local.context = c.context;
-  h->local.errhandler = c.errhandler;
-  h->local.world_rank = members_here;
-  h->local.size = static_cast<int>(members_here.size());
-  h->local.rank = h->local_of[me];
-  h->leaders.handle = c.handle;
-  h->leaders.context = c.context;
-  h->leaders.errhandler = c.errhandler;
-  h->leaders.world_rank = leader_world;
-  h->leaders.size = static_cast<int>(leader_world.size());
-  h->leaders.rank = h->node_of[me];
+  // Both levels on c's context and error handler, with their own members.
+  const auto level = [&c](communicator &l, std::vector<int> members, int rank) {
+    l.handle = c.handle;
+    l.context = c.context;
+    l.errhandler = c.errhandler;
+    l.size = static_cast<int>(members.size());
+    l.world_rank = std::move(members);
+    l.rank = rank;
+  };
+  level(h->local, members_here, h->local_of[me]);
+  level(h->leaders, leader_world, h->node_of[me]);
   // Each node makes its segment among its own ranks (node.cpp's rounds on
   // the local numbering); then every rank learns whether all nodes did,
   // with CMA for their large steps.

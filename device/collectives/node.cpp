@@ -358,6 +358,32 @@ int node_bcast(node_collectives &nc, const typed_buffer &data, int root, std::si
 
 namespace {
 
+// Posts this rank's data for reduction step s: copied into its slot, or
+// (large) its address published for the others to read in place.
+void post_reduction(node_collectives &nc, std::uint64_t s, const void *in, std::size_t bytes,
+                    bool large) {
+  rank_line &me = nc.mine();
+  if (large) {
+    me.in = reinterpret_cast<std::uintptr_t>(in);
+  } else {
+    std::memcpy(nc.slot_of(nc.rank, s), in, bytes);
+  }
+  me.bytes[s & 1U] = bytes;
+  me.posted.store(s, std::memory_order_release);
+}
+
+// Whether every rank posted `bytes` for step s (once all posted).
+bool same_bytes(const node_collectives &nc, std::uint64_t s, std::size_t bytes) {
+  bool same = true;
+  for (int r = 0; r < nc.size; ++r) same = same && nc.lines[r].bytes[s & 1U] == bytes;
+  return same;
+}
+
+// The first element of rank r's share of a large reduction of `count`.
+std::size_t share_of(const node_collectives &nc, std::size_t count, int r) {
+  return count * static_cast<std::size_t>(r) / static_cast<std::size_t>(nc.size);
+}
+
 // One reduction through the segment: `count` elements of `extent` bytes.
 struct fold {
   node_collectives &nc;
@@ -436,28 +462,19 @@ struct fold {
 int node_reduce(node_collectives &nc, const void *in, void *out, std::size_t count, int type,
                 std::int64_t extent, int op, int root) {
   const std::uint64_t s = begin_step(nc);
-  const unsigned parity = s & 1U;
   const std::size_t bytes = count * static_cast<std::size_t>(extent);
   const bool large = bytes > nc.slot;
   const bool gets_result = root < 0 || nc.rank == root;
   rank_line &me = nc.mine();
   // Also a large step: its byte count goes where step s - 2's went.
   wait_slot_free(nc, s);
-  if (large) {
-    me.in = reinterpret_cast<std::uintptr_t>(in);
-  } else {
-    std::memcpy(nc.slot_of(nc.rank, s), in, bytes);
-  }
-  me.bytes[parity] = bytes;
-  me.posted.store(s, std::memory_order_release);
+  post_reduction(nc, s, in, bytes, large);
   if (!gets_result && !large) {
     me.done.store(s, std::memory_order_release);
     return MPI_SUCCESS;
   }
   wait_all_posted(nc, s);
-  bool same = true;
-  for (int r = 0; r < nc.size; ++r) same = same && nc.lines[r].bytes[parity] == bytes;
-  if (!same) {
+  if (!same_bytes(nc, s, bytes)) {
     // Nobody reads anything: every rank that sees the counts stops here
     // (a Reduce's other ranks say nothing, as through messages).
     if (large) {
@@ -489,9 +506,7 @@ int node_reduce(node_collectives &nc, const void *in, void *out, std::size_t cou
   // get the same bits. A Reduce's other ranks fold into a buffer of their
   // own (their receive buffer is the root's alone), whose address they
   // publish as if it held the whole result.
-  const auto share = [&](int r) {
-    return count * static_cast<std::size_t>(r) / static_cast<std::size_t>(nc.size);
-  };
+  const auto share = [&](int r) { return share_of(nc, count, r); };
   const std::size_t mine_at = share(nc.rank) * static_cast<std::size_t>(extent);
   std::vector<std::byte> part;
   std::byte *to = result + mine_at;
@@ -707,32 +722,22 @@ bool node_allreduce_poll(node_collectives &nc, std::uint64_t s, int &phase, cons
                          void *out, std::size_t count, int type, std::int64_t extent, int op,
                          int &err) {
   rank_line &me = nc.mine();
-  const unsigned parity = s & 1U;
   const std::size_t bytes = count * static_cast<std::size_t>(extent);
   const bool large = bytes > nc.slot;
   auto *result = static_cast<std::byte *>(out);
   // Large, as node_reduce's: rank r folds share r of every rank's data
   // (read in place), then reads the others' shares; the step ends when
   // every rank is done reading (this rank's buffers stay published).
-  const auto share = [&](int r) {
-    return count * static_cast<std::size_t>(r) / static_cast<std::size_t>(nc.size);
-  };
+  const auto share = [&](int r) { return share_of(nc, count, r); };
   const fold f{nc, s, static_cast<const std::byte *>(in), extent, type, op, large};
   if (phase == to_post) {
     if (!may_post(nc, s, true)) return false;
-    if (large) {
-      me.in = reinterpret_cast<std::uintptr_t>(in);
-    } else {
-      std::memcpy(nc.slot_of(nc.rank, s), in, bytes);
-    }
-    me.bytes[parity] = bytes;
-    me.posted.store(s, std::memory_order_release);
+    post_reduction(nc, s, in, bytes, large);
     phase = to_fold;
   }
   if (phase == to_fold) {
     if (!all_posted(nc, s)) return false;
-    bool same = true;
-    for (int r = 0; r < nc.size; ++r) same = same && nc.lines[r].bytes[parity] == bytes;
+    const bool same = same_bytes(nc, s, bytes);
     err = same ? MPI_SUCCESS : MPI_ERR_TRUNCATE;
     if (same && !large && !f.range(0, count, result)) err = MPI_ERR_OTHER;
     if (!same || !large) {
