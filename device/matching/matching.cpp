@@ -4,6 +4,7 @@
 #include <bit>
 #include <cstdlib>
 #include <new>
+#include <utility>
 
 namespace iris::device {
 
@@ -75,7 +76,7 @@ context_queues *matcher::make_queues(std::uint32_t context) {
     free_ = q->chain;
   } else {
     auto made = std::unique_ptr<context_queues>(new (std::nothrow) context_queues);
-    if (made == nullptr) return nullptr;
+    if (made == nullptr || !made->reserve()) return nullptr;
     q = made.get();
     owned_.push_back(std::move(made));
   }
@@ -141,11 +142,87 @@ void matcher::forget(std::uint32_t context) {
 }
 
 bool context_queues::empty() const {
-  if (waiting != 0 || !posted_wild.empty()) return false;
-  for (const auto &bin : posted) {
-    if (!bin.empty()) return false;
+  return waiting == 0 && exact == 0 && posted_wild.empty();
+}
+
+namespace {
+
+// Bins of `n` lists, or nullptr when memory is exhausted.
+template <typename T>
+std::unique_ptr<intrusive_queue<T>[]> bins_of(std::size_t n) {
+  return std::unique_ptr<intrusive_queue<T>[]>(new (std::nothrow) intrusive_queue<T>[n]);
+}
+
+// Bin b's entries go to bins 2b and 2b + 1 of `to` (one more bit of the
+// same hash), each keeping their order. `to` may hold the bins being split
+// when split from the last to the first: then 2b and 2b + 1 were emptied
+// before.
+template <typename T>
+void split(intrusive_queue<T> from, intrusive_queue<T> *to, unsigned shift) {
+  while (T *e = from.pop_front()) {
+    to[context_queues::bin_of(e->key.source, e->key.tag, shift)].push_back(e);
   }
+}
+
+// Bins 2b and 2b + 1 into bin b, oldest first (the entries' sequence
+// numbers), when merged from the first to the last.
+template <typename T>
+void merge(intrusive_queue<T> *bins, std::size_t b) {
+  intrusive_queue<T> low = std::exchange(bins[2 * b], {});
+  intrusive_queue<T> high = std::exchange(bins[2 * b + 1], {});
+  for (;;) {
+    T *l = low.front();
+    T *h = high.front();
+    if (l == nullptr && h == nullptr) return;
+    const bool from_low = h == nullptr || (l != nullptr && l->match_seq < h->match_seq);
+    bins[b].push_back(from_low ? low.pop_front() : high.pop_front());
+  }
+}
+
+}  // namespace
+
+bool context_queues::reserve() {
+  if (room >= initial_shift) return true;
+  posted = bins_of<request>(bins());
+  unexpected = bins_of<unexpected_msg>(bins());
+  if (posted == nullptr || unexpected == nullptr) return false;
+  room = initial_shift;
   return true;
+}
+
+void context_queues::grow() {
+  const unsigned next = shift + 1;
+  if (room < next) {
+    // New bins, twice as many: none allocated on the way back down.
+    auto more_posted = bins_of<request>(std::size_t{1} << next);
+    auto more_unexpected = bins_of<unexpected_msg>(std::size_t{1} << next);
+    if (more_posted == nullptr || more_unexpected == nullptr) return;  // fewer bins, same matches
+    for (std::size_t b = 0; b < bins(); ++b) {
+      split(std::exchange(posted[b], {}), more_posted.get(), next);
+      split(std::exchange(unexpected[b], {}), more_unexpected.get(), next);
+    }
+    posted = std::move(more_posted);
+    unexpected = std::move(more_unexpected);
+    room = next;
+  } else {
+    for (std::size_t b = bins(); b-- > 0;) {
+      split(std::exchange(posted[b], {}), posted.get(), next);
+      split(std::exchange(unexpected[b], {}), unexpected.get(), next);
+    }
+  }
+  shift = next;
+  count(rebinned, 1);
+}
+
+void context_queues::shrink() {
+  while (shift > initial_shift && exact + waiting < bins() / 8) {
+    --shift;
+    for (std::size_t b = 0; b < bins(); ++b) {
+      merge(posted.get(), b);
+      merge(unexpected.get(), b);
+    }
+    count(rebinned, 1);
+  }
 }
 
 bool matcher::withdraw(request *r) {
@@ -155,16 +232,21 @@ bool matcher::withdraw(request *r) {
   intrusive_queue<request> &list = q->posted_list(r->key);
   if (r->next == nullptr && r->prev == nullptr && list.front() != r) return false;
   list.remove(r);
+  if (!context_queues::wildcard(r->key)) {
+    --q->exact;
+    q->removed();
+  }
   return true;
 }
 
 unexpected_msg *matcher::oldest(context_queues &q, const match_key &pattern) {
   const auto matches = [&](const unexpected_msg &m) { return key_matches(pattern, m.key); };
   if (!context_queues::wildcard(pattern)) {
-    return scan(q, q.unexpected[context_queues::bin_of(pattern.source, pattern.tag)], matches);
+    return scan(q, q.unexpected[q.bin(pattern.source, pattern.tag)], matches);
   }
   unexpected_msg *best = nullptr;
-  for (const auto &bin : q.unexpected) {
+  for (std::size_t b = 0; b < q.bins(); ++b) {
+    const auto &bin = q.unexpected[b];
     if (bin.empty()) continue;
     unexpected_msg *first = scan(q, bin, matches);
     if (first != nullptr && (best == nullptr || first->match_seq < best->match_seq)) best = first;
@@ -189,8 +271,9 @@ unexpected_msg *matcher::park(context_queues &q, const match_key &key, packet_ty
       return nullptr;
     }
   }
-  q.unexpected[context_queues::bin_of(key.source, key.tag)].push_back(m);
+  q.unexpected[q.bin(key.source, key.tag)].push_back(m);
   ++q.waiting;
+  q.added();
   counts_.depth_peak = std::max(counts_.depth_peak, ++counts_.depth);
   if (held) counts_.bytes_peak = std::max(counts_.bytes_peak, counts_.bytes += length);
   return m;
@@ -212,8 +295,8 @@ void matcher::release(unexpected_msg *m) {
 
 void matcher::release_all() {
   each_queues([&](context_queues &q) {
-    for (auto &bin : q.unexpected) {
-      while (unexpected_msg *m = bin.pop_front()) release(m);
+    for (std::size_t b = 0; b < q.bins(); ++b) {
+      while (unexpected_msg *m = q.unexpected[b].pop_front()) release(m);
     }
     q.waiting = 0;
   });

@@ -12,14 +12,15 @@
 // used their own communicator (MPICH's threads/perf/mt_pt2pt_msgrate) made
 // every receive scan the other threads' unexpected messages: with 2 threads
 // a rank and 2,000 messages unexpected the rate fell from 10 to 0.4 M msgs/s.
-// Within a context, receives and messages sit in bins by (source, tag), so
-// threads that share a communicator but not a tag do not walk each other's
-// entries either; receives with a wildcard sit in a list of their own, and
-// sequence numbers keep the oldest-first order across bins
-// (context_queues). A context's queues are made the first time it is used
-// and recycled when its communicator is freed with all empty (forget());
-// the table of them is a hash on the context id, the last one used cached in
-// front of it.
+// Within a context, receives and messages sit in bins by (source, tag),
+// as many as the queues need, so that a search compares about one entry
+// however deep the queues are, and threads that share a communicator but
+// not a tag do not walk each other's entries either; receives with a
+// wildcard sit in a list of their own, and sequence numbers keep the
+// oldest-first order across bins (context_queues). A context's queues are
+// made the first time it is used and recycled when its communicator is
+// freed with all empty (forget()); the table of them is a hash on the
+// context id, the last one used cached in front of it.
 #pragma once
 
 #include <atomic>
@@ -77,18 +78,52 @@ class data_pool {
 // probes, cancels) can meet here; the park-or-match of an arriving message
 // is one step under it. Below MULTIPLE nobody takes it.
 struct context_queues {
-  static constexpr std::size_t bins = 32;
-  static std::size_t bin_of(std::int32_t source, std::int32_t tag) {
+  // Bins start at 32 and double while the bins hold more than two entries
+  // each (receives that name both source and tag, and messages), up to
+  // 2^15; they halve again once they hold fewer than one entry in eight, so
+  // a search takes about one comparison however deep the queues are, and a
+  // wildcard's walk over the bins costs no more than a list's would.
+  static constexpr unsigned initial_shift = 5;
+  static constexpr unsigned max_shift = 15;
+  static std::size_t bin_of(std::int32_t source, std::int32_t tag, unsigned shift = initial_shift) {
     const std::uint64_t both =
         (std::uint64_t{static_cast<std::uint32_t>(source)} << 32) | static_cast<std::uint32_t>(tag);
-    return (both * 0x9e3779b97f4a7c15ULL) >> 59;
+    return (both * 0x9e3779b97f4a7c15ULL) >> (64 - shift);
   }
   static bool wildcard(const match_key &pattern) {
     return pattern.source == any_source || pattern.tag == any_tag;
   }
-  intrusive_queue<request> &posted_list(const match_key &pattern) {
-    return wildcard(pattern) ? posted_wild : posted[bin_of(pattern.source, pattern.tag)];
+  std::size_t bins() const { return std::size_t{1} << shift; }
+  std::size_t bin(std::int32_t source, std::int32_t tag) const {
+    return bin_of(source, tag, shift);
   }
+  intrusive_queue<request> &posted_list(const match_key &pattern) {
+    return wildcard(pattern) ? posted_wild : posted[bin(pattern.source, pattern.tag)];
+  }
+  // A receive goes into its list.
+  void post(request *r) {
+    r->match_seq = ++sequence;
+    if (wildcard(r->key)) {
+      posted_wild.push_back(r);
+      return;
+    }
+    posted[bin(r->key.source, r->key.tag)].push_back(r);
+    ++exact;
+    added();
+  }
+  // The entries in the bins changed: they may need more bins, or fewer.
+  void added() {
+    if (exact + waiting > (std::size_t{2} << shift) && shift < max_shift) [[unlikely]] {
+      grow();
+    }
+  }
+  void removed() {
+    if (shift > initial_shift && exact + waiting < bins() / 8) [[unlikely]] {
+      shrink();
+    }
+  }
+  // Room for the first bins; false when memory is exhausted.
+  bool reserve();
   bool empty() const;
   // Adds `n` to one of the counters below, under the lock: a relaxed load
   // and store, plain moves, that a reader of the statistics may meet.
@@ -99,18 +134,24 @@ struct context_queues {
   std::uint32_t context = 0;
   context_queues *chain = nullptr;         // the next in its hash bucket, or in the free list
   std::size_t waiting = 0;                 // unexpected messages in all bins
+  std::size_t exact = 0;                   // receives in the bins (no wildcard)
+  unsigned shift = initial_shift;          // 1 << shift bins in use
+  unsigned room = 0;                       // 1 << room bins allocated
   std::uint64_t sequence = 0;              // of the last post or arrival here
   std::atomic<std::uint64_t> compared{0};  // entries compared with a key
   std::atomic<std::uint64_t> unlocked{0};  // receives matched without the call lock
   std::atomic<std::uint64_t> aside{0};     // messages delivered without the call lock
   std::atomic<std::uint64_t> rendezvous_aside{0};  // rendezvous answered without it
+  std::atomic<std::uint64_t> rebinned{0};          // times the bins doubled or halved
   spin_lock lock;                                  // MULTIPLE only
   intrusive_queue<request> posted_wild;
-  intrusive_queue<request> posted[bins];
-  intrusive_queue<unexpected_msg> unexpected[bins];
+  std::unique_ptr<intrusive_queue<request>[]> posted;
+  std::unique_ptr<intrusive_queue<unexpected_msg>[]> unexpected;
+
+ private:
+  void grow();
+  void shrink();
 };
-static_assert((context_queues::bins & (context_queues::bins - 1)) == 0 &&
-              context_queues::bins == std::size_t{1} << (64 - 59));
 
 class matcher {
  public:
@@ -149,7 +190,7 @@ class matcher {
   template <typename Accept>
   [[gnu::always_inline]] request *match_posted_if(context_queues &q, const match_key &message,
                                                   Accept accept) {
-    auto &bin = q.posted[context_queues::bin_of(message.source, message.tag)];
+    auto &bin = q.posted[q.bin(message.source, message.tag)];
     request *exact = scan(q, bin, [&](const request &r) {
       return r.key.source == message.source && r.key.tag == message.tag;
     });
@@ -163,6 +204,8 @@ class matcher {
     }
     if (exact == nullptr || !accept(*exact)) return nullptr;
     bin.remove(exact);
+    --q.exact;
+    q.removed();
     return exact;
   }
   // Without the call lock (MULTIPLE): the queues last made for `context`,
@@ -190,8 +233,7 @@ class matcher {
     if (hit != nullptr) {
       unpark(q, hit);
     } else {
-      r->match_seq = ++q.sequence;
-      q.posted_list(r->key).push_back(r);
+      q.post(r);
     }
     return hit;
   }
@@ -211,8 +253,7 @@ class matcher {
       return false;
     }
     const hold held = lock(*q);
-    r->match_seq = ++q->sequence;
-    q->posted_list(r->key).push_back(r);
+    q->post(r);
     return true;
   }
   unexpected_msg *park(const match_key &key, packet_type type, std::size_t length, int from,
@@ -253,8 +294,8 @@ class matcher {
     each_queues([&](context_queues &q) {
       if (found != nullptr) return;
       const hold held = lock(q);
-      for (const auto &bin : q.unexpected) {
-        if (found == nullptr) found = bin.find(pred);
+      for (std::size_t b = 0; b < q.bins() && found == nullptr; ++b) {
+        found = q.unexpected[b].find(pred);
       }
       if (found != nullptr) unpark(q, found);
     });
@@ -274,6 +315,8 @@ class matcher {
   // Queue entries compared with a key so far, by every search: what
   // matching costs (IRIS_STATS; a test's view of it).
   std::uint64_t compared() const { return total(&context_queues::compared); }
+  // Times a context's bins doubled or halved so far (IRIS_STATS).
+  std::uint64_t rebinned() const { return total(&context_queues::rebinned); }
   // Receives matched without the call lock so far (IRIS_STATS).
   std::uint64_t unlocked_receives() const { return total(&context_queues::unlocked); }
   // Messages delivered by threads polling without the call lock so far
@@ -310,8 +353,9 @@ class matcher {
   }
   // Takes the unexpected message `m` out of its bin of `q`.
   static void unpark(context_queues &q, unexpected_msg *m) {
-    q.unexpected[context_queues::bin_of(m->key.source, m->key.tag)].remove(m);
+    q.unexpected[q.bin(m->key.source, m->key.tag)].remove(m);
     --q.waiting;
+    q.removed();
   }
   // The oldest entry of `queue`, one of `q`'s, that pred holds for,
   // counting the entries compared.

@@ -73,7 +73,7 @@ void stats_print(runtime &r) {
       "(credit stalls %llu); received rendezvous by single-copy reads %llu (of scattered blocks "
       "%llu), by data packets %llu; "
       "credit packets %llu; unexpected peak %zu messages, %zu bytes; slept %llu times (%llu timed "
-      "out); matching compared %llu queue entries\n",
+      "out); matching compared %llu queue entries (bins resized %llu times)\n",
       r.rank, static_cast<unsigned long long>(s.eager), static_cast<unsigned long long>(unlocked),
       static_cast<unsigned long long>(s.eager_sync), static_cast<unsigned long long>(s.rendezvous),
       static_cast<unsigned long long>(s.credit_stalls),
@@ -83,7 +83,8 @@ void stats_print(runtime &r) {
       static_cast<unsigned long long>(s.credit_packets), r.matching.unexpected_counts().depth_peak,
       r.matching.unexpected_counts().bytes_peak, static_cast<unsigned long long>(s.sleeps),
       static_cast<unsigned long long>(s.sleep_timeouts),
-      static_cast<unsigned long long>(r.matching.compared()));
+      static_cast<unsigned long long>(r.matching.compared()),
+      static_cast<unsigned long long>(r.matching.rebinned()));
   if (const std::uint64_t receives = r.matching.unlocked_receives()) {
     std::fprintf(stderr,
                  "iris: rank %d stats: receives matched without the call lock %llu, messages "

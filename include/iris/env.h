@@ -79,7 +79,8 @@ int MPI_Info_free(MPI_Info *info);
  * (received as data packets), "credit_stalls",
  * "credit_packets", "unexpected_depth_peak", "unexpected_bytes_peak" (eager
  * data held for peers), "match_compared" (queue entries the matching engine
- * compared with a key, in all), "recv_unlocked", "recv_aside" and
+ * compared with a key, in all), "match_rebinned" (times a communicator's
+ * matching bins doubled or halved as its queues grew or shrank), "recv_unlocked", "recv_aside" and
  * "rendezvous_aside" (MPI_THREAD_MULTIPLE: receives matched without the
  * call lock, eager messages delivered without it, and rendezvous messages
  * answered without it), "data_aside" (the data packets of rendezvous

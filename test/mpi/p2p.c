@@ -1,7 +1,8 @@
 /* Point-to-point semantics, checked at any number of ranks: self messages,
  * posted-then-unexpected and unexpected-then-posted, wildcard ordering,
  * ANY_SOURCE fan-in, probe and get_count, truncation, MPI_PROC_NULL,
- * zero-byte messages, fragment-edge sizes and Test polling. */
+ * zero-byte messages, fragment-edge sizes and Test polling, and deep queues
+ * with wildcards among them. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -304,16 +305,121 @@ static void fragment_edges_and_test(void) {
   MPI_Sendrecv(NULL, 0, MPI_INT, p, 22, NULL, 0, MPI_INT, p, 22, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
 }
 
+/* Deep queues: receives of distinct tags, with wildcards among them. */
+enum { deep_n = 3000, deep_most = 2 * deep_n };
+struct deep_receive {
+  int any_source;
+  int tag; /* -1: MPI_ANY_TAG */
+};
+
+/* Which receive message m takes by MPI's rules for one sender (the oldest
+ * receive still open that matches it, in post order), marked taken; -1 if
+ * none. */
+static int deep_match(const struct deep_receive *rs, int receives, char *taken, int tag) {
+  for (int r = 0; r < receives; ++r) {
+    if (!taken[r] && (rs[r].tag == -1 || rs[r].tag == tag)) {
+      taken[r] = 1;
+      return r;
+    }
+  }
+  return -1;
+}
+
+static void deep_queues_with_wildcards(void) {
+  /* Thousands of receives of distinct tags, some by MPI_ANY_SOURCE, and an
+   * MPI_ANY_TAG one after every 97th and 200 at the end, posted before the
+   * messages come in reverse tag order (the wildcards take the first ones, so more messages
+   * follow for the receives left open); then the same messages left
+   * unexpected before the same receives. The matching's bins grow and
+   * shrink under them (device/matching/): every message must reach the
+   * receive MPI's order gives it. */
+  if (size < 2) return;
+  MPI_Comm pair; /* ranks 0 and 1: the barriers below are theirs */
+  MPI_Comm_split(MPI_COMM_WORLD, rank < 2 ? 0 : MPI_UNDEFINED, rank, &pair);
+  if (pair == MPI_COMM_NULL) return;
+  struct deep_receive *rs = malloc(deep_most * sizeof *rs);
+  int *tags = malloc(deep_most * sizeof(int));
+  int *want = malloc(deep_most * sizeof(int));
+  int *got = malloc(deep_most * sizeof(int));
+  int *ids = malloc(deep_most * sizeof(int));
+  char *taken = calloc(deep_most, 1);
+  MPI_Request *r = malloc(deep_most * sizeof(MPI_Request));
+  int receives = 0, messages = 0;
+  for (int i = 0; i < deep_n; ++i) {
+    rs[receives++] = (struct deep_receive){i % 89 == 7, i};
+    if (i % 97 == 5) rs[receives++] = (struct deep_receive){0, -1};
+  }
+  /* MPI_ANY_TAG ones last, taken from a queue whose bins halve meanwhile. */
+  for (int i = 0; i < 200; ++i) rs[receives++] = (struct deep_receive){0, -1};
+  for (int i = 0; i < deep_n; ++i) {
+    tags[messages] = deep_n - 1 - i;
+    want[messages] = deep_match(rs, receives, taken, tags[messages]);
+    ++messages;
+  }
+  for (int open = 0; open < receives; ++open) {
+    if (taken[open]) continue;
+    /* Scattered tags: consecutive ones never share a bin (the bins hash
+     * by Fibonacci multiplication), and halving bins must merge some. */
+    const unsigned scattered = ((unsigned)open * 2654435761u) ^ ((unsigned)open >> 3) * 40503u;
+    tags[messages] = rs[open].tag == -1 ? deep_n + (int)(scattered % 20000u) : rs[open].tag;
+    want[messages] = deep_match(rs, receives, taken, tags[messages]);
+    ++messages;
+  }
+  CHECK(messages == receives, "the model left %d receives open", receives - messages);
+  for (int m = 0; m < messages; ++m) ids[m] = m;
+  for (int unexpected = 0; unexpected < 2; ++unexpected) {
+    if (rank == 1) {
+      if (!unexpected) MPI_Barrier(pair);
+      for (int m = 0; m < messages; ++m) {
+        MPI_Isend(&ids[m], 1, MPI_INT, 0, tags[m], pair, &r[m]);
+      }
+      /* Sends beyond the eager credits wait for their receives. */
+      if (unexpected) MPI_Barrier(pair);
+      MPI_Waitall(messages, r, MPI_STATUSES_IGNORE);
+      continue;
+    }
+    /* Unexpected: every message there (or announced) before any receive:
+     * once the last one is, all are (one sender's messages keep order). */
+    if (unexpected) {
+      MPI_Barrier(pair);
+      int there = 0;
+      while (!there) MPI_Iprobe(1, tags[messages - 1], pair, &there, MPI_STATUS_IGNORE);
+    }
+    for (int i = 0; i < receives; ++i) {
+      got[i] = -2;
+      MPI_Irecv(&got[i], 1, MPI_INT, rs[i].any_source ? MPI_ANY_SOURCE : 1,
+                rs[i].tag == -1 ? MPI_ANY_TAG : rs[i].tag, pair, &r[i]);
+    }
+    if (!unexpected) MPI_Barrier(pair);
+    MPI_Waitall(receives, r, MPI_STATUSES_IGNORE);
+    int wrong = 0;
+    for (int m = 0; m < messages; ++m) {
+      if (got[want[m]] != m && wrong++ < 3) {
+        CHECK(0, "%s: message %d (tag %d) went elsewhere: receive %d has %d",
+              unexpected ? "unexpected" : "posted", m, tags[m], want[m], got[want[m]]);
+      }
+    }
+  }
+  MPI_Comm_free(&pair);
+  free(r);
+  free(taken);
+  free(ids);
+  free(got);
+  free(want);
+  free(tags);
+  free(rs);
+}
+
 int main(int argc, char **argv) {
   MPI_Init(&argc, &argv);
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
   /* A barrier between phases keeps each phase's wildcards to its own traffic. */
-  void (*const phases[])(void) = {self_messages,          posted_then_unexpected,
-                                  unexpected_then_posted, wildcard_order,
-                                  any_source_fan_in,      truncation,
-                                  counts_and_probe,       proc_null,
-                                  fragment_edges_and_test};
+  void (*const phases[])(void) = {self_messages,           posted_then_unexpected,
+                                  unexpected_then_posted,  wildcard_order,
+                                  any_source_fan_in,       truncation,
+                                  counts_and_probe,        proc_null,
+                                  fragment_edges_and_test, deep_queues_with_wildcards};
   for (unsigned i = 0; i < sizeof(phases) / sizeof(phases[0]); ++i) {
     phases[i]();
     MPI_Barrier(MPI_COMM_WORLD);

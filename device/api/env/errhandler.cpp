@@ -210,6 +210,7 @@ int MPIX_Stat_get(const char *name, MPI_Count *value) {
       {"unexpected_depth_peak", device::rt->matching.unexpected_counts().depth_peak},
       {"unexpected_bytes_peak", device::rt->matching.unexpected_counts().bytes_peak},
       {"match_compared", device::rt->matching.compared()},
+      {"match_rebinned", device::rt->matching.rebinned()},
       {"recv_unlocked", device::rt->matching.unlocked_receives()},
       {"recv_aside", device::rt->matching.aside_deliveries()},
       {"rendezvous_aside", device::rt->matching.aside_rendezvous()},
