@@ -72,6 +72,10 @@ constexpr tunable table[] = {
      "recursive halving then allgather (halving); any other choice skips the segment and "
      "forces that algorithm (a ring with a non-commutative op runs halving; halving with "
      "fewer elements than the largest power of two within the ranks runs doubling)"},
+    {"IRIS_COLL_ALLGATHER", 0, 0, 2, "auto,ring,bruck",
+     "the algorithm of the blocking MPI_Allgather through messages: auto takes the node's "
+     "segment where it can, else Bruck's (ceil(log2 n) rounds) while a rank's block is "
+     "below 64 KiB and a ring from there; ring or bruck skips the segment and forces it"},
     {"IRIS_DEBUG", 0, 0, 1, nullptr,
      "1 prints one line per rank at start-up describing its transports"},
     {"IRIS_STATS", 0, 0, 1, nullptr,
@@ -171,6 +175,7 @@ settings settings_load() {
   s.coll_shm_slot = value_of("IRIS_COLL_SHM_SLOT");
   s.coll_cma = value_of("IRIS_COLL_CMA") != 0;
   s.coll_allreduce = static_cast<int>(value_of("IRIS_COLL_ALLREDUCE"));
+  s.coll_allgather = static_cast<int>(value_of("IRIS_COLL_ALLGATHER"));
   s.debug = value_of("IRIS_DEBUG") != 0;
   s.stats = value_of("IRIS_STATS") != 0;
   return s;

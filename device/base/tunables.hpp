@@ -56,6 +56,7 @@ struct settings {
   std::int64_t coll_shm_slot;  // -1: chosen by the communicator's size
   bool coll_cma;               // IRIS_COLL_CMA
   int coll_allreduce;          // IRIS_COLL_ALLREDUCE: nbc::allreduce_algorithm
+  int coll_allgather;          // IRIS_COLL_ALLGATHER: 0 auto, 1 ring, 2 bruck
   bool debug;
   bool stats;
 };

@@ -3,6 +3,8 @@
 // collective here follows.
 #include <algorithm>
 #include <cstring>
+#include <memory>
+#include <new>
 #include <vector>
 
 #include "device/api/coll/coll.hpp"
@@ -385,6 +387,59 @@ int MPI_Scatterv(const void *sendbuf, const int sendcounts[], const int displs[]
   return coll::result(call, *c, err != MPI_SUCCESS ? err : waited);
 }
 
+namespace {
+
+// IRIS_COLL_ALLGATHER's choices, and where auto turns from Bruck to the
+// ring: one rank's block of 64 KiB (bench/README.md: Bruck 1.2-2.5 times
+// faster below it at 4 and 8 ranks, the ring 1.07 times at 4 ranks there).
+enum class allgather_algorithm { automatic = 0, ring = 1, bruck = 2 };
+constexpr std::size_t allgather_bruck_max = 64 * 1024;
+
+// Ring: in step s every rank passes on to its right the block it got in
+// step s - 1 (its own first); after n - 1 steps it has them all. Each
+// block crosses n - 1 links once: the choice for large blocks.
+int allgather_ring(const coll::channel &ch, const typed_buffer &recv) {
+  const int n = ch.comm.size;
+  const int me = ch.comm.rank;
+  int err = MPI_SUCCESS;
+  for (int s = 0; s < n - 1 && err == MPI_SUCCESS; ++s) {
+    const int give = (me - s + n) % n;
+    const int take = (me - s - 1 + n) % n;
+    err = coll::sendrecv(ch, recv.block(give), (me + 1) % n, recv.block(take), (me - 1 + n) % n);
+  }
+  return err;
+}
+
+// Bruck's: a rank holds blocks me, me + 1, ... (mod n), packed, in that
+// order. In step k = 1, 2, 4, ... it sends the first min(k, n - k) it holds
+// to rank me - k and appends as many from rank me + k, so after
+// ceil(log2 n) steps it holds all n; then each goes to its place. Any n;
+// the choice for small blocks, where the number of rounds is the cost.
+int allgather_bruck(const coll::channel &ch, const typed_buffer &recv) {
+  const int n = ch.comm.size;
+  const int me = ch.comm.rank;
+  const std::size_t block = recv.packed_bytes();
+  const std::unique_ptr<std::byte[]> held(new (std::nothrow)
+                                              std::byte[block * static_cast<std::size_t>(n)]);
+  if (held == nullptr) return MPI_ERR_NO_MEM;
+  device::typed_pack(recv.block(me), held.get());
+  int err = MPI_SUCCESS;
+  for (int k = 1; k < n && err == MPI_SUCCESS; k <<= 1) {
+    const std::size_t bytes = static_cast<std::size_t>(std::min(k, n - k)) * block;
+    err = coll::sendrecv(
+        ch, device::typed_bytes(held.get(), bytes), (me - k + n) % n,
+        device::typed_bytes(held.get() + static_cast<std::size_t>(k) * block, bytes), (me + k) % n);
+  }
+  if (err != MPI_SUCCESS) return err;
+  for (int j = 1; j < n; ++j) {
+    device::typed_unpack(held.get() + static_cast<std::size_t>(j) * block, block,
+                         recv.block((me + j) % n));
+  }
+  return MPI_SUCCESS;
+}
+
+}  // namespace
+
 int MPI_Allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
                   int recvcount, MPI_Datatype recvtype, MPI_Comm comm) {
   const device::api_guard guard;
@@ -401,7 +456,10 @@ int MPI_Allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, voi
                            c, send, recv, false)) {
     return err;
   }
-  device::node_collectives *nc = device::node_collectives_of(*c);
+  auto chosen = static_cast<allgather_algorithm>(device::rt->config.coll_allgather);
+  // A forced message algorithm skips shared memory.
+  device::node_collectives *nc =
+      chosen == allgather_algorithm::automatic ? device::node_collectives_of(*c) : nullptr;
   if (recv.packed_bytes() == 0) return MPI_SUCCESS;
   const bool in_place = coll::in_place(sendbuf);
   if (nc != nullptr && device::node_takes(*nc, recv.packed_bytes())) {
@@ -409,20 +467,16 @@ int MPI_Allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, voi
                         device::node_exchange(*nc, in_place ? recv.block(c->rank) : send, false,
                                               recv, false, in_place));
   }
-  // Ring: in step s every rank passes on to its right the block it got in
-  // step s - 1 (its own first); after size - 1 steps it has them all.
-  const int n = c->size;
-  if (!coll::in_place(sendbuf)) device::typed_copy(send, recv.block(c->rank));
-  const coll::channel ch{*c, coll::tag_allgather};
-  const int right = (c->rank + 1) % n;
-  const int left = (c->rank - 1 + n) % n;
-  int err = MPI_SUCCESS;
-  for (int s = 0; s < n - 1 && err == MPI_SUCCESS; ++s) {
-    const int give = (c->rank - s + n) % n;
-    const int take = (c->rank - s - 1 + n) % n;
-    err = coll::sendrecv(ch, recv.block(give), right, recv.block(take), left);
+  if (!in_place) device::typed_copy(send, recv.block(c->rank));
+  if (chosen == allgather_algorithm::automatic) {
+    // Every rank receives the same bytes in a correct program: one choice.
+    chosen = recv.packed_bytes() < allgather_bruck_max ? allgather_algorithm::bruck
+                                                       : allgather_algorithm::ring;
   }
-  return coll::result(call, *c, err);
+  const coll::channel ch{*c, coll::tag_allgather};
+  return coll::result(
+      call, *c,
+      chosen == allgather_algorithm::bruck ? allgather_bruck(ch, recv) : allgather_ring(ch, recv));
 }
 
 int MPI_Allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
