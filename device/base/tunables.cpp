@@ -76,6 +76,12 @@ constexpr tunable table[] = {
      "the algorithm of the blocking MPI_Allgather through messages: auto takes the node's "
      "segment where it can, else Bruck's (ceil(log2 n) rounds) while a rank's block is "
      "below 64 KiB and a ring from there; ring or bruck skips the segment and forces it"},
+    {"IRIS_COLL_ALLTOALL", 0, 0, 3, "auto,pairwise,bruck,linear",
+     "the algorithm of the blocking MPI_Alltoall through messages: auto takes the node's "
+     "segment where it can, else Bruck's (ceil(log2 n) rounds of about half the blocks) "
+     "for blocks up to 256 bytes from 16 ranks, pairwise exchange (n - 1 rounds, a pair at a "
+     "time) for blocks from 32 KiB above 32 ranks, and linear (every transfer at once) "
+     "otherwise; any other choice skips the segment and forces it"},
     {"IRIS_DEBUG", 0, 0, 1, nullptr,
      "1 prints one line per rank at start-up describing its transports"},
     {"IRIS_STATS", 0, 0, 1, nullptr,
@@ -176,6 +182,7 @@ settings settings_load() {
   s.coll_cma = value_of("IRIS_COLL_CMA") != 0;
   s.coll_allreduce = static_cast<int>(value_of("IRIS_COLL_ALLREDUCE"));
   s.coll_allgather = static_cast<int>(value_of("IRIS_COLL_ALLGATHER"));
+  s.coll_alltoall = static_cast<int>(value_of("IRIS_COLL_ALLTOALL"));
   s.debug = value_of("IRIS_DEBUG") != 0;
   s.stats = value_of("IRIS_STATS") != 0;
   return s;

@@ -57,6 +57,7 @@ struct settings {
   bool coll_cma;               // IRIS_COLL_CMA
   int coll_allreduce;          // IRIS_COLL_ALLREDUCE: nbc::allreduce_algorithm
   int coll_allgather;          // IRIS_COLL_ALLGATHER: 0 auto, 1 ring, 2 bruck
+  int coll_alltoall;           // IRIS_COLL_ALLTOALL: 0 auto, 1 pairwise, 2 bruck
   bool debug;
   bool stats;
 };

@@ -233,28 +233,34 @@ TEST(CollectiveAlgorithms, AllreduceEachAlgorithmForced) {
   }
 }
 
-// The blocking Allgather through messages with each algorithm forced
-// (IRIS_COLL_ALLGATHER, device/api/coll/coll_gather.cpp): coll.c (every
-// count, in place, split communicators) and derived.c (derived layouts,
-// their gaps untouched) over shm at 2, 3, 5 and 8 ranks, over tcp at 5 and
-// across 2 simulated nodes at 4, where auto takes Bruck or the ring by size.
-TEST(CollectiveAlgorithms, AllgatherEachAlgorithmForced) {
+// The blocking Allgather and Alltoall through messages with each algorithm
+// forced (IRIS_COLL_ALLGATHER, IRIS_COLL_ALLTOALL,
+// device/api/coll/coll_gather.cpp): coll.c (every count, in place, split
+// communicators) and derived.c (derived layouts, their gaps untouched) over
+// shm at 2, 3, 5 and 8 ranks, over tcp at 5, and with auto across 2
+// simulated nodes at 4, where auto takes Bruck's or the other by size.
+TEST(CollectiveAlgorithms, AllgatherAndAlltoallEachAlgorithmForced) {
   struct run {
     int ranks, nodes;
     env_list env;
   };
   std::vector<run> runs;
-  for (const char *algorithm : {"ring", "bruck"}) {
-    for (int ranks : {2, 3, 5, 8}) runs.push_back({ranks, 1, {{"IRIS_COLL_ALLGATHER", algorithm}}});
-    runs.push_back(
-        {5, 1, {{"IRIS_COLL_ALLGATHER", algorithm}, {"IRIS_SHM", "0"}, {"IRIS_NETMOD", "tcp"}}});
+  const std::pair<const char *, std::vector<const char *>> forced[] = {
+      {"IRIS_COLL_ALLGATHER", {"ring", "bruck"}},
+      {"IRIS_COLL_ALLTOALL", {"pairwise", "bruck", "linear"}}};
+  for (const auto &[setting, algorithms] : forced) {
+    for (const char *algorithm : algorithms) {
+      for (int ranks : {2, 3, 5, 8}) runs.push_back({ranks, 1, {{setting, algorithm}}});
+      runs.push_back({5, 1, {{setting, algorithm}, {"IRIS_SHM", "0"}, {"IRIS_NETMOD", "tcp"}}});
+    }
   }
   runs.push_back({4, 2, {{"IRIS_NETMOD", "tcp"}}});
   for (const run &r : runs) {
     for (const char *program : {"coll", "derived"}) {
       const run_result out = job(r.ranks, program, {}, r.env, 120, r.nodes);
       ASSERT_EQ(out.exit_code, 0) << program << " at " << r.ranks << " ranks on " << r.nodes
-                                  << " nodes, " << r.env.front().second << "\n"
+                                  << " nodes, " << r.env.front().first << "="
+                                  << r.env.front().second << "\n"
                                   << out.output;
       EXPECT_NE(out.output.find(std::string(program) + ": all checks passed on " +
                                 std::to_string(r.ranks)),
