@@ -779,25 +779,60 @@ bool node_allreduce_poll(node_collectives &nc, std::uint64_t s, int &phase, cons
 }
 
 bool node_bcast_poll(node_collectives &nc, std::uint64_t s, const typed_buffer &data, int root,
-                     int &err) {
+                     int &phase, std::vector<std::byte> &packed, int &err) {
   const unsigned parity = s & 1U;
   const std::size_t bytes = data.packed_bytes();
   rank_line &from = nc.lines[root];
   if (nc.rank == root) {
-    if (!may_post(nc, s, true)) return false;
-    typed_pack(data, nc.slot_of(root, s));
-    from.bytes[parity] = bytes;
-    from.posted.store(s, std::memory_order_release);
+    if (phase == to_post) {
+      if (!may_post(nc, s, true)) return false;
+      if (bytes <= nc.slot) {
+        typed_pack(data, nc.slot_of(root, s));
+        from.bytes[parity] = bytes;
+        from.posted.store(s, std::memory_order_release);
+        finish_nonblocking(nc, s);
+        return true;
+      }
+      // Large, as node_bcast's: the others read the data where it is
+      // (packed first, into `packed`, when it is not one run), and the
+      // step ends when every rank is done reading.
+      const void *where = data.base;
+      if (!data.contiguous()) {
+        packed.resize(bytes);
+        typed_pack(data, packed.data());
+        where = packed.data();
+      }
+      from.bytes[parity] = bytes;
+      from.in = reinterpret_cast<std::uintptr_t>(where);
+      from.posted.store(s, std::memory_order_release);
+      from.done.store(s, std::memory_order_release);
+      phase = to_end;
+    }
+    for (int r = 0; r < nc.size; ++r) {
+      if (nc.lines[r].done.load(std::memory_order_acquire) < s) return false;
+    }
+    nc.known_done = s;
     finish_nonblocking(nc, s);
     return true;
   }
   if (!may_post(nc, s, false) || from.posted.load(std::memory_order_acquire) < s) return false;
-  // As node_bcast's receivers, but a root above a slot (its count differs
-  // from this rank's, which fits) is only a mismatch here.
+  // As node_bcast's receivers.
   const std::uint64_t heard = from.bytes[parity];
   const std::size_t root_bytes = heard & ~failed_mark;
+  const std::size_t take = std::min(root_bytes, bytes);
   err = root_bytes == bytes && (heard & failed_mark) == 0 ? MPI_SUCCESS : MPI_ERR_TRUNCATE;
-  if (root_bytes <= nc.slot) typed_unpack(nc.slot_of(root, s), std::min(root_bytes, bytes), data);
+  if (root_bytes <= nc.slot) {
+    typed_unpack(nc.slot_of(root, s), take, data);
+  } else if (data.contiguous()) {
+    if (!node_memory_read(from.pid, from.in, data.base, take)) err = MPI_ERR_OTHER;
+  } else {
+    packed.resize(take);
+    if (node_memory_read(from.pid, from.in, packed.data(), take)) {
+      typed_unpack(packed.data(), take, data);
+    } else {
+      err = MPI_ERR_OTHER;
+    }
+  }
   finish_nonblocking(nc, s);
   return true;
 }

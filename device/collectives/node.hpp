@@ -23,6 +23,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <vector>
 
 #include "device/core/comm.hpp"
 #include "device/protocols/typed.hpp"
@@ -110,12 +111,15 @@ std::uint64_t node_step_begin(node_collectives &nc);
 bool node_allreduce_poll(node_collectives &nc, std::uint64_t s, int &phase, const void *in,
                          void *out, std::size_t count, int type, std::int64_t extent, int op,
                          int &err);
-// The same for MPI_Ibcast and MPI_Bcast_init (the root's packed data fit a
-// slot; MPI_ERR_TRUNCATE where this rank's byte count differs from the
-// root's, as node_bcast), and for MPI_Ibarrier and MPI_Barrier_init: a step
-// without data, done once every rank has posted it.
+// The same for MPI_Ibcast and MPI_Bcast_init (through the root's slot, or
+// above a slot read in place, when node_takes: the root's step then ends
+// when every rank has read; `packed` is the caller's, kept until the step
+// is done, for data that is not one run; MPI_ERR_TRUNCATE where this rank's
+// byte count differs from the root's, as node_bcast), and for MPI_Ibarrier
+// and MPI_Barrier_init: a step without data, done once every rank has
+// posted it.
 bool node_bcast_poll(node_collectives &nc, std::uint64_t s, const typed_buffer &data, int root,
-                     int &err);
+                     int &phase, std::vector<std::byte> &packed, int &err);
 bool node_barrier_poll(node_collectives &nc, std::uint64_t s, int &phase);
 
 // Frees what node_collectives_of made (with the communicator).

@@ -93,8 +93,9 @@ static void test_barrier_bcast(int n) {
 }
 
 static void test_reductions(int n, MPI_Op affine, MPI_Datatype pair) {
-  int *in = malloc(sizeof(int) * (size_t)(2 * n + 1) * (size_t)size);
-  int *out = malloc(sizeof(int) * (size_t)(2 * n + 1) * (size_t)size);
+  /* Zeroed: with n = 0 nothing is written before the calls read them. */
+  int *in = calloc((size_t)(2 * n + 1) * (size_t)size, sizeof(int));
+  int *out = calloc((size_t)(2 * n + 1) * (size_t)size, sizeof(int));
   MPI_Request r;
   for (int i = 0; i < n; ++i) in[i] = val(rank, i, 2);
   for (int root = 0; root<size; root += size> 2 ? size - 1 : 1) {
@@ -703,6 +704,17 @@ int main(int argc, char **argv) {
     test_barrier_bcast(counts[c]);
     test_reductions(counts[c], affine, pair);
     test_gathers(counts[c]);
+  }
+  test_derived(5);
+  test_derived(big / 2);
+  /* A blocking collective makes the node's segment (all ranks on one node):
+   * from here Ibcast, Iallreduce and Ibarrier go through it, a large Ibcast
+   * read in place with the root's data packed first when it is not one run
+   * (device/collectives/node.cpp). The same checks again. */
+  MPI_Barrier(MPI_COMM_WORLD);
+  for (unsigned c = 0; c < sizeof(counts) / sizeof(counts[0]); ++c) {
+    test_barrier_bcast(counts[c]);
+    test_reductions(counts[c], affine, pair);
   }
   test_derived(5);
   test_derived(big / 2);

@@ -5,6 +5,7 @@
 // binomial trees for broadcast and reduction, a chain for the scans; the
 // allreduce ones are in nbc_allreduce.cpp.
 #include <climits>
+#include <memory>
 #include <vector>
 
 #include "device/api/coll/nbc.hpp"
@@ -226,9 +227,12 @@ int ibcast(const char *call, void *buffer, int count, MPI_Datatype datatype, int
   if (int err = coll::check_root(call, *c, root)) return err;
   if (int err = check_request(call, *c, m, info, request)) return err;
   auto s = std::make_unique<schedule>(*c);
-  if (data.packed_bytes() > 0 && node_segment(*c, data.packed_bytes()) != nullptr) {
-    node_steps(*s, [data, root](device::node_collectives &nc, std::uint64_t step, int &, int &err) {
-      return device::node_bcast_poll(nc, step, data, root, err);
+  if (data.packed_bytes() > 0 && node_segment(*c, data.packed_bytes(), true) != nullptr) {
+    // What a root packs, or a receiver reads, for data that is not one run.
+    auto packed = std::make_shared<std::vector<std::byte>>();
+    node_steps(*s, [data, root, packed](device::node_collectives &nc, std::uint64_t step,
+                                        int &phase, int &err) {
+      return device::node_bcast_poll(nc, step, data, root, phase, *packed, err);
     });
   } else {
     bcast_tree(*s, data, root);
