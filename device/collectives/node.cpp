@@ -1,4 +1,5 @@
-// Collectives among one node's ranks through a shared segment (node.hpp).
+// Collectives among one node's ranks through a shared segment (node.hpp):
+// its making, and the blocking calls (node_poll.cpp has the nonblocking).
 #include "device/collectives/node.hpp"
 
 #include <sched.h>
@@ -13,6 +14,7 @@
 #include <vector>
 
 #include "device/base/threading.hpp"
+#include "device/collectives/node_segment.hpp"
 #include "device/datatypes/op.hpp"
 #include "device/protocols/recv.hpp"
 #include "device/protocols/send.hpp"
@@ -21,63 +23,8 @@
 #include "device/transports/node_memory.hpp"
 
 namespace iris::device {
-namespace {
 
-constexpr std::size_t cache_line = 64;
-// A large reduction reads another rank's data this much at a time.
-constexpr std::size_t large_chunk = 64 * 1024;
-// The smallest Reduce whose ranks fold a share each (below, the root folds).
-constexpr std::size_t reduce_split_min = 256 * 1024;
-// In a Bcast root's byte count: it failed before (a level across nodes).
-constexpr std::uint64_t failed_mark = std::uint64_t{1} << 63;
-
-// The barrier: ranks count themselves in; the last of barrier b releases it.
-struct alignas(cache_line) barrier_lines {
-  std::atomic<std::uint64_t> arrived;
-  char pad[cache_line - sizeof(std::atomic<std::uint64_t>)];
-  std::atomic<std::uint64_t> released;
-};
-
-// Written by its rank only, read by every other.
-struct alignas(cache_line) rank_line {
-  std::atomic<std::uint64_t> posted;   // the last step whose data this rank wrote
-  std::atomic<std::uint64_t> reduced;  // the last step whose share of a reduction it made
-  std::atomic<std::uint64_t> done;     // the last step whose reads this rank finished
-  std::uint64_t bytes[2];              // the byte count of its data, by step parity
-  // A large step's buffers, in this rank's address space (read with CMA);
-  // a large step ends when every rank is done, so one pair suffices.
-  std::uint64_t in;
-  std::uint64_t out;
-  std::int64_t pid;
-};
-
-static_assert(sizeof(rank_line) == cache_line);
-static_assert(std::atomic<std::uint64_t>::is_always_lock_free);
-
-}  // namespace
-
-struct node_collectives {
-  void *base = nullptr;
-  std::size_t mapped = 0;
-  std::size_t slot = 0;
-  int size = 0;
-  int rank = 0;
-  barrier_lines *bar = nullptr;
-  rank_line *lines = nullptr;
-  std::byte *slots = nullptr;
-  bool cma = false;                // every rank may read every other's memory
-  std::vector<std::byte> scratch;  // two chunks: what a large step reads, and this rank's own
-  std::uint64_t step = 0;          // steps this rank has begun
-  std::uint64_t barriers = 0;      // barriers this rank has begun
-  std::uint64_t known_done = 0;    // every rank's `done` is at least this
-  int nbc_pending = 0;             // nonblocking steps begun and not finished
-  std::uint64_t finished = 0;      // this rank finished every step up to this one
-
-  std::byte *slot_of(int r, std::uint64_t s) const {
-    return slots + (static_cast<std::size_t>(r) * 2 + (s & 1U)) * slot;
-  }
-  rank_line &mine() const { return lines[rank]; }
-};
+using namespace node_detail;
 
 namespace {
 
@@ -299,67 +246,47 @@ void end_large_step(node_collectives &nc, std::uint64_t s) {
 
 }  // namespace
 
+int node_detail::take_broadcast(const node_collectives &nc, std::uint64_t s, int root,
+                                const typed_buffer &data, std::size_t &root_bytes,
+                                std::vector<std::byte> &scratch) {
+  const std::uint64_t heard = nc.lines[root].bytes[s & 1U];
+  const std::size_t bytes = data.packed_bytes();
+  root_bytes = heard & ~failed_mark;
+  const int err =
+      root_bytes == bytes && (heard & failed_mark) == 0 ? MPI_SUCCESS : MPI_ERR_TRUNCATE;
+  const bool read =
+      read_posted(nc, s, root, 0, std::min(root_bytes, bytes), root_bytes > nc.slot, data, scratch);
+  return read ? err : MPI_ERR_OTHER;
+}
+
 int node_bcast(node_collectives &nc, const typed_buffer &data, int root, std::size_t &root_bytes,
                bool failed) {
   const std::uint64_t s = begin_step(nc);
-  const unsigned parity = s & 1U;
   const std::size_t bytes = data.packed_bytes();
-  rank_line &from = nc.lines[root];
-  // The root's byte count, with the mark of a root that failed before.
-  const std::uint64_t told = bytes | (failed ? failed_mark : 0);
+  rank_line &me = nc.mine();
+  std::vector<std::byte> packed;
   if (nc.rank == root) {
     root_bytes = bytes;
     // Also a large step: its byte count goes where step s - 2's went.
     wait_slot_free(nc, s);
+    // The byte count carries the mark of a root that failed before.
+    publish(nc, s, data, false, packed, failed ? failed_mark : 0);
     if (bytes <= nc.slot) {
-      typed_pack(data, nc.slot_of(root, s));
-      from.bytes[parity] = told;
-      from.posted.store(s, std::memory_order_release);
-      from.done.store(s, std::memory_order_release);
-      return MPI_SUCCESS;
+      me.done.store(s, std::memory_order_release);
+    } else {
+      end_large_step(nc, s);  // the others read the data where it lies
     }
-    // Large: the others read the data where it is (packed first when it
-    // is not one contiguous run).
-    std::vector<std::byte> packed;
-    const void *where = data.base;
-    if (!data.contiguous()) {
-      packed.resize(bytes);
-      typed_pack(data, packed.data());
-      where = packed.data();
-    }
-    from.bytes[parity] = told;
-    from.in = reinterpret_cast<std::uintptr_t>(where);
-    from.posted.store(s, std::memory_order_release);
-    end_large_step(nc, s);
     return MPI_SUCCESS;
   }
+  const rank_line &from = nc.lines[root];
   wait_shared([&] { return from.posted.load(std::memory_order_acquire) >= s; });
-  const std::uint64_t heard = from.bytes[parity];
-  root_bytes = heard & ~failed_mark;
-  const std::size_t take = std::min(root_bytes, bytes);
-  int err = root_bytes == bytes && (heard & failed_mark) == 0 ? MPI_SUCCESS : MPI_ERR_TRUNCATE;
-  if (root_bytes <= nc.slot) {
-    typed_unpack(nc.slot_of(root, s), take, data);
-    nc.mine().done.store(s, std::memory_order_release);
-    return err;
-  }
-  bool read = true;
-  if (data.contiguous()) {
-    read = node_memory_read(from.pid, from.in, data.base, take);
-  } else {
-    std::vector<std::byte> packed(take);
-    read = node_memory_read(from.pid, from.in, packed.data(), take);
-    if (read) typed_unpack(packed.data(), take, data);
-  }
-  if (!read) err = MPI_ERR_OTHER;
-  nc.mine().done.store(s, std::memory_order_release);
+  const int err = take_broadcast(nc, s, root, data, root_bytes, packed);
+  me.done.store(s, std::memory_order_release);
   return err;
 }
 
-namespace {
+namespace node_detail {
 
-// Posts this rank's data for reduction step s: copied into its slot, or
-// (large) its address published for the others to read in place.
 void post_reduction(node_collectives &nc, std::uint64_t s, const void *in, std::size_t bytes,
                     bool large) {
   rank_line &me = nc.mine();
@@ -372,92 +299,72 @@ void post_reduction(node_collectives &nc, std::uint64_t s, const void *in, std::
   me.posted.store(s, std::memory_order_release);
 }
 
-// Whether every rank posted `bytes` for step s (once all posted).
 bool same_bytes(const node_collectives &nc, std::uint64_t s, std::size_t bytes) {
   bool same = true;
   for (int r = 0; r < nc.size; ++r) same = same && nc.lines[r].bytes[s & 1U] == bytes;
   return same;
 }
 
-// The first element of rank r's share of a large reduction of `count`.
 std::size_t share_of(const node_collectives &nc, std::size_t count, int r) {
   return count * static_cast<std::size_t>(r) / static_cast<std::size_t>(nc.size);
 }
 
-// One reduction through the segment: `count` elements of `extent` bytes.
-struct fold {
-  node_collectives &nc;
-  std::uint64_t s;
-  const std::byte *in;  // this rank's data
-  std::int64_t extent;
-  int type;
-  int op;
-  bool large;
-
-  // Copies elements [first, first + n) of rank r's data to `to`.
-  bool fetch(int r, std::size_t first, std::size_t n, std::byte *to) const {
-    const std::size_t at = first * static_cast<std::size_t>(extent);
-    const std::size_t len = n * static_cast<std::size_t>(extent);
-    if (!large) {
-      std::memcpy(to, nc.slot_of(r, s) + at, len);
-      return true;
-    }
-    if (r == nc.rank) {
-      if (to != in + at) std::memmove(to, in + at, len);
-      return true;
-    }
-    const rank_line &l = nc.lines[r];
-    return node_memory_read(l.pid, l.in + at, to, len);
+bool fold::fetch(int r, std::size_t first, std::size_t n, std::byte *to) const {
+  const std::size_t at = first * static_cast<std::size_t>(extent);
+  const std::size_t len = n * static_cast<std::size_t>(extent);
+  if (!large) {
+    std::memcpy(to, nc.slot_of(r, s) + at, len);
+    return true;
   }
+  if (r == nc.rank) {
+    if (to != in + at) std::memmove(to, in + at, len);
+    return true;
+  }
+  const rank_line &l = nc.lines[r];
+  return node_memory_read(l.pid, l.in + at, to, len);
+}
 
-  // Elements [first, first + n) of x0 o (x1 o (... o xn-1)) into `to`,
-  // which may be this rank's own data (in place): then its part is kept
-  // aside before `to` is written.
-  bool into(std::size_t first, std::size_t n, std::byte *to) const {
-    const std::size_t len = n * static_cast<std::size_t>(extent);
-    const std::byte *own = in + first * static_cast<std::size_t>(extent);
-    if (!large) {
-      std::memcpy(to, nc.slot_of(nc.size - 1, s) + first * static_cast<std::size_t>(extent), len);
-      for (int r = nc.size - 2; r >= 0; --r) {
-        op_apply(op, nc.slot_of(r, s) + first * static_cast<std::size_t>(extent), to, n, type,
-                 extent);
-      }
-      return true;
-    }
-    std::byte *theirs = nc.scratch.data();
-    std::byte *kept = theirs + large_chunk;
-    if (own == to && nc.rank != nc.size - 1) {
-      std::memcpy(kept, own, len);
-      own = kept;
-    }
-    bool ok = fetch(nc.size - 1, first, n, to);
+bool fold::into(std::size_t first, std::size_t n, std::byte *to) const {
+  const std::size_t len = n * static_cast<std::size_t>(extent);
+  const std::byte *own = in + first * static_cast<std::size_t>(extent);
+  if (!large) {
+    std::memcpy(to, nc.slot_of(nc.size - 1, s) + first * static_cast<std::size_t>(extent), len);
     for (int r = nc.size - 2; r >= 0; --r) {
-      if (r == nc.rank) {
-        op_apply(op, own, to, n, type, extent);
-        continue;
-      }
-      ok = fetch(r, first, n, theirs) && ok;
-      op_apply(op, theirs, to, n, type, extent);
+      op_apply(op, nc.slot_of(r, s) + first * static_cast<std::size_t>(extent), to, n, type,
+               extent);
     }
-    return ok;
+    return true;
   }
-
-  // The same over elements [first, last), a chunk at a time, into `to`
-  // (where element `first` goes).
-  bool range(std::size_t first, std::size_t last, std::byte *to) const {
-    const std::size_t per =
-        large ? std::max<std::size_t>(1, large_chunk / static_cast<std::size_t>(extent))
-              : last - first;
-    bool ok = true;
-    for (std::size_t at = first; at < last; at += per) {
-      const std::size_t n = std::min(per, last - at);
-      ok = into(at, n, to + (at - first) * static_cast<std::size_t>(extent)) && ok;
+  std::byte *theirs = nc.scratch.data();
+  std::byte *kept = theirs + large_chunk;
+  if (own == to && nc.rank != nc.size - 1) {
+    std::memcpy(kept, own, len);
+    own = kept;
+  }
+  bool ok = fetch(nc.size - 1, first, n, to);
+  for (int r = nc.size - 2; r >= 0; --r) {
+    if (r == nc.rank) {
+      op_apply(op, own, to, n, type, extent);
+      continue;
     }
-    return ok;
+    ok = fetch(r, first, n, theirs) && ok;
+    op_apply(op, theirs, to, n, type, extent);
   }
-};
+  return ok;
+}
 
-}  // namespace
+bool fold::range(std::size_t first, std::size_t last, std::byte *to) const {
+  const std::size_t per =
+      large ? std::max<std::size_t>(1, large_chunk / static_cast<std::size_t>(extent))
+            : last - first;
+  bool ok = true;
+  for (std::size_t at = first; at < last; at += per) {
+    const std::size_t n = std::min(per, last - at);
+    ok = into(at, n, to + (at - first) * static_cast<std::size_t>(extent)) && ok;
+  }
+  return ok;
+}
+}  // namespace node_detail
 
 int node_reduce(node_collectives &nc, const void *in, void *out, std::size_t count, int type,
                 std::int64_t extent, int op, int root) {
@@ -529,16 +436,10 @@ int node_reduce(node_collectives &nc, const void *in, void *out, std::size_t cou
   return ok ? MPI_SUCCESS : MPI_ERR_OTHER;
 }
 
-namespace {
-
-// Where a step's own data go for the others: into this rank's slot when
-// they fit, else left in place (or packed into `packed` when `data` is not
-// one run, or when `aside`: the buffer changes before the others read it).
-void post_data(node_collectives &nc, std::uint64_t s, const typed_buffer &data, bool aside,
-               std::vector<std::byte> &packed) {
+void node_detail::publish(node_collectives &nc, std::uint64_t s, const typed_buffer &data,
+                          bool aside, std::vector<std::byte> &packed, std::uint64_t mark) {
   const std::size_t bytes = data.packed_bytes();
   rank_line &me = nc.mine();
-  wait_slot_free(nc, s);
   if (bytes <= nc.slot) {
     typed_pack(data, nc.slot_of(nc.rank, s));
   } else if (data.contiguous() && !aside) {
@@ -548,19 +449,18 @@ void post_data(node_collectives &nc, std::uint64_t s, const typed_buffer &data, 
     typed_pack(data, packed.data());
     me.in = reinterpret_cast<std::uintptr_t>(packed.data());
   }
-  me.bytes[s & 1U] = bytes;
+  me.bytes[s & 1U] = bytes | mark;
   me.posted.store(s, std::memory_order_release);
 }
 
-// Bytes [at, at + to.packed_bytes()) of rank r's posted data, unpacked into `to`.
-bool take_data(node_collectives &nc, std::uint64_t s, int r, std::size_t at, const typed_buffer &to,
-               std::vector<std::byte> &scratch) {
-  const std::size_t len = to.packed_bytes();
-  const rank_line &l = nc.lines[r];
-  if (l.bytes[s & 1U] <= nc.slot) {
+bool node_detail::read_posted(const node_collectives &nc, std::uint64_t s, int r, std::size_t at,
+                              std::size_t len, bool large, const typed_buffer &to,
+                              std::vector<std::byte> &scratch) {
+  if (!large) {
     typed_unpack(nc.slot_of(r, s) + at, len, to);
     return true;
   }
+  const rank_line &l = nc.lines[r];
   if (r == nc.rank) {  // in this process: no system call
     typed_unpack(reinterpret_cast<const std::byte *>(l.in) + at, len, to);
     return true;
@@ -570,6 +470,22 @@ bool take_data(node_collectives &nc, std::uint64_t s, int r, std::size_t at, con
   if (!node_memory_read(l.pid, l.in + at, scratch.data(), len)) return false;
   typed_unpack(scratch.data(), len, to);
   return true;
+}
+
+namespace {
+
+// Posts this rank's data for step s (publish), once its slot is free.
+void post_data(node_collectives &nc, std::uint64_t s, const typed_buffer &data, bool aside,
+               std::vector<std::byte> &packed) {
+  wait_slot_free(nc, s);
+  publish(nc, s, data, aside, packed);
+}
+
+// Bytes [at, at + to.packed_bytes()) of rank r's posted data, unpacked into `to`.
+bool take_data(const node_collectives &nc, std::uint64_t s, int r, std::size_t at,
+               const typed_buffer &to, std::vector<std::byte> &scratch) {
+  return read_posted(nc, s, r, at, to.packed_bytes(), nc.lines[r].bytes[s & 1U] > nc.slot, to,
+                     scratch);
 }
 
 }  // namespace
@@ -671,181 +587,6 @@ int node_scatter(node_collectives &nc, const typed_buffer *all, const typed_buff
   me.done.store(s, std::memory_order_release);
   if (!same) return MPI_ERR_TRUNCATE;
   return ok ? MPI_SUCCESS : MPI_ERR_OTHER;
-}
-
-bool node_fits_slot(const node_collectives &nc, std::size_t bytes) {
-  return bytes <= nc.slot;
-}
-
-std::uint64_t node_step_begin(node_collectives &nc) {
-  if (nc.nbc_pending == 0) nc.finished = nc.step;  // the steps before were blocking
-  ++nc.nbc_pending;
-  return ++nc.step;
-}
-
-namespace {
-
-// Whether nonblocking step s may post: this rank finished its step s - 1
-// (steps stay in order on each rank), and when it writes its slot (or its
-// byte count) every rank finished s - 2, the step that used them last.
-bool may_post(node_collectives &nc, std::uint64_t s, bool writes_slot) {
-  if (nc.finished < s - 1) return false;
-  if (!writes_slot || s <= 2 || nc.known_done >= s - 2) return true;
-  for (int r = 0; r < nc.size; ++r) {
-    if (nc.lines[r].done.load(std::memory_order_acquire) < s - 2) return false;
-  }
-  nc.known_done = s - 2;
-  return true;
-}
-
-// Whether every rank posted step s (then every rank finished s - 1).
-bool all_posted(node_collectives &nc, std::uint64_t s) {
-  for (int r = 0; r < nc.size; ++r) {
-    if (nc.lines[r].posted.load(std::memory_order_acquire) < s) return false;
-  }
-  nc.known_done = std::max(nc.known_done, s - 1);
-  return true;
-}
-
-void finish_nonblocking(node_collectives &nc, std::uint64_t s) {
-  nc.mine().done.store(s, std::memory_order_release);
-  nc.finished = s;
-  --nc.nbc_pending;
-}
-
-// The phases of a nonblocking step (its `phase`, kept by the caller).
-enum : int { to_post, to_fold, to_end, to_gather };
-
-}  // namespace
-
-bool node_allreduce_poll(node_collectives &nc, std::uint64_t s, int &phase, const void *in,
-                         void *out, std::size_t count, int type, std::int64_t extent, int op,
-                         int &err) {
-  rank_line &me = nc.mine();
-  const std::size_t bytes = count * static_cast<std::size_t>(extent);
-  const bool large = bytes > nc.slot;
-  auto *result = static_cast<std::byte *>(out);
-  // Large, as node_reduce's: rank r folds share r of every rank's data
-  // (read in place), then reads the others' shares; the step ends when
-  // every rank is done reading (this rank's buffers stay published).
-  const auto share = [&](int r) { return share_of(nc, count, r); };
-  const fold f{nc, s, static_cast<const std::byte *>(in), extent, type, op, large};
-  if (phase == to_post) {
-    if (!may_post(nc, s, true)) return false;
-    post_reduction(nc, s, in, bytes, large);
-    phase = to_fold;
-  }
-  if (phase == to_fold) {
-    if (!all_posted(nc, s)) return false;
-    const bool same = same_bytes(nc, s, bytes);
-    err = same ? MPI_SUCCESS : MPI_ERR_TRUNCATE;
-    if (same && !large && !f.range(0, count, result)) err = MPI_ERR_OTHER;
-    if (!same || !large) {
-      if (!large) {
-        finish_nonblocking(nc, s);
-        return true;
-      }
-      me.done.store(s, std::memory_order_release);  // nobody reads anything
-      phase = to_end;
-    } else {
-      const std::size_t mine_at = share(nc.rank) * static_cast<std::size_t>(extent);
-      me.out = reinterpret_cast<std::uintptr_t>(result);
-      if (!f.range(share(nc.rank), share(nc.rank + 1), result + mine_at)) err = MPI_ERR_OTHER;
-      me.reduced.store(s, std::memory_order_release);
-      phase = to_gather + 1;  // then the share of rank + 1, rank + 2, ...
-    }
-  }
-  // to_gather + k: the share of rank + k is next.
-  while (phase > to_gather && phase < to_gather + nc.size) {
-    const int r = (nc.rank + phase - to_gather) % nc.size;
-    const rank_line &l = nc.lines[r];
-    if (l.reduced.load(std::memory_order_acquire) < s) return false;
-    const std::size_t at = share(r) * static_cast<std::size_t>(extent);
-    const std::size_t len = (share(r + 1) - share(r)) * static_cast<std::size_t>(extent);
-    if (!node_memory_read(l.pid, l.out + at, result + at, len)) err = MPI_ERR_OTHER;
-    if (++phase == to_gather + nc.size) {
-      me.done.store(s, std::memory_order_release);
-      phase = to_end;
-    }
-  }
-  if (phase == to_end) {
-    for (int r = 0; r < nc.size; ++r) {
-      if (nc.lines[r].done.load(std::memory_order_acquire) < s) return false;
-    }
-    nc.known_done = s;
-    finish_nonblocking(nc, s);
-  }
-  return true;
-}
-
-bool node_bcast_poll(node_collectives &nc, std::uint64_t s, const typed_buffer &data, int root,
-                     int &phase, std::vector<std::byte> &packed, int &err) {
-  const unsigned parity = s & 1U;
-  const std::size_t bytes = data.packed_bytes();
-  rank_line &from = nc.lines[root];
-  if (nc.rank == root) {
-    if (phase == to_post) {
-      if (!may_post(nc, s, true)) return false;
-      if (bytes <= nc.slot) {
-        typed_pack(data, nc.slot_of(root, s));
-        from.bytes[parity] = bytes;
-        from.posted.store(s, std::memory_order_release);
-        finish_nonblocking(nc, s);
-        return true;
-      }
-      // Large, as node_bcast's: the others read the data where it is
-      // (packed first, into `packed`, when it is not one run), and the
-      // step ends when every rank is done reading.
-      const void *where = data.base;
-      if (!data.contiguous()) {
-        packed.resize(bytes);
-        typed_pack(data, packed.data());
-        where = packed.data();
-      }
-      from.bytes[parity] = bytes;
-      from.in = reinterpret_cast<std::uintptr_t>(where);
-      from.posted.store(s, std::memory_order_release);
-      from.done.store(s, std::memory_order_release);
-      phase = to_end;
-    }
-    for (int r = 0; r < nc.size; ++r) {
-      if (nc.lines[r].done.load(std::memory_order_acquire) < s) return false;
-    }
-    nc.known_done = s;
-    finish_nonblocking(nc, s);
-    return true;
-  }
-  if (!may_post(nc, s, false) || from.posted.load(std::memory_order_acquire) < s) return false;
-  // As node_bcast's receivers.
-  const std::uint64_t heard = from.bytes[parity];
-  const std::size_t root_bytes = heard & ~failed_mark;
-  const std::size_t take = std::min(root_bytes, bytes);
-  err = root_bytes == bytes && (heard & failed_mark) == 0 ? MPI_SUCCESS : MPI_ERR_TRUNCATE;
-  if (root_bytes <= nc.slot) {
-    typed_unpack(nc.slot_of(root, s), take, data);
-  } else if (data.contiguous()) {
-    if (!node_memory_read(from.pid, from.in, data.base, take)) err = MPI_ERR_OTHER;
-  } else {
-    packed.resize(take);
-    if (node_memory_read(from.pid, from.in, packed.data(), take)) {
-      typed_unpack(packed.data(), take, data);
-    } else {
-      err = MPI_ERR_OTHER;
-    }
-  }
-  finish_nonblocking(nc, s);
-  return true;
-}
-
-bool node_barrier_poll(node_collectives &nc, std::uint64_t s, int &phase) {
-  if (phase == to_post) {
-    if (!may_post(nc, s, false)) return false;
-    nc.mine().posted.store(s, std::memory_order_release);
-    phase = to_fold;
-  }
-  if (!all_posted(nc, s)) return false;
-  finish_nonblocking(nc, s);
-  return true;
 }
 
 }  // namespace iris::device

@@ -1,0 +1,130 @@
+// The node segment's layout, and what the blocking calls (node.cpp) and the
+// nonblocking polls (node_poll.cpp) share of its steps. Private to
+// device/collectives: the rest of the device sees node.hpp only.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "device/collectives/node.hpp"
+#include "device/protocols/typed.hpp"
+
+namespace iris::device {
+namespace node_detail {
+
+constexpr std::size_t cache_line = 64;
+// A large reduction reads another rank's data this much at a time.
+constexpr std::size_t large_chunk = 64 * 1024;
+// The smallest Reduce whose ranks fold a share each (below, the root folds).
+constexpr std::size_t reduce_split_min = 256 * 1024;
+// In a Bcast root's byte count: it failed before (a level across nodes).
+constexpr std::uint64_t failed_mark = std::uint64_t{1} << 63;
+
+// The barrier: ranks count themselves in; the last of barrier b releases it.
+struct alignas(cache_line) barrier_lines {
+  std::atomic<std::uint64_t> arrived;
+  char pad[cache_line - sizeof(std::atomic<std::uint64_t>)];
+  std::atomic<std::uint64_t> released;
+};
+
+// Written by its rank only, read by every other.
+struct alignas(cache_line) rank_line {
+  std::atomic<std::uint64_t> posted;   // the last step whose data this rank wrote
+  std::atomic<std::uint64_t> reduced;  // the last step whose share of a reduction it made
+  std::atomic<std::uint64_t> done;     // the last step whose reads this rank finished
+  std::uint64_t bytes[2];              // the byte count of its data, by step parity
+  // A large step's buffers, in this rank's address space (read with CMA);
+  // a large step ends when every rank is done, so one pair suffices.
+  std::uint64_t in;
+  std::uint64_t out;
+  std::int64_t pid;
+};
+
+static_assert(sizeof(rank_line) == cache_line);
+static_assert(std::atomic<std::uint64_t>::is_always_lock_free);
+
+}  // namespace node_detail
+
+struct node_collectives {
+  void *base = nullptr;
+  std::size_t mapped = 0;
+  std::size_t slot = 0;
+  int size = 0;
+  int rank = 0;
+  node_detail::barrier_lines *bar = nullptr;
+  node_detail::rank_line *lines = nullptr;
+  std::byte *slots = nullptr;
+  bool cma = false;                // every rank may read every other's memory
+  std::vector<std::byte> scratch;  // two chunks: what a large step reads, and this rank's own
+  std::uint64_t step = 0;          // steps this rank has begun
+  std::uint64_t barriers = 0;      // barriers this rank has begun
+  std::uint64_t known_done = 0;    // every rank's `done` is at least this
+  int nbc_pending = 0;             // nonblocking steps begun and not finished
+  std::uint64_t finished = 0;      // this rank finished every step up to this one
+
+  std::byte *slot_of(int r, std::uint64_t s) const {
+    return slots + (static_cast<std::size_t>(r) * 2 + (s & 1U)) * slot;
+  }
+  node_detail::rank_line &mine() const { return lines[rank]; }
+};
+
+namespace node_detail {
+
+// Posts this rank's data for step s without waiting: packed into its slot
+// when they fit, else left where they lie (or packed into `packed` when
+// `data` is not one run, or when `aside`: the buffer changes before the
+// others read it); then its byte count (with `mark`) and `posted`. The
+// caller made sure the slot is free (every rank finished step s - 2).
+void publish(node_collectives &nc, std::uint64_t s, const typed_buffer &data, bool aside,
+             std::vector<std::byte> &packed, std::uint64_t mark = 0);
+
+// `len` bytes from `at` of rank r's posted data for step s, unpacked into
+// `to`: from its slot, or (`large`) read where they lie, through `scratch`
+// when `to` is not one run. False when the read failed.
+bool read_posted(const node_collectives &nc, std::uint64_t s, int r, std::size_t at,
+                 std::size_t len, bool large, const typed_buffer &to,
+                 std::vector<std::byte> &scratch);
+
+// A Bcast's rank other than the root, once the root posted step s: takes
+// what fits of the root's data into `data` (`scratch` as read_posted's);
+// `root_bytes` says the root's byte count. MPI_ERR_TRUNCATE when it differs
+// from this rank's or the root failed before, MPI_ERR_OTHER when a read failed.
+int take_broadcast(const node_collectives &nc, std::uint64_t s, int root, const typed_buffer &data,
+                   std::size_t &root_bytes, std::vector<std::byte> &scratch);
+
+// Posts this rank's data for reduction step s: copied into its slot, or
+// (large) its address published for the others to read in place.
+void post_reduction(node_collectives &nc, std::uint64_t s, const void *in, std::size_t bytes,
+                    bool large);
+
+// Whether every rank posted `bytes` for step s (once all posted).
+bool same_bytes(const node_collectives &nc, std::uint64_t s, std::size_t bytes);
+
+// The first element of rank r's share of a large reduction of `count`.
+std::size_t share_of(const node_collectives &nc, std::size_t count, int r);
+
+// One reduction through the segment: `count` elements of `extent` bytes.
+struct fold {
+  node_collectives &nc;
+  std::uint64_t s;
+  const std::byte *in;  // this rank's data
+  std::int64_t extent;
+  int type;
+  int op;
+  bool large;
+
+  // Copies elements [first, first + n) of rank r's data to `to`.
+  bool fetch(int r, std::size_t first, std::size_t n, std::byte *to) const;
+  // Elements [first, first + n) of x0 o (x1 o (... o xn-1)) into `to`,
+  // which may be this rank's own data (in place): then its part is kept
+  // aside before `to` is written.
+  bool into(std::size_t first, std::size_t n, std::byte *to) const;
+  // The same over elements [first, last), a chunk at a time, into `to`
+  // (where element `first` goes).
+  bool range(std::size_t first, std::size_t last, std::byte *to) const;
+};
+
+}  // namespace node_detail
+}  // namespace iris::device
