@@ -6,7 +6,8 @@
  *
  *   coll OP [max_bytes] [iters]
  *   OP: allreduce bcast reduce allgather alltoall gather scatter barrier,
- *       or iallreduce ibcast ibarrier (nonblocking, below)
+ *       or iallreduce ireduce ibcast ibarrier iallgather ialltoall igather
+ *       iscatter (nonblocking, below)
  *
  * Sizes are per rank's contribution (allgather, alltoall, gather, scatter:
  * per block; root 0):
@@ -34,8 +35,18 @@ static int rank, size;
 static void start(const char *op, char *a, char *b, int bytes, MPI_Request *r) {
   if (strcmp(op, "iallreduce") == 0) {
     MPI_Iallreduce(a, b, bytes, MPI_CHAR, MPI_SUM, MPI_COMM_WORLD, r);
+  } else if (strcmp(op, "ireduce") == 0) {
+    MPI_Ireduce(a, b, bytes, MPI_CHAR, MPI_SUM, 0, MPI_COMM_WORLD, r);
   } else if (strcmp(op, "ibcast") == 0) {
     MPI_Ibcast(a, bytes, MPI_CHAR, 0, MPI_COMM_WORLD, r);
+  } else if (strcmp(op, "iallgather") == 0) {
+    MPI_Iallgather(a, bytes, MPI_CHAR, b, bytes, MPI_CHAR, MPI_COMM_WORLD, r);
+  } else if (strcmp(op, "ialltoall") == 0) {
+    MPI_Ialltoall(a, bytes, MPI_CHAR, b, bytes, MPI_CHAR, MPI_COMM_WORLD, r);
+  } else if (strcmp(op, "igather") == 0) {
+    MPI_Igather(a, bytes, MPI_CHAR, b, bytes, MPI_CHAR, 0, MPI_COMM_WORLD, r);
+  } else if (strcmp(op, "iscatter") == 0) {
+    MPI_Iscatter(a, bytes, MPI_CHAR, b, bytes, MPI_CHAR, 0, MPI_COMM_WORLD, r);
   } else {
     MPI_Ibarrier(MPI_COMM_WORLD, r);
   }
@@ -118,8 +129,9 @@ int main(int argc, char **argv) {
   const char *op = argc > 1 ? argv[1] : "allreduce";
   const long max = argc > 2 ? atol(argv[2]) : 1 << 20;
   const int iters = argc > 3 ? atoi(argv[3]) : 1000;
-  const int blocks = strcmp(op, "allgather") == 0 || strcmp(op, "alltoall") == 0 ||
-                             strcmp(op, "gather") == 0 || strcmp(op, "scatter") == 0
+  const char *plain = op[0] == 'i' && strcmp(op, "ibarrier") != 0 ? op + 1 : op;
+  const int blocks = strcmp(plain, "allgather") == 0 || strcmp(plain, "alltoall") == 0 ||
+                             strcmp(plain, "gather") == 0 || strcmp(plain, "scatter") == 0
                          ? size
                          : 1;
   char *a = malloc((size_t)max * blocks);

@@ -472,6 +472,56 @@ bool node_detail::read_posted(const node_collectives &nc, std::uint64_t s, int r
   return true;
 }
 
+// Bytes [at, at + to.packed_bytes()) of rank r's posted data, unpacked into `to`.
+bool node_detail::take_data(const node_collectives &nc, std::uint64_t s, int r, std::size_t at,
+                            const typed_buffer &to, std::vector<std::byte> &scratch) {
+  return read_posted(nc, s, r, at, to.packed_bytes(), nc.lines[r].bytes[s & 1U] > nc.slot, to,
+                     scratch);
+}
+
+int node_detail::exchange_take(const node_collectives &nc, std::uint64_t s,
+                               const typed_buffer &recv, bool personal, bool own_in_place) {
+  const std::size_t block = recv.packed_bytes();
+  const std::size_t want = personal ? block * static_cast<std::size_t>(nc.size) : block;
+  if (!same_bytes(nc, s, want)) return MPI_ERR_TRUNCATE;
+  std::vector<std::byte> scratch;
+  const std::size_t at = personal ? block * static_cast<std::size_t>(nc.rank) : 0;
+  bool ok = true;
+  // Each rank starts with the next one's data, so that no rank's memory
+  // is read by all at once.
+  for (int k = 0; k < nc.size; ++k) {
+    const int r = (nc.rank + 1 + k) % nc.size;
+    if (r == nc.rank && own_in_place) continue;
+    ok = take_data(nc, s, r, at, recv.block(r), scratch) && ok;
+  }
+  return ok ? MPI_SUCCESS : MPI_ERR_OTHER;
+}
+
+int node_detail::gather_take(const node_collectives &nc, std::uint64_t s, const typed_buffer &recv,
+                             bool own_in_place) {
+  if (!same_bytes(nc, s, recv.packed_bytes())) return MPI_ERR_TRUNCATE;
+  std::vector<std::byte> scratch;
+  bool ok = true;
+  for (int r = 0; r < nc.size; ++r) {
+    if (r == nc.rank && own_in_place) continue;
+    ok = take_data(nc, s, r, 0, recv.block(r), scratch) && ok;
+  }
+  return ok ? MPI_SUCCESS : MPI_ERR_OTHER;
+}
+
+int node_detail::scatter_take(const node_collectives &nc, std::uint64_t s, int root,
+                              const typed_buffer &recv) {
+  const std::size_t block = recv.packed_bytes();
+  const std::size_t at = block * static_cast<std::size_t>(nc.rank);
+  // The root's own block: its run is its own, nothing to compare.
+  if (nc.rank != root &&
+      nc.lines[root].bytes[s & 1U] != block * static_cast<std::size_t>(nc.size)) {
+    return MPI_ERR_TRUNCATE;
+  }
+  std::vector<std::byte> scratch;
+  return take_data(nc, s, root, at, recv, scratch) ? MPI_SUCCESS : MPI_ERR_OTHER;
+}
+
 namespace {
 
 // Posts this rank's data for step s (publish), once its slot is free.
@@ -481,13 +531,6 @@ void post_data(node_collectives &nc, std::uint64_t s, const typed_buffer &data, 
   publish(nc, s, data, aside, packed);
 }
 
-// Bytes [at, at + to.packed_bytes()) of rank r's posted data, unpacked into `to`.
-bool take_data(const node_collectives &nc, std::uint64_t s, int r, std::size_t at,
-               const typed_buffer &to, std::vector<std::byte> &scratch) {
-  return read_posted(nc, s, r, at, to.packed_bytes(), nc.lines[r].bytes[s & 1U] > nc.slot, to,
-                     scratch);
-}
-
 }  // namespace
 
 int node_exchange(node_collectives &nc, const typed_buffer &mine, bool aside,
@@ -495,31 +538,14 @@ int node_exchange(node_collectives &nc, const typed_buffer &mine, bool aside,
   const std::uint64_t s = begin_step(nc);
   std::vector<std::byte> packed;
   post_data(nc, s, mine, aside, packed);
-  const bool large = mine.packed_bytes() > nc.slot;
   wait_all_posted(nc, s);
-  const std::size_t block = recv.packed_bytes();
-  const std::size_t want = personal ? block * static_cast<std::size_t>(nc.size) : block;
-  bool same = true;
-  for (int r = 0; r < nc.size; ++r) same = same && nc.lines[r].bytes[s & 1U] == want;
-  bool ok = true;
-  if (same) {
-    std::vector<std::byte> scratch;
-    const std::size_t at = personal ? block * static_cast<std::size_t>(nc.rank) : 0;
-    // Each rank starts with the next one's data, so that no rank's memory
-    // is read by all at once.
-    for (int k = 0; k < nc.size; ++k) {
-      const int r = (nc.rank + 1 + k) % nc.size;
-      if (r == nc.rank && own_in_place) continue;
-      ok = take_data(nc, s, r, at, recv.block(r), scratch) && ok;
-    }
-  }
-  if (large) {
+  const int err = exchange_take(nc, s, recv, personal, own_in_place);
+  if (mine.packed_bytes() > nc.slot) {
     end_large_step(nc, s);
   } else {
     nc.mine().done.store(s, std::memory_order_release);
   }
-  if (!same) return MPI_ERR_TRUNCATE;
-  return ok ? MPI_SUCCESS : MPI_ERR_OTHER;
+  return err;
 }
 
 int node_gather(node_collectives &nc, const typed_buffer &mine, const typed_buffer *recv, int root,
@@ -527,32 +553,20 @@ int node_gather(node_collectives &nc, const typed_buffer &mine, const typed_buff
   const std::uint64_t s = begin_step(nc);
   std::vector<std::byte> packed;
   post_data(nc, s, mine, false, packed);
-  const bool large = mine.packed_bytes() > nc.slot;
   rank_line &me = nc.mine();
   if (nc.rank != root) {
     me.done.store(s, std::memory_order_release);
     // The root reads a large block where it lies.
-    if (large) {
+    if (mine.packed_bytes() > nc.slot) {
       const rank_line &l = nc.lines[root];
       wait_shared([&] { return l.done.load(std::memory_order_acquire) >= s; });
     }
     return MPI_SUCCESS;
   }
   wait_all_posted(nc, s);
-  const std::size_t block = recv->packed_bytes();
-  bool same = true;
-  for (int r = 0; r < nc.size; ++r) same = same && nc.lines[r].bytes[s & 1U] == block;
-  bool ok = true;
-  if (same) {
-    std::vector<std::byte> scratch;
-    for (int r = 0; r < nc.size; ++r) {
-      if (r == nc.rank && own_in_place) continue;
-      ok = take_data(nc, s, r, 0, recv->block(r), scratch) && ok;
-    }
-  }
+  const int err = gather_take(nc, s, *recv, own_in_place);
   me.done.store(s, std::memory_order_release);
-  if (!same) return MPI_ERR_TRUNCATE;
-  return ok ? MPI_SUCCESS : MPI_ERR_OTHER;
+  return err;
 }
 
 int node_scatter(node_collectives &nc, const typed_buffer *all, const typed_buffer *recv,
@@ -562,31 +576,19 @@ int node_scatter(node_collectives &nc, const typed_buffer *all, const typed_buff
   if (nc.rank == root) {
     std::vector<std::byte> packed;
     post_data(nc, s, *all, false, packed);
-    bool ok = true;
-    if (recv != nullptr) {
-      std::vector<std::byte> scratch;
-      const std::size_t at = recv->packed_bytes() * static_cast<std::size_t>(root);
-      ok = take_data(nc, s, root, at, *recv, scratch);
-    }
+    const int err = recv != nullptr ? scatter_take(nc, s, root, *recv) : MPI_SUCCESS;
     if (all->packed_bytes() > nc.slot) {
       end_large_step(nc, s);  // the others read it where it lies
     } else {
       me.done.store(s, std::memory_order_release);
     }
-    return ok ? MPI_SUCCESS : MPI_ERR_OTHER;
+    return err;
   }
   const rank_line &from = nc.lines[root];
   wait_shared([&] { return from.posted.load(std::memory_order_acquire) >= s; });
-  const std::size_t block = recv->packed_bytes();
-  const bool same = from.bytes[s & 1U] == block * static_cast<std::size_t>(nc.size);
-  bool ok = true;
-  if (same) {
-    std::vector<std::byte> scratch;
-    ok = take_data(nc, s, root, block * static_cast<std::size_t>(nc.rank), *recv, scratch);
-  }
+  const int err = scatter_take(nc, s, root, *recv);
   me.done.store(s, std::memory_order_release);
-  if (!same) return MPI_ERR_TRUNCATE;
-  return ok ? MPI_SUCCESS : MPI_ERR_OTHER;
+  return err;
 }
 
 }  // namespace iris::device

@@ -95,22 +95,24 @@ int node_scatter(node_collectives &nc, const typed_buffer *all, const typed_buff
 // ranks). Every rank gives the same answer at the same collective call.
 node_collectives *node_collectives_made(const communicator &comm);
 
-// Nonblocking Allreduce through the segment (MPI_Iallreduce and
-// MPI_Allreduce_init; above a slot a large step read in place, when
-// node_takes); Bcast and Barrier below. node_step_begin takes the
-// call's step when it starts, in call order with the blocking calls;
-// node_allreduce_poll then moves it on and never waits. It returns false
-// until it is done, then `err` holds its error class (MPI_ERR_TRUNCATE when
-// the ranks' byte counts differ). A rank runs its steps in order: a step
-// posts only once this rank finished the one before, and a blocking call
-// behind pending nonblocking ones waits for them first (polling moves them
-// on). Reduces as node_reduce with root -1. `phase` starts at 0 and is the
-// poll's own.
+// Nonblocking Allreduce and Reduce through the segment (MPI_Iallreduce,
+// MPI_Ireduce and their _init forms; above a slot a large step read in
+// place, when node_takes); Bcast and Barrier below. node_step_begin takes
+// the call's step when it starts, in call order with the blocking calls;
+// node_reduce_poll then moves it on and never waits. It returns false
+// until it is done, then `err` holds its error class (MPI_ERR_TRUNCATE
+// when the ranks' byte counts differ, at the ranks that get the result). A
+// rank runs its steps in order: a step posts only once this rank finished
+// the one before, and a blocking call behind pending ones waits for them
+// first (polling moves them on). Reduces as node_reduce (root -1: every
+// rank gets the result in `out`); `part` is the caller's, kept until the
+// step is done: a large Reduce's rank other than the root folds its share
+// into it. `phase` starts at 0 and is the poll's own.
 bool node_fits_slot(const node_collectives &nc, std::size_t bytes);
 std::uint64_t node_step_begin(node_collectives &nc);
-bool node_allreduce_poll(node_collectives &nc, std::uint64_t s, int &phase, const void *in,
-                         void *out, std::size_t count, int type, std::int64_t extent, int op,
-                         int &err);
+bool node_reduce_poll(node_collectives &nc, std::uint64_t s, int &phase, const void *in, void *out,
+                      std::size_t count, int type, std::int64_t extent, int op, int root,
+                      std::vector<std::byte> &part, int &err);
 // The same for MPI_Ibcast and MPI_Bcast_init (through the root's slot, or
 // above a slot read in place, when node_takes: the root's step then ends
 // when every rank has read; `packed` is the caller's, kept until the step
@@ -121,6 +123,23 @@ bool node_allreduce_poll(node_collectives &nc, std::uint64_t s, int &phase, cons
 bool node_bcast_poll(node_collectives &nc, std::uint64_t s, const typed_buffer &data, int root,
                      int &phase, std::vector<std::byte> &packed, int &err);
 bool node_barrier_poll(node_collectives &nc, std::uint64_t s, int &phase);
+// The same for MPI_Iallgather and MPI_Ialltoall (node_exchange's
+// arguments), MPI_Igather (node_gather's) and MPI_Iscatter (node_scatter's),
+// and their _init forms. Above a slot, Iallgather, Ialltoall and Iscatter
+// are large steps read in place (CMA, when node_takes), which end for the
+// rank whose data are read once every reader is done; `packed` is the
+// caller's, kept until the step is done, for this rank's data when they are
+// not one run (or `aside`). Igather takes blocks that fit a slot only
+// (node_fits_slot): above, the root reading every block alone is slower
+// than messages.
+bool node_exchange_poll(node_collectives &nc, std::uint64_t s, int &phase, const typed_buffer &mine,
+                        bool aside, const typed_buffer &recv, bool personal, bool own_in_place,
+                        std::vector<std::byte> &packed, int &err);
+bool node_gather_poll(node_collectives &nc, std::uint64_t s, int &phase, const typed_buffer &mine,
+                      const typed_buffer *recv, int root, bool own_in_place, int &err);
+bool node_scatter_poll(node_collectives &nc, std::uint64_t s, int &phase, const typed_buffer *all,
+                       const typed_buffer *recv, int root, std::vector<std::byte> &packed,
+                       int &err);
 
 // Frees what node_collectives_of made (with the communicator).
 void node_collectives_free(node_collectives *nc);

@@ -67,43 +67,86 @@ void finish_nonblocking(node_collectives &nc, std::uint64_t s) {
 // The phases of a nonblocking step (its `phase`, kept by the caller).
 enum : int { to_post, to_fold, to_end, to_gather };
 
+// Finishes step s once every rank is done with it (phase to_end).
+bool finish_when_all_done(node_collectives &nc, std::uint64_t s) {
+  if (!all_done(nc, s)) return false;
+  finish_nonblocking(nc, s);
+  return true;
+}
+
+// This rank's step s once it took all it needed: finished at once when its
+// own data (`bytes`) fit its slot; else the others read them where they
+// lie, and the step finishes once every rank is done (phase to_end).
+bool finish_posted(node_collectives &nc, std::uint64_t s, std::size_t bytes, int &phase) {
+  if (bytes <= nc.slot) {
+    finish_nonblocking(nc, s);
+    return true;
+  }
+  nc.mine().done.store(s, std::memory_order_release);
+  phase = to_end;
+  return finish_when_all_done(nc, s);
+}
+
 }  // namespace
 
-bool node_allreduce_poll(node_collectives &nc, std::uint64_t s, int &phase, const void *in,
-                         void *out, std::size_t count, int type, std::int64_t extent, int op,
-                         int &err) {
+bool node_reduce_poll(node_collectives &nc, std::uint64_t s, int &phase, const void *in, void *out,
+                      std::size_t count, int type, std::int64_t extent, int op, int root,
+                      std::vector<std::byte> &part, int &err) {
   rank_line &me = nc.mine();
   const std::size_t bytes = count * static_cast<std::size_t>(extent);
   const bool large = bytes > nc.slot;
-  auto *result = static_cast<std::byte *>(out);
+  const bool gets_result = root < 0 || nc.rank == root;
   // Large, as node_reduce's: rank r folds share r of every rank's data
-  // (read in place), then reads the others' shares; the step ends when
-  // every rank is done reading (this rank's buffers stay published).
+  // (read in place), then the ranks that get the result read the others'
+  // shares; the step ends when every rank is done reading (this rank's
+  // buffers stay published). A Reduce below reduce_split_min folds at the
+  // root alone.
+  const bool split = large && (root < 0 || bytes >= reduce_split_min);
+  auto *result = static_cast<std::byte *>(out);
   const auto share = [&](int r) { return share_of(nc, count, r); };
   const fold f{nc, s, static_cast<const std::byte *>(in), extent, type, op, large};
   if (phase == to_post) {
     if (!may_post(nc, s, true)) return false;
     post_reduction(nc, s, in, bytes, large);
+    if (!gets_result && !large) {  // the root reads the slot before it is used again
+      err = MPI_SUCCESS;
+      finish_nonblocking(nc, s);
+      return true;
+    }
     phase = to_fold;
   }
   if (phase == to_fold) {
     if (!all_posted(nc, s)) return false;
     const bool same = same_bytes(nc, s, bytes);
-    err = same ? MPI_SUCCESS : MPI_ERR_TRUNCATE;
-    if (same && !large && !f.range(0, count, result)) err = MPI_ERR_OTHER;
-    if (!same || !large) {
-      if (!large) {
-        finish_nonblocking(nc, s);
-        return true;
-      }
-      me.done.store(s, std::memory_order_release);  // nobody reads anything
+    // A Reduce's other ranks say nothing of a mismatch, as through messages.
+    err = same || !gets_result ? MPI_SUCCESS : MPI_ERR_TRUNCATE;
+    if (!large) {
+      if (same && !f.range(0, count, result)) err = MPI_ERR_OTHER;
+      finish_nonblocking(nc, s);
+      return true;
+    }
+    if (!same || !split) {
+      if (same && gets_result && !f.range(0, count, result)) err = MPI_ERR_OTHER;
+      me.done.store(s, std::memory_order_release);
       phase = to_end;
     } else {
+      // A Reduce's other ranks fold into `part` (their receive buffer is
+      // the root's alone), published as if it held the whole result.
       const std::size_t mine_at = share(nc.rank) * static_cast<std::size_t>(extent);
-      me.out = reinterpret_cast<std::uintptr_t>(result);
-      if (!f.range(share(nc.rank), share(nc.rank + 1), result + mine_at)) err = MPI_ERR_OTHER;
+      std::byte *to = result + mine_at;
+      if (!gets_result) {
+        part.resize((share(nc.rank + 1) - share(nc.rank)) * static_cast<std::size_t>(extent));
+        to = part.data();
+      }
+      me.out = reinterpret_cast<std::uintptr_t>(to) - mine_at;
+      if (!f.range(share(nc.rank), share(nc.rank + 1), to)) err = MPI_ERR_OTHER;
       me.reduced.store(s, std::memory_order_release);
-      phase = to_gather + 1;  // then the share of rank + 1, rank + 2, ...
+      if (gets_result) {
+        phase = to_gather + 1;  // then the share of rank + 1, rank + 2, ...
+      } else {
+        me.done.store(s, std::memory_order_release);
+        phase = to_end;
+      }
     }
   }
   // to_gather + k: the share of rank + k is next.
@@ -119,32 +162,20 @@ bool node_allreduce_poll(node_collectives &nc, std::uint64_t s, int &phase, cons
       phase = to_end;
     }
   }
-  if (phase == to_end) {
-    if (!all_done(nc, s)) return false;
-    finish_nonblocking(nc, s);
-  }
-  return true;
+  return phase != to_end || finish_when_all_done(nc, s);
 }
 
 bool node_bcast_poll(node_collectives &nc, std::uint64_t s, const typed_buffer &data, int root,
                      int &phase, std::vector<std::byte> &packed, int &err) {
-  rank_line &me = nc.mine();
   if (nc.rank == root) {
     if (phase == to_post) {
       if (!may_post(nc, s, true)) return false;
       // As node_bcast's root: above a slot the others read the data where
       // it lies (or in `packed`), and the step ends when every rank is done.
       publish(nc, s, data, false, packed);
-      if (data.packed_bytes() <= nc.slot) {
-        finish_nonblocking(nc, s);
-        return true;
-      }
-      me.done.store(s, std::memory_order_release);
-      phase = to_end;
+      return finish_posted(nc, s, data.packed_bytes(), phase);
     }
-    if (!all_done(nc, s)) return false;
-    finish_nonblocking(nc, s);
-    return true;
+    return finish_when_all_done(nc, s);
   }
   const rank_line &from = nc.lines[root];
   if (!may_post(nc, s, false) || from.posted.load(std::memory_order_acquire) < s) return false;
@@ -152,6 +183,61 @@ bool node_bcast_poll(node_collectives &nc, std::uint64_t s, const typed_buffer &
   err = take_broadcast(nc, s, root, data, root_bytes, packed);
   finish_nonblocking(nc, s);
   return true;
+}
+
+bool node_exchange_poll(node_collectives &nc, std::uint64_t s, int &phase, const typed_buffer &mine,
+                        bool aside, const typed_buffer &recv, bool personal, bool own_in_place,
+                        std::vector<std::byte> &packed, int &err) {
+  if (phase == to_post) {
+    if (!may_post(nc, s, true)) return false;
+    publish(nc, s, mine, aside, packed);
+    phase = to_fold;
+  }
+  if (phase == to_fold) {
+    if (!all_posted(nc, s)) return false;
+    err = exchange_take(nc, s, recv, personal, own_in_place);
+    return finish_posted(nc, s, mine.packed_bytes(), phase);
+  }
+  return finish_when_all_done(nc, s);
+}
+
+bool node_gather_poll(node_collectives &nc, std::uint64_t s, int &phase, const typed_buffer &mine,
+                      const typed_buffer *recv, int root, bool own_in_place, int &err) {
+  if (phase == to_post) {
+    if (!may_post(nc, s, true)) return false;
+    std::vector<std::byte> unused;  // a block that fits a slot is packed there
+    publish(nc, s, mine, false, unused);
+    err = MPI_SUCCESS;
+    if (nc.rank != root) {  // the root reads the slot before it is used again
+      finish_nonblocking(nc, s);
+      return true;
+    }
+    phase = to_fold;
+  }
+  if (!all_posted(nc, s)) return false;
+  err = gather_take(nc, s, *recv, own_in_place);
+  finish_nonblocking(nc, s);
+  return true;
+}
+
+bool node_scatter_poll(node_collectives &nc, std::uint64_t s, int &phase, const typed_buffer *all,
+                       const typed_buffer *recv, int root, std::vector<std::byte> &packed,
+                       int &err) {
+  if (nc.rank != root) {
+    if (!may_post(nc, s, false) || nc.lines[root].posted.load(std::memory_order_acquire) < s) {
+      return false;
+    }
+    err = scatter_take(nc, s, root, *recv);
+    finish_nonblocking(nc, s);
+    return true;
+  }
+  if (phase == to_post) {
+    if (!may_post(nc, s, true)) return false;
+    publish(nc, s, *all, false, packed);
+    err = recv != nullptr ? scatter_take(nc, s, root, *recv) : MPI_SUCCESS;
+    return finish_posted(nc, s, all->packed_bytes(), phase);
+  }
+  return finish_when_all_done(nc, s);
 }
 
 bool node_barrier_poll(node_collectives &nc, std::uint64_t s, int &phase) {

@@ -87,6 +87,22 @@ bool read_posted(const node_collectives &nc, std::uint64_t s, int r, std::size_t
                  std::size_t len, bool large, const typed_buffer &to,
                  std::vector<std::byte> &scratch);
 
+// Bytes [at, at + to.packed_bytes()) of rank r's posted data for step s,
+// unpacked into `to` (read_posted, large when r posted more than a slot).
+bool take_data(const node_collectives &nc, std::uint64_t s, int r, std::size_t at,
+               const typed_buffer &to, std::vector<std::byte> &scratch);
+
+// What a rank takes once every rank posted step s, with its error class
+// (MPI_ERR_TRUNCATE when a rank posted another byte count than `recv`'s
+// blocks take, MPI_ERR_OTHER when a read failed): Allgather and Alltoall
+// (node_exchange's arguments) and a Gather's root, every rank's block;
+// Scatter, block `rank` of the root's run (the root too, once it posted).
+int exchange_take(const node_collectives &nc, std::uint64_t s, const typed_buffer &recv,
+                  bool personal, bool own_in_place);
+int gather_take(const node_collectives &nc, std::uint64_t s, const typed_buffer &recv,
+                bool own_in_place);
+int scatter_take(const node_collectives &nc, std::uint64_t s, int root, const typed_buffer &recv);
+
 // A Bcast's rank other than the root, once the root posted step s: takes
 // what fits of the root's data into `data` (`scratch` as read_posted's);
 // `root_bytes` says the root's byte count. MPI_ERR_TRUNCATE when it differs

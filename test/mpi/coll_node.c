@@ -7,7 +7,8 @@
  * place and not, a derived datatype in Bcast, a gapped pair type (which
  * goes through messages), a non-commutative user op, and doubles whose sum
  * depends on the order (every rank must get the same bits); a quarter of the
- * steps run with one or two nonblocking Iallreduce, Ibcast or Ibarrier
+ * steps run with one or two nonblocking Iallreduce, Ibcast, Ibarrier,
+ * Ireduce, Iallgather or Ialltoall
  * pending around them.
  *
  *   coll_node [seed] [iterations]
@@ -56,48 +57,76 @@ static void map_of(int r, int i, int it, unsigned *m) {
 
 static void the_step(MPI_Comm c, int it, int *a, int *b, double *d, double *e);
 
-/* A step, one time in four with a nonblocking Iallreduce, Ibcast or
- * Ibarrier pending around it (through the segment too, node.hpp), and
- * sometimes a second one: the blocking call behind them must wait for
- * them in order, and all must come out right. */
+/* What element i of a pending call's result must be on rank `me` (kind as
+ * in one_step; `k` ints a rank, `tag` the call's values). */
+static int expected(int kind, int i, int k, int n, int me, int root, int tag) {
+  switch (kind) {
+    case 1: /* ibcast */
+      return value(root, i, tag);
+    case 4: /* iallgather: block q is rank q's */
+      return value(i / k, i % k, tag);
+    case 5: /* ialltoall: block q is block `me` of rank q's */
+      return value(i / k, me * k + i % k, tag);
+    default: { /* iallreduce, ireduce */
+      int want = 0;
+      for (int q = 0; q < n; ++q) want += value(q, i, tag);
+      return want;
+    }
+  }
+}
+
+/* A step, one time in four with a nonblocking Iallreduce, Ibcast,
+ * Ibarrier, Ireduce, Iallgather or Ialltoall pending around it (through the
+ * segment too, node.hpp), and sometimes a second one: the blocking call
+ * behind them must wait for them in order, and all must come out right. */
 static void one_step(MPI_Comm c, int it, int *a, int *b, double *d, double *e) {
+  static const char *const names[] = {"iallreduce", "ibcast",     "ibarrier",
+                                      "ireduce",    "iallgather", "ialltoall"};
   int me, n;
   MPI_Comm_rank(c, &me);
   MPI_Comm_size(c, &n);
   const int around = next(4) == 0 ? 1 + (int)next(2) : 0;
-  /* Up to 40 ints (a slot), or one time in four up to 20,000 (large:
-   * read in place). */
-  int kind[2], k[2], root[2];
-  static int in[2][20000], out[2][20000];
+  /* Up to 40 ints (a slot), or one time in four up to 20,000 or 80,000
+   * (large: read in place; an Ireduce from 256 KiB split among the ranks);
+   * Iallgather and Ialltoall up to 80,000 in all. */
+  int kind[2], k[2], root[2], all[2];
+  static int in[2][80000], out[2][80000];
   MPI_Request r[2] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL};
   for (int j = 0; j < around; ++j) {
-    kind[j] = (int)next(3);
-    k[j] = (int)next(next(4) == 0 ? 20000 : 40) + 1;
+    kind[j] = (int)next(6);
+    k[j] = (int)next(next(4) == 0 ? (next(2) == 0 ? 80000 : 20000) : 40) + 1;
+    if (kind[j] >= 4 && k[j] > 80000 / n) k[j] = 80000 / n;
+    all[j] = kind[j] >= 4 ? k[j] * n : k[j];
     root[j] = (int)next((unsigned)n);
-    for (int i = 0; i < k[j]; ++i) {
-      in[j][i] = value(me, i, it + 1 + j);
-      out[j][i] = me == root[j] ? value(root[j], i, it + 1 + j) : -1;
+    const int tag = it + 1 + j;
+    for (int i = 0; i < all[j]; ++i) {
+      in[j][i] = kind[j] == 4 && i >= k[j] ? -1 : value(me, i, tag);
+      out[j][i] = kind[j] == 1 && me == root[j] ? value(root[j], i, tag) : -1;
     }
     if (kind[j] == 0) {
       MPI_Iallreduce(in[j], out[j], k[j], MPI_INT, MPI_SUM, c, &r[j]);
     } else if (kind[j] == 1) {
       MPI_Ibcast(out[j], k[j], MPI_INT, root[j], c, &r[j]);
-    } else {
+    } else if (kind[j] == 2) {
       MPI_Ibarrier(c, &r[j]);
+    } else if (kind[j] == 3) {
+      MPI_Ireduce(in[j], out[j], k[j], MPI_INT, MPI_SUM, root[j], c, &r[j]);
+    } else if (kind[j] == 4) {
+      MPI_Iallgather(in[j], k[j], MPI_INT, out[j], k[j], MPI_INT, c, &r[j]);
+    } else {
+      MPI_Ialltoall(in[j], k[j], MPI_INT, out[j], k[j], MPI_INT, c, &r[j]);
     }
   }
   the_step(c, it, a, b, d, e);
   MPI_Waitall(2, r, MPI_STATUSES_IGNORE);
   for (int j = 0; j < around; ++j) {
-    if (kind[j] == 2) continue;
+    if (kind[j] == 2 || (kind[j] == 3 && me != root[j])) continue;
     int bad = 0;
-    for (int i = 0; i < k[j]; ++i) {
-      long want = 0;
-      for (int q = 0; q < n; ++q) want += value(q, i, it + 1 + j);
-      bad += out[j][i] != (kind[j] == 0 ? want : value(root[j], i, it + 1 + j));
+    for (int i = 0; i < all[j]; ++i) {
+      bad += out[j][i] != expected(kind[j], i, k[j], n, me, root[j], it + 1 + j);
     }
-    CHECK(bad == 0, "it %d: %s of %d ints pending around a step: %d wrong", it,
-          kind[j] == 0 ? "iallreduce" : "ibcast", k[j], bad);
+    CHECK(bad == 0, "it %d: %s of %d ints pending around a step: %d wrong", it, names[kind[j]],
+          k[j], bad);
   }
 }
 

@@ -115,6 +115,16 @@ static void test_reductions(int n, MPI_Op affine, MPI_Datatype pair) {
       CHECK(out[2 * i] == a && out[2 * i + 1] == b, "ireduce affine n %d root %d [%d]", n, root, i);
     }
     for (int i = 0; i < n; ++i) in[i] = val(rank, i, 2);
+    /* In place at the root. */
+    int *mine = rank == root ? out : in;
+    for (int i = 0; i < n; ++i) mine[i] = val(rank, i, 4);
+    MPI_Ireduce(rank == root ? MPI_IN_PLACE : in, mine, n, MPI_INT, MPI_SUM, root, MPI_COMM_WORLD,
+                &r);
+    wait_one(&r, "ireduce in place");
+    for (int i = 0; rank == root && i < n; ++i) {
+      CHECK(out[i] == sum_of(i, 4, 0, size - 1), "ireduce ip n %d root %d [%d]", n, root, i);
+    }
+    for (int i = 0; i < n; ++i) in[i] = val(rank, i, 2);
   }
   MPI_Iallreduce(in, out, n, MPI_INT, MPI_SUM, MPI_COMM_WORLD, &r);
   wait_one(&r, "iallreduce");
@@ -187,6 +197,17 @@ static void test_gathers(int n) {
       CHECK(recv[k * n + i] == val(k, i, 5), "igather n %d block %d [%d]", n, k, i);
     }
   }
+  /* In place at the root: its block is already where it goes. */
+  for (size_t i = 0; i < all; ++i) recv[i] = -1;
+  for (int i = 0; rank == root && i < n; ++i) recv[root * n + i] = val(root, i, 5);
+  MPI_Igather(rank == root ? MPI_IN_PLACE : send, n, MPI_INT, recv, n, MPI_INT, root,
+              MPI_COMM_WORLD, &r);
+  wait_one(&r, "igather in place");
+  for (int k = 0; rank == root && k < size; ++k) {
+    for (int i = 0; i < n; ++i) {
+      CHECK(recv[k * n + i] == val(k, i, 5), "igather ip n %d block %d [%d]", n, k, i);
+    }
+  }
   /* Gatherv: rank k sends (k + n) % (n + 1) ints, blocks in reverse order. */
   int at = 0;
   for (int k = size - 1; k >= 0; --k) {
@@ -209,6 +230,15 @@ static void test_gathers(int n) {
   MPI_Iscatter(send, n, MPI_INT, recv, n, MPI_INT, 0, MPI_COMM_WORLD, &r);
   wait_one(&r, "iscatter");
   for (int i = 0; i < n; ++i) CHECK(recv[i] == val(rank, i, 6), "iscatter [%d]", i);
+  /* In place at the root (root 0): its block stays in the send buffer. */
+  for (int i = 0; rank != 0 && i < n; ++i) recv[i] = -1;
+  MPI_Iscatter(send, n, MPI_INT, rank == 0 ? MPI_IN_PLACE : recv, n, MPI_INT, 0, MPI_COMM_WORLD,
+               &r);
+  wait_one(&r, "iscatter in place");
+  for (int i = 0; rank != 0 && i < n; ++i) {
+    CHECK(recv[i] == val(rank, i, 6), "iscatter ip [%d]", i);
+  }
+  for (int i = 0; rank == 0 && i < n; ++i) CHECK(send[i] == val(0, i, 6), "iscatter ip root");
   for (int k = 0; k < size; ++k) {
     for (int i = 0; i < counts[k]; ++i) send[displs[k] + i] = val(k, i, 7);
   }
@@ -708,14 +738,19 @@ int main(int argc, char **argv) {
   test_derived(5);
   test_derived(big / 2);
   /* A blocking collective makes the node's segment (all ranks on one node):
-   * from here Ibcast, Iallreduce and Ibarrier go through it, a large Ibcast
+   * from here Ibcast, Iallreduce, Ireduce, Ibarrier and the uniform Igather,
+   * Iscatter, Iallgather and Ialltoall go through it, a large Ibcast
    * read in place with the root's data packed first when it is not one run
    * (device/collectives/node.cpp). The same checks again. */
   MPI_Barrier(MPI_COMM_WORLD);
   for (unsigned c = 0; c < sizeof(counts) / sizeof(counts[0]); ++c) {
     test_barrier_bcast(counts[c]);
     test_reductions(counts[c], affine, pair);
+    test_gathers(counts[c]);
   }
+  /* Above 256 KiB a large Ireduce's ranks fold a share each (below, the
+   * root folds alone). */
+  test_reductions(70000, affine, pair);
   test_derived(5);
   test_derived(big / 2);
   test_freed_while_pending();

@@ -118,6 +118,8 @@ namespace {
 
 using device::typed_buffer;
 using nbc::mode;
+using nbc::node_segment;
+using nbc::node_steps;
 using nbc::schedule;
 
 // The checks of MPI_Allreduce and its relatives: op, datatype, count, the
@@ -134,59 +136,29 @@ int reduction_checks(const char *call, const communicator &c, const void *sendbu
   return coll::check_no_alias(call, c, send, recv);
 }
 
-// The node's segment of `c` for a nonblocking collective of `bytes` per
-// rank (collectives/node.hpp): when an earlier blocking call made it and
-// the data fit a slot (or, `large_too`, any size the segment takes: read
-// in place with CMA); else nullptr (messages).
-device::node_collectives *node_segment(const communicator &c, std::size_t bytes,
-                                       bool large_too = false) {
-  device::node_collectives *nc = device::node_collectives_made(c);
-  if (nc == nullptr) return nullptr;
-  const bool takes =
-      large_too ? device::node_takes(*nc, bytes) : device::node_fits_slot(*nc, bytes);
-  return takes ? nc : nullptr;
-}
-
-// The steps of a collective through the segment: a call that takes the
-// step when the schedule starts (each MPI_Start of a persistent one takes
-// another, in call order), then a poll step that asks
-// `poll(segment, step, phase, err)` until it is done (`phase` starts at 0
-// and is the poll's own).
-template <typename Poll>
-void node_steps(schedule &s, Poll poll) {
-  struct call_state {
-    std::shared_ptr<device::node_collectives> keep;  // mapped while the request lives
-    std::uint64_t step = 0;
-    int phase = 0;
-  };
-  auto state = std::make_shared<call_state>();
-  state->keep = s.comm().node_coll;
-  s.call([state](schedule &) {
-    state->step = device::node_step_begin(*state->keep);
-    state->phase = 0;
-  });
-  s.poll([state, poll](int &err) { return poll(*state->keep, state->step, state->phase, err); });
-}
-
-// An allreduce through the segment when it has one, takes the data (a
-// slot, or larger read in place), they are of a predefined type without gaps, and no algorithm is
+// A reduction through the segment (Allreduce: `root` -1) when it has one,
+// takes the data (a slot, or larger read in place), they are of a
+// predefined type without gaps, and, for an Allreduce, no algorithm is
 // forced (IRIS_COLL_ALLREDUCE): adds its steps to `s` and returns true.
-bool node_allreduce(schedule &s, const typed_buffer &in, const typed_buffer &out, MPI_Op op,
-                    MPI_Datatype type) {
-  const device::dtype &t = *out.type;
-  const std::size_t bytes = out.packed_bytes();
-  if (device::rt->config.coll_allreduce != 0 || !t.predefined || t.wide_of != 0 || t.true_lb != 0 ||
-      t.extent != static_cast<std::int64_t>(t.packed_size) || bytes == 0 ||
+// `in` gives the count and type (a Reduce's `out` is the root's only).
+bool node_reduction(schedule &s, const typed_buffer &in, void *out, MPI_Op op, MPI_Datatype type,
+                    int root) {
+  const device::dtype &t = *in.type;
+  const std::size_t bytes = in.packed_bytes();
+  if ((root < 0 && device::rt->config.coll_allreduce != 0) || !t.predefined || t.wide_of != 0 ||
+      t.true_lb != 0 || t.extent != static_cast<std::int64_t>(t.packed_size) || bytes == 0 ||
       node_segment(s.comm(), bytes, true) == nullptr) {
     return false;
   }
   device::op_hold(op);  // the program may free op while the call runs
   std::shared_ptr<void> held(nullptr, [op](void *) { device::op_unhold(op); });
-  node_steps(s, [held, in, out, op, type](device::node_collectives &nc, std::uint64_t step,
-                                          int &phase, int &err) {
-    return device::node_allreduce_poll(nc, step, phase, in.base, out.base,
-                                       static_cast<std::size_t>(out.count), type, out.type->extent,
-                                       op, err);
+  // What a Reduce's rank other than the root folds its share into.
+  auto part = std::make_shared<std::vector<std::byte>>();
+  node_steps(s, [held, in, out, op, type, root, part](device::node_collectives &nc,
+                                                      std::uint64_t step, int &phase, int &err) {
+    return device::node_reduce_poll(nc, step, phase, in.base, out,
+                                    static_cast<std::size_t>(in.count), type, in.type->extent, op,
+                                    root, *part, err);
   });
   return true;
 }
@@ -200,6 +172,14 @@ typed_buffer input(const void *sendbuf, void *recvbuf, int count, MPI_Datatype t
 }  // namespace
 
 namespace iris::api::nbc {
+
+device::node_collectives *node_segment(const communicator &c, std::size_t bytes, bool large_too) {
+  device::node_collectives *nc = device::node_collectives_made(c);
+  if (nc == nullptr) return nullptr;
+  const bool takes =
+      large_too ? device::node_takes(*nc, bytes) : device::node_fits_slot(*nc, bytes);
+  return takes ? nc : nullptr;
+}
 
 int ibarrier(const char *call, MPI_Comm comm, MPI_Info info, mode m, MPI_Request *request) {
   communicator *c = nullptr;
@@ -259,6 +239,10 @@ int ireduce(const char *call, const void *sendbuf, void *recvbuf, int count, MPI
   }
   if (int err = check_request(call, *c, m, info, request)) return err;
   auto s = std::make_unique<schedule>(*c);
+  if (node_reduction(*s, input(sendbuf, c->rank == root ? recvbuf : nullptr, count, datatype),
+                     recvbuf, op, datatype, root)) {
+    return post(call, *c, std::move(s), m, request);
+  }
   // A non-commutative op reduces to rank 0 in rank order, then moves to root.
   const int tree_root = device::op_commutative(op) ? root : 0;
   const typed_buffer result =
@@ -290,7 +274,7 @@ int iallreduce(const char *call, const void *sendbuf, void *recvbuf, int count,
   if (int err = check_request(call, *c, m, info, request)) return err;
   const typed_buffer out = typed(recvbuf, count, datatype);
   auto s = std::make_unique<schedule>(*c);
-  if (node_allreduce(*s, input(sendbuf, recvbuf, count, datatype), out, op, datatype)) {
+  if (node_reduction(*s, input(sendbuf, recvbuf, count, datatype), recvbuf, op, datatype, -1)) {
     return post(call, *c, std::move(s), m, request);
   }
   const allreduce_algorithm how = allreduce_pick(*c, count, *out.type, op);

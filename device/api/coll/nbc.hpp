@@ -10,6 +10,7 @@
 #include <memory>
 
 #include "device/api/coll/coll.hpp"
+#include "device/collectives/node.hpp"
 #include "device/collectives/schedule.hpp"
 
 namespace iris::api::nbc {
@@ -29,6 +30,34 @@ int check_request(const char *call, const communicator &c, mode m, MPI_Info info
 // and reports its error.
 int post(const char *call, communicator &c, std::unique_ptr<schedule> s, mode m,
          MPI_Request *request);
+
+// The node's segment of `c` for a nonblocking collective of `bytes` per
+// rank (collectives/node.hpp): when an earlier blocking call made it and
+// the data fit a slot (or, `large_too`, any size the segment takes: read
+// in place with CMA); else nullptr (messages).
+device::node_collectives *node_segment(const communicator &c, std::size_t bytes,
+                                       bool large_too = false);
+
+// The steps of a collective through the segment: a call that takes the
+// step when the schedule starts (each MPI_Start of a persistent one takes
+// another, in call order), then a poll step that asks
+// `poll(segment, step, phase, err)` until it is done (`phase` starts at 0
+// and is the poll's own).
+template <typename Poll>
+void node_steps(schedule &s, Poll poll) {
+  struct call_state {
+    std::shared_ptr<device::node_collectives> keep;  // mapped while the request lives
+    std::uint64_t step = 0;
+    int phase = 0;
+  };
+  auto state = std::make_shared<call_state>();
+  state->keep = s.comm().node_coll;
+  s.call([state](schedule &) {
+    state->step = device::node_step_begin(*state->keep);
+    state->phase = 0;
+  });
+  s.poll([state, poll](int &err) { return poll(*state->keep, state->step, state->phase, err); });
+}
 
 // Building blocks over s.group() (nbc.cpp). reduce_tree: binomial reduction
 // of `src` towards `tree_root`, returning the buffer that holds the result

@@ -1,11 +1,16 @@
 // Nonblocking collectives that move blocks without combining them:
 // Igather(v), Iscatter(v), Iallgather(v), Ialltoall(v,w), and the blocking
-// Alltoallw (a schedule waited for on the spot). Each rank posts all its
-// messages in one round (linear algorithms: every message can be in flight
-// at once, which suits overlap better than the trees of the blocking calls).
+// Alltoallw (a schedule waited for on the spot). Uniform Igather,
+// Iscatter, Iallgather and Ialltoall go through the node's segment when
+// the communicator has one (collectives/node.hpp); otherwise each rank
+// posts all its messages in one round (linear algorithms: every message can
+// be in flight at once, which suits overlap better than the trees of the
+// blocking calls).
+#include <memory>
 #include <vector>
 
 #include "device/api/coll/nbc.hpp"
+#include "device/runtime/runtime.hpp"
 
 using namespace iris;
 using iris::api::communicator;
@@ -83,6 +88,19 @@ int igatherv(const char *call, bool vector, const void *sendbuf, int sendcount,
   }
   if (int err = check_request(call, *c, m, info, request)) return err;
   auto s = std::make_unique<schedule>(*c);
+  // Uniform blocks that fit a slot through the node's segment when it has
+  // one. Larger ones go as messages, all posted at once: the root reading
+  // every block alone from the segment took 1.8x as long at 1 MiB and 8
+  // ranks (bench/README.md).
+  const typed_buffer mine = in_place ? recv.block(root) : send;
+  if (!vector && mine.packed_bytes() > 0 && node_segment(*c, mine.packed_bytes())) {
+    node_steps(*s, [mine, recv, is_root, root, in_place](device::node_collectives &nc,
+                                                         std::uint64_t step, int &phase, int &err) {
+      return device::node_gather_poll(nc, step, phase, mine, is_root ? &recv : nullptr, root,
+                                      in_place, err);
+    });
+    return post(call, *c, std::move(s), m, request);
+  }
   if (!is_root) {
     s->send(send, root);
   } else {
@@ -131,6 +149,20 @@ int iscatterv(const char *call, bool vector, const void *sendbuf, int sendcount,
   }
   if (int err = check_request(call, *c, m, info, request)) return err;
   auto s = std::make_unique<schedule>(*c);
+  // Uniform blocks through the node's segment when it has one (as
+  // MPI_Scatter): the root's n blocks are one run.
+  const std::size_t block = is_root ? send.packed_bytes() : recv.packed_bytes();
+  const auto n = static_cast<std::size_t>(c->size);
+  if (!vector && block > 0 && node_segment(*c, block * n, true)) {
+    const typed_buffer all{send.base, send.count * c->size, send.type};
+    auto packed = std::make_shared<std::vector<std::byte>>();
+    node_steps(*s, [all, recv, is_root, root, in_place, packed](
+                       device::node_collectives &nc, std::uint64_t step, int &phase, int &err) {
+      return device::node_scatter_poll(nc, step, phase, is_root ? &all : nullptr,
+                                       in_place ? nullptr : &recv, root, *packed, err);
+    });
+    return post(call, *c, std::move(s), m, request);
+  }
   if (!is_root) {
     s->recv(recv, root);
   } else {
@@ -173,6 +205,18 @@ int iallgatherv(const char *call, bool vector, const void *sendbuf, int sendcoun
   auto s = std::make_unique<schedule>(*c);
   const typed_buffer own = block_of(recv, vector, recvcounts, displs, c->rank);
   const typed_buffer mine = in_place ? own : send;
+  // Uniform blocks through the node's segment when it has one and no
+  // algorithm is forced (as MPI_Allgather).
+  if (!vector && device::rt->config.coll_allgather == 0 && recv.packed_bytes() > 0 &&
+      node_segment(*c, recv.packed_bytes(), true)) {
+    auto packed = std::make_shared<std::vector<std::byte>>();
+    node_steps(*s, [mine, recv, in_place, packed](device::node_collectives &nc, std::uint64_t step,
+                                                  int &phase, int &err) {
+      return device::node_exchange_poll(nc, step, phase, mine, false, recv, false, in_place,
+                                        *packed, err);
+    });
+    return post(call, *c, std::move(s), m, request);
+  }
   if (!in_place) s->copy(send, own);
   for (int i = 0; i < c->size; ++i) {
     if (i == c->rank) continue;
@@ -206,6 +250,21 @@ int ialltoall(const char *call, const void *sendbuf, int sendcount, MPI_Datatype
   }
   if (int err = check_request(call, *c, m, info, request)) return err;
   auto s = std::make_unique<schedule>(*c);
+  // Through the node's segment when it has one and no algorithm is forced
+  // (as MPI_Alltoall): each rank posts its n blocks as one run (in place
+  // copied first) and takes block `rank` of every rank's.
+  if (device::rt->config.coll_alltoall == 0 && recv.packed_bytes() > 0 &&
+      node_segment(*c, recv.packed_bytes() * static_cast<std::size_t>(c->size), true)) {
+    const typed_buffer all = in_place ? typed_buffer{recv.base, recv.count * c->size, recv.type}
+                                      : typed_buffer{send.base, send.count * c->size, send.type};
+    auto packed = std::make_shared<std::vector<std::byte>>();
+    node_steps(*s, [all, recv, in_place, packed](device::node_collectives &nc, std::uint64_t step,
+                                                 int &phase, int &err) {
+      return device::node_exchange_poll(nc, step, phase, all, in_place, recv, true, false, *packed,
+                                        err);
+    });
+    return post(call, *c, std::move(s), m, request);
+  }
   if (in_place) {  // send what the receive buffer held, from a copy
     const typed_buffer whole{recv.base, recv.count * c->size, recv.type};
     const typed_buffer held = s->scratch(whole.count, *recv.type);
