@@ -6,8 +6,8 @@
  *
  *   coll OP [max_bytes] [iters]
  *   OP: allreduce bcast reduce allgather alltoall gather scatter barrier,
- *       or iallreduce ireduce ibcast ibarrier iallgather ialltoall igather
- *       iscatter (nonblocking, below)
+ *       allgatherv, or iallreduce ireduce ibcast ibarrier iallgather
+ *       iallgatherv ialltoall igather iscatter (nonblocking, below)
  *
  * Sizes are per rank's contribution (allgather, alltoall, gather, scatter:
  * per block; root 0):
@@ -32,6 +32,18 @@
 
 static int rank, size;
 
+/* Allgatherv's counts and displacements, as osu_allgatherv's: every rank
+ * `bytes`, in rank order. */
+static int counts[1024], displs[1024];
+static const int *counts_of(int bytes) {
+  for (int i = 0; i < size; ++i) counts[i] = bytes;
+  return counts;
+}
+static const int *displs_of(int bytes) {
+  for (int i = 0; i < size; ++i) displs[i] = i * bytes;
+  return displs;
+}
+
 static void start(const char *op, char *a, char *b, int bytes, MPI_Request *r) {
   if (strcmp(op, "iallreduce") == 0) {
     MPI_Iallreduce(a, b, bytes, MPI_CHAR, MPI_SUM, MPI_COMM_WORLD, r);
@@ -45,6 +57,9 @@ static void start(const char *op, char *a, char *b, int bytes, MPI_Request *r) {
     MPI_Ialltoall(a, bytes, MPI_CHAR, b, bytes, MPI_CHAR, MPI_COMM_WORLD, r);
   } else if (strcmp(op, "igather") == 0) {
     MPI_Igather(a, bytes, MPI_CHAR, b, bytes, MPI_CHAR, 0, MPI_COMM_WORLD, r);
+  } else if (strcmp(op, "iallgatherv") == 0) {
+    MPI_Iallgatherv(a, bytes, MPI_CHAR, b, counts_of(bytes), displs_of(bytes), MPI_CHAR,
+                    MPI_COMM_WORLD, r);
   } else if (strcmp(op, "iscatter") == 0) {
     MPI_Iscatter(a, bytes, MPI_CHAR, b, bytes, MPI_CHAR, 0, MPI_COMM_WORLD, r);
   } else {
@@ -71,6 +86,9 @@ static void run(const char *op, char *a, char *b, int bytes) {
     MPI_Gather(a, bytes, MPI_CHAR, b, bytes, MPI_CHAR, 0, MPI_COMM_WORLD);
   } else if (strcmp(op, "scatter") == 0) {
     MPI_Scatter(a, bytes, MPI_CHAR, b, bytes, MPI_CHAR, 0, MPI_COMM_WORLD);
+  } else if (strcmp(op, "allgatherv") == 0) {
+    MPI_Allgatherv(a, bytes, MPI_CHAR, b, counts_of(bytes), displs_of(bytes), MPI_CHAR,
+                   MPI_COMM_WORLD);
   } else {
     MPI_Barrier(MPI_COMM_WORLD);
   }
@@ -131,7 +149,8 @@ int main(int argc, char **argv) {
   const int iters = argc > 3 ? atoi(argv[3]) : 1000;
   const char *plain = op[0] == 'i' && strcmp(op, "ibarrier") != 0 ? op + 1 : op;
   const int blocks = strcmp(plain, "allgather") == 0 || strcmp(plain, "alltoall") == 0 ||
-                             strcmp(plain, "gather") == 0 || strcmp(plain, "scatter") == 0
+                             strcmp(plain, "allgatherv") == 0 || strcmp(plain, "gather") == 0 ||
+                             strcmp(plain, "scatter") == 0
                          ? size
                          : 1;
   char *a = malloc((size_t)max * blocks);

@@ -480,10 +480,17 @@ bool node_detail::take_data(const node_collectives &nc, std::uint64_t s, int r, 
 }
 
 int node_detail::exchange_take(const node_collectives &nc, std::uint64_t s,
-                               const typed_buffer &recv, bool personal, bool own_in_place) {
+                               const typed_buffer &recv, bool personal, bool own_in_place,
+                               const typed_buffer *blocks) {
   const std::size_t block = recv.packed_bytes();
-  const std::size_t want = personal ? block * static_cast<std::size_t>(nc.size) : block;
-  if (!same_bytes(nc, s, want)) return MPI_ERR_TRUNCATE;
+  const auto to = [&](int r) { return blocks != nullptr ? blocks[r] : recv.block(r); };
+  if (blocks != nullptr) {
+    for (int r = 0; r < nc.size; ++r) {
+      if (nc.lines[r].bytes[s & 1U] != blocks[r].packed_bytes()) return MPI_ERR_TRUNCATE;
+    }
+  } else if (!same_bytes(nc, s, personal ? block * static_cast<std::size_t>(nc.size) : block)) {
+    return MPI_ERR_TRUNCATE;
+  }
   std::vector<std::byte> scratch;
   const std::size_t at = personal ? block * static_cast<std::size_t>(nc.rank) : 0;
   bool ok = true;
@@ -492,7 +499,7 @@ int node_detail::exchange_take(const node_collectives &nc, std::uint64_t s,
   for (int k = 0; k < nc.size; ++k) {
     const int r = (nc.rank + 1 + k) % nc.size;
     if (r == nc.rank && own_in_place) continue;
-    ok = take_data(nc, s, r, at, recv.block(r), scratch) && ok;
+    ok = take_data(nc, s, r, at, to(r), scratch) && ok;
   }
   return ok ? MPI_SUCCESS : MPI_ERR_OTHER;
 }
@@ -534,12 +541,13 @@ void post_data(node_collectives &nc, std::uint64_t s, const typed_buffer &data, 
 }  // namespace
 
 int node_exchange(node_collectives &nc, const typed_buffer &mine, bool aside,
-                  const typed_buffer &recv, bool personal, bool own_in_place) {
+                  const typed_buffer &recv, bool personal, bool own_in_place,
+                  const typed_buffer *blocks) {
   const std::uint64_t s = begin_step(nc);
   std::vector<std::byte> packed;
   post_data(nc, s, mine, aside, packed);
   wait_all_posted(nc, s);
-  const int err = exchange_take(nc, s, recv, personal, own_in_place);
+  const int err = exchange_take(nc, s, recv, personal, own_in_place, blocks);
   if (mine.packed_bytes() > nc.slot) {
     end_large_step(nc, s);
   } else {

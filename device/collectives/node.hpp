@@ -34,7 +34,7 @@ struct node_collectives;
 
 // The node segment of `comm`, made on the first call (collective over comm:
 // every rank calls it at its first blocking Barrier, Bcast, Reduce,
-// Allreduce, Allgather, Alltoall, Gather or Scatter); nullptr when the
+// Allreduce, Allgather(v), Alltoall, Gather or Scatter); nullptr when the
 // communicator cannot have one: it spans nodes, shared memory or
 // IRIS_COLL_SHM is off, it has a process of another job, or the segment
 // could not be made (a full /dev/shm: then every rank keeps to messages,
@@ -71,10 +71,13 @@ int node_reduce(node_collectives &nc, const void *in, void *out, std::size_t cou
 // block `rank` of r's run) into recv.block(r). `aside`: `mine` lies in the
 // receive buffer (Alltoall in place), so a large one is copied first;
 // `own_in_place`: this rank's block is already where it goes (Allgather in
-// place). MPI_ERR_TRUNCATE when any rank posted another byte count than
-// this rank's receive blocks take.
+// place). Allgatherv: `blocks` (n of them, each of its own size) says where
+// each rank's block goes instead of recv.block(r). MPI_ERR_TRUNCATE when
+// any rank posted another byte count than this rank's receive block for it
+// takes.
 int node_exchange(node_collectives &nc, const typed_buffer &mine, bool aside,
-                  const typed_buffer &recv, bool personal, bool own_in_place);
+                  const typed_buffer &recv, bool personal, bool own_in_place,
+                  const typed_buffer *blocks = nullptr);
 
 // Gather: every rank posts `mine`; the root takes each rank's block into
 // recv->block(r) (`recv` the root's only; `own_in_place`: the root's block
@@ -123,8 +126,8 @@ bool node_reduce_poll(node_collectives &nc, std::uint64_t s, int &phase, const v
 bool node_bcast_poll(node_collectives &nc, std::uint64_t s, const typed_buffer &data, int root,
                      int &phase, std::vector<std::byte> &packed, int &err);
 bool node_barrier_poll(node_collectives &nc, std::uint64_t s, int &phase);
-// The same for MPI_Iallgather and MPI_Ialltoall (node_exchange's
-// arguments), MPI_Igather (node_gather's) and MPI_Iscatter (node_scatter's),
+// The same for MPI_Iallgather, MPI_Iallgatherv and MPI_Ialltoall
+// (node_exchange's arguments), MPI_Igather (node_gather's) and MPI_Iscatter (node_scatter's),
 // and their _init forms. Above a slot, Iallgather, Ialltoall and Iscatter
 // are large steps read in place (CMA, when node_takes), which end for the
 // rank whose data are read once every reader is done; `packed` is the
@@ -134,7 +137,7 @@ bool node_barrier_poll(node_collectives &nc, std::uint64_t s, int &phase);
 // than messages.
 bool node_exchange_poll(node_collectives &nc, std::uint64_t s, int &phase, const typed_buffer &mine,
                         bool aside, const typed_buffer &recv, bool personal, bool own_in_place,
-                        std::vector<std::byte> &packed, int &err);
+                        const typed_buffer *blocks, std::vector<std::byte> &packed, int &err);
 bool node_gather_poll(node_collectives &nc, std::uint64_t s, int &phase, const typed_buffer &mine,
                       const typed_buffer *recv, int root, bool own_in_place, int &err);
 bool node_scatter_poll(node_collectives &nc, std::uint64_t s, int &phase, const typed_buffer *all,

@@ -187,7 +187,7 @@ bool node_bcast_poll(node_collectives &nc, std::uint64_t s, const typed_buffer &
 
 bool node_exchange_poll(node_collectives &nc, std::uint64_t s, int &phase, const typed_buffer &mine,
                         bool aside, const typed_buffer &recv, bool personal, bool own_in_place,
-                        std::vector<std::byte> &packed, int &err) {
+                        const typed_buffer *blocks, std::vector<std::byte> &packed, int &err) {
   if (phase == to_post) {
     if (!may_post(nc, s, true)) return false;
     publish(nc, s, mine, aside, packed);
@@ -195,7 +195,7 @@ bool node_exchange_poll(node_collectives &nc, std::uint64_t s, int &phase, const
   }
   if (phase == to_fold) {
     if (!all_posted(nc, s)) return false;
-    err = exchange_take(nc, s, recv, personal, own_in_place);
+    err = exchange_take(nc, s, recv, personal, own_in_place, blocks);
     return finish_posted(nc, s, mine.packed_bytes(), phase);
   }
   return finish_when_all_done(nc, s);

@@ -94,11 +94,12 @@ bool take_data(const node_collectives &nc, std::uint64_t s, int r, std::size_t a
 
 // What a rank takes once every rank posted step s, with its error class
 // (MPI_ERR_TRUNCATE when a rank posted another byte count than `recv`'s
-// blocks take, MPI_ERR_OTHER when a read failed): Allgather and Alltoall
-// (node_exchange's arguments) and a Gather's root, every rank's block;
-// Scatter, block `rank` of the root's run (the root too, once it posted).
+// blocks take, MPI_ERR_OTHER when a read failed): Allgather, Allgatherv
+// and Alltoall (node_exchange's arguments) and a Gather's root, every
+// rank's block; Scatter, block `rank` of the root's run (the root too,
+// once it posted).
 int exchange_take(const node_collectives &nc, std::uint64_t s, const typed_buffer &recv,
-                  bool personal, bool own_in_place);
+                  bool personal, bool own_in_place, const typed_buffer *blocks);
 int gather_take(const node_collectives &nc, std::uint64_t s, const typed_buffer &recv,
                 bool own_in_place);
 int scatter_take(const node_collectives &nc, std::uint64_t s, int root, const typed_buffer &recv);

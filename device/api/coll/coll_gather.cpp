@@ -601,19 +601,41 @@ int MPI_Allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, vo
     return err;
   }
   const typed_buffer mine = block_at(recv, displs, recvcounts, c->rank);
-  if (!coll::in_place(sendbuf)) {
-    typed_buffer send;
+  const bool in_place = coll::in_place(sendbuf);
+  typed_buffer send;
+  if (!in_place) {
     if (int err = api::check_typed_buffer(call, *c, sendbuf, sendcount, sendtype, send)) {
       return err;
     }
     if (int err = coll::check_no_alias(call, *c, send, mine)) {
       return err;
     }
-    device::typed_copy(send, mine);
   }
+  const int n = c->size;
+  // Through the node's segment when no algorithm is forced (as
+  // MPI_Allgather): every rank posts its block, and takes every rank's
+  // into its own place. The largest block decides (every rank knows them
+  // all).
+  const auto chosen = static_cast<allgather_algorithm>(device::rt->config.coll_allgather);
+  device::node_collectives *nc =
+      chosen == allgather_algorithm::automatic ? device::node_collectives_of(*c) : nullptr;
+  if (nc != nullptr) {
+    std::vector<typed_buffer> blocks(static_cast<std::size_t>(n));
+    std::size_t largest = 0;
+    for (int r = 0; r < n; ++r) {
+      blocks[static_cast<std::size_t>(r)] = block_at(recv, displs, recvcounts, r);
+      largest = std::max(largest, blocks[static_cast<std::size_t>(r)].packed_bytes());
+    }
+    if (largest == 0) return MPI_SUCCESS;
+    if (device::node_takes(*nc, largest)) {
+      return coll::result(call, *c,
+                          device::node_exchange(*nc, in_place ? mine : send, false, recv, false,
+                                                in_place, blocks.data()));
+    }
+  }
+  if (!in_place) device::typed_copy(send, mine);
   // The same ring as MPI_Allgather, with blocks of their own sizes.
   const coll::channel ch{*c, coll::tag_allgatherv};
-  const int n = c->size;
   int err = MPI_SUCCESS;
   for (int s = 0; s < n - 1 && err == MPI_SUCCESS; ++s) {
     const int give = (c->rank - s + n) % n;

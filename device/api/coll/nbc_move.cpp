@@ -1,11 +1,12 @@
 // Nonblocking collectives that move blocks without combining them:
 // Igather(v), Iscatter(v), Iallgather(v), Ialltoall(v,w), and the blocking
 // Alltoallw (a schedule waited for on the spot). Uniform Igather,
-// Iscatter, Iallgather and Ialltoall go through the node's segment when
+// Iscatter and Ialltoall, and Iallgather(v) go through the node's segment when
 // the communicator has one (collectives/node.hpp); otherwise each rank
 // posts all its messages in one round (linear algorithms: every message can
 // be in flight at once, which suits overlap better than the trees of the
 // blocking calls).
+#include <algorithm>
 #include <memory>
 #include <vector>
 
@@ -205,17 +206,26 @@ int iallgatherv(const char *call, bool vector, const void *sendbuf, int sendcoun
   auto s = std::make_unique<schedule>(*c);
   const typed_buffer own = block_of(recv, vector, recvcounts, displs, c->rank);
   const typed_buffer mine = in_place ? own : send;
-  // Uniform blocks through the node's segment when it has one and no
-  // algorithm is forced (as MPI_Allgather).
-  if (!vector && device::rt->config.coll_allgather == 0 && recv.packed_bytes() > 0 &&
-      node_segment(*c, recv.packed_bytes(), true)) {
-    auto packed = std::make_shared<std::vector<std::byte>>();
-    node_steps(*s, [mine, recv, in_place, packed](device::node_collectives &nc, std::uint64_t step,
-                                                  int &phase, int &err) {
-      return device::node_exchange_poll(nc, step, phase, mine, false, recv, false, in_place,
-                                        *packed, err);
-    });
-    return post(call, *c, std::move(s), m, request);
+  // Through the node's segment when it has one and no algorithm is forced
+  // (as MPI_Allgather and MPI_Allgatherv): the largest block decides, and
+  // every rank knows every block's size.
+  if (device::rt->config.coll_allgather == 0) {
+    auto blocks = std::make_shared<std::vector<typed_buffer>>();
+    std::size_t largest = 0;
+    for (int i = 0; i < c->size; ++i) {
+      const typed_buffer block = block_of(recv, vector, recvcounts, displs, i);
+      largest = std::max(largest, block.packed_bytes());
+      if (vector) blocks->push_back(block);
+    }
+    if (largest > 0 && node_segment(*c, largest, true)) {
+      auto packed = std::make_shared<std::vector<std::byte>>();
+      node_steps(*s, [mine, recv, in_place, blocks, packed](
+                         device::node_collectives &nc, std::uint64_t step, int &phase, int &err) {
+        return device::node_exchange_poll(nc, step, phase, mine, false, recv, false, in_place,
+                                          blocks->empty() ? nullptr : blocks->data(), *packed, err);
+      });
+      return post(call, *c, std::move(s), m, request);
+    }
   }
   if (!in_place) s->copy(send, own);
   for (int i = 0; i < c->size; ++i) {
@@ -260,8 +270,8 @@ int ialltoall(const char *call, const void *sendbuf, int sendcount, MPI_Datatype
     auto packed = std::make_shared<std::vector<std::byte>>();
     node_steps(*s, [all, recv, in_place, packed](device::node_collectives &nc, std::uint64_t step,
                                                  int &phase, int &err) {
-      return device::node_exchange_poll(nc, step, phase, all, in_place, recv, true, false, *packed,
-                                        err);
+      return device::node_exchange_poll(nc, step, phase, all, in_place, recv, true, false, nullptr,
+                                        *packed, err);
     });
     return post(call, *c, std::move(s), m, request);
   }
