@@ -22,37 +22,9 @@
 #include <string.h>
 
 #include "check.h"
+#include "seeded.h"
 
 static int rank, size;
-
-static uint64_t state;
-static unsigned next(unsigned below) {
-  state = state * 6364136223846793005ULL + 1442695040888963407ULL;
-  return (unsigned)(state >> 33) % below;
-}
-
-static int value(int r, int i, int it) {
-  return (r * 31 + i * 7 + it * 13) % 1000 - 500;
-}
-
-/* x -> a*x + b as two unsigned; in o inout composes in rank order (the lower
- * rank's map applied last). Not commutative. */
-static void compose(void *in, void *inout, int *len, MPI_Datatype *type) {
-  (void)type;
-  const unsigned *f = in;
-  unsigned *g = inout;
-  for (int i = 0; i < *len; ++i) {
-    const unsigned a = f[2 * i] * g[2 * i];
-    const unsigned b = f[2 * i] * g[2 * i + 1] + f[2 * i + 1];
-    g[2 * i] = a;
-    g[2 * i + 1] = b;
-  }
-}
-
-static void map_of(int r, int i, int it, unsigned *m) {
-  m[0] = (unsigned)(2 * r + i + it) | 1U;
-  m[1] = (unsigned)(r * 5 + i * 3 + it);
-}
 
 /* Sums ints that sit 8 bytes apart (the resized type). */
 static void gapped_sum(void *in, void *inout, int *len, MPI_Datatype *type) {

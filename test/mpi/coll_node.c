@@ -22,38 +22,9 @@
 #include <time.h>
 
 #include "check.h"
+#include "seeded.h"
 
 static int rank, size;
-
-/* The same pseudo-random sequence on every rank. */
-static uint64_t state;
-static unsigned next(unsigned below) {
-  state = state * 6364136223846793005ULL + 1442695040888963407ULL;
-  return (unsigned)(state >> 33) % below;
-}
-
-static int value(int r, int i, int it) {
-  return (r * 31 + i * 7 + it * 13) % 1000 - 500;
-}
-
-/* x -> a*x + b as two ints; in o inout composes in rank order: the lower
- * rank's map applied last. Not commutative. Arithmetic mod 2^32. */
-static void compose(void *in, void *inout, int *len, MPI_Datatype *type) {
-  (void)type;
-  const unsigned *f = in;
-  unsigned *g = inout;
-  for (int i = 0; i < *len; ++i) {
-    const unsigned a = f[2 * i] * g[2 * i];
-    const unsigned b = f[2 * i] * g[2 * i + 1] + f[2 * i + 1];
-    g[2 * i] = a;
-    g[2 * i + 1] = b;
-  }
-}
-
-static void map_of(int r, int i, int it, unsigned *m) {
-  m[0] = (unsigned)(2 * r + i + it) | 1U;
-  m[1] = (unsigned)(r * 5 + i * 3 + it);
-}
 
 static void the_step(MPI_Comm c, int it, int *a, int *b, double *d, double *e);
 
