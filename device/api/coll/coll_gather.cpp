@@ -667,7 +667,7 @@ int MPI_Alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void
       chosen == alltoall_algorithm::automatic ? device::node_collectives_of(*c) : nullptr;
   if (recv.packed_bytes() == 0) return MPI_SUCCESS;
   const int n = c->size;
-  if (nc != nullptr && device::node_takes(*nc, recv.packed_bytes() * n)) {
+  if (nc != nullptr && nbc::alltoall_takes(*nc, recv.packed_bytes(), n)) {
     const bool in_place = coll::in_place(sendbuf);
     const typed_buffer all = in_place ? typed_buffer{recv.base, recv.count * n, recv.type}
                                       : typed_buffer{send.base, send.count * n, send.type};

@@ -236,6 +236,12 @@ int iallgatherv(const char *call, bool vector, const void *sendbuf, int sendcoun
   return post(call, *c, std::move(s), m, request);
 }
 
+bool alltoall_takes(const device::node_collectives &nc, std::size_t block, int n) {
+  const std::size_t all = block * static_cast<std::size_t>(n);
+  return device::node_fits_slot(nc, all) ||
+         (block >= alltoall_read_min && device::node_takes(nc, all));
+}
+
 int ialltoall(const char *call, const void *sendbuf, int sendcount, MPI_Datatype sendtype,
               void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info,
               mode m, MPI_Request *request) {
@@ -263,8 +269,9 @@ int ialltoall(const char *call, const void *sendbuf, int sendcount, MPI_Datatype
   // Through the node's segment when it has one and no algorithm is forced
   // (as MPI_Alltoall): each rank posts its n blocks as one run (in place
   // copied first) and takes block `rank` of every rank's.
-  if (device::rt->config.coll_alltoall == 0 && recv.packed_bytes() > 0 &&
-      node_segment(*c, recv.packed_bytes() * static_cast<std::size_t>(c->size), true)) {
+  const device::node_collectives *nc = node_segment(*c, 0);
+  if (device::rt->config.coll_alltoall == 0 && recv.packed_bytes() > 0 && nc != nullptr &&
+      alltoall_takes(*nc, recv.packed_bytes(), c->size)) {
     const typed_buffer all = in_place ? typed_buffer{recv.base, recv.count * c->size, recv.type}
                                       : typed_buffer{send.base, send.count * c->size, send.type};
     auto packed = std::make_shared<std::vector<std::byte>>();
