@@ -136,8 +136,9 @@ using device::typed_buffer;
 
 // Where a Gather on one node turns from the segment to messages all sent
 // at once (one rank's block): at 1 MiB 400 against 463 us at 4 ranks, 550
-// against 870 at 8; at 64 KiB the segment's 24 and 47 against 23 and 64
-// (bench/README.md). Between the two it is not measured.
+// against 870 at 8; at 64 KiB the segment's 24 and 47 against 23 and 64;
+// a tie at 128 KiB, messages 1.4-1.7x faster from 256 KiB
+// (bench/results/2026-11-29-issue43-64-128-ranks.md).
 constexpr std::size_t gather_linear_min = 256 * 1024;
 
 // Block i of a v-variant: counts[i] elements at displs[i] extents into `buf`.

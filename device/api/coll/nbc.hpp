@@ -41,10 +41,11 @@ device::node_collectives *node_segment(const communicator &c, std::size_t bytes,
 // Whether an Alltoall of `block` bytes a pair goes through the node segment
 // `nc` (blocking and nonblocking alike): the n blocks fit a slot, or each
 // block is at least alltoall_read_min, so that reading it in place (one
-// CMA call a block) beats a message. 1 KiB blocks at 64 ranks took 2430 us
-// read in place, 1490 as messages (bench/README.md); from 8 KiB at 4 and 8
-// ranks reading in place was the faster.
-inline constexpr std::size_t alltoall_read_min = 4096;
+// CMA call a block) is no slower than a message. 1 KiB blocks at 64 ranks
+// took 2430 us read in place, 1490 as messages; 2 KiB blocks tie at 32
+// and 64 ranks and read faster in place at 16; 4 KiB blocks at 64 ranks
+// took 3400 read in place, 10900 as messages (bench/README.md).
+inline constexpr std::size_t alltoall_read_min = 2048;
 bool alltoall_takes(const device::node_collectives &nc, std::size_t block, int n);
 
 // The steps of a collective through the segment: a call that takes the
