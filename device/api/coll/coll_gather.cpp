@@ -622,11 +622,9 @@ int MPI_Allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, vo
       chosen == allgather_algorithm::automatic ? device::node_collectives_of(*c) : nullptr;
   if (nc != nullptr) {
     std::vector<typed_buffer> blocks(static_cast<std::size_t>(n));
-    std::size_t largest = 0;
-    for (int r = 0; r < n; ++r) {
+    for (int r = 0; r < n; ++r)
       blocks[static_cast<std::size_t>(r)] = block_at(recv, displs, recvcounts, r);
-      largest = std::max(largest, blocks[static_cast<std::size_t>(r)].packed_bytes());
-    }
+    const std::size_t largest = nbc::largest_block(blocks);
     if (largest == 0) return MPI_SUCCESS;
     if (device::node_takes(*nc, largest)) {
       return coll::result(call, *c,

@@ -7,7 +7,9 @@
 // Alltoallw and Neighbor_* calls).
 #pragma once
 
+#include <algorithm>
 #include <memory>
+#include <vector>
 
 #include "device/api/coll/coll.hpp"
 #include "device/collectives/node.hpp"
@@ -47,6 +49,14 @@ device::node_collectives *node_segment(const communicator &c, std::size_t bytes,
 // took 3400 read in place, 10900 as messages (bench/README.md).
 inline constexpr std::size_t alltoall_read_min = 2048;
 bool alltoall_takes(const device::node_collectives &nc, std::size_t block, int n);
+
+// The largest of `blocks`' packed sizes (0 for none): it decides how an
+// Allgatherv goes through the segment, since every rank knows every block.
+inline std::size_t largest_block(const std::vector<typed_buffer> &blocks) {
+  std::size_t largest = 0;
+  for (const typed_buffer &b : blocks) largest = std::max(largest, b.packed_bytes());
+  return largest;
+}
 
 // The steps of a collective through the segment: a call that takes the
 // step when the schedule starts (each MPI_Start of a persistent one takes

@@ -211,18 +211,15 @@ int iallgatherv(const char *call, bool vector, const void *sendbuf, int sendcoun
   // every rank knows every block's size.
   if (device::rt->config.coll_allgather == 0) {
     auto blocks = std::make_shared<std::vector<typed_buffer>>();
-    std::size_t largest = 0;
-    for (int i = 0; i < c->size; ++i) {
-      const typed_buffer block = block_of(recv, vector, recvcounts, displs, i);
-      largest = std::max(largest, block.packed_bytes());
-      if (vector) blocks->push_back(block);
-    }
+    for (int i = 0; i < c->size; ++i)
+      blocks->push_back(block_of(recv, vector, recvcounts, displs, i));
+    const std::size_t largest = largest_block(*blocks);
     if (largest > 0 && node_segment(*c, largest, true)) {
       auto packed = std::make_shared<std::vector<std::byte>>();
-      node_steps(*s, [mine, recv, in_place, blocks, packed](
+      node_steps(*s, [mine, recv, in_place, vector, blocks, packed](
                          device::node_collectives &nc, std::uint64_t step, int &phase, int &err) {
         return device::node_exchange_poll(nc, step, phase, mine, false, recv, false, in_place,
-                                          blocks->empty() ? nullptr : blocks->data(), *packed, err);
+                                          vector ? blocks->data() : nullptr, *packed, err);
       });
       return post(call, *c, std::move(s), m, request);
     }
