@@ -487,6 +487,11 @@ void move_vector(const node &child, std::int64_t stride, address origin, std::si
   std::size_t s = skip % cp;
   address at = offset(origin, static_cast<std::int64_t>(i) * stride);
   if (child.k == kind::run) {
+    if (stride == static_cast<std::int64_t>(cp)) {
+      // Runs that touch (a count of a basic type): one copy, not one a run.
+      copy<Mode>(at + s, buf, len);
+      return;
+    }
     // The fast path: equal runs at a constant stride.
     if (s != 0) {
       const std::size_t take = std::min(cp - s, len);
