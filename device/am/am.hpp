@@ -48,6 +48,10 @@ struct am_route {
 int am_send(const am_route &to, int handler, const void *uhdr, int uhdr_len, const void *data,
             std::size_t data_len, std::uint64_t target_counter, iris_counter *origin_counter,
             iris_counter *completion_counter);
+// As am_send, for a message whose end the caller learns otherwise (its
+// handler answers it, or it is an answer): no am_fence step goes after it.
+int am_request(const am_route &to, int handler, const void *uhdr, int uhdr_len, const void *data,
+               std::size_t data_len, iris_counter *origin_counter);
 int am_put(const am_route &to, const void *origin, std::size_t bytes, std::uint64_t target_addr,
            std::uint64_t target_counter, iris_counter *origin_counter,
            iris_counter *completion_counter);

@@ -60,13 +60,10 @@ bool am_statistic(const char *name, std::uint64_t &value) {
   const struct {
     const char *name;
     std::uint64_t value;
-  } table[] = {{"am_messages", s.stats_messages},
-               {"am_puts", s.stats_puts},
-               {"am_gets", s.stats_gets},
-               {"am_shared", s.stats_shared},
-               {"am_mapped", s.stats_mapped},
-               {"am_pulled", s.stats_pulled},
-               {"am_thread_waits", async_progress_waits()}};
+  } table[] = {{"am_messages", s.stats_messages}, {"am_puts", s.stats_puts},
+               {"am_gets", s.stats_gets},         {"am_shared", s.stats_shared},
+               {"am_mapped", s.stats_mapped},     {"am_pulled", s.stats_pulled},
+               {"am_fences", s.stats_fences},     {"am_thread_waits", async_progress_waits()}};
   for (const auto &entry : table) {
     if (std::strcmp(entry.name, name) == 0) {
       value = entry.value;

@@ -276,8 +276,9 @@ void op_awaited(am_state &s, am_op &op) {
 
 // A message or put: acked when the origin needs to know it ended there
 // (a completion counter, or a pulled message's origin counter); else it
-// ends when sent and a fence asks.
-void op_ack_if_needed(am_state &s, am_op &op) {
+// ends when sent and a fence asks, unless `answered` (am_request: the
+// caller learns its end otherwise).
+void op_ack_if_needed(am_state &s, am_op &op, bool answered = false) {
   if (op.completion_counter != nullptr || op.pulled) {
     op.step.flags |= active_ack;
     op_awaited(s, op);
@@ -285,15 +286,13 @@ void op_ack_if_needed(am_state &s, am_op &op) {
     // Known to a fence from now, while still queued: the fence's own step
     // goes out behind it.
     op.acked = false;
-    s.peers[static_cast<std::size_t>(op.target)].unfenced = true;
+    if (!answered) s.peers[static_cast<std::size_t>(op.target)].unfenced = true;
   }
 }
 
-}  // namespace
-
-int am_send(const am_route &to, int handler, const void *uhdr, int uhdr_len, const void *data,
-            std::size_t data_len, std::uint64_t target_counter, iris_counter *origin_counter,
-            iris_counter *completion_counter) {
+int message_send(const am_route &to, int handler, const void *uhdr, int uhdr_len, const void *data,
+                 std::size_t data_len, std::uint64_t target_counter, iris_counter *origin_counter,
+                 iris_counter *completion_counter, bool answered) {
   am_state &s = am_state_get();
   std::uint64_t id = 0;
   am_op &op = op_start(s, to, active_kind::message, id);
@@ -315,9 +314,24 @@ int am_send(const am_route &to, int handler, const void *uhdr, int uhdr_len, con
     ++s.stats_pulled;
   }
   ++s.stats_messages;
-  op_ack_if_needed(s, op);
+  op_ack_if_needed(s, op, answered);
   am_stream(s, id);
   return MPI_SUCCESS;
+}
+
+}  // namespace
+
+int am_send(const am_route &to, int handler, const void *uhdr, int uhdr_len, const void *data,
+            std::size_t data_len, std::uint64_t target_counter, iris_counter *origin_counter,
+            iris_counter *completion_counter) {
+  return message_send(to, handler, uhdr, uhdr_len, data, data_len, target_counter, origin_counter,
+                      completion_counter, false);
+}
+
+int am_request(const am_route &to, int handler, const void *uhdr, int uhdr_len, const void *data,
+               std::size_t data_len, iris_counter *origin_counter) {
+  return message_send(to, handler, uhdr, uhdr_len, data, data_len, 0, origin_counter, nullptr,
+                      true);
 }
 
 int am_put(const am_route &to, const void *origin, std::size_t bytes, std::uint64_t target_addr,
@@ -389,6 +403,7 @@ int am_fence(int target, const char **why) {
     am_peer &p = s.peers[static_cast<std::size_t>(peer)];
     if (!p.unfenced) continue;
     p.unfenced = false;
+    ++s.stats_fences;
     std::uint64_t id = 0;
     am_op &op = op_start(s, {peer, 0, 0, 0}, active_kind::fence, id);
     op_awaited(s, op);

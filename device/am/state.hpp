@@ -114,7 +114,7 @@ struct am_state {
   std::uint64_t pull_min = 0;  // IRIS_AM_PULL_MIN
   int async = 0;               // IRIS_ASYNC_PROGRESS: 0 auto, 1 on, 2 off
   std::uint64_t stats_messages = 0, stats_puts = 0, stats_gets = 0, stats_shared = 0,
-                stats_mapped = 0, stats_pulled = 0;
+                stats_mapped = 0, stats_pulled = 0, stats_fences = 0;
 };
 
 // The layer's state, made at the first use (am_state_get) and dropped at

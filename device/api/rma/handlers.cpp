@@ -72,14 +72,16 @@ int serve(window &w, const request_head &h, const std::byte *data, std::size_t l
           std::vector<std::byte> &back) {
   const std::size_t table = std::size_t{h.segments} * 2 * sizeof(std::uint64_t);
   if (length < table) return MPI_ERR_OTHER;
-  segment_list segs(h.segments);
-  std::size_t total = 0;
-  for (std::size_t i = 0; i < segs.size(); ++i) {
+  auto pair_at = [data](std::size_t i) {
     std::uint64_t pair[2];
     std::memcpy(pair, data + i * sizeof pair, sizeof pair);
-    if (!inside(w, pair[0], pair[1])) return MPI_ERR_RMA_RANGE;
-    segs[i] = {pair[0], static_cast<std::size_t>(pair[1])};
-    total += segs[i].second;
+    return std::pair<std::uint64_t, std::size_t>{pair[0], static_cast<std::size_t>(pair[1])};
+  };
+  std::size_t total = 0;
+  for (std::size_t i = 0; i < h.segments; ++i) {
+    const auto [address, bytes] = pair_at(i);
+    if (!inside(w, address, bytes)) return MPI_ERR_RMA_RANGE;
+    total += bytes;
   }
   const std::byte *payload = data + table;
   const std::size_t payloads = length - table;
@@ -87,11 +89,13 @@ int serve(window &w, const request_head &h, const std::byte *data, std::size_t l
     return reinterpret_cast<std::byte *>(static_cast<std::uintptr_t>(address));
   };
   if (h.kind == message_kind::put || h.kind == message_kind::get) {
+    // Straight from the table: no list to build.
     const bool put = h.kind == message_kind::put;
     if (payloads != (put ? total : 0)) return MPI_ERR_OTHER;
     if (!put) back.resize(total);
     std::size_t done = 0;
-    for (const auto &[address, bytes] : segs) {
+    for (std::size_t i = 0; i < h.segments; ++i) {
+      const auto [address, bytes] = pair_at(i);
       if (put) {
         std::memcpy(here(address), payload + done, bytes);
       } else {
@@ -104,6 +108,8 @@ int serve(window &w, const request_head &h, const std::byte *data, std::size_t l
   if (h.kind != message_kind::accumulate && h.kind != message_kind::compare_swap) {
     return MPI_ERR_OTHER;
   }
+  segment_list segs(h.segments);
+  for (std::size_t i = 0; i < segs.size(); ++i) segs[i] = pair_at(i);
   const bool cas = h.kind == message_kind::compare_swap;
   const device::dtype *b = device::dtype_lookup(h.basic);
   if (h.elem == 0 || h.elem > 64 || b == nullptr || !b->predefined || b->size != h.elem ||
@@ -183,8 +189,8 @@ void request_done(MPI_Comm comm, void *info) {
   auto &flight = replies_in_flight();
   flight.emplace_back(sent, std::move(back));
   const std::vector<std::byte> &body = flight.back().second;
-  device::am_send(route_to(*w, in->origin), reply_handler, &answer, sizeof answer, body.data(),
-                  body.size(), 0, sent, nullptr);
+  device::am_request(route_to(*w, in->origin), reply_handler, &answer, sizeof answer, body.data(),
+                     body.size(), sent);
 }
 
 void *request_arrived(MPI_Comm comm, int origin, const void *uhdr, int uhdr_len, MPI_Aint data_len,

@@ -52,8 +52,8 @@ std::uint32_t batch_post(window &w, int rank, const std::vector<std::byte> &b) {
   h.kind = message_kind::batch;
   h.token = fetch_slot(w, rank);
   w.fetches[h.token].batch = true;
-  device::am_send(route_to(w, rank), request_handler_id(), &h, sizeof h, b.data(), b.size(), 0,
-                  nullptr, nullptr);
+  device::am_request(route_to(w, rank), request_handler_id(), &h, sizeof h, b.data(), b.size(),
+                     nullptr);
   return h.token;
 }
 
@@ -68,14 +68,12 @@ std::uint32_t batch_send(window &w, int rank) {
 }
 
 // Whether an op whose body has `bytes` joins the batch of `a`'s target.
-// The first op since the last completion to a locked target goes alone
-// (a lone op and its completion: one message and its answer either way,
-// the op's own the lighter). One that does not fit sends what waits
-// first: at once where the lock is held, and after the lock's answer
-// where it was not asked yet (the op must not run without it).
+// One that does not fit sends what waits first: at once where the lock is
+// held, and after the lock's answer where it was not asked yet (the op
+// must not run without it).
 bool lazy_takes(access &a, std::size_t bytes) {
   target &t = *a.t;
-  if (!t.batching || (!t.lazy && t.batched == 0 && t.unsettled == 0)) return false;
+  if (!t.batching) return false;
   if (bytes <= batch_op_max && t.batch.size() + bytes <= batch_max) return true;
   if (t.lazy) {
     batch_settle(*a.w, a.rank, false, true);  // the lock first, even with no op waiting
@@ -97,8 +95,64 @@ void request_send(window &w, int rank, const request_head &h, std::vector<std::b
   ++w.targets[static_cast<std::size_t>(rank)].unsettled;
   w.keep.emplace_back(rank, std::move(body));
   const std::vector<std::byte> &b = w.keep.back().second;
-  device::am_send(route_to(w, rank), request_handler_id(), &h, sizeof h, b.data(), b.size(), 0,
-                  nullptr, nullptr);
+  device::am_request(route_to(w, rank), request_handler_id(), &h, sizeof h, b.data(), b.size(),
+                     nullptr);
+}
+
+// A batch of one op, where the lock is held, goes as that op alone: a put
+// or get of one run as am_put or am_get (no handler, no answer to build),
+// an accumulate or compare-and-swap as its own request (no batch to
+// unwrap). One message and its answer either way, and these are the
+// lighter. False: it was not one.
+bool batch_lone(window &w, int rank) {
+  target &t = w.targets[static_cast<std::size_t>(rank)];
+  request_head h;
+  std::uint64_t length = 0;
+  constexpr std::size_t body_at = sizeof h + sizeof length;
+  if (t.batched != 1 || t.lazy || t.batch.size() < body_at) return false;
+  std::memcpy(&h, t.batch.data(), sizeof h);
+  std::memcpy(&length, t.batch.data() + sizeof h, sizeof length);
+  const std::byte *body = t.batch.data() + body_at;
+  if (h.kind == message_kind::accumulate || h.kind == message_kind::compare_swap) {
+    // A lone request takes a slot counted in the replies (its answer says
+    // how it went).
+    if (h.token == no_token) {
+      h.token = fetch_slot(w, rank);
+    } else {
+      ++t.replies;
+    }
+    request_send(w, rank, h, std::vector<std::byte>(body, body + length));
+  } else {
+    std::uint64_t pair[2];
+    if (h.segments != 1 || length < sizeof pair) return false;
+    std::memcpy(pair, body, sizeof pair);
+    if (h.kind == message_kind::put) {
+      // The first am_put since a completion asks for an ack (window::acks).
+      w.keep.emplace_back(rank, std::move(t.batch));
+      device::am_put(route_to(w, rank), w.keep.back().second.data() + body_at + sizeof pair,
+                     pair[1], pair[0], 0, nullptr, t.am_ops ? nullptr : w.acks);
+    } else {
+      // Into the origin buffer when it is one run (the slot is free
+      // again), else into the fetch slot the get took, unpacked at
+      // completion.
+      fetch &f = w.fetches[h.token];
+      void *into = nullptr;
+      if (device::dtype_contiguous(f.type, f.count)) {
+        into = f.result;
+        f = fetch{};
+      } else {
+        f.staging.resize(pair[1]);
+        f.replied = true;
+        into = f.staging.data();
+      }
+      device::am_get(route_to(w, rank), into, pair[1], pair[0], 0, nullptr);
+      t.am_gets = true;
+    }
+    t.am_ops = true;
+  }
+  t.batch.clear();
+  t.batched = 0;
+  return true;
 }
 
 // Calls f(address, bytes) for each contiguous piece of the target's bytes
@@ -144,6 +198,31 @@ std::vector<std::byte> body_of(const segment_list &segs, std::size_t data) {
     std::memcpy(body.data() + i * sizeof pair, pair, sizeof pair);
   }
   return body;
+}
+
+// Adds request `h` to `a`'s target's lazy batch, its body written in
+// place: the (address, bytes) pairs of the target's `count` elements at
+// `a.address`, then `data` bytes, left for the caller to write where the
+// result points.
+std::byte *lazy_request(access &a, request_head h, int count, std::size_t data) {
+  std::vector<std::byte> &b = a.t->batch;
+  const std::size_t start = b.size();
+  std::uint64_t length = 0;
+  b.resize(start + sizeof h + sizeof length);
+  each_segment(a.address, count, *a.target_type, [&](std::uint64_t address, std::size_t bytes) {
+    const std::uint64_t pair[2] = {address, bytes};
+    const std::size_t end = b.size();
+    b.resize(end + sizeof pair);
+    std::memcpy(b.data() + end, pair, sizeof pair);
+    ++h.segments;
+  });
+  b.resize(b.size() + data);
+  length = b.size() - start - sizeof h - sizeof length;
+  std::memcpy(b.data() + start, &h, sizeof h);
+  std::memcpy(b.data() + start + sizeof h, &length, sizeof length);
+  ++a.t->batched;
+  ++a.t->unsettled;  // completion sends it
+  return b.data() + (b.size() - data);
 }
 
 }  // namespace
@@ -236,15 +315,11 @@ int put(access &a, const void *origin, int origin_count) {
   if (total == 0) return MPI_SUCCESS;
   const int count = static_cast<int>(total / std::max<std::size_t>(1, a.target_type->packed_size));
   if (lazy_takes(a, total)) {
-    const segment_list segs = segments_of(a.address, count, *a.target_type);
-    std::vector<std::byte> body = body_of(segs, total);
-    device::dtype_pack_range(origin, origin_count, *a.origin_type, 0, total,
-                             body.data() + (body.size() - total));
     request_head h{};
     h.kind = message_kind::put;
     h.token = no_token;
-    h.segments = static_cast<std::uint32_t>(segs.size());
-    lazy_add(a, h, body);
+    device::dtype_pack_range(origin, origin_count, *a.origin_type, 0, total,
+                             lazy_request(a, h, count, total));
     return MPI_SUCCESS;
   }
   const std::byte *src = static_cast<const std::byte *>(origin);
@@ -292,16 +367,14 @@ int get(access &a, void *origin, int origin_count) {
   if (lazy_takes(a, total)) {
     // The bytes come back in the batch's reply to a fetch slot, unpacked
     // into the origin buffer at completion.
-    const segment_list segs = segments_of(a.address, target_count, *a.target_type);
     request_head h{};
     h.kind = message_kind::get;
     h.token = fetch_slot(w, a.rank, false);
-    h.segments = static_cast<std::uint32_t>(segs.size());
     fetch &f = w.fetches[h.token];
     f.result = origin;
     f.count = origin_count;
     f.type = *a.origin_type;
-    lazy_add(a, h, body_of(segs, 0));
+    lazy_request(a, h, target_count, 0);
     return MPI_SUCCESS;
   }
   const bool direct = device::dtype_contiguous(*a.origin_type, origin_count);
@@ -515,6 +588,7 @@ bool lock_step(window &w, int rank, std::int64_t step) {
   device::progress_until([&] { return w.fetches[token].replied; });
   const bool granted = w.fetches[token].lock_answer != 0;
   w.fetches[token].used = false;
+  --t.unsettled;  // answered: nothing of it is left for a completion
   return granted;
 }
 
@@ -555,7 +629,7 @@ bool batch_settle(window &w, int rank, bool release, bool lock_now) {
     batch_add(t.batch, r, nullptr, 0);
   }
   if (!lazy) {
-    batch_send(w, rank);  // completion waits for its answer
+    if (releases || !batch_lone(w, rank)) batch_send(w, rank);  // completion waits for its answer
     return releases;
   }
   // Until the lock is granted: a refused batch ran nothing and goes again.
@@ -631,7 +705,16 @@ int complete(window &w, int rank, std::string &why, bool notice) {
     }
     f = fetch{};
   }
-  std::erase_if(w.keep, [&](const auto &k) { return rank < 0 || k.first == rank; });
+  std::erase_if(w.keep, [&](auto &k) {
+    if (rank >= 0 && k.first != rank) return false;
+    // A sent batch's room serves its target's next batch.
+    std::vector<std::byte> &next = w.targets[static_cast<std::size_t>(k.first)].batch;
+    if (next.empty() && next.capacity() < k.second.capacity()) {
+      k.second.clear();
+      next.swap(k.second);
+    }
+    return true;
+  });
   replies_collect();
   if (err == MPI_SUCCESS && w.error != MPI_SUCCESS) {
     err = w.error;
