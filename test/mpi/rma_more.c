@@ -138,6 +138,32 @@ void test_requests(void) {
   MPI_Win_flush(right, win);
   CHECK(old == 10, "J: Get_accumulate_c (MPI_NO_OP) fetched %lld", old);
 #endif
+#ifdef IRIS_MPI_H_INCLUDED
+  /* An Rput's request means its origin buffer is free, not that the put
+   * ended at the target: 32 of them, waited for, then a flush, send at
+   * most one message (a batch) to a rank this one does not map (none to
+   * one it maps). Rank 0 alone, as in M, once every op before has ended
+   * (the answers rank 0's handler sends count too). */
+  MPI_Win_flush_all(win);
+  MPI_Barrier(MPI_COMM_WORLD);
+  if (rank == 0) {
+    const char *names[3] = {"am_messages", "am_puts", "am_fences"};
+    MPI_Count before = 0, after = 0, v = 0;
+    for (int i = 0; i < 3; ++i) before += (MPIX_Stat_get(names[i], &v), v);
+    MPI_Request many[32];
+    long long values[32];
+    for (int k = 0; k < 32; ++k) {
+      values[k] = k;
+      MPI_Rput(&values[k], 1, MPI_LONG_LONG, right, 3, 1, MPI_LONG_LONG, win, &many[k]);
+    }
+    MPI_Waitall(32, many, MPI_STATUSES_IGNORE);
+    MPI_Win_flush(right, win);
+    for (int i = 0; i < 3; ++i) after += (MPIX_Stat_get(names[i], &v), v);
+    CHECK(after - before <= 1, "J: 32 Rputs, waited for, and a flush sent %lld messages",
+          (long long)(after - before));
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+#endif
   MPI_Request g;
   MPI_Rget(&back, 1, MPI_LONG_LONG, right, 0, 1, MPI_LONG_LONG, win, &g);
   MPI_Wait(&g, MPI_STATUS_IGNORE);

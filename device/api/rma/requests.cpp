@@ -2,12 +2,18 @@
 // MPI_Rget_accumulate) and the large-count (`_c`) forms of the one-sided
 // calls.
 //
-// A request-based op is the op, then its completion at that target (as
-// MPI_Win_flush does): the request is complete when the call returns, and
-// MPI_Wait hands back the op's outcome. Completion at the target is more
-// than MPI asks of a request (the origin buffer free to use again), and
-// costs one flush per op; ops to several targets do not overlap. MPI
-// allows request-based ops in passive-target epochs only.
+// A request-based op is the op, then what its request's completion means,
+// done before the call returns; MPI_Wait hands back the op's outcome.
+// - MPI_Rput and MPI_Raccumulate: the origin buffer is free again (MPI's
+//   meaning). Their data were copied or packed (into a batch, or a body
+//   kept until completion), or went by am_put, whose leaving this process
+//   the call waits for (am_sent). No round trip: a stream of them goes in
+//   batches, and the next completion (flush, unlock) finds any refusal.
+// - MPI_Rget and MPI_Rget_accumulate: their completion at the target (as
+//   MPI_Win_flush to it does), a round trip per op, since the result must
+//   be there; ops to several targets do not overlap.
+// MPI allows request-based ops in passive-target epochs only.
+#include "device/am/am.hpp"
 #include "device/api/rma/rma.hpp"
 #include "device/api/types/bigcount.hpp"
 #include "device/core/request.hpp"
@@ -48,13 +54,16 @@ int request_checks(const char *call, MPI_Win win, int rank, MPI_Request *request
   return MPI_SUCCESS;
 }
 
-// After the op `started` returned: its completion at `rank`, and the
-// request that reports it.
-int request_end(const char *call, MPI_Win win, int rank, int started, MPI_Request *request) {
+// After the op `started` returned: its completion at `rank` (`local`:
+// only its origin buffer free), and the request that reports it.
+int request_end(const char *call, MPI_Win win, int rank, int started, bool local,
+                MPI_Request *request) {
   if (started != MPI_SUCCESS) return started;
   window *w = lookup(win);
   auto *ext = new ended_op;
-  if (rank != MPI_PROC_NULL) {
+  if (rank != MPI_PROC_NULL && local) {
+    device::am_sent(w->targets[static_cast<std::size_t>(rank)].world);
+  } else if (rank != MPI_PROC_NULL) {
     std::string why;
     ext->error = complete(*w, rank, why);
     if (ext->error != MPI_SUCCESS) {
@@ -72,11 +81,11 @@ int request_end(const char *call, MPI_Win win, int rank, int started, MPI_Reques
 }
 
 // A request-based op: the checks, the op itself (`op()`, its return code),
-// its completion at `rank` and the request that reports it.
+// its completion (request_end) and the request that reports it.
 template <typename Op>
-int request_op(const char *call, MPI_Win win, int rank, MPI_Request *request, Op op) {
+int request_op(const char *call, MPI_Win win, int rank, bool local, MPI_Request *request, Op op) {
   if (int err = request_checks(call, win, rank, request)) return err;
-  return request_end(call, win, rank, op(), request);
+  return request_end(call, win, rank, op(), local, request);
 }
 
 // A window's large-count displacement unit as an int (one past it is
@@ -119,7 +128,7 @@ int MPI_Rput(const void *origin_addr, int origin_count, MPI_Datatype origin_data
              int target_rank, MPI_Aint target_disp, int target_count, MPI_Datatype target_datatype,
              MPI_Win win, MPI_Request *request) {
   const device::api_guard guard;
-  return request_op("MPI_Rput", win, target_rank, request, [&] {
+  return request_op("MPI_Rput", win, target_rank, true, request, [&] {
     return MPI_Put(origin_addr, origin_count, origin_datatype, target_rank, target_disp,
                    target_count, target_datatype, win);
   });
@@ -129,7 +138,7 @@ int MPI_Rget(void *origin_addr, int origin_count, MPI_Datatype origin_datatype, 
              MPI_Aint target_disp, int target_count, MPI_Datatype target_datatype, MPI_Win win,
              MPI_Request *request) {
   const device::api_guard guard;
-  return request_op("MPI_Rget", win, target_rank, request, [&] {
+  return request_op("MPI_Rget", win, target_rank, false, request, [&] {
     return MPI_Get(origin_addr, origin_count, origin_datatype, target_rank, target_disp,
                    target_count, target_datatype, win);
   });
@@ -139,7 +148,7 @@ int MPI_Raccumulate(const void *origin_addr, int origin_count, MPI_Datatype orig
                     int target_rank, MPI_Aint target_disp, int target_count,
                     MPI_Datatype target_datatype, MPI_Op op, MPI_Win win, MPI_Request *request) {
   const device::api_guard guard;
-  return request_op("MPI_Raccumulate", win, target_rank, request, [&] {
+  return request_op("MPI_Raccumulate", win, target_rank, true, request, [&] {
     return MPI_Accumulate(origin_addr, origin_count, origin_datatype, target_rank, target_disp,
                           target_count, target_datatype, op, win);
   });
@@ -151,7 +160,7 @@ int MPI_Rget_accumulate(const void *origin_addr, int origin_count, MPI_Datatype 
                         MPI_Datatype target_datatype, MPI_Op op, MPI_Win win,
                         MPI_Request *request) {
   const device::api_guard guard;
-  return request_op("MPI_Rget_accumulate", win, target_rank, request, [&] {
+  return request_op("MPI_Rget_accumulate", win, target_rank, false, request, [&] {
     return MPI_Get_accumulate(origin_addr, origin_count, origin_datatype, result_addr, result_count,
                               result_datatype, target_rank, target_disp, target_count,
                               target_datatype, op, win);
@@ -220,7 +229,7 @@ int MPI_Rput_c(const void *origin_addr, MPI_Count origin_count, MPI_Datatype ori
                int target_rank, MPI_Aint target_disp, MPI_Count target_count,
                MPI_Datatype target_datatype, MPI_Win win, MPI_Request *request) {
   const device::api_guard guard;
-  return request_op("MPI_Rput_c", win, target_rank, request, [&] {
+  return request_op("MPI_Rput_c", win, target_rank, true, request, [&] {
     return MPI_Put_c(origin_addr, origin_count, origin_datatype, target_rank, target_disp,
                      target_count, target_datatype, win);
   });
@@ -230,7 +239,7 @@ int MPI_Rget_c(void *origin_addr, MPI_Count origin_count, MPI_Datatype origin_da
                int target_rank, MPI_Aint target_disp, MPI_Count target_count,
                MPI_Datatype target_datatype, MPI_Win win, MPI_Request *request) {
   const device::api_guard guard;
-  return request_op("MPI_Rget_c", win, target_rank, request, [&] {
+  return request_op("MPI_Rget_c", win, target_rank, false, request, [&] {
     return MPI_Get_c(origin_addr, origin_count, origin_datatype, target_rank, target_disp,
                      target_count, target_datatype, win);
   });
@@ -240,7 +249,7 @@ int MPI_Raccumulate_c(const void *origin_addr, MPI_Count origin_count, MPI_Datat
                       int target_rank, MPI_Aint target_disp, MPI_Count target_count,
                       MPI_Datatype target_datatype, MPI_Op op, MPI_Win win, MPI_Request *request) {
   const device::api_guard guard;
-  return request_op("MPI_Raccumulate_c", win, target_rank, request, [&] {
+  return request_op("MPI_Raccumulate_c", win, target_rank, true, request, [&] {
     return MPI_Accumulate_c(origin_addr, origin_count, origin_datatype, target_rank, target_disp,
                             target_count, target_datatype, op, win);
   });
@@ -252,7 +261,7 @@ int MPI_Rget_accumulate_c(const void *origin_addr, MPI_Count origin_count,
                           MPI_Count target_count, MPI_Datatype target_datatype, MPI_Op op,
                           MPI_Win win, MPI_Request *request) {
   const device::api_guard guard;
-  return request_op("MPI_Rget_accumulate_c", win, target_rank, request, [&] {
+  return request_op("MPI_Rget_accumulate_c", win, target_rank, false, request, [&] {
     return MPI_Get_accumulate_c(origin_addr, origin_count, origin_datatype, result_addr,
                                 result_count, result_datatype, target_rank, target_disp,
                                 target_count, target_datatype, op, win);
