@@ -161,6 +161,23 @@ void test_requests(void) {
     for (int i = 0; i < 3; ++i) after += (MPIX_Stat_get(names[i], &v), v);
     CHECK(after - before <= 1, "J: 32 Rputs, waited for, and a flush sent %lld messages",
           (long long)(after - before));
+    /* 32 Rgets, waited for together: one flush, one message, and each
+     * brings the value the last Rput left. */
+    const char *get_names[3] = {"am_messages", "am_gets", "am_fences"};
+    before = after = 0;
+    for (int i = 0; i < 3; ++i) before += (MPIX_Stat_get(get_names[i], &v), v);
+    long long read[32];
+    for (int k = 0; k < 32; ++k) {
+      read[k] = -1;
+      MPI_Rget(&read[k], 1, MPI_LONG_LONG, right, 3, 1, MPI_LONG_LONG, win, &many[k]);
+    }
+    MPI_Waitall(32, many, MPI_STATUSES_IGNORE);
+    for (int i = 0; i < 3; ++i) after += (MPIX_Stat_get(get_names[i], &v), v);
+    int wrong = 0;
+    for (int k = 0; k < 32; ++k) wrong += read[k] != 31;
+    CHECK(wrong == 0, "J: %d of 32 Rgets read other than 31 (read[0] %lld)", wrong, read[0]);
+    CHECK(after - before <= 1, "J: 32 Rgets, waited for together, sent %lld messages",
+          (long long)(after - before));
   }
   MPI_Barrier(MPI_COMM_WORLD);
 #endif

@@ -9,9 +9,11 @@
 //   kept until completion), or went by am_put, whose leaving this process
 //   the call waits for (am_sent). No round trip: a stream of them goes in
 //   batches, and the next completion (flush, unlock) finds any refusal.
-// - MPI_Rget and MPI_Rget_accumulate: their completion at the target (as
-//   MPI_Win_flush to it does), a round trip per op, since the result must
-//   be there; ops to several targets do not overlap.
+// - MPI_Rget and MPI_Rget_accumulate: their completion at the target,
+//   which the request's first poll (MPI_Wait, MPI_Test) makes as
+//   MPI_Win_flush to it does, unless a completion came since: a stream of
+//   them waited for together costs one round trip. MPI_Test may so wait
+//   for one flush. A dynamic window's still flush in the call.
 // MPI allows request-based ops in passive-target epochs only.
 #include "device/am/am.hpp"
 #include "device/api/rma/rma.hpp"
@@ -24,13 +26,29 @@ using namespace iris::api::rma;
 
 namespace {
 
-// A request whose op has ended: its outcome, handed back once.
-struct ended_op final : device::request_ext {
-  int error = MPI_SUCCESS;
-  void poll(device::request &) override {}
+// A request-based op's request: ended when made, or (`pending`) ended by
+// the next completion to its target, which its first poll makes unless
+// one came since (MPI_Win_flush to that rank: it sends what waits in the
+// batch and waits for the answers; with nothing left, it returns at once).
+// A stream of them waited for together costs one flush. A failure there
+// is raised through the window's handler, as a flush raises it.
+struct rma_request final : device::request_ext {
+  MPI_Win win = MPI_WIN_NULL;
+  int rank = MPI_PROC_NULL;
+  bool pending = false;
+  void poll(device::request &r) override {
+    if (pending) {
+      pending = false;
+      if (window *w = lookup(win); w != nullptr && rank < w->comm->size) {
+        std::string why;
+        if (int err = complete(*w, rank, why)) (void)raise(*w, "MPI_Wait", err, "%s", why.c_str());
+      }
+    }
+    device::request_complete(r);
+  }
   int finish(device::request &, void *status) override {
     api::status_empty(static_cast<MPI_Status *>(status));
-    return error;
+    return MPI_SUCCESS;
   }
   int peek(device::request &r, void *status) override { return finish(r, status); }
   void cancel(device::request &) override {}
@@ -54,28 +72,33 @@ int request_checks(const char *call, MPI_Win win, int rank, MPI_Request *request
   return MPI_SUCCESS;
 }
 
-// After the op `started` returned: its completion at `rank` (`local`:
-// only its origin buffer free), and the request that reports it.
+// After the op `started` returned: the request that reports it. `local`:
+// it ends once its origin buffer is free; else once it completed at
+// `rank`: at the first poll, where the target is not mapped here and ops
+// wait (never for a dynamic window, whose target may refuse a range only
+// it can check: that is raised here, by the call).
 int request_end(const char *call, MPI_Win win, int rank, int started, bool local,
                 MPI_Request *request) {
   if (started != MPI_SUCCESS) return started;
   window *w = lookup(win);
-  auto *ext = new ended_op;
+  auto *ext = new rma_request;
   if (rank != MPI_PROC_NULL && local) {
     device::am_sent(w->targets[static_cast<std::size_t>(rank)].world);
+  } else if (rank != MPI_PROC_NULL && w->flavor != MPI_WIN_FLAVOR_DYNAMIC) {
+    ext->pending = !settled(*w, rank);
   } else if (rank != MPI_PROC_NULL) {
     std::string why;
-    ext->error = complete(*w, rank, why);
-    if (ext->error != MPI_SUCCESS) {
-      const int err = ext->error;
+    if (int err = complete(*w, rank, why)) {
       delete ext;
       return raise(*w, call, err, "%s", why.c_str());
     }
   }
+  ext->win = win;
+  ext->rank = rank;
   device::communicator *self = device::comm_lookup(MPI_COMM_SELF);
   device::request *r = device::rt->requests.allocate(device::request_kind::recv, self);
   r->ext = ext;
-  device::request_complete(*r);
+  if (!ext->pending) device::request_complete(*r);
   *request = device::request_handle(*r);
   return MPI_SUCCESS;
 }
