@@ -128,8 +128,8 @@ int serve(window &w, const request_head &h, const std::byte *data, std::size_t l
 // granted ends it before anything ran (`granted` 0). What each request
 // with a token returns goes to `back` as a batch_part and its bytes. The
 // first error, or MPI_SUCCESS.
-int serve_batch(window &w, const std::vector<std::byte> &data, std::vector<std::byte> &back,
-                std::int64_t &granted) {
+int serve_batch(window &w, int origin, const std::vector<std::byte> &data,
+                std::vector<std::byte> &back, std::int64_t &granted) {
   granted = 1;
   int status = MPI_SUCCESS;
   std::vector<std::byte> out;
@@ -147,6 +147,13 @@ int serve_batch(window &w, const std::vector<std::byte> &data, std::vector<std::
       if (!lock_apply(*w.ctl, h.lock)) {
         granted = 0;
         return MPI_SUCCESS;
+      }
+      continue;
+    }
+    if (h.kind == message_kind::done) {
+      // MPI_Win_complete's notice, after the epoch's ops (batch_complete).
+      if (origin >= 0 && static_cast<std::size_t>(origin) < w.completes_from.size()) {
+        ++w.completes_from[static_cast<std::size_t>(origin)];
       }
       continue;
     }
@@ -181,7 +188,10 @@ void request_done(MPI_Comm comm, void *info) {
   if (h.kind == message_kind::lock) {
     answer.answer = lock_apply(*w->ctl, h.lock) ? 1 : 0;
   } else if (h.kind == message_kind::batch) {
-    answer.status = serve_batch(*w, in->data, back, answer.answer);
+    answer.status = serve_batch(*w, in->origin, in->data, back, answer.answer);
+    // One nobody waits for (batch_complete's) is answered only to report
+    // a failure, which its origin's next completion raises.
+    if (h.token == no_token && answer.status == MPI_SUCCESS) return;
   } else {
     answer.status = serve(*w, h, in->data.data(), in->data.size(), back);
   }
@@ -257,6 +267,13 @@ void *reply_arrived(MPI_Comm comm, int, const void *uhdr, int uhdr_len, MPI_Aint
                     MPIX_Am_completion_fn **completion, void **user_info) {
   window *w = of_comm(comm);
   if (w == nullptr || uhdr_len != sizeof(reply_head)) return nullptr;
+  reply_head head;
+  std::memcpy(&head, uhdr, sizeof head);
+  if (head.token == no_token) {
+    // A failure of a batch nobody waits for: the next completion raises it.
+    note_error(*w, head.status);
+    return nullptr;
+  }
   auto *r = new reply_arrival{w, 0, {}};
   std::memcpy(&r->head, uhdr, sizeof(reply_head));
   r->token = r->head.token;

@@ -550,6 +550,44 @@ void notify(window &w, int rank, bool post) {
                   nullptr);
 }
 
+bool batch_complete(window &w, int rank) {
+  target &t = w.targets[static_cast<std::size_t>(rank)];
+  if (!t.batching || t.lazy || t.batched == 0 || t.unsettled != t.batched || t.replies != 0 ||
+      w.error != MPI_SUCCESS) {
+    return false;
+  }
+  // Nothing in it may return anything (a get, a fetching accumulate).
+  for (std::size_t at = 0; at < t.batch.size();) {
+    request_head h;
+    std::uint64_t length = 0;
+    std::memcpy(&h, t.batch.data() + at, sizeof h);
+    std::memcpy(&length, t.batch.data() + at + sizeof h, sizeof length);
+    if (h.token != no_token) return false;
+    at += sizeof h + sizeof length + length;
+  }
+  request_head done{};
+  done.kind = message_kind::done;
+  done.token = no_token;
+  batch_add(t.batch, done, nullptr, 0);
+  request_head h{};
+  h.kind = message_kind::batch;
+  h.token = no_token;  // no answer (a failure is answered, and reported later)
+  w.keep.emplace_back(rank, std::move(t.batch));
+  const std::vector<std::byte> &b = w.keep.back().second;
+  device::am_request(route_to(w, rank), request_handler_id(), &h, sizeof h, b.data(), b.size(),
+                     nullptr);
+  t.batched = 0;
+  t.batching = false;
+  t.unsettled = 0;
+  device::am_sent(t.world);
+  // Its room serves the next batch.
+  std::vector<std::byte> sent = std::move(w.keep.back().second);
+  w.keep.pop_back();
+  sent.clear();
+  t.batch.swap(sent);
+  return true;
+}
+
 bool take_notices(window &w, const std::vector<int> &from, bool post) {
   auto &counts = post ? w.posts_from : w.completes_from;
   auto &seen = post ? w.posts_seen : w.completes_seen;

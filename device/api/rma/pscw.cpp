@@ -7,8 +7,12 @@
 // waits for one from each of its group and takes it. MPI_Win_complete
 // completes this rank's ops at each target of its group, then sends each a
 // complete notice; MPI_Win_wait waits for one from each rank of its post's
-// group. Notices are counted by the rank that sent them, so that a post for
-// a later epoch, or from a rank outside this epoch's group, waits its turn.
+// group. Notices are counted by the rank that sent them, so that a post
+// for a later epoch, or from a rank outside this epoch's group, waits its
+// turn. To a rank not mapped here (window not dynamic), small ops wait in
+// a batch from MPI_Win_start, and when nothing in it returns anything the
+// complete notice goes at its end, one message answered by nobody
+// (batch_complete).
 // MPI_MODE_NOCHECK on post and start (both sides must give it) sends and
 // waits for no post.
 #include "device/api/rma/rma.hpp"
@@ -76,7 +80,13 @@ int MPI_Win_start(MPI_Group group, int assert, MPI_Win win) {
   if ((assert &MPI_MODE_NOCHECK) == 0) {
     device::progress_until([&] { return take_notices(*w, ranks, true); });
   }
-  for (const int r : ranks) w->targets[static_cast<std::size_t>(r)].started = true;
+  for (const int r : ranks) {
+    target &t = w->targets[static_cast<std::size_t>(r)];
+    t.started = true;
+    // Small ops to a rank not mapped here wait in a batch that
+    // MPI_Win_complete sends with its notice (batch_complete).
+    if (t.ctl == nullptr && w->flavor != MPI_WIN_FLAVOR_DYNAMIC) batch_begin(*w, r, 0);
+  }
   w->access = std::move(ranks);
   w->access_open = true;
   return MPI_SUCCESS;
@@ -92,18 +102,20 @@ int MPI_Win_complete(MPI_Win win) {
   }
   int err = MPI_SUCCESS;
   std::string why;
+  std::vector<int> notices;  // those whose notice did not go with their batch
   for (const int r : w->access) {
+    if (batch_complete(*w, r)) continue;
     std::string reason;
     const int e = complete(*w, r, reason, true);  // the complete notice follows
     if (e != MPI_SUCCESS && err == MPI_SUCCESS) {
       err = e;
       why = reason;
     }
+    batch_settle(*w, r, true);  // the epoch's batching ends
+    notices.push_back(r);
   }
-  for (const int r : w->access) {
-    notify(*w, r, false);
-    w->targets[static_cast<std::size_t>(r)].started = false;
-  }
+  for (const int r : notices) notify(*w, r, false);
+  for (const int r : w->access) w->targets[static_cast<std::size_t>(r)].started = false;
   w->access.clear();
   w->access_open = false;
   if (err != MPI_SUCCESS) return raise(*w, call, err, "%s", why.c_str());

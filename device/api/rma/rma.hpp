@@ -199,9 +199,10 @@ int accumulate(access &a, const char *call, const void *origin, int origin_count
 // ... release_exclusive); whether it was granted.
 enum lock_step : std::int64_t { try_shared = 1, try_exclusive, release_shared, release_exclusive };
 bool lock_step(window &w, int rank, std::int64_t step);
-// A passive-target epoch to rank, whose control block is not mapped here:
-// its ops batched from now; `lock_type` (0: none, MPI_MODE_NOCHECK or
-// MPI_Win_lock_all, which took its locks already) a lazy lock's.
+// A passive-target epoch (or an MPI_Win_start one) to rank, whose control
+// block is not mapped here: its ops batched from now; `lock_type` (0:
+// none, MPI_MODE_NOCHECK, MPI_Win_lock_all, which took its locks already,
+// or MPI_Win_start) a lazy lock's.
 void batch_begin(window &w, int rank, int lock_type);
 // Rank's batch, sent (with the lock's release when `release`: the epoch
 // ends) and answered, the lock granted: the ops in it are done at the
@@ -216,6 +217,11 @@ void handlers_register();
 // on (`post`), or this rank's access epoch to it ended (else). A store to
 // its control block where this rank maps it, else a message to its handler.
 void notify(window &w, int rank, bool post);
+// MPI_Win_complete to rank, whose ops of the epoch all wait in its batch
+// (MPI_Win_start began one) and return nothing: the batch goes with the
+// complete notice at its end, answered by nobody, and its bytes have left
+// here when this returns. False: not so (complete, then notify).
+bool batch_complete(window &w, int rank);
 // Whether a notice of the kind from every rank of `from` arrived; if so,
 // one from each is taken.
 bool take_notices(window &w, const std::vector<int> &from, bool post);
