@@ -743,16 +743,17 @@ int complete(window &w, int rank, std::string &why, bool notice) {
     }
     f = fetch{};
   }
-  std::erase_if(w.keep, [&](auto &k) {
-    if (rank >= 0 && k.first != rank) return false;
-    // A sent batch's room serves its target's next batch.
-    std::vector<std::byte> &next = w.targets[static_cast<std::size_t>(k.first)].batch;
-    if (next.empty() && next.capacity() < k.second.capacity()) {
-      k.second.clear();
-      next.swap(k.second);
+  // What was kept for the ranks completed goes; a sent batch's room serves
+  // its target's next batch.
+  for (auto &[r, bytes] : w.keep) {
+    if (rank >= 0 && r != rank) continue;
+    std::vector<std::byte> &next = w.targets[static_cast<std::size_t>(r)].batch;
+    if (next.empty() && next.capacity() < bytes.capacity()) {
+      bytes.clear();
+      next.swap(bytes);
     }
-    return true;
-  });
+  }
+  std::erase_if(w.keep, [&](const auto &k) { return rank < 0 || k.first == rank; });
   replies_collect();
   if (err == MPI_SUCCESS && w.error != MPI_SUCCESS) {
     err = w.error;
