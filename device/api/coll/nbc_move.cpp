@@ -210,10 +210,14 @@ int iallgatherv(const char *call, bool vector, const void *sendbuf, int sendcoun
   // (as MPI_Allgather and MPI_Allgatherv): the largest block decides, and
   // every rank knows every block's size.
   if (device::rt->config.coll_allgather == 0) {
+    // Every block is needed only when they differ (the exchange reads
+    // them); uniform ones are all the size of this rank's.
     auto blocks = std::make_shared<std::vector<typed_buffer>>();
-    for (int i = 0; i < c->size; ++i)
-      blocks->push_back(block_of(recv, vector, recvcounts, displs, i));
-    const std::size_t largest = largest_block(*blocks);
+    if (vector) {
+      for (int i = 0; i < c->size; ++i)
+        blocks->push_back(block_of(recv, vector, recvcounts, displs, i));
+    }
+    const std::size_t largest = vector ? largest_block(*blocks) : own.packed_bytes();
     if (largest > 0 && node_segment(*c, largest, true)) {
       auto packed = std::make_shared<std::vector<std::byte>>();
       node_steps(*s, [mine, recv, in_place, vector, blocks, packed](
