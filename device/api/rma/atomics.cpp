@@ -24,6 +24,22 @@ void stripe_lock(std::atomic<std::int64_t> &s) {
   }
 }
 
+// f(zero) with a zero of the unsigned type of `elem` bytes: 1, 2, 4, or
+// else 8 (cpu_atomic's sizes).
+template <typename F>
+bool as_word(std::size_t elem, F f) {
+  switch (elem) {
+    case 1:
+      return f(std::uint8_t{});
+    case 2:
+      return f(std::uint16_t{});
+    case 4:
+      return f(std::uint32_t{});
+    default:
+      return f(std::uint64_t{});
+  }
+}
+
 template <typename U>
 void cas_apply(std::byte *at, const std::byte *in, std::byte *old, int op, int basic,
                std::int64_t extent) {
@@ -65,6 +81,62 @@ void cas_apply(std::byte *at, const std::byte *in, std::byte *old, int op, int b
     }
   }
   if (old != nullptr) std::memcpy(old, &cur, sizeof(U));
+}
+
+// run_apply's loop: `update(element, operand)` gives the element's old
+// value, kept only when `Fetch`.
+template <typename U, bool Fetch, typename Update>
+void run_each(U *a, const std::byte *in, std::byte *old, std::size_t n, Update update) {
+  for (std::size_t k = 0; k < n; ++k) {
+    U v;
+    std::memcpy(&v, in + k * sizeof(U), sizeof(U));
+    if constexpr (Fetch) {
+      const U prev = update(a + k, v);
+      std::memcpy(old + k * sizeof(U), &prev, sizeof(U));
+    } else {
+      update(a + k, v);
+    }
+  }
+}
+
+template <typename U>
+bool run_apply_as(std::byte *at, const std::byte *in, std::byte *old, std::size_t n, int op,
+                  int basic) {
+  auto *a = reinterpret_cast<U *>(at);
+  auto go = [&](auto update) {
+    if (old != nullptr) {
+      run_each<U, true>(a, in, old, n, update);
+    } else {
+      run_each<U, false>(a, in, old, n, update);
+    }
+    return true;
+  };
+  if (op == MPI_NO_OP) {
+    return old == nullptr || go([](U *p, U) { return __atomic_load_n(p, __ATOMIC_ACQUIRE); });
+  }
+  if (op == MPI_REPLACE && old == nullptr) {
+    // A store of an aligned element is atomic: no locked instruction.
+    return go([](U *p, U v) {
+      __atomic_store_n(p, v, __ATOMIC_RELEASE);
+      return v;
+    });
+  }
+  if (op == MPI_REPLACE) {
+    return go([](U *p, U v) { return __atomic_exchange_n(p, v, __ATOMIC_ACQ_REL); });
+  }
+  if (!integer_type(basic)) return false;
+  switch (op) {
+    case MPI_SUM:
+      return go([](U *p, U v) { return __atomic_fetch_add(p, v, __ATOMIC_ACQ_REL); });
+    case MPI_BAND:
+      return go([](U *p, U v) { return __atomic_fetch_and(p, v, __ATOMIC_ACQ_REL); });
+    case MPI_BOR:
+      return go([](U *p, U v) { return __atomic_fetch_or(p, v, __ATOMIC_ACQ_REL); });
+    case MPI_BXOR:
+      return go([](U *p, U v) { return __atomic_fetch_xor(p, v, __ATOMIC_ACQ_REL); });
+    default:
+      return false;
+  }
 }
 
 // The striped lock of the element at `key`, its address in the target's
@@ -137,10 +209,11 @@ void compare_swap_one(std::byte *at, std::uint64_t key, const std::byte *origin,
     std::memcpy(result, &expected, sizeof(U));
   };
   if (cpu_atomic(at, elem)) {
-    if (elem == 1) return cas(std::uint8_t{});
-    if (elem == 2) return cas(std::uint16_t{});
-    if (elem == 4) return cas(std::uint32_t{});
-    return cas(std::uint64_t{});
+    as_word(elem, [&](auto zero) {
+      cas(zero);
+      return true;
+    });
+    return;
   }
   std::atomic<std::int64_t> &s = stripe_of(ctl, key);
   stripe_lock(s);
@@ -198,16 +271,16 @@ void element_apply(std::byte *at, const void *in, void *old, int op, int basic, 
   const auto *operand = static_cast<const std::byte *>(in);
   auto *out = static_cast<std::byte *>(old);
   const auto extent = static_cast<std::int64_t>(elem);
-  switch (elem) {
-    case 1:
-      return cas_apply<std::uint8_t>(at, operand, out, op, basic, extent);
-    case 2:
-      return cas_apply<std::uint16_t>(at, operand, out, op, basic, extent);
-    case 4:
-      return cas_apply<std::uint32_t>(at, operand, out, op, basic, extent);
-    default:
-      return cas_apply<std::uint64_t>(at, operand, out, op, basic, extent);
-  }
+  as_word(elem, [&](auto zero) {
+    cas_apply<decltype(zero)>(at, operand, out, op, basic, extent);
+    return true;
+  });
+}
+
+bool run_apply(std::byte *at, const std::byte *in, std::byte *old, std::size_t n, int op, int basic,
+               std::size_t elem) {
+  return as_word(
+      elem, [&](auto zero) { return run_apply_as<decltype(zero)>(at, in, old, n, op, basic); });
 }
 
 void element_compare_swap(std::byte *at, const void *origin, const void *compare, void *result,

@@ -11,10 +11,12 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <utility>
 #include <vector>
 
 #include "device/api/rma/rma.hpp"
+#include "device/datatypes/op.hpp"
 
 namespace iris::api::rma {
 
@@ -48,6 +50,14 @@ void element_apply(std::byte *at, const void *in, void *old, int op, int basic, 
 void element_compare_swap(std::byte *at, const void *origin, const void *compare, void *result,
                           std::size_t elem);
 
+// A run of `n` elements of `elem` bytes (1, 2, 4 or 8) at an address
+// aligned to their size, by the CPU's atomic instructions, one loop for
+// the whole run: for the ops that are one instruction (MPI_SUM, MPI_BAND,
+// MPI_BOR and MPI_BXOR of an integer type, MPI_REPLACE, MPI_NO_OP). Old
+// values to `old` unless nullptr. false: another op, nothing done.
+bool run_apply(std::byte *at, const std::byte *in, std::byte *old, std::size_t n, int op, int basic,
+               std::size_t elem);
+
 // Whether `basic` is a C integer type (two's complement: MPI_SUM is the
 // CPU's atomic add whatever the signedness).
 bool integer_type(int basic);
@@ -79,6 +89,12 @@ void apply_stream(const segment_list &segs, Local local, const std::byte *operan
       }
     } else {
       std::byte *at = local(address, bytes);
+      if (compare == nullptr && cpu_atomic(at, elem) &&
+          run_apply(at, operand + packed, old != nullptr ? old + packed : nullptr, bytes / elem, op,
+                    basic, elem)) {
+        packed += bytes;
+        continue;
+      }
       for (std::size_t k = 0; k < bytes; k += elem) {
         if (compare != nullptr) {
           compare_swap_one(at + k, address + k, operand, compare, old + packed + k, elem, ctl);
@@ -87,6 +103,26 @@ void apply_stream(const segment_list &segs, Local local, const std::byte *operan
                     old != nullptr ? old + packed + k : nullptr, op, basic, elem, b.extent, ctl);
         }
       }
+    }
+    packed += bytes;
+  }
+}
+
+// The same over a type without holes, with no compare, at once by plain
+// loads and stores (the reductions' element loop): for when nothing else
+// updates the target's memory meanwhile (this rank holds an exclusive
+// lock, or the memory is its own and no other process maps it).
+template <typename Local>
+void apply_whole(const segment_list &segs, Local local, const std::byte *operand, std::byte *old,
+                 int op, int basic, const device::dtype &b) {
+  std::size_t packed = 0;
+  for (const auto &[address, bytes] : segs) {
+    std::byte *there = local(address, bytes);
+    if (old != nullptr) std::memcpy(old + packed, there, bytes);
+    if (op == MPI_REPLACE) {
+      std::memcpy(there, operand + packed, bytes);
+    } else if (op != MPI_NO_OP) {
+      device::op_apply(op, operand + packed, there, bytes / b.size, basic, b.extent);
     }
     packed += bytes;
   }

@@ -117,10 +117,14 @@ int serve(window &w, const request_head &h, const std::byte *data, std::size_t l
     return MPI_ERR_OTHER;
   }
   if (h.fetching != 0 || cas) back.resize(total);
-  apply_stream(
-      segs, [&](std::uint64_t address, std::size_t) { return here(address); }, payload,
-      cas ? payload + h.elem : nullptr, back.empty() ? nullptr : back.data(), h.op, h.basic, *b,
-      w.ctl);
+  const auto local = [&](std::uint64_t address, std::size_t) { return here(address); };
+  std::byte *old = back.empty() ? nullptr : back.data();
+  if (!w.mapped_elsewhere && !cas && b->extent == static_cast<std::int64_t>(h.elem)) {
+    apply_whole(segs, local, payload, old, h.op, h.basic, *b);
+  } else {
+    apply_stream(segs, local, payload, cas ? payload + h.elem : nullptr, old, h.op, h.basic, *b,
+                 w.ctl);
+  }
   return MPI_SUCCESS;
 }
 

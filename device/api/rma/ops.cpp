@@ -459,43 +459,46 @@ int accumulate(access &a, const char *call, const void *origin, int origin_count
       return MPI_SUCCESS;
     }
   }
-  std::vector<std::byte> operands(compare != nullptr ? 2 * elem : total);
-  if (op != MPI_NO_OP || compare != nullptr) {
-    device::dtype_pack_range(origin, origin_count, *a.origin_type, 0, total, operands.data());
-  }
-  if (compare != nullptr) std::memcpy(operands.data() + elem, compare, elem);
   const auto segs = segments_of(a.address, target_count, *a.target_type);
-  // Mapped: here, now.
   bool all_mapped = a.t->ctl != nullptr;
   for (const auto &[address, bytes] : segs) {
     if (!all_mapped) break;
     all_mapped = mapped(a, address, bytes) != nullptr;
   }
+  // The operands (the compare value after the origin's for compare-and-
+  // swap): packed here for a mapped target, else straight into the body
+  // of the message to the target's handler, after the pairs.
+  const std::size_t operand_bytes = compare != nullptr ? 2 * elem : total;
+  std::vector<std::byte> operands, body;
+  if (all_mapped) {
+    operands.resize(operand_bytes);
+  } else {
+    body = body_of(segs, operand_bytes);
+  }
+  std::byte *in = all_mapped ? operands.data() : body.data() + (body.size() - operand_bytes);
+  if (op != MPI_NO_OP || compare != nullptr) {
+    device::dtype_pack_range(origin, origin_count, *a.origin_type, 0, total, in);
+  }
+  if (compare != nullptr) std::memcpy(in + elem, compare, elem);
+  // Mapped: here, now.
   if (all_mapped) {
     std::vector<std::byte> old(fetching ? data : 0);
-    // Under an exclusive lock nobody else touches the target's memory: the
-    // op runs over each piece at once.
-    const bool alone = a.t->lock == MPI_LOCK_EXCLUSIVE || a.t->lock == -MPI_LOCK_EXCLUSIVE;
+    // Nobody else touches the target's memory under an exclusive lock, nor
+    // this rank's own when no other process maps it (every accumulate to
+    // it runs here, under the call lock): the op runs over each piece at
+    // once.
+    const bool alone = a.t->lock == MPI_LOCK_EXCLUSIVE || a.t->lock == -MPI_LOCK_EXCLUSIVE ||
+                       (a.rank == w.comm->rank && !w.mapped_elsewhere);
+    const auto local = [&](std::uint64_t address, std::size_t bytes) {
+      return mapped(a, address, bytes);
+    };
     if (alone && compare == nullptr && b->extent == static_cast<std::int64_t>(elem)) {
-      std::size_t done = 0;
-      for (const auto &[address, bytes] : segs) {
-        std::byte *there = mapped(a, address, bytes);
-        if (fetching) std::memcpy(old.data() + done, there, bytes);
-        if (op != MPI_NO_OP && op != MPI_REPLACE) {
-          device::op_apply(op, there, operands.data() + done, bytes / elem, basic, b->extent);
-        }
-        if (op != MPI_NO_OP) std::memcpy(there, operands.data() + done, bytes);
-        done += bytes;
-      }
-      if (fetching) {
-        device::dtype_unpack_range(old.data(), 0, old.size(), result, result_count, *result_type);
-      }
-      return MPI_SUCCESS;
+      apply_whole(segs, local, operands.data(), fetching ? old.data() : nullptr, op, basic, *b);
+    } else {
+      apply_stream(segs, local, operands.data(),
+                   compare != nullptr ? operands.data() + elem : nullptr,
+                   fetching ? old.data() : nullptr, op, basic, *b, a.t->ctl);
     }
-    apply_stream(
-        segs, [&](std::uint64_t address, std::size_t bytes) { return mapped(a, address, bytes); },
-        operands.data(), compare != nullptr ? operands.data() + elem : nullptr,
-        fetching ? old.data() : nullptr, op, basic, *b, a.t->ctl);
     if (fetching) {
       device::dtype_unpack_range(old.data(), 0, old.size(), result, result_count, *result_type);
     }
@@ -513,8 +516,6 @@ int accumulate(access &a, const char *call, const void *origin, int origin_count
   h.segments = static_cast<std::uint32_t>(segs.size());
   h.extent = b->extent;
   h.fetching = fetching ? 1 : 0;
-  std::vector<std::byte> body = body_of(segs, operands.size());
-  std::memcpy(body.data() + (body.size() - operands.size()), operands.data(), operands.size());
   const bool batched = lazy_takes(a, body.size());
   // A lone request always takes a slot (its reply says how it went).
   h.token = fetching || !batched ? fetch_slot(w, a.rank, !batched) : no_token;

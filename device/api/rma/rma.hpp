@@ -99,6 +99,11 @@ struct window {
   void *owned = nullptr;         // memory this window allocated (control, then data)
   bool owned_block = false;      // from am_alloc_mem (else aligned_alloc)
   std::size_t owned_mapped = 0;  // an MPI_Win_allocate_shared segment of this many bytes
+  // Whether another process maps this rank's memory (a dynamic window's:
+  // always, as its attachments may be). When none does, every accumulate
+  // to it runs in this process under the call lock, and may use plain
+  // loads and stores (atomics.hpp: apply_whole).
+  bool mapped_elsewhere = true;
   // Epochs: a fence epoch opened by the last fence (none after
   // MPI_MODE_NOSUCCEED), lock_all, and the locks held by target.
   bool fence_open = false;

@@ -202,6 +202,18 @@ int exchange(const char *call, const communicator &user, window &w) {
     if (t.size > 0 && t.base != 0) t.mapped = device::am_mapped(t.world, t.base, t.size);
     t.ctl = reinterpret_cast<control *>(device::am_mapped(t.world, t.control, control_bytes));
   }
+  if (w.flavor == MPI_WIN_FLAVOR_DYNAMIC) return MPI_SUCCESS;
+  // How many of the others map each rank's memory: this rank's count.
+  std::vector<int> maps(all.size(), 0);
+  for (std::size_t r = 0; r < all.size(); ++r) {
+    maps[r] = static_cast<int>(r) != w.comm->rank && w.targets[r].mapped != nullptr ? 1 : 0;
+  }
+  int mapping_me = 1;
+  if (int err =
+          MPI_Reduce_scatter_block(maps.data(), &mapping_me, 1, MPI_INT, MPI_SUM, w.comm->handle)) {
+    return device::error_raise(&user, call, err, "the ranks could not tell who maps whose memory");
+  }
+  w.mapped_elsewhere = mapping_me > 0;
   return MPI_SUCCESS;
 }
 
