@@ -477,6 +477,34 @@ void test_mpich_cases(void) {
     }
     CHECK(bad < 0, "L: after %d ranks added 9 times under lock_all int %d is %d, want %d", size,
           bad, bad < 0 ? 0 : sums[bad], 9 * size);
+    for (int j = 0; j < run_ints; ++j) sums[j] = 0;
+    sync_self(win);
+  }
+  /* Bytes, summed 8 to a word where they are applied by atomics: 1001
+   * unsigned chars from byte 4 (neither end on a word), 200 each time,
+   * so that every lane wraps; no carry may reach a neighbour. */
+  enum { bytes = 1001 };
+  unsigned char *two_hundreds = malloc(bytes);
+  memset(two_hundreds, 200, bytes);
+  MPI_Barrier(MPI_COMM_WORLD);
+  MPI_Win_lock_all(0, win);
+  for (int k = 0; k < 9; ++k) {
+    MPI_Accumulate(two_hundreds, bytes, MPI_UNSIGNED_CHAR, 0, 1, bytes, MPI_UNSIGNED_CHAR, MPI_SUM,
+                   win);
+  }
+  MPI_Win_unlock_all(win);
+  free(two_hundreds);
+  MPI_Barrier(MPI_COMM_WORLD);
+  if (rank == 0) {
+    sync_self(win);
+    const unsigned char *at = (const unsigned char *)sums;
+    const unsigned char want = (unsigned char)(200u * 9u * (unsigned)size);
+    bad = -1;
+    for (int j = 0; j < 4 + bytes + 8 && bad < 0; ++j) {
+      if (at[j] != (j >= 4 && j < 4 + bytes ? want : 0)) bad = j;
+    }
+    CHECK(bad < 0, "L: after byte SUMs under lock_all byte %d is %d, want %d", bad,
+          bad < 0 ? 0 : at[bad], bad >= 4 && bad < 4 + bytes ? want : 0);
   }
   free(adds);
   free(before);

@@ -5,6 +5,7 @@
 
 #include <sched.h>
 
+#include <algorithm>
 #include <cstring>
 
 #include "device/datatypes/op.hpp"
@@ -101,7 +102,64 @@ void run_each(U *a, const std::byte *in, std::byte *old, std::size_t n, Update u
 
 template <typename U>
 bool run_apply_as(std::byte *at, const std::byte *in, std::byte *old, std::size_t n, int op,
+                  int basic, bool by_words = true);
+
+// run_apply's elements narrower than 8 bytes under MPI_SUM, MPI_BAND,
+// MPI_BOR or MPI_BXOR (integers), by aligned 8-byte words: one atomic step
+// updates every element of a word, each whole; a sum adds lane by lane
+// with no carry between lanes. The elements before the first word and
+// after the last go one by one.
+template <typename U>
+void run_by_words(std::byte *at, const std::byte *in, std::byte *old, std::size_t n, int op,
                   int basic) {
+  constexpr std::size_t per = 8 / sizeof(U);
+  constexpr std::uint64_t high = sizeof(U) == 1   ? 0x8080808080808080ULL
+                                 : sizeof(U) == 2 ? 0x8000800080008000ULL
+                                                  : 0x8000000080000000ULL;
+  const std::size_t lead =
+      std::min(n, (8 - reinterpret_cast<std::uintptr_t>(at) % 8) % 8 / sizeof(U));
+  const std::size_t words = (n - lead) / per;
+  const std::size_t first = lead * sizeof(U), tail = lead + words * per;
+  run_apply_as<U>(at, in, old, lead, op, basic, false);
+  auto *w = reinterpret_cast<std::uint64_t *>(at + first);
+  for (std::size_t k = 0; k < words; ++k) {
+    std::uint64_t v, prev;
+    std::memcpy(&v, in + first + 8 * k, 8);
+    switch (op) {
+      case MPI_SUM:
+        prev = __atomic_load_n(w + k, __ATOMIC_RELAXED);
+        while (!__atomic_compare_exchange_n(w + k, &prev,
+                                            ((prev & ~high) + (v & ~high)) ^ ((prev ^ v) & high),
+                                            true, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED)) {
+        }
+        break;
+      case MPI_BAND:
+        prev = __atomic_fetch_and(w + k, v, __ATOMIC_ACQ_REL);
+        break;
+      case MPI_BOR:
+        prev = __atomic_fetch_or(w + k, v, __ATOMIC_ACQ_REL);
+        break;
+      default:
+        prev = __atomic_fetch_xor(w + k, v, __ATOMIC_ACQ_REL);
+        break;
+    }
+    if (old != nullptr) std::memcpy(old + first + 8 * k, &prev, 8);
+  }
+  const std::size_t past = tail * sizeof(U);
+  run_apply_as<U>(at + past, in + past, old != nullptr ? old + past : nullptr, n - tail, op, basic,
+                  false);
+}
+
+template <typename U>
+bool run_apply_as(std::byte *at, const std::byte *in, std::byte *old, std::size_t n, int op,
+                  int basic, bool by_words) {
+  if constexpr (sizeof(U) < 8) {
+    if (by_words && n >= 2 * 8 / sizeof(U) && integer_type(basic) &&
+        (op == MPI_SUM || op == MPI_BAND || op == MPI_BOR || op == MPI_BXOR)) {
+      run_by_words<U>(at, in, old, n, op, basic);
+      return true;
+    }
+  }
   auto *a = reinterpret_cast<U *>(at);
   auto go = [&](auto update) {
     if (old != nullptr) {
