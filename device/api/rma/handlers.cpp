@@ -264,7 +264,7 @@ void reply_done(MPI_Comm, void *info) {
   --w.targets[static_cast<std::size_t>(f.target)].replies;
   if (f.batch && f.lock_answer != 0) parts_take(w, w.fetches[r->token]);
   note_error(w, f.status);
-  if (f.free_on_reply) f = fetch{};
+  if (f.free_on_reply) fetch_free(w, r->token);
 }
 
 void *reply_arrived(MPI_Comm comm, int, const void *uhdr, int uhdr_len, MPI_Aint data_len,

@@ -30,9 +30,13 @@ namespace {
 // in the rank's `replies` unless it is a request in a batch (the batch's
 // own slot counts that one reply).
 std::uint32_t fetch_slot(window &w, int rank, bool counted = true) {
-  std::size_t i = 0;
-  while (i < w.fetches.size() && w.fetches[i].used) ++i;
-  if (i == w.fetches.size()) w.fetches.emplace_back();
+  std::size_t i = w.fetches.size();
+  if (w.free_fetches.empty()) {
+    w.fetches.emplace_back();
+  } else {
+    i = w.free_fetches.back();
+    w.free_fetches.pop_back();
+  }
   fetch &f = w.fetches[i];
   f = fetch{};
   f.used = true;
@@ -139,7 +143,7 @@ bool batch_lone(window &w, int rank) {
       void *into = nullptr;
       if (device::dtype_contiguous(f.type, f.count)) {
         into = f.result;
-        f = fetch{};
+        fetch_free(w, h.token);
       } else {
         f.staging.resize(pair[1]);
         f.replied = true;
@@ -626,7 +630,7 @@ bool lock_step(window &w, int rank, std::int64_t step) {
   }
   device::progress_until([&] { return w.fetches[token].replied; });
   const bool granted = w.fetches[token].lock_answer != 0;
-  w.fetches[token].used = false;
+  fetch_free(w, token);
   --t.unsettled;  // answered: nothing of it is left for a completion
   return granted;
 }
@@ -677,7 +681,7 @@ bool batch_settle(window &w, int rank, bool release, bool lock_now) {
   for (;;) {
     device::progress_until([&] { return w.fetches[token].replied; });
     const bool granted = w.fetches[token].lock_answer != 0;
-    w.fetches[token] = fetch{};
+    fetch_free(w, token);
     if (granted) break;
     if (device::progress_poll() == 0) sched_yield();
     token = batch_post(w, rank, w.keep[kept].second);
@@ -686,6 +690,12 @@ bool batch_settle(window &w, int rank, bool release, bool lock_now) {
   t.batch.clear();
   t.batched = 0;
   return releases;
+}
+
+void fetch_free(window &w, std::uint32_t token) {
+  if (!w.fetches[token].used) return;
+  w.fetches[token] = fetch{};
+  w.free_fetches.push_back(token);
 }
 
 int complete(window &w, int rank, std::string &why, bool notice) {
@@ -737,12 +747,13 @@ int complete(window &w, int rank, std::string &why, bool notice) {
     device::dtype_unpack_range(u.staging.data(), 0, u.staging.size(), u.origin, u.count, u.type);
     w.unpacks.erase(w.unpacks.begin() + static_cast<std::ptrdiff_t>(i));
   }
-  for (fetch &f : w.fetches) {
+  for (std::size_t i = 0; i < w.fetches.size(); ++i) {
+    fetch &f = w.fetches[i];
     if (!f.used || !f.replied || (rank >= 0 && f.target != rank)) continue;
     if (f.result != nullptr && f.status == MPI_SUCCESS) {
       device::dtype_unpack_range(f.staging.data(), 0, f.staging.size(), f.result, f.count, f.type);
     }
-    f = fetch{};
+    fetch_free(w, static_cast<std::uint32_t>(i));
   }
   // What was kept for the ranks completed goes; a sent batch's room serves
   // its target's next batch.

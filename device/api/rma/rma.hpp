@@ -120,7 +120,8 @@ struct window {
     int target;
   };
   std::vector<unpack> unpacks;
-  std::vector<fetch> fetches;  // by token
+  std::vector<fetch> fetches;               // by token
+  std::vector<std::uint32_t> free_fetches;  // tokens of slots not in use
   // The completion counter of the first am_put to a target since its last
   // completion: that put asks for an ack, which the completion waits for
   // (am_fence) instead of sending a fence step after it (a lone put's
@@ -174,6 +175,8 @@ inline bool settled(const window &w, int rank) {
 // channel, so puts that only went as packets need only have left here
 // (am_sent), not their acks (the target handles the notice after them).
 int complete(window &w, int rank, std::string &why, bool notice = false);
+// Gives fetch slot `token` back (once: a slot not in use stays as it is).
+void fetch_free(window &w, std::uint32_t token);
 
 // An op's target, checked (ops.cpp): the window, the rank, its data's
 // address in the target's process and the two datatypes; `none` for
