@@ -15,6 +15,8 @@
 //   them waited for together costs one round trip. MPI_Test may so wait
 //   for one flush. A dynamic window's still flush in the call.
 // MPI allows request-based ops in passive-target epochs only.
+#include <vector>
+
 #include "device/am/am.hpp"
 #include "device/api/rma/rma.hpp"
 #include "device/api/types/bigcount.hpp"
@@ -53,7 +55,31 @@ struct rma_request final : device::request_ext {
   int peek(device::request &r, void *status) override { return finish(r, status); }
   void cancel(device::request &) override {}
   bool free(device::request &) override { return true; }
+  // From a list of this thread's that their deletes fill: a stream of
+  // request-based ops allocates nothing once it runs.
+  static void *operator new(std::size_t bytes);
+  static void operator delete(void *p);
 };
+
+// The blocks of rma_requests deleted on this thread, to be taken again.
+struct rma_request_blocks {
+  std::vector<void *> free;
+  ~rma_request_blocks() {
+    for (void *p : free) ::operator delete(p);
+  }
+};
+thread_local rma_request_blocks spare;
+
+void *rma_request::operator new(std::size_t bytes) {
+  if (bytes != sizeof(rma_request) || spare.free.empty()) return ::operator new(bytes);
+  void *p = spare.free.back();
+  spare.free.pop_back();
+  return p;
+}
+
+void rma_request::operator delete(void *p) {
+  if (p != nullptr) spare.free.push_back(p);
+}
 
 // The checks before a request-based op: `request` not NULL, a
 // passive-target epoch to `rank` open.
