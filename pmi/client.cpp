@@ -45,6 +45,7 @@ class restarted_client final : public client {
   int rank() const override { return base_.rank(); }
   int size() const override { return base_.size(); }
   int node_of(int rank) const override { return base_.node_of(rank); }
+  int host_ranks() const override { return base_.host_ranks(); }
   std::string_view job_id() const override { return base_.job_id(); }
   int epoch() const override { return epoch_; }
   std::string_view backend() const override { return base_.backend(); }

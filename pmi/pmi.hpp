@@ -48,6 +48,10 @@ class client {
   // Node index of `rank`: ranks with the same node index share memory.
   // Nodes are numbered 0.. in order of their lowest rank.
   virtual int node_of(int rank) const = 0;
+  // How many ranks of the job run on this host as the launcher counts them
+  // (PMIX_LOCAL_SIZE): more than node_of's when nodes are simulated on one
+  // host. -1 when the launcher does not say.
+  virtual int host_ranks() const { return -1; }
   // A name unique to this job on this host (the PMIx namespace), usable in
   // file names after shm_name_prefix().
   virtual std::string_view job_id() const = 0;

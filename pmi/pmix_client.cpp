@@ -107,6 +107,7 @@ class pmix_client final : public client {
   explicit pmix_client(const pmix_proc_t &self) : self_(self) {
     read_size();
     read_nodes();
+    read_host_ranks();
   }
 
   ~pmix_client() override {
@@ -124,6 +125,7 @@ class pmix_client final : public client {
     check_rank(rank);
     return node_of_[static_cast<std::size_t>(rank)];
   }
+  int host_ranks() const override { return host_ranks_; }
   std::string_view job_id() const override { return self_.nspace; }
   std::string_view backend() const override { return "pmix"; }
   bool singleton() const override { return false; }
@@ -227,6 +229,16 @@ class pmix_client final : public client {
     }
   }
 
+  // PMIX_LOCAL_SIZE: the ranks on this host, when the launcher gives it.
+  void read_host_ranks() {
+    const pmix_proc_t job = make_proc(self_.nspace, PMIX_RANK_WILDCARD);
+    std::uint64_t n = 0;
+    if (const value_ptr value = get_optional(job, PMIX_LOCAL_SIZE);
+        value && unsigned_of(*value, n) && n > 0 && n <= static_cast<std::uint64_t>(size_)) {
+      host_ranks_ = static_cast<int>(n);
+    }
+  }
+
   std::string node_name_of(int rank) const {
     const pmix_proc_t proc = make_proc(self_.nspace, static_cast<pmix_rank_t>(rank));
     if (const value_ptr name = get_optional(proc, PMIX_HOSTNAME)) {
@@ -246,6 +258,7 @@ class pmix_client final : public client {
   pmix_proc_t self_;
   int size_ = 0;
   std::vector<int> node_of_;
+  int host_ranks_ = -1;
   bool finalized_ = false;
 };
 

@@ -92,6 +92,9 @@ struct runtime {
   // yields: a few when the node has more ranks than cores, where the rank
   // it waits for may need this core.
   int shared_spin_limit = 2000;
+  // Ranks of this job on this host, sharing its cores (nodes simulated on
+  // one host count together): more than the cores means oversubscribed.
+  int host_ranks = 1;
   transport *sleeper = nullptr;  // holds the bell this rank sleeps on when idle; nullptr: never
   // The world's ranks, then the processes of other jobs this one came to
   // know (MPI_Comm_connect/accept): reserved at init for all of them

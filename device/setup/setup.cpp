@@ -5,6 +5,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <stdexcept>
@@ -53,11 +54,11 @@ void comms_setup(runtime &r) {
 void describe(const runtime &r) {
   std::fprintf(stderr,
                "iris: rank %d of %d: pmi %s, job %.*s, node %d, eager limit %zu B, window %d B, "
-               "spin %d\n",
+               "spin %d, %d ranks on this host\n",
                r.rank, r.size, std::string(r.pmi->backend()).c_str(),
                static_cast<int>(r.pmi->job_id().size()), r.pmi->job_id().data(),
                r.pmi->node_of(r.rank), r.config.eager_limit,
-               r.config.eager_window * static_cast<int>(credit_unit), r.spin_limit);
+               r.config.eager_window * static_cast<int>(credit_unit), r.spin_limit, r.host_ranks);
   for (const auto &t : r.transports) {
     const std::string line = t->describe();
     if (!line.empty()) std::fprintf(stderr, "iris: rank %d: %s\n", r.rank, line.c_str());
@@ -181,7 +182,10 @@ int runtime_init(int required_thread_level) {
   for (int peer = 0; peer < r->size; ++peer) {
     local_ranks += r->pmi->node_of(peer) == r->pmi->node_of(r->rank) ? 1 : 0;
   }
-  const bool oversubscribed = local_ranks > online_cores();
+  // Nodes simulated on one host (mpiexec --nodes) share its cores: the
+  // launcher's count of this host's ranks says how many.
+  r->host_ranks = std::max(local_ranks, r->pmi->host_ranks());
+  const bool oversubscribed = r->host_ranks > online_cores();
   // Sleeping while idle: where every transport wakes this rank, and by
   // default only on a node with more ranks than cores (where a waiting
   // rank's yields take turns from those that work).

@@ -199,6 +199,16 @@ TEST(Shm, SmallNodesChooseTheirRingSize) {
   }
 }
 
+// Nodes simulated on one host share its cores: a rank counts every rank of
+// the host (PMIX_LOCAL_SIZE), not only its node's, to know it is
+// oversubscribed (then it spins briefly before it yields). Counting its
+// node's alone, 4 ranks on 2 simulated nodes took 0.7-1.8 ms a barrier.
+TEST(Launcher, SimulatedNodesCountTheHostsRanks) {
+  const run_result r = job(4, "ring", {}, {{"IRIS_DEBUG", "1"}}, 60, 2);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(occurrences(r.output, ", 4 ranks on this host"), 4U) << r.output;
+}
+
 TEST(Netmod, LibirisDoesNotLinkLibfabric) {
   const run_result r = run({"readelf", "-d", build_root + "/device/libiris.so"}, 10);
   ASSERT_EQ(r.exit_code, 0) << r.output;
