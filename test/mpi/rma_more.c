@@ -472,6 +472,7 @@ void test_mpich_cases(void) {
   MPI_Barrier(MPI_COMM_WORLD);
   if (rank == 0) {
     sync_self(win);
+    bad = -1;
     for (int j = 0; j < run_ints && bad < 0; ++j) {
       if (sums[j] != 9 * size) bad = j;
     }

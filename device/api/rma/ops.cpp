@@ -37,8 +37,7 @@ std::uint32_t fetch_slot(window &w, int rank, bool counted = true) {
     i = w.free_fetches.back();
     w.free_fetches.pop_back();
   }
-  fetch &f = w.fetches[i];
-  f = fetch{};
+  fetch &f = w.fetches[i];  // as new: fetch_free resets what it gives back
   f.used = true;
   f.target = rank;
   if (counted) ++w.targets[static_cast<std::size_t>(rank)].replies;
