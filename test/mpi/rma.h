@@ -25,7 +25,9 @@
  *      in one exclusive epoch, checked after the unlock; an epoch of more
  *      ops than one message takes; epochs without ops; under lock_all,
  *      thousands of small puts, SUMs and gets to one rank (small ops to a
- *      rank not mapped here wait in batches); a put too large for a
+ *      rank not mapped here wait in batches), then puts and gets of 4 KiB,
+ *      the largest a batch takes, the gets into an origin type with
+ *      holes; a put too large for a
  *      batch held back by an exclusive lock another rank holds; every
  *      rank adding
  *      to one counter by fetch_and_op under exclusive locks (each fetched

@@ -540,7 +540,7 @@ void test_mpich_cases(void) {
  * [41] its compare_and_swap, [48, 48 + 40 * 1024) the large epoch's puts;
  * then rank 0's counter. */
 enum { kPuts = 0, kReads = 16, kSums = 32, kFop = 40, kCas = 41, kLarge = 48 };
-enum { kLargeInts = 40 * 1024, kCounter = kLarge + kLargeInts, kLazyInts = kCounter + 1 };
+enum { kLargeInts = 80 * 1024, kCounter = kLarge + kLargeInts, kLazyInts = kCounter + 1 };
 
 static int compare_int(const void *a, const void *b) {
   const int x = *(const int *)a, y = *(const int *)b;
@@ -593,12 +593,12 @@ void test_lazy_locks(void) {
   CHECK(mem[kFop] == 5 && mem[kCas] == 70 + left, "M: the fetch_and_op left %d, the cas %d",
         mem[kFop], mem[kCas]);
 
-  /* More than one message takes: 40 puts of 4 KiB, then an epoch with no
+  /* More than one message takes: 80 puts of 4 KiB, then an epoch with no
    * ops, then one with a lone get of what landed. */
   int *block = malloc(kLargeInts * sizeof(int));
   for (int i = 0; i < kLargeInts; ++i) block[i] = rank * 7 + i;
   MPI_Win_lock(MPI_LOCK_SHARED, right, 0, win);
-  for (int k = 0; k < 40; ++k) {
+  for (int k = 0; k < kLargeInts / 1024; ++k) {
     MPI_Put(block + k * 1024, 1024, MPI_INT, right, kLarge + k * 1024, 1024, MPI_INT, win);
   }
   MPI_Win_unlock(right, win);
@@ -651,6 +651,54 @@ void test_lazy_locks(void) {
     free(back);
   }
 
+  /* Under lock_all, ops of 4 KiB, the largest a batch takes: 20 puts over
+   * part of the large area, a flush, then 20 gets of it back into every
+   * other int of a buffer twice as long (an origin type with holes). Where
+   * this rank does not map the target, none goes as an am_put or am_get of
+   * its own. */
+  {
+    enum { kChunk = 1024, kChunks = 20 };
+    int *wide = malloc(2 * kChunk * kChunks * sizeof(int));
+    for (int i = 0; i < kChunk * kChunks; ++i) block[i] = rank * 13 + i;
+    for (int i = 0; i < 2 * kChunk * kChunks; ++i) wide[i] = -1;
+    MPI_Datatype spaced;
+    MPI_Type_vector(kChunk, 1, 2, MPI_INT, &spaced);
+    MPI_Type_commit(&spaced);
+#ifdef IRIS_MPI_H_INCLUDED
+    const char *names[2] = {"am_puts", "am_gets"};
+    const MPI_Count alone_before = sent_so_far(names, 2);
+#endif
+    MPI_Barrier(MPI_COMM_WORLD);
+    MPI_Win_lock_all(0, win);
+    for (int k = 0; k < kChunks; ++k) {
+      MPI_Put(block + kChunk * k, kChunk, MPI_INT, right, kLarge + kChunk * k, kChunk, MPI_INT,
+              win);
+    }
+    MPI_Win_flush(right, win);
+    for (int k = 0; k < kChunks; ++k) {
+      MPI_Get(wide + 2 * kChunk * k, 1, spaced, right, kLarge + kChunk * k, kChunk, MPI_INT, win);
+    }
+    MPI_Win_flush(right, win);
+    MPI_Win_unlock_all(win);
+#ifdef IRIS_MPI_H_INCLUDED
+    const MPI_Count alone = sent_so_far(names, 2) - alone_before;
+    CHECK(alone == 0, "M: %lld of the 4 KiB puts and gets went alone", (long long)alone);
+#endif
+    bad = 0;
+    for (int i = 0; i < kChunk * kChunks; ++i) {
+      bad += wide[2 * i] != rank * 13 + i || wide[2 * i + 1] != -1;
+    }
+    CHECK(bad == 0, "M: %d ints of the 4 KiB gets differ (wide[0] %d)", bad, wide[0]);
+    MPI_Barrier(MPI_COMM_WORLD);
+    sync_self(win);
+    bad = 0;
+    for (int i = 0; i < kChunk * kChunks; ++i) bad += mem[kLarge + i] != left * 13 + i;
+    CHECK(bad == 0, "M: %d ints of the 4 KiB puts differ", bad);
+    MPI_Barrier(MPI_COMM_WORLD);
+    MPI_Type_free(&spaced);
+    free(wide);
+  }
+
 #ifdef IRIS_MPI_H_INCLUDED
   /* What a flush costs in messages (to a rank this one does not map;
    * none where it does): 64 small puts go as one batch, with no fence
@@ -684,6 +732,26 @@ void test_lazy_locks(void) {
           "M: a lone put and a lone get, each flushed, sent %lld messages (%lld to a handler)",
           (long long)sent, (long long)(before[0] - after[0]));
     CHECK(lone == block[1], "M: a lone get under lock_all read %d, not %d", lone, block[1]);
+    /* What answers bring back counts in a batch's size too: 200 gets of
+     * 4 KiB (800 KiB back) go in 4 batches (none where rank 0 maps the
+     * target), none alone. The first 20 KiB of the large area hold what
+     * the 4 KiB puts above left. */
+    enum { kGets = 200 };
+    int *many = malloc(kGets * 1024 * sizeof(int));
+    for (int i = 0; i < 4; ++i) MPIX_Stat_get(names[i], &before[i]);
+    for (int k = 0; k < kGets; ++k) {
+      MPI_Get(many + 1024 * k, 1024, MPI_INT, right, kLarge + 1024 * (k % 20), 1024, MPI_INT, win);
+    }
+    MPI_Win_flush(right, win);
+    for (int i = 0; i < 4; ++i) MPIX_Stat_get(names[i], &after[i]);
+    const MPI_Count batches = after[0] - before[0];
+    CHECK((batches == 0 || batches >= 4) && after[2] == before[2],
+          "M: 200 gets of 4 KiB went in %lld batches and %lld alone", (long long)batches,
+          (long long)(after[2] - before[2]));
+    bad = 0;
+    for (int i = 0; i < kGets * 1024; ++i) bad += many[i] != i % (20 * 1024);
+    CHECK(bad == 0, "M: %d ints of the 200 gets differ (many[0] %d)", bad, many[0]);
+    free(many);
     MPI_Win_unlock_all(win);
   }
   MPI_Barrier(MPI_COMM_WORLD);
@@ -692,7 +760,7 @@ void test_lazy_locks(void) {
 
   /* An exclusive lock held elsewhere holds back an op too large for a
    * batch (its lazy lock is asked for first): rank 0 holds rank 1's lock
-   * for 0.2 s while rank 2 puts 2 KiB over what rank 0 reads. */
+   * for 0.2 s while rank 2 puts 8 KiB over what rank 0 reads. */
   if (size >= 3) {
     if (rank == 0) {
       int seen = -1, again = -2;
@@ -707,11 +775,11 @@ void test_lazy_locks(void) {
       MPI_Win_unlock(1, win);
       CHECK(again == seen, "M: a put landed while another rank held the exclusive lock");
     } else if (rank == 2) {
-      int big[512];
-      for (int i = 0; i < 512; ++i) big[i] = 777;
+      int big[2048];
+      for (int i = 0; i < 2048; ++i) big[i] = 777;
       MPI_Barrier(MPI_COMM_WORLD);
       MPI_Win_lock(MPI_LOCK_EXCLUSIVE, 1, 0, win);
-      MPI_Put(big, 512, MPI_INT, 1, kLarge, 512, MPI_INT, win);
+      MPI_Put(big, 2048, MPI_INT, 1, kLarge, 2048, MPI_INT, win);
       MPI_Win_unlock(1, win);
     } else {
       MPI_Barrier(MPI_COMM_WORLD);

@@ -66,7 +66,8 @@ struct target {
   bool batching = false;
   bool lazy = false;
   std::vector<std::byte> batch;
-  int batched = 0;  // ops in it
+  int batched = 0;         // ops in it
+  std::size_t answer = 0;  // bytes its answer will bring back (gets, fetches)
 };
 
 // An accumulate sent to a target's handler whose reply is awaited: where
