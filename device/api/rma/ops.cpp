@@ -41,6 +41,7 @@ std::uint32_t fetch_slot(window &w, int rank, bool counted = true) {
   f.used = true;
   f.target = rank;
   if (counted) ++w.targets[static_cast<std::size_t>(rank)].replies;
+  w.taken_fetches.push_back(static_cast<std::uint32_t>(i));
   return static_cast<std::uint32_t>(i);
 }
 
@@ -759,14 +760,19 @@ int complete(window &w, int rank, std::string &why, bool notice) {
     device::dtype_unpack_range(u.staging.data(), 0, u.staging.size(), u.origin, u.count, u.type);
     w.unpacks.erase(w.unpacks.begin() + static_cast<std::ptrdiff_t>(i));
   }
-  for (std::size_t i = 0; i < w.fetches.size(); ++i) {
-    fetch &f = w.fetches[i];
-    if (!f.used || !f.replied || (rank >= 0 && f.target != rank)) continue;
+  // The answered fetches to the ranks completed: their old values go to
+  // the result buffers, and their slots are free again. A slot freed
+  // elsewhere leaves the list too.
+  std::erase_if(w.taken_fetches, [&](std::uint32_t token) {
+    fetch &f = w.fetches[token];
+    if (!f.used) return true;
+    if (!f.replied || (rank >= 0 && f.target != rank)) return false;
     if (f.result != nullptr && f.status == MPI_SUCCESS) {
       device::dtype_unpack_range(f.staging.data(), 0, f.staging.size(), f.result, f.count, f.type);
     }
-    fetch_free(w, static_cast<std::uint32_t>(i));
-  }
+    fetch_free(w, token);
+    return true;
+  });
   // What was kept for the ranks completed goes; a sent batch's room serves
   // its target's next batch.
   for (auto &[r, bytes] : w.keep) {

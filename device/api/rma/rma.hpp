@@ -123,6 +123,10 @@ struct window {
   std::vector<unpack> unpacks;
   std::vector<fetch> fetches;               // by token
   std::vector<std::uint32_t> free_fetches;  // tokens of slots not in use
+  // Tokens of the slots taken since a completion last looked at them
+  // (some freed since, some twice): a completion visits these, not every
+  // slot there ever was.
+  std::vector<std::uint32_t> taken_fetches;
   // The completion counter of the first am_put to a target since its last
   // completion: that put asks for an ack, which the completion waits for
   // (am_fence) instead of sending a fence step after it (a lone put's
