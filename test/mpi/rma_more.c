@@ -338,7 +338,7 @@ void test_mpich_cases(void) {
   char *chars = NULL;
   MPI_Win win;
   MPI_Win_allocate(8, 1, MPI_INFO_NULL, MPI_COMM_WORLD, &chars, &win);
-  chars[0] = 0;
+  chars[0] = chars[1] = chars[2] = 0;
   MPI_Barrier(MPI_COMM_WORLD);
   MPI_Win_lock_all(0, win);
   const char one = 1;
@@ -347,6 +347,13 @@ void test_mpich_cases(void) {
         "L: fetch_and_op on MPI_CHAR");
   MPI_Win_flush(0, win);
   CHECK(old >= 0 && old < size, "L: fetch_and_op on MPI_CHAR fetched %d", old);
+  /* MPI_BYTE as an unsigned char under SUM and MAX, as Open MPI and MPICH
+   * take it in accumulates (MPICH's large_acc_flush_local sums bytes). */
+  const unsigned char hundred = 100, high = rank == 0 ? 1 : 200;
+  CHECK(MPI_Accumulate(&hundred, 1, MPI_BYTE, 0, 1, 1, MPI_BYTE, MPI_SUM, win) == MPI_SUCCESS,
+        "L: MPI_SUM on MPI_BYTE");
+  CHECK(MPI_Accumulate(&high, 1, MPI_BYTE, 0, 2, 1, MPI_BYTE, MPI_MAX, win) == MPI_SUCCESS,
+        "L: MPI_MAX on MPI_BYTE");
   /* No data: nothing to check the types against. */
   CHECK(MPI_Accumulate(NULL, 0, MPI_INT, 0, 0, 0, MPI_DOUBLE, MPI_SUM, win) == MPI_SUCCESS,
         "L: an accumulate of no data");
@@ -355,6 +362,11 @@ void test_mpich_cases(void) {
   if (rank == 0) {
     MPI_Win_lock(MPI_LOCK_SHARED, 0, 0, win);
     CHECK(chars[0] == size, "L: the chars added up to %d, want %d", chars[0], size);
+    const unsigned char *bytes = (const unsigned char *)chars;
+    const int high_want = size > 1 ? 200 : 1;
+    CHECK(bytes[1] == (100 * size) % 256 && bytes[2] == high_want,
+          "L: the bytes added up to %d (want %d), their MAX %d (want %d)", bytes[1],
+          (100 * size) % 256, bytes[2], high_want);
     MPI_Win_unlock(0, win);
   }
   MPI_Win_free(&win);
