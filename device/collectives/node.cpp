@@ -577,6 +577,53 @@ int node_gather(node_collectives &nc, const typed_buffer &mine, const typed_buff
   return err;
 }
 
+std::uint64_t node_gatherv_post(node_collectives &nc, const typed_buffer &mine, bool by_message,
+                                int root, std::vector<std::byte> &packed,
+                                std::vector<std::uint64_t> *posted) {
+  const std::uint64_t s = begin_step(nc);
+  if (by_message) {
+    wait_slot_free(nc, s);
+    rank_line &me = nc.mine();
+    me.bytes[s & 1U] = mine.packed_bytes() | message_mark;
+    me.posted.store(s, std::memory_order_release);
+  } else {
+    post_data(nc, s, mine, false, packed);
+  }
+  if (nc.rank == root) {
+    wait_all_posted(nc, s);
+    posted->resize(static_cast<std::size_t>(nc.size));
+    for (int r = 0; r < nc.size; ++r) (*posted)[r] = nc.lines[r].bytes[s & 1U];
+  }
+  return s;
+}
+
+int node_gatherv_end(node_collectives &nc, std::uint64_t s, int root, const typed_buffer *blocks) {
+  rank_line &me = nc.mine();
+  if (nc.rank != root) {
+    me.done.store(s, std::memory_order_release);
+    // The root reads a large block where it lies.
+    const std::uint64_t bytes = me.bytes[s & 1U];
+    if ((bytes & message_mark) == 0 && bytes > nc.slot) {
+      const rank_line &l = nc.lines[root];
+      wait_shared([&] { return l.done.load(std::memory_order_acquire) >= s; });
+    }
+    return MPI_SUCCESS;
+  }
+  std::vector<std::byte> scratch;
+  int err = MPI_SUCCESS;
+  for (int r = 0; r < nc.size; ++r) {
+    const std::uint64_t bytes = nc.lines[r].bytes[s & 1U];
+    if (r == root || (bytes & message_mark) != 0) continue;
+    if (bytes != blocks[r].packed_bytes()) {
+      err = MPI_ERR_TRUNCATE;
+    } else if (!take_data(nc, s, r, 0, blocks[r], scratch) && err == MPI_SUCCESS) {
+      err = MPI_ERR_OTHER;
+    }
+  }
+  me.done.store(s, std::memory_order_release);
+  return err;
+}
+
 int node_scatter(node_collectives &nc, const typed_buffer *all, const typed_buffer *recv,
                  int root) {
   const std::uint64_t s = begin_step(nc);

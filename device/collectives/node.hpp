@@ -34,7 +34,7 @@ struct node_collectives;
 
 // The node segment of `comm`, made on the first call (collective over comm:
 // every rank calls it at its first blocking Barrier, Bcast, Reduce,
-// Allreduce, Allgather(v), Alltoall, Gather or Scatter); nullptr when the
+// Allreduce, Allgather(v), Alltoall, Gather(v) or Scatter); nullptr when the
 // communicator cannot have one: it spans nodes, shared memory or
 // IRIS_COLL_SHM is off, it has a process of another job, or the segment
 // could not be made (a full /dev/shm: then every rank keeps to messages,
@@ -86,6 +86,23 @@ int node_exchange(node_collectives &nc, const typed_buffer &mine, bool aside,
 // posted another byte count than a receive block takes.
 int node_gather(node_collectives &nc, const typed_buffer &mine, const typed_buffer *recv, int root,
                 bool own_in_place);
+
+// Gatherv, in two calls around the blocks that go to the root as
+// messages, which the caller moves. node_gatherv_post: every rank posts
+// `mine` (the root: anything, its own block is the caller's), or only its
+// byte count when `by_message` (it then sends its block itself); the root
+// waits until every rank has posted, and `posted` (the root's only) gets
+// each rank's byte count, node_gatherv_message set on those that come as
+// messages. node_gatherv_end: the root takes each other block posted
+// into blocks[r] (MPI_ERR_TRUNCATE where a rank posted another byte count
+// than blocks[r] takes); a rank whose block the root reads where it lies
+// waits until the root is done. `packed` is the caller's, kept until
+// node_gatherv_end returns.
+constexpr std::uint64_t node_gatherv_message = std::uint64_t{1} << 62;
+std::uint64_t node_gatherv_post(node_collectives &nc, const typed_buffer &mine, bool by_message,
+                                int root, std::vector<std::byte> &packed,
+                                std::vector<std::uint64_t> *posted);
+int node_gatherv_end(node_collectives &nc, std::uint64_t s, int root, const typed_buffer *blocks);
 
 // Scatter: the root posts `all` (its n blocks in rank order, one packed
 // run; the root's only); each rank takes block `rank` into `recv`

@@ -21,6 +21,8 @@ constexpr std::size_t large_chunk = 64 * 1024;
 constexpr std::size_t reduce_split_min = 256 * 1024;
 // In a Bcast root's byte count: it failed before (a level across nodes).
 constexpr std::uint64_t failed_mark = std::uint64_t{1} << 63;
+// In a Gatherv rank's byte count: its block goes to the root as a message.
+constexpr std::uint64_t message_mark = node_gatherv_message;
 
 // The barrier: ranks count themselves in; the last of barrier b releases it.
 struct alignas(cache_line) barrier_lines {

@@ -285,9 +285,11 @@ static int check_layout(const int *buf, const int *counts, const int *displs, co
 }
 
 static void vector_variants(void) {
-  const int bigs[] = {0, 5, large / 8};
+  /* 400 KB blocks go to a Gatherv root on one node as messages, the rest
+   * through the node segment (in its slots, or read in place). */
+  const int bigs[] = {0, 5, large / 8, large};
   int counts[8], displs[8];
-  for (int b = 0; b < 3; ++b) {
+  for (int b = 0; b < 4; ++b) {
     layout(bigs[b], counts, displs);
     const int total = layout_total(counts, displs);
     const int n = counts[rank];

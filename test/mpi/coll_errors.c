@@ -2,6 +2,8 @@
  * types and communicators under MPI_ERRORS_RETURN, through the int and the
  * large-count (`_c`) bindings; truncation and mismatched counts, which every
  * rank is told of. */
+#include <stdlib.h>
+
 #include "coll.h"
 
 static void expect_class(int err, int want, const char *what) {
@@ -130,6 +132,49 @@ void errors(void) {
   expect_class(MPI_Allreduce(&one, &total, 1, MPI_INT, MPI_SUM, w), MPI_SUCCESS,
                "allreduce after a mismatch");
   CHECK(total == size, "allreduce after a mismatch: %d", total);
+  /* Gatherv where the last rank sends another count than the root takes
+   * from it, on either side of where a block on one node turns from the
+   * segment to a message (1000 and 70,000 ints): the root is told when the
+   * block is longer (and may be when shorter), nobody waits forever, and a
+   * matching Gatherv then works. */
+  if (size > 1) {
+    enum { kSmall = 1000, kBig = 70000 };
+    int *block = malloc(kBig * sizeof(int));
+    int *all = malloc((size_t)size * kBig * sizeof(int));
+    int counts[64], displs[64];
+    for (int longer = 0; longer < 2; ++longer) {
+      const int expected = longer ? kSmall : kBig, sent = longer ? kBig : kSmall;
+      for (int r = 0; r < size && r < 64; ++r) {
+        counts[r] = r == size - 1 ? expected : 1;
+        displs[r] = r * kBig;
+      }
+      for (int i = 0; i < kBig; ++i) block[i] = rank;
+      const int err = MPI_Gatherv(block, rank == size - 1 ? sent : 1, MPI_INT, all, counts, displs,
+                                  MPI_INT, 0, w);
+      int cls = MPI_SUCCESS;
+      MPI_Error_class(err, &cls);
+      if (rank == 0 && longer) {
+        CHECK(cls == MPI_ERR_TRUNCATE, "gatherv of a longer block: class %d", cls);
+      } else if (rank == 0) {
+        CHECK(cls == MPI_ERR_TRUNCATE || cls == MPI_SUCCESS, "gatherv of a shorter block: class %d",
+              cls);
+      } else {
+        CHECK(cls == MPI_SUCCESS, "gatherv with the root's counts off: class %d", cls);
+      }
+    }
+    for (int r = 0; r < size && r < 64; ++r) counts[r] = r == size - 1 ? kBig : 1;
+    for (int i = 0; i < size * kBig; ++i) all[i] = -1;
+    expect_class(MPI_Gatherv(block, rank == size - 1 ? kBig : 1, MPI_INT, all, counts, displs,
+                             MPI_INT, 0, w),
+                 MPI_SUCCESS, "gatherv after a mismatch");
+    if (rank == 0) {
+      CHECK(all[0] == 0 && all[(size - 1) * kBig] == size - 1 &&
+                all[(size - 1) * kBig + kBig - 1] == size - 1,
+            "gatherv after a mismatch: %d %d", all[0], all[(size - 1) * kBig]);
+    }
+    free(block);
+    free(all);
+  }
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL);
 }
 

@@ -185,6 +185,53 @@ int send_side_checks(const char *call, const communicator &c, const void *buf, i
   return api::check_typed_buffer(call, c, buf, count, type, out);
 }
 
+// MPI_Gatherv on one node: each block through the segment (node_gatherv_post
+// and _end), or as a message where the rank's own byte count says so
+// (from gather_linear_min, as MPI_Gather, or past a slot without CMA).
+// The root knows which from what each rank posted, so the two sides agree
+// even where the program's counts do not: a message of another length is
+// received aside and reported as MPI_ERR_TRUNCATE.
+int gatherv_node_send(const coll::channel &ch, device::node_collectives &nc,
+                      const typed_buffer &send, int root) {
+  const std::size_t bytes = send.packed_bytes();
+  const bool by_message = bytes >= gather_linear_min || !device::node_takes(nc, bytes);
+  std::vector<std::byte> packed;
+  const std::uint64_t s = device::node_gatherv_post(nc, send, by_message, root, packed, nullptr);
+  const int err = by_message ? coll::send(ch, send, root) : MPI_SUCCESS;
+  const int ended = device::node_gatherv_end(nc, s, root, nullptr);
+  return err != MPI_SUCCESS ? err : ended;
+}
+
+int gatherv_node_root(const coll::channel &ch, device::node_collectives &nc,
+                      const typed_buffer *blocks, int root) {
+  std::vector<std::byte> packed;
+  std::vector<std::uint64_t> posted;
+  const std::uint64_t s =
+      device::node_gatherv_post(nc, device::typed_bytes(nullptr, 0), false, root, packed, &posted);
+  // Every message posted for, whatever else failed: its sender waits for
+  // the match.
+  std::vector<device::request *> pending;
+  std::vector<std::vector<std::byte>> aside;
+  int err = MPI_SUCCESS;
+  for (int r = 0; r < ch.comm.size; ++r) {
+    if ((posted[r] & device::node_gatherv_message) == 0) continue;
+    const std::size_t bytes = posted[r] & ~device::node_gatherv_message;
+    int posted_err = MPI_SUCCESS;
+    if (bytes == blocks[r].packed_bytes()) {
+      posted_err = post_recv_into(ch, blocks[r], r, pending);
+    } else {
+      aside.emplace_back(bytes);
+      posted_err = post_recv_into(ch, device::typed_bytes(aside.back().data(), bytes), r, pending);
+      if (posted_err == MPI_SUCCESS) posted_err = MPI_ERR_TRUNCATE;
+    }
+    if (err == MPI_SUCCESS) err = posted_err;
+  }
+  const int ended = device::node_gatherv_end(nc, s, root, blocks);
+  const int waited = wait_all(pending);
+  if (err != MPI_SUCCESS) return err;
+  return ended != MPI_SUCCESS ? ended : waited;
+}
+
 // Send and receive sides of an all-to-all collective with uniform counts.
 // In place, `send` is left empty.
 int all_checks(const char *call, MPI_Comm comm, const void *sendbuf, int sendcount,
@@ -328,7 +375,11 @@ int MPI_Gatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void 
     return err;
   }
   const coll::channel ch{*c, coll::tag_gatherv};
-  if (!is_root) return coll::result(call, *c, coll::send(ch, send, root));
+  if (!is_root) {
+    device::node_collectives *nc = device::node_collectives_of(*c);
+    if (nc == nullptr) return coll::result(call, *c, coll::send(ch, send, root));
+    return coll::result(call, *c, gatherv_node_send(ch, *nc, send, root));
+  }
   typed_buffer recv;
   if (int err = coll::check_vector(call, *c, recvbuf, recvcounts, displs, recvtype, recv)) {
     return err;
@@ -337,6 +388,12 @@ int MPI_Gatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void 
     if (int err = coll::check_no_alias(call, *c, send, block_at(recv, displs, recvcounts, i))) {
       return err;
     }
+  }
+  if (device::node_collectives *nc = device::node_collectives_of(*c)) {
+    std::vector<typed_buffer> blocks(static_cast<std::size_t>(c->size));
+    for (int i = 0; i < c->size; ++i) blocks[i] = block_at(recv, displs, recvcounts, i);
+    if (!coll::in_place(sendbuf)) device::typed_copy(send, blocks[root]);
+    return coll::result(call, *c, gatherv_node_root(ch, *nc, blocks.data(), root));
   }
   // Linear: root posts every receive, then waits for them all.
   std::vector<device::request *> pending;
