@@ -765,6 +765,24 @@ void test_lazy_locks(void) {
     CHECK(bad == 0, "M: %d ints of the 200 gets differ (many[0] %d)", bad, many[0]);
     free(many);
     MPI_Win_unlock_all(win);
+    /* An exclusive epoch of one 8 KiB put and one 8 KiB get: lock, both
+     * ops and the release go as one message (none where rank 0 maps the
+     * target), not the lock's round trip first. */
+    int *eight = malloc(2048 * sizeof(int));
+    for (int i = 0; i < 4; ++i) MPIX_Stat_get(names[i], &before[i]);
+    MPI_Win_lock(MPI_LOCK_EXCLUSIVE, right, 0, win);
+    MPI_Put(block, 2048, MPI_INT, right, kLarge + 40960, 2048, MPI_INT, win);
+    MPI_Get(eight, 2048, MPI_INT, right, kLarge + 1024, 2048, MPI_INT, win);
+    MPI_Win_unlock(right, win);
+    for (int i = 0; i < 4; ++i) MPIX_Stat_get(names[i], &after[i]);
+    sent = 0;
+    for (int i = 0; i < 4; ++i) sent += after[i] - before[i];
+    CHECK(sent <= 1, "M: a lock, an 8 KiB put and get, an unlock sent %lld messages",
+          (long long)sent);
+    bad = 0;
+    for (int i = 0; i < 2048; ++i) bad += eight[i] != 1024 + i;
+    CHECK(bad == 0, "M: %d ints of the 8 KiB get in a lock epoch differ (%d)", bad, eight[0]);
+    free(eight);
   }
   MPI_Barrier(MPI_COMM_WORLD);
 #endif
