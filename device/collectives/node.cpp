@@ -578,8 +578,7 @@ int node_gather(node_collectives &nc, const typed_buffer &mine, const typed_buff
 }
 
 std::uint64_t node_gatherv_post(node_collectives &nc, const typed_buffer &mine, bool by_message,
-                                int root, std::vector<std::byte> &packed,
-                                std::vector<std::uint64_t> *posted) {
+                                std::vector<std::byte> &packed) {
   const std::uint64_t s = begin_step(nc);
   if (by_message) {
     wait_slot_free(nc, s);
@@ -589,16 +588,22 @@ std::uint64_t node_gatherv_post(node_collectives &nc, const typed_buffer &mine, 
   } else {
     post_data(nc, s, mine, false, packed);
   }
-  if (nc.rank == root) {
-    wait_all_posted(nc, s);
-    posted->resize(static_cast<std::size_t>(nc.size));
-    for (int r = 0; r < nc.size; ++r) (*posted)[r] = nc.lines[r].bytes[s & 1U];
-  }
   return s;
+}
+
+void node_gatherv_wait_all(node_collectives &nc, std::uint64_t s) {
+  wait_all_posted(nc, s);
+}
+
+bool node_gatherv_posted(const node_collectives &nc, std::uint64_t s, int r, std::uint64_t &bytes) {
+  if (nc.lines[r].posted.load(std::memory_order_acquire) < s) return false;
+  bytes = nc.lines[r].bytes[s & 1U];
+  return true;
 }
 
 int node_gatherv_end(node_collectives &nc, std::uint64_t s, int root, const typed_buffer *blocks) {
   rank_line &me = nc.mine();
+  if (nc.rank == root) wait_all_posted(nc, s);  // seen already: sets known_done
   if (nc.rank != root) {
     me.done.store(s, std::memory_order_release);
     // The root reads a large block where it lies.

@@ -87,21 +87,26 @@ int node_exchange(node_collectives &nc, const typed_buffer &mine, bool aside,
 int node_gather(node_collectives &nc, const typed_buffer &mine, const typed_buffer *recv, int root,
                 bool own_in_place);
 
-// Gatherv, in two calls around the blocks that go to the root as
-// messages, which the caller moves. node_gatherv_post: every rank posts
-// `mine` (the root: anything, its own block is the caller's), or only its
-// byte count when `by_message` (it then sends its block itself); the root
-// waits until every rank has posted, and `posted` (the root's only) gets
-// each rank's byte count, node_gatherv_message set on those that come as
-// messages. node_gatherv_end: the root takes each other block posted
-// into blocks[r] (MPI_ERR_TRUNCATE where a rank posted another byte count
-// than blocks[r] takes); a rank whose block the root reads where it lies
-// waits until the root is done. `packed` is the caller's, kept until
-// node_gatherv_end returns.
+// Gatherv, in steps around the blocks that go to the root as messages,
+// which the caller moves. node_gatherv_post: every rank posts `mine` (the
+// root: anything, its own block is the caller's), or only its byte count
+// when `by_message` (it then sends its block itself), without waiting for
+// the others. node_gatherv_posted (the root): whether rank r has posted
+// step s, and its byte count, node_gatherv_message set when its block
+// comes as a message. node_gatherv_end, once the root has seen every rank
+// post: the root takes each other block posted into blocks[r]
+// (MPI_ERR_TRUNCATE where a rank posted another byte count than blocks[r]
+// takes); a rank whose block the root reads where it lies waits until the
+// root is done. `packed` is the caller's, kept until node_gatherv_end
+// returns.
 constexpr std::uint64_t node_gatherv_message = std::uint64_t{1} << 62;
 std::uint64_t node_gatherv_post(node_collectives &nc, const typed_buffer &mine, bool by_message,
-                                int root, std::vector<std::byte> &packed,
-                                std::vector<std::uint64_t> *posted);
+                                std::vector<std::byte> &packed);
+bool node_gatherv_posted(const node_collectives &nc, std::uint64_t s, int r, std::uint64_t &bytes);
+// The root, when every block it expects fits a slot (no message is due in
+// a correct program): waits until every rank posted step s, as the other
+// steps wait (a device poll between every look took small blocks longer).
+void node_gatherv_wait_all(node_collectives &nc, std::uint64_t s);
 int node_gatherv_end(node_collectives &nc, std::uint64_t s, int root, const typed_buffer *blocks);
 
 // Scatter: the root posts `all` (its n blocks in rank order, one packed

@@ -194,9 +194,9 @@ int send_side_checks(const char *call, const communicator &c, const void *buf, i
 int gatherv_node_send(const coll::channel &ch, device::node_collectives &nc,
                       const typed_buffer &send, int root) {
   const std::size_t bytes = send.packed_bytes();
-  const bool by_message = bytes >= gather_linear_min || !device::node_takes(nc, bytes);
+  const bool by_message = !device::node_fits_slot(nc, bytes);
   std::vector<std::byte> packed;
-  const std::uint64_t s = device::node_gatherv_post(nc, send, by_message, root, packed, nullptr);
+  const std::uint64_t s = device::node_gatherv_post(nc, send, by_message, packed);
   const int err = by_message ? coll::send(ch, send, root) : MPI_SUCCESS;
   const int ended = device::node_gatherv_end(nc, s, root, nullptr);
   return err != MPI_SUCCESS ? err : ended;
@@ -205,27 +205,46 @@ int gatherv_node_send(const coll::channel &ch, device::node_collectives &nc,
 int gatherv_node_root(const coll::channel &ch, device::node_collectives &nc,
                       const typed_buffer *blocks, int root) {
   std::vector<std::byte> packed;
-  std::vector<std::uint64_t> posted;
   const std::uint64_t s =
-      device::node_gatherv_post(nc, device::typed_bytes(nullptr, 0), false, root, packed, &posted);
-  // Every message posted for, whatever else failed: its sender waits for
+      device::node_gatherv_post(nc, device::typed_bytes(nullptr, 0), false, packed);
+  // A message's receive is posted as soon as its rank has posted its
+  // count, not once every rank has: the root reads the first ones while
+  // the last arrive (waiting for all took 1 MiB blocks 25-40% longer).
+  // Every message is received, whatever else failed: its sender waits for
   // the match.
   std::vector<device::request *> pending;
   std::vector<std::vector<std::byte>> aside;
+  std::vector<char> seen(static_cast<std::size_t>(ch.comm.size), 0);
+  int left = ch.comm.size - 1;
   int err = MPI_SUCCESS;
-  for (int r = 0; r < ch.comm.size; ++r) {
-    if ((posted[r] & device::node_gatherv_message) == 0) continue;
-    const std::size_t bytes = posted[r] & ~device::node_gatherv_message;
-    int posted_err = MPI_SUCCESS;
-    if (bytes == blocks[r].packed_bytes()) {
-      posted_err = post_recv_into(ch, blocks[r], r, pending);
-    } else {
-      aside.emplace_back(bytes);
-      posted_err = post_recv_into(ch, device::typed_bytes(aside.back().data(), bytes), r, pending);
-      if (posted_err == MPI_SUCCESS) posted_err = MPI_ERR_TRUNCATE;
+  const auto take_posted = [&] {
+    for (int r = 0; r < ch.comm.size; ++r) {
+      std::uint64_t posted = 0;
+      if (r == root || seen[r] != 0 || !device::node_gatherv_posted(nc, s, r, posted)) continue;
+      seen[r] = 1;
+      --left;
+      if ((posted & device::node_gatherv_message) == 0) continue;
+      const std::size_t bytes = posted & ~device::node_gatherv_message;
+      int posted_err = MPI_SUCCESS;
+      if (bytes == blocks[r].packed_bytes()) {
+        posted_err = post_recv_into(ch, blocks[r], r, pending);
+      } else {
+        aside.emplace_back(bytes);
+        posted_err =
+            post_recv_into(ch, device::typed_bytes(aside.back().data(), bytes), r, pending);
+        if (posted_err == MPI_SUCCESS) posted_err = MPI_ERR_TRUNCATE;
+      }
+      if (err == MPI_SUCCESS) err = posted_err;
     }
-    if (err == MPI_SUCCESS) err = posted_err;
+    return left == 0;
+  };
+  bool messages_due = false;
+  for (int r = 0; r < ch.comm.size; ++r) {
+    messages_due =
+        messages_due || (r != root && !device::node_fits_slot(nc, blocks[r].packed_bytes()));
   }
+  if (!messages_due) device::node_gatherv_wait_all(nc, s);
+  if (!take_posted()) device::progress_until(take_posted);
   const int ended = device::node_gatherv_end(nc, s, root, blocks);
   const int waited = wait_all(pending);
   if (err != MPI_SUCCESS) return err;
