@@ -595,6 +595,10 @@ void node_gatherv_wait_all(node_collectives &nc, std::uint64_t s) {
   wait_all_posted(nc, s);
 }
 
+void node_wait(const std::function<bool()> &done) {
+  wait_shared(done);
+}
+
 bool node_gatherv_posted(const node_collectives &nc, std::uint64_t s, int r, std::uint64_t &bytes) {
   if (nc.lines[r].posted.load(std::memory_order_acquire) < s) return false;
   bytes = nc.lines[r].bytes[s & 1U];

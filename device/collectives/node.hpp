@@ -23,6 +23,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "device/core/comm.hpp"
@@ -107,6 +108,10 @@ bool node_gatherv_posted(const node_collectives &nc, std::uint64_t s, int r, std
 // a correct program): waits until every rank posted step s, as the other
 // steps wait (a device poll between every look took small blocks longer).
 void node_gatherv_wait_all(node_collectives &nc, std::uint64_t s);
+// Waits until done() holds as the node steps wait: polls the device, then
+// yields, and never sleeps (what another rank posts in the segment rings
+// no bell, so a sleeping rank would not see it).
+void node_wait(const std::function<bool()> &done);
 int node_gatherv_end(node_collectives &nc, std::uint64_t s, int root, const typed_buffer *blocks);
 
 // Scatter: the root posts `all` (its n blocks in rank order, one packed

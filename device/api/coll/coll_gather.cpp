@@ -244,7 +244,7 @@ int gatherv_node_root(const coll::channel &ch, device::node_collectives &nc,
         messages_due || (r != root && !device::node_fits_slot(nc, blocks[r].packed_bytes()));
   }
   if (!messages_due) device::node_gatherv_wait_all(nc, s);
-  if (!take_posted()) device::progress_until(take_posted);
+  if (!take_posted()) device::node_wait(take_posted);
   const int ended = device::node_gatherv_end(nc, s, root, blocks);
   const int waited = wait_all(pending);
   if (err != MPI_SUCCESS) return err;
