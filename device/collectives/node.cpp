@@ -607,17 +607,13 @@ bool node_gatherv_posted(const node_collectives &nc, std::uint64_t s, int r, std
 
 int node_gatherv_end(node_collectives &nc, std::uint64_t s, int root, const typed_buffer *blocks) {
   rank_line &me = nc.mine();
-  if (nc.rank == root) wait_all_posted(nc, s);  // seen already: sets known_done
   if (nc.rank != root) {
+    // Its block is in its slot or on its way as a message: nothing of it
+    // is read where it lies.
     me.done.store(s, std::memory_order_release);
-    // The root reads a large block where it lies.
-    const std::uint64_t bytes = me.bytes[s & 1U];
-    if ((bytes & message_mark) == 0 && bytes > nc.slot) {
-      const rank_line &l = nc.lines[root];
-      wait_shared([&] { return l.done.load(std::memory_order_acquire) >= s; });
-    }
     return MPI_SUCCESS;
   }
+  wait_all_posted(nc, s);  // seen already: sets known_done
   std::vector<std::byte> scratch;
   int err = MPI_SUCCESS;
   for (int r = 0; r < nc.size; ++r) {

@@ -89,17 +89,14 @@ int node_gather(node_collectives &nc, const typed_buffer &mine, const typed_buff
                 bool own_in_place);
 
 // Gatherv, in steps around the blocks that go to the root as messages,
-// which the caller moves. node_gatherv_post: every rank posts `mine` (the
-// root: anything, its own block is the caller's), or only its byte count
-// when `by_message` (it then sends its block itself), without waiting for
-// the others. node_gatherv_posted (the root): whether rank r has posted
-// step s, and its byte count, node_gatherv_message set when its block
-// comes as a message. node_gatherv_end, once the root has seen every rank
-// post: the root takes each other block posted into blocks[r]
-// (MPI_ERR_TRUNCATE where a rank posted another byte count than blocks[r]
-// takes); a rank whose block the root reads where it lies waits until the
-// root is done. `packed` is the caller's, kept until node_gatherv_end
-// returns.
+// which the caller moves. node_gatherv_post: every rank posts `mine`,
+// which fits a slot (the root: anything, its own block is the caller's),
+// or only its byte count when `by_message` (it then sends its block
+// itself), without waiting for the others. node_gatherv_posted (the root): whether rank r has
+// posted step s, and its byte count, node_gatherv_message set when its block comes as a message.
+// node_gatherv_end, once the root has seen every rank post: the root takes each other block posted
+// into blocks[r] (MPI_ERR_TRUNCATE where a rank posted another byte count than blocks[r] takes).
+// `packed` is the caller's, kept until node_gatherv_end returns.
 constexpr std::uint64_t node_gatherv_message = std::uint64_t{1} << 62;
 std::uint64_t node_gatherv_post(node_collectives &nc, const typed_buffer &mine, bool by_message,
                                 std::vector<std::byte> &packed);
