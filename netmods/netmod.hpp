@@ -80,6 +80,12 @@ struct remote_region {
   std::uint64_t key = 0;
 };
 
+// What peers may do with memory this rank exposes.
+enum class rma_access {
+  read,        // read it (a rendezvous sender's buffer)
+  read_write,  // read and write it (a one-sided window)
+};
+
 enum class send_status {
   done,   // the record is the netmod's now; the caller may reuse its buffers
   retry,  // no room (or no connection) yet: call again after poll()
@@ -114,6 +120,10 @@ class record_sink {
   // every byte arrived, else why the read failed (the device then asks for
   // the data as records).
   virtual void read_done(std::uint64_t cookie, const char *why) = 0;
+  // The rma_write or rma_window_read started with `cookie` has finished: a
+  // write's bytes are in the target's memory, a read's here. `why` is
+  // nullptr, or why it failed.
+  virtual void window_done(std::uint64_t cookie, const char *why) { (void)cookie, (void)why; }
 
  protected:
   ~record_sink() = default;
@@ -212,8 +222,10 @@ class netmod {
 
   // Large data (see the top). Makes [buffer, buffer + length) readable by
   // peers until rma_conceal(region); false when this netmod cannot.
-  virtual bool rma_expose(const void *buffer, std::size_t length, remote_region &region) {
-    (void)buffer, (void)length, (void)region;
+  // rma_access::read_write: peers may write it too (a one-sided window).
+  virtual bool rma_expose(const void *buffer, std::size_t length, remote_region &region,
+                          rma_access access) {
+    (void)buffer, (void)length, (void)region, (void)access;
     return false;
   }
   virtual void rma_conceal(const remote_region &region) { (void)region; }
@@ -221,6 +233,22 @@ class netmod {
   // reports the end from a later poll(). retry: it cannot start now.
   [[nodiscard]] virtual send_status rma_read(int peer, const remote_region &region, void *to,
                                              std::size_t length, std::uint64_t cookie) {
+    (void)peer, (void)region, (void)to, (void)length, (void)cookie;
+    return send_status::retry;
+  }
+  // One-sided windows (see the top): starts writing `length` bytes at
+  // `from` to `peer`'s `region` (exposed read_write), or reading them into
+  // `to`; window_done reports the end from a later poll(). `from` and `to`
+  // stay the netmod's until then. retry: it cannot start now (the caller
+  // sends the op as records instead).
+  [[nodiscard]] virtual send_status rma_write(int peer, const remote_region &region,
+                                              const void *from, std::size_t length,
+                                              std::uint64_t cookie) {
+    (void)peer, (void)region, (void)from, (void)length, (void)cookie;
+    return send_status::retry;
+  }
+  [[nodiscard]] virtual send_status rma_window_read(int peer, const remote_region &region, void *to,
+                                                    std::size_t length, std::uint64_t cookie) {
     (void)peer, (void)region, (void)to, (void)length, (void)cookie;
     return send_status::retry;
   }

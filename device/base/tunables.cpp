@@ -51,6 +51,11 @@ constexpr tunable table[] = {
      "smallest data of an active message that the target reads from the origin itself (CMA, "
      "ranks of one node) after the header handler ran; smaller data travels in the message's "
      "packets"},
+    // MPI one-sided (device/api/rma/).
+    {"IRIS_WINDOW_RMA_MIN", 4096, 1, std::int64_t{1} << 40, nullptr,
+     "smallest put or get piece to a window rank on another node that goes by the netmod's RMA "
+     "write or read (ofi with FI_RMA, IRIS_NET_RMA=1), without the target's help; smaller ones "
+     "travel in batches or as active messages"},
     // Collectives (device/collectives/).
     {"IRIS_COLL_SHM", 1, 0, 1, nullptr,
      "1: the blocking Barrier, Bcast, Reduce, Allreduce, Allgather, Alltoall, Gather and "
@@ -176,6 +181,7 @@ settings settings_load() {
   s.sleep_timeout_ms = static_cast<int>(value_of("IRIS_SLEEP_TIMEOUT"));
   s.async_progress = static_cast<int>(value_of("IRIS_ASYNC_PROGRESS"));
   s.am_pull_min = static_cast<std::uint64_t>(value_of("IRIS_AM_PULL_MIN"));
+  s.window_rma_min = static_cast<std::uint64_t>(value_of("IRIS_WINDOW_RMA_MIN"));
   s.progress_nice = static_cast<int>(value_of("IRIS_PROGRESS_NICE"));
   s.coll_shm = value_of("IRIS_COLL_SHM") != 0;
   s.coll_shm_slot = value_of("IRIS_COLL_SHM_SLOT");

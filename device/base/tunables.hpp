@@ -52,12 +52,13 @@ struct settings {
   int async_progress;           // 0 auto, 1 on, 2 off
   int progress_nice;            // the progress thread's nice value (IRIS_PROGRESS_NICE)
   std::uint64_t am_pull_min;
-  bool coll_shm;               // IRIS_COLL_SHM
-  std::int64_t coll_shm_slot;  // -1: chosen by the communicator's size
-  bool coll_cma;               // IRIS_COLL_CMA
-  int coll_allreduce;          // IRIS_COLL_ALLREDUCE: nbc::allreduce_algorithm
-  int coll_allgather;          // IRIS_COLL_ALLGATHER: 0 auto, 1 ring, 2 bruck
-  int coll_alltoall;           // IRIS_COLL_ALLTOALL: 0 auto, 1 pairwise, 2 bruck
+  std::uint64_t window_rma_min;  // IRIS_WINDOW_RMA_MIN
+  bool coll_shm;                 // IRIS_COLL_SHM
+  std::int64_t coll_shm_slot;    // -1: chosen by the communicator's size
+  bool coll_cma;                 // IRIS_COLL_CMA
+  int coll_allreduce;            // IRIS_COLL_ALLREDUCE: nbc::allreduce_algorithm
+  int coll_allgather;            // IRIS_COLL_ALLGATHER: 0 auto, 1 ring, 2 bruck
+  int coll_alltoall;             // IRIS_COLL_ALLTOALL: 0 auto, 1 pairwise, 2 bruck
   bool debug;
   bool stats;
 };

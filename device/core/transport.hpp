@@ -9,6 +9,8 @@
 //   read / expose / conceal optional single-copy rendezvous (CMA, RMA)
 //   read_scattered ...      the same for non-contiguous layouts (CMA)
 //   peer_access             optional put/get without the peer (CMA: device/am/)
+//   window_*                optional put/get into a window without the peer
+//                           (a netmod's RMA: device/api/rma/)
 //   wait_arrival            optional sleep of the progress thread (epoll)
 //   ~transport              at MPI_Finalize, after the last barrier
 //
@@ -231,6 +233,36 @@ class transport {
     (void)peer;
     return false;
   }
+  // Optional, one-sided windows over remote memory (a netmod's RMA writes
+  // and reads: device/api/rma/). window_expose makes [base, base + bytes)
+  // writable and readable by the peers this transport reaches, and names
+  // the region in `region` (its start as the peers' operations name it,
+  // and its key), which the window's ranks exchange; false: this transport
+  // cannot (or reaches nobody). window_conceal undoes it.
+  // window_write and window_read move `bytes` between `local` and the
+  // peer's region `region` (its start moved to where the bytes go):
+  // in_progress, counted in `ops.busy` until the transport says it ended,
+  // from a later poll (a write: its bytes are in the peer's memory); retry:
+  // not this way (the caller sends the op as messages).
+  struct window_ops {
+    int busy = 0;       // started and not ended
+    std::string error;  // the first failure's reason, if any
+  };
+  virtual bool window_expose(const void *base, std::size_t bytes, std::uint64_t region[2]) {
+    (void)base, (void)bytes, (void)region;
+    return false;
+  }
+  virtual void window_conceal(const std::uint64_t region[2]) { (void)region; }
+  virtual xfer window_write(vc &to, const std::uint64_t region[2], const void *local,
+                            std::size_t bytes, window_ops &ops) {
+    (void)to, (void)region, (void)local, (void)bytes, (void)ops;
+    return xfer::retry;
+  }
+  virtual xfer window_read(vc &from, const std::uint64_t region[2], void *local, std::size_t bytes,
+                           window_ops &ops) {
+    (void)from, (void)region, (void)local, (void)bytes, (void)ops;
+    return xfer::retry;
+  }
   // The progress thread's sleep (device/am/progress_thread.cpp) on a
   // transport whose packets cannot ring the bell: waits until something may
   // have arrived or `timeout_ms` passes, without the call lock (it reads
@@ -365,7 +397,7 @@ bool transport_setting_value(const transport_settings &s, std::string_view name,
                              std::uint64_t &value);
 
 // A counter of the transports' own that MPIX_Stat_get reports by name
-// (rendezvous_cma, rendezvous_rma): the transport in use answers; a job
+// (rendezvous_cma, rendezvous_rma, window_rma): the transport in use answers; a job
 // without it reads 0. False for any other name.
 bool transport_statistic(std::span<const std::unique_ptr<transport>> in_use, std::string_view name,
                          std::uint64_t &value);

@@ -112,7 +112,7 @@ void net_transport::expose(vc &to, request &r, rts_payload &where) {
   auto &held = r.exposure;
   if (rma_ && !held.exposed && r.bytes != 0) {
     netmod::remote_region region;
-    held.exposed = net_->rma_expose(r.buffer, r.bytes, region);
+    held.exposed = net_->rma_expose(r.buffer, r.bytes, region, netmod::rma_access::read);
     held.words[0] = region.address;
     held.words[1] = region.key;
   }
@@ -138,19 +138,70 @@ xfer net_transport::read(vc &from, const rts_payload &where, std::byte *to, std:
              : xfer::retry;
 }
 
+bool net_transport::window_expose(const void *base, std::size_t bytes, std::uint64_t region[2]) {
+  netmod::remote_region r;
+  if (!rma_ || !net_->rma_expose(base, bytes, r, netmod::rma_access::read_write)) return false;
+  region[0] = r.address;
+  region[1] = r.key;
+  return true;
+}
+
+void net_transport::window_conceal(const std::uint64_t region[2]) {
+  net_->rma_conceal(netmod::remote_region{region[0], region[1]});
+}
+
+// The cookie is the caller's count, which lives until the window's
+// completion has seen it reach 0.
+xfer net_transport::window_write(vc &to, const std::uint64_t region[2], const void *local,
+                                 std::size_t bytes, window_ops &ops) {
+  const netmod::remote_region r{region[0], region[1]};
+  if (net_->rma_write(to.world_rank, r, local, bytes, reinterpret_cast<std::uintptr_t>(&ops)) !=
+      netmod::send_status::done) {
+    return xfer::retry;
+  }
+  ++ops.busy;
+  return xfer::in_progress;
+}
+
+xfer net_transport::window_read(vc &from, const std::uint64_t region[2], void *local,
+                                std::size_t bytes, window_ops &ops) {
+  const netmod::remote_region r{region[0], region[1]};
+  if (net_->rma_window_read(from.world_rank, r, local, bytes,
+                            reinterpret_cast<std::uintptr_t>(&ops)) != netmod::send_status::done) {
+    return xfer::retry;
+  }
+  ++ops.busy;
+  return xfer::in_progress;
+}
+
+void net_transport::window_done(std::uint64_t cookie, const char *why) {
+  auto *ops = reinterpret_cast<window_ops *>(static_cast<std::uintptr_t>(cookie));
+  --ops->busy;
+  if (why == nullptr) {
+    ++window_ops_;
+  } else if (ops->error.empty()) {
+    ops->error = why;
+  }
+}
+
 std::string net_transport::describe() const {
   return "netmod " + net_->describe();
 }
 
 std::string net_transport::statistics() const {
   const std::string counted = net_->statistics();
-  return "net: messages read by rma " + std::to_string(rma_messages_) +
-         (counted.empty() ? "" : "; netmod stats: " + counted);
+  return "net: messages read by rma " + std::to_string(rma_messages_) + ", window ops by rma " +
+         std::to_string(window_ops_) + (counted.empty() ? "" : "; netmod stats: " + counted);
 }
 
 bool net_transport::statistic(std::string_view name, std::uint64_t &value) const {
-  if (name != "rendezvous_rma") return false;
-  value = rma_messages_;
+  if (name == "rendezvous_rma") {
+    value = rma_messages_;
+  } else if (name == "window_rma") {
+    value = window_ops_;
+  } else {
+    return false;
+  }
   return true;
 }
 

@@ -49,6 +49,13 @@ class net_transport final : public transport,
   void conceal(request &r) override;
   xfer read(vc &from, const rts_payload &where, std::byte *to, std::size_t bytes,
             std::uint64_t cookie) override;
+  // One-sided windows by the netmod's RMA writes and reads (IRIS_NET_RMA).
+  bool window_expose(const void *base, std::size_t bytes, std::uint64_t region[2]) override;
+  void window_conceal(const std::uint64_t region[2]) override;
+  xfer window_write(vc &to, const std::uint64_t region[2], const void *local, std::size_t bytes,
+                    window_ops &ops) override;
+  xfer window_read(vc &from, const std::uint64_t region[2], void *local, std::size_t bytes,
+                   window_ops &ops) override;
   std::string describe() const override;
   std::string statistics() const override;
   bool statistic(std::string_view name, std::uint64_t &value) const override;
@@ -62,6 +69,7 @@ class net_transport final : public transport,
                         std::size_t body_length) override;
   void peer_lost(int peer, const char *why) override;
   void read_done(std::uint64_t cookie, const char *why) override;
+  void window_done(std::uint64_t cookie, const char *why) override;
   int peer_joining(std::uint64_t job, int rank) override;
   // aside_sink: what the netmod hands up from poll_aside().
   bool record_taken(int peer, std::span<const std::byte> head,
@@ -71,6 +79,7 @@ class net_transport final : public transport,
   bool rma_ = false;                // IRIS_NET_RMA
   bool shared_ = false;             // concurrent_sends(), chosen at init
   std::uint64_t rma_messages_ = 0;  // rendezvous messages the peer read with RMA
+  std::uint64_t window_ops_ = 0;    // one-sided windows' writes and reads done by RMA
 };
 
 }  // namespace iris::device

@@ -78,7 +78,9 @@ constexpr tunable table[] = {
      "unexpected eager memory to this much per such peer"},
     {"IRIS_NET_RMA", 1, 0, 1, nullptr,
      "1: when the netmod can read a peer's memory (ofi with FI_RMA), a rendezvous receiver reads "
-     "the sender's buffer itself; 0: the data always comes as packets after a CTS"},
+     "the sender's buffer itself, and one-sided windows' large puts and gets are its writes and "
+     "reads; 0: the data always comes as packets after a CTS, and windows' ops as active "
+     "messages"},
     // Dynamic processes (api/comm/dynamic.cpp).
     {"IRIS_DYNAMIC_PEERS", 1024, 0, 1 << 20, nullptr,
      "processes of other jobs one process may connect to in its life (MPI_Comm_connect, "
@@ -159,7 +161,7 @@ bool transport_statistic(std::span<const std::unique_ptr<transport>> in_use, std
     if (t->statistic(name, value)) return true;
   }
   value = 0;
-  return name == "rendezvous_cma" || name == "rendezvous_rma";
+  return name == "rendezvous_cma" || name == "rendezvous_rma" || name == "window_rma";
 }
 
 std::string transports_preview() {

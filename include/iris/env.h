@@ -75,7 +75,9 @@ int MPI_Info_free(MPI_Info *info);
  * tools: "eager", "eager_sync", "rendezvous", "rendezvous_read" (received
  * by a single-copy read of the sender's memory), "rendezvous_scattered" (of
  * those, scattered blocks), "rendezvous_cma" and "rendezvous_rma" (the same
- * reads by shared memory's CMA and by a netmod's RMA), "rendezvous_pipeline"
+ * reads by shared memory's CMA and by a netmod's RMA), "window_rma" (puts
+ * and gets of one-sided windows done by a netmod's RMA, without the
+ * target's help), "rendezvous_pipeline"
  * (received as data packets), "credit_stalls",
  * "credit_packets", "unexpected_depth_peak", "unexpected_bytes_peak" (eager
  * data held for peers), "match_compared" (queue entries the matching engine

@@ -39,8 +39,9 @@ int ofi_netmod::poll(record_sink &sink) {
         release_tx(*o);
         break;
       case operation::kind::read:
-        release_read(*o);
-        sink.read_done(o->cookie, nullptr);
+      case operation::kind::window_read:
+      case operation::kind::window_write:
+        rma_finished(*o, sink, nullptr);
         break;
     }
   }
@@ -146,9 +147,11 @@ int ofi_netmod::completion_error(record_sink &sink) {
       report_lost(sink);
       break;
     case operation::kind::read:
-      release_read(*o);
-      read_error_ = "reading its memory failed: " + why;
-      sink.read_done(o->cookie, read_error_.c_str());
+    case operation::kind::window_read:
+    case operation::kind::window_write:
+      read_error_ = (o->what == operation::kind::window_write ? "writing rank " : "reading rank ") +
+                    std::to_string(o->peer) + "'s memory failed: " + why;
+      rma_finished(*o, sink, read_error_.c_str());
       break;
   }
   return 1;

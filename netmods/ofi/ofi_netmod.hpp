@@ -19,7 +19,7 @@
 //   address.cpp     business cards and the address vector
 //   send.cpp        records out (and the goodbye)
 //   completion.cpp  the completion queue: records in, in order, and errors
-//   rma.cpp         registrations and RMA reads
+//   rma.cpp         registrations, RMA reads, and one-sided windows' writes and reads
 #pragma once
 
 #include <rdma/fabric.h>
@@ -64,12 +64,15 @@ static_assert(sizeof(wire_prefix) == 16);
 // One operation libfabric holds. Its fi_context2 comes first, so the
 // completion's op_context is the operation itself.
 struct operation {
-  enum class kind : std::uint8_t { recv, send, read };
+  // read: a rendezvous read; window_read, window_write: a one-sided
+  // window's (reported by window_done)
+  enum class kind : std::uint8_t { recv, send, read, window_read, window_write };
   fi_context2 context{};
   kind what = kind::recv;
   int peer = -1;
-  std::uint64_t cookie = 0;     // read: the device's
-  std::byte *buffer = nullptr;  // recv, send: the record buffer; read: the destination
+  std::uint64_t cookie = 0;     // reads and writes: the device's
+  std::byte *buffer = nullptr;  // recv, send: the record buffer; reads: the destination;
+                                // window_write: the source
   std::size_t length = 0;       // read
   fi_addr_t from = FI_ADDR_NOTAVAIL;
   remote_region region{};
@@ -81,6 +84,7 @@ struct registration {
   std::size_t length = 0;
   fid_mr *mr = nullptr;
   std::uint64_t key = 0;
+  rma_access access = rma_access::read;
   int uses = 0;
   std::uint64_t last_use = 0;
 };
@@ -134,10 +138,15 @@ class ofi_netmod final : public netmod_base {
   bool wait(int timeout_ms) override;
   bool wait_arm() override;
   // rma.cpp
-  bool rma_expose(const void *buffer, std::size_t length, remote_region &region) override;
+  bool rma_expose(const void *buffer, std::size_t length, remote_region &region,
+                  rma_access access) override;
   void rma_conceal(const remote_region &region) override;
   send_status rma_read(int peer, const remote_region &region, void *to, std::size_t length,
                        std::uint64_t cookie) override;
+  send_status rma_write(int peer, const remote_region &region, const void *from, std::size_t length,
+                        std::uint64_t cookie) override;
+  send_status rma_window_read(int peer, const remote_region &region, void *to, std::size_t length,
+                              std::uint64_t cookie) override;
 
  private:
   // What records arriving during finalize go to: nothing needs them now.
@@ -149,6 +158,7 @@ class ofi_netmod final : public netmod_base {
     std::byte *body_place(int, std::span<const std::byte>, std::size_t) override { return nullptr; }
     void peer_lost(int, const char *) override {}
     void read_done(std::uint64_t, const char *) override {}
+    void window_done(std::uint64_t, const char *) override {}
   };
 
   // ofi.cpp
@@ -181,10 +191,13 @@ class ofi_netmod final : public netmod_base {
   int completion_error(record_sink &sink);
 
   // rma.cpp
+  send_status start_rma(operation::kind what, int peer, const remote_region &region,
+                        std::byte *buffer, std::size_t length, std::uint64_t cookie);
   ssize_t start_read(operation &o);
   int retry_reads(record_sink &sink);
   void release_read(operation &o);
-  registration *register_region(const std::byte *base, std::size_t length);
+  void rma_finished(operation &o, record_sink &sink, const char *why);
+  registration *register_region(const std::byte *base, std::size_t length, rma_access access);
 
   // MPI_THREAD_MULTIPLE (config.concurrent_sends): every libfabric call on
   // this domain's objects (the provider serializes nothing: FI_THREAD_DOMAIN)
@@ -210,6 +223,7 @@ class ofi_netmod final : public netmod_base {
   std::string domain_name_;
   std::string address_;
   bool rma_ = false;
+  bool rma_writes_ = false;  // the provider writes peers' memory too (FI_WRITE)
   bool virtual_addresses_ = true;
   bool provider_keys_ = true;
   std::size_t max_message_ = 0;

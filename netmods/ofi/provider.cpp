@@ -97,8 +97,14 @@ std::string why_none(const library &lib, const std::string &provider) {
 }  // namespace
 
 void ofi_netmod::choose_provider() {
-  // RMA first: then rendezvous reads the sender's memory.
-  info_ = getinfo(*lib_, settings_.provider, FI_MSG | FI_RMA | FI_READ | FI_REMOTE_READ);
+  // RMA first: then rendezvous reads the sender's memory, and one-sided
+  // windows' puts and gets go without the target's help.
+  info_ = getinfo(*lib_, settings_.provider,
+                  FI_MSG | FI_RMA | FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE);
+  rma_writes_ = info_ != nullptr;
+  if (info_ == nullptr) {
+    info_ = getinfo(*lib_, settings_.provider, FI_MSG | FI_RMA | FI_READ | FI_REMOTE_READ);
+  }
   rma_ = info_ != nullptr;
   if (info_ == nullptr) info_ = getinfo(*lib_, settings_.provider, FI_MSG);
   if (info_ == nullptr) throw error("ofi: " + why_none(*lib_, settings_.provider));
@@ -120,7 +126,8 @@ void ofi_netmod::choose_provider() {
 // What choose_provider() settled on, for describe() and preview().
 std::string ofi_netmod::choice() const {
   return "ofi: provider " + provider_ + ", domain " + domain_name_ + ", rendezvous by " +
-         (rma_ ? "RMA read" : "packets");
+         (rma_ ? "RMA read" : "packets") + ", windows by " +
+         (rma_writes_ ? "RMA" : "active messages");
 }
 
 }  // namespace iris::netmod::ofi

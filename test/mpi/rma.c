@@ -977,7 +977,8 @@ int main(int argc, char **argv) {
   test_info_attrs();
   test_mpich_cases();
   test_lazy_locks();
-  check_failures += rma_more_failures();
+  test_remote();
+  check_failures += rma_more_failures() + rma_remote_failures();
   if (rank == 0 && check_failures == 0) printf("rma: all checks passed on %d ranks\n", size);
   return finish();
 }

@@ -33,7 +33,16 @@
  *      to one counter by fetch_and_op under exclusive locks (each fetched
  *      value once); an op outside a dynamic window's attached memory,
  *      reported by MPI_Win_unlock. Run on one node too, where the locks
- *      are taken at once. */
+ *      are taken at once.
+ * and from rma_remote.c:
+ *   N  large puts and gets to the right neighbour, into windows allocated
+ *      and created: 1 MiB fenced each way; under lock_all 16 KiB pieces,
+ *      a vector target type of 4 KiB blocks and a get into an origin type
+ *      with holes; 64 KiB under an exclusive lock, read back after a
+ *      flush; a 256 KiB Rput whose origin buffer is overwritten as soon
+ *      as its request completes; 128 KiB in PSCW. A netmod with RMA (ofi) moves them by its
+ *      writes and reads: the job says so (RMA_EXPECT_WINDOW_RMA), and the
+ *      count of those (MPIX_Stat_get "window_rma") is checked. */
 #ifndef IRIS_TEST_RMA_H
 #define IRIS_TEST_RMA_H
 
@@ -74,8 +83,11 @@ void test_requests(void);
 void test_info_attrs(void);
 void test_mpich_cases(void);
 void test_lazy_locks(void);
+/* rma_remote.c's phase N. */
+void test_remote(void);
 
 /* check.h's failure counter is one per file: main adds rma_more.c's. */
 int rma_more_failures(void);
+int rma_remote_failures(void);
 
 #endif

@@ -308,7 +308,7 @@ TEST_P(NetmodContract, AnRmaReadBringsTheExposedBufferOrIsDeclined) {
   const auto data = pattern(3 << 20, 9);
   remote_region region;
   std::vector<std::byte> into(data.size());
-  if (!net(0).rma_expose(data.data(), data.size(), region)) {
+  if (!net(0).rma_expose(data.data(), data.size(), region, rma_access::read)) {
     EXPECT_EQ(net(1).rma_read(0, region, into.data(), into.size(), 77), send_status::retry);
     poll_for(std::chrono::milliseconds(100));
     EXPECT_TRUE(sink(1).reads.empty());
@@ -320,13 +320,35 @@ TEST_P(NetmodContract, AnRmaReadBringsTheExposedBufferOrIsDeclined) {
   EXPECT_TRUE(into == data);
   // A part of the exposed buffer.
   remote_region tail;
-  ASSERT_TRUE(net(0).rma_expose(data.data() + 1000, 5000, tail));
+  ASSERT_TRUE(net(0).rma_expose(data.data() + 1000, 5000, tail, rma_access::read));
   std::vector<std::byte> part(5000);
   ASSERT_EQ(net(1).rma_read(0, tail, part.data(), part.size(), 78), send_status::done);
   ASSERT_TRUE(poll_until([&] { return sink(1).reads.size() == 2; }));
   EXPECT_EQ(sink(1).reads[1].first, 78U);
   EXPECT_TRUE(std::equal(part.begin(), part.end(), data.begin() + 1000));
   net(0).rma_conceal(tail);
+  net(0).rma_conceal(region);
+}
+
+// A netmod that cannot write a peer's memory exposes none for writing and
+// starts no write; one that can completes the write where it was asked.
+TEST_P(NetmodContract, AnRmaWriteLandsInTheWindowOrIsDeclined) {
+  start(2);
+  std::vector<std::byte> window(64 * 1024, std::byte{0});
+  const auto data = pattern(20000, 3);
+  remote_region region;
+  if (!net(0).rma_expose(window.data(), window.size(), region, rma_access::read_write)) {
+    EXPECT_EQ(net(1).rma_write(0, region, data.data(), data.size(), 5), send_status::retry);
+    std::vector<std::byte> into(100);
+    EXPECT_EQ(net(1).rma_window_read(0, region, into.data(), into.size(), 6), send_status::retry);
+    poll_for(std::chrono::milliseconds(100));
+    EXPECT_TRUE(sink(1).windows.empty());
+    return;
+  }
+  ASSERT_EQ(net(1).rma_write(0, region, data.data(), data.size(), 5), send_status::done);
+  ASSERT_TRUE(poll_until([&] { return sink(1).windows.size() == 1; }));
+  EXPECT_EQ(sink(1).windows[0], std::make_pair(std::uint64_t{5}, std::string()));
+  EXPECT_TRUE(std::equal(data.begin(), data.end(), window.begin()));
   net(0).rma_conceal(region);
 }
 

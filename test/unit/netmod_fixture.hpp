@@ -102,6 +102,10 @@ struct recorder final : record_sink {
   void read_done(std::uint64_t cookie, const char *why) override {
     reads.emplace_back(cookie, why != nullptr ? why : "");
   }
+  std::vector<std::pair<std::uint64_t, std::string>> windows;  // window_done: cookie, why
+  void window_done(std::uint64_t cookie, const char *why) override {
+    windows.emplace_back(cookie, why != nullptr ? why : "");
+  }
 };
 
 inline constexpr std::size_t max_record = 256 * 1024;

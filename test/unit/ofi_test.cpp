@@ -55,25 +55,62 @@ TEST_P(OfiNetmod, AnExposedBufferReusesItsRegistration) {
   start(2);
   const auto data = pattern(3 << 20, 9);
   remote_region region;
-  if (!net(0).rma_expose(data.data(), data.size(), region)) {
+  if (!net(0).rma_expose(data.data(), data.size(), region, rma_access::read)) {
     GTEST_SKIP() << GetParam() << " has no RMA here: rendezvous goes by packets";
   }
   remote_region again;
-  ASSERT_TRUE(net(0).rma_expose(data.data(), data.size(), again));
+  ASSERT_TRUE(net(0).rma_expose(data.data(), data.size(), again, rma_access::read));
   EXPECT_EQ(again.key, region.key);
   remote_region tail;
-  ASSERT_TRUE(net(0).rma_expose(data.data() + 1000, 5000, tail));
+  ASSERT_TRUE(net(0).rma_expose(data.data() + 1000, 5000, tail, rma_access::read));
   EXPECT_EQ(tail.key, region.key);
   // A buffer elsewhere needs a registration of its own.
   const auto other = pattern(1 << 20, 3);
   remote_region elsewhere;
-  ASSERT_TRUE(net(0).rma_expose(other.data(), other.size(), elsewhere));
+  ASSERT_TRUE(net(0).rma_expose(other.data(), other.size(), elsewhere, rma_access::read));
   EXPECT_NE(elsewhere.key, region.key);
   std::vector<std::byte> part(5000);
   ASSERT_EQ(net(1).rma_read(0, tail, part.data(), part.size(), 78), send_status::done);
   ASSERT_TRUE(poll_until([&] { return sink(1).reads.size() == 1; }));
   EXPECT_TRUE(std::equal(part.begin(), part.end(), data.begin() + 1000));
   for (const remote_region &r : {region, again, tail, elsewhere}) net(0).rma_conceal(r);
+}
+
+// A one-sided window's memory (rma_access::read_write): a peer writes it
+// and reads it back without its help, each op reported by window_done (a
+// write once its bytes are in that memory), never by read_done. A
+// registration for reading only is not reused for it.
+TEST_P(OfiNetmod, AWindowIsWrittenAndReadByItsPeer) {
+  start(2);
+  std::vector<std::byte> window(1 << 20, std::byte{0});
+  remote_region readable, region;
+  if (!net(0).rma_expose(window.data(), window.size(), readable, rma_access::read)) {
+    GTEST_SKIP() << GetParam() << " has no RMA here: windows go by active messages";
+  }
+  if (!net(0).rma_expose(window.data(), window.size(), region, rma_access::read_write)) {
+    net(0).rma_conceal(readable);
+    GTEST_SKIP() << GetParam() << " cannot write peers' memory here";
+  }
+  EXPECT_NE(region.key, readable.key);
+  const auto data = pattern(300000, 5);
+  // Into the window 4096 bytes in: the region's address moved as the
+  // device moves it.
+  const remote_region at{region.address + 4096, region.key};
+  ASSERT_EQ(net(1).rma_write(0, at, data.data(), data.size(), 41), send_status::done);
+  // Rank 0 is polled too: a provider may need the target's progress.
+  ASSERT_TRUE(poll_until([&] { return sink(1).windows.size() == 1; }));
+  EXPECT_EQ(sink(1).windows[0], std::make_pair(std::uint64_t{41}, std::string()));
+  EXPECT_TRUE(std::equal(data.begin(), data.end(), window.begin() + 4096));
+  EXPECT_EQ(window[4095], std::byte{0});
+  EXPECT_EQ(window[4096 + data.size()], std::byte{0});
+  std::vector<std::byte> back(data.size());
+  ASSERT_EQ(net(1).rma_window_read(0, at, back.data(), back.size(), 42), send_status::done);
+  ASSERT_TRUE(poll_until([&] { return sink(1).windows.size() == 2; }));
+  EXPECT_EQ(sink(1).windows[1].first, 42U);
+  EXPECT_TRUE(back == data);
+  EXPECT_TRUE(sink(1).reads.empty());
+  net(0).rma_conceal(region);
+  net(0).rma_conceal(readable);
 }
 
 // A libfabric endpoint outside the job: it sends whatever it is told to

@@ -8,7 +8,9 @@
 // segment, and an accumulate one message to the target's handler
 // (handlers.cpp) carrying the segments and the origin's packed data, which
 // the target applies and answers (with the old values, for the fetching
-// kinds).
+// kinds). To a target whose memory the netmod's RMA reaches (ofi), a put
+// or get segment of at least IRIS_WINDOW_RMA_MIN bytes is that RMA's write
+// or read instead: no message, and nothing for the target to do.
 #include <sched.h>
 
 #include <algorithm>
@@ -19,6 +21,7 @@
 #include "device/api/rma/messages.hpp"
 #include "device/datatypes/op.hpp"
 #include "device/runtime/progress.hpp"
+#include "device/runtime/runtime.hpp"
 
 using namespace iris;
 
@@ -57,6 +60,22 @@ constexpr std::size_t batch_op_max = 4096, batch_max = std::size_t{256} << 10;
 // of one put or get over tcp: 8 KiB 30-33 -> 13-16 us, 32 KiB 34-35 ->
 // 22-25; at 64 KiB the copies through the batch cost more (42-51 -> 56-62).
 constexpr std::size_t lazy_op_max = 32 * 1024;
+
+// Writes (`write`) or reads one segment of `a`'s target, `bytes` at
+// `address`, from or into `local` by its transport's RMA. False: not so
+// (smaller than IRIS_WINDOW_RMA_MIN, which then travels in a batch or as
+// am_put or am_get, not exposed, or the transport could not start it).
+bool by_rma(access &a, bool write, std::uint64_t address, std::byte *local, std::size_t bytes) {
+  target &t = *a.t;
+  if (!t.remote || bytes < device::rt->config.window_rma_min) return false;
+  device::vc &v = device::rt->vcs[static_cast<std::size_t>(t.world)];
+  const std::uint64_t region[2] = {t.region[0] + (address - t.base), t.region[1]};
+  const device::xfer x = write ? v.via->window_write(v, region, local, bytes, t.rma)
+                               : v.via->window_read(v, region, local, bytes, t.rma);
+  if (x != device::xfer::in_progress) return false;
+  ++t.unsettled;  // completion waits for it
+  return true;
+}
 
 // Sends batch `b` (kept until completion) to rank; its answer comes to the
 // fetch slot returned (counted in the rank's replies).
@@ -361,6 +380,8 @@ int put(access &a, const void *origin, int origin_count) {
     } else if (a.w->flavor == MPI_WIN_FLAVOR_DYNAMIC && a.rank == w.comm->rank) {
       refused = true;
       unattached = address;
+    } else if (by_rma(a, true, address, const_cast<std::byte *>(src + off), bytes)) {
+      // done at completion
     } else {
       // The first since the last completion asks for an ack: a lone put's
       // flush then waits for it alone; after more, the flush sends one
@@ -413,6 +434,8 @@ int get(access &a, void *origin, int origin_count) {
                  } else if (a.w->flavor == MPI_WIN_FLAVOR_DYNAMIC && a.rank == w.comm->rank) {
                    refused = true;
                    unattached = address;
+                 } else if (by_rma(a, false, address, dst + off, bytes)) {
+                   all_copied = false;
                  } else {
                    device::am_get(route_to(w, a.rank), dst + off, bytes, address, 0, nullptr);
                    ++a.t->unsettled;
@@ -726,10 +749,20 @@ int complete(window &w, int rank, std::string &why, bool notice) {
   for (int r = from; r < to; ++r) w.targets[static_cast<std::size_t>(r)].unsettled = 0;
   device::progress_until([&] {
     for (int r = from; r < to; ++r) {
-      if (w.targets[static_cast<std::size_t>(r)].replies > 0) return false;
+      const target &t = w.targets[static_cast<std::size_t>(r)];
+      if (t.replies > 0 || t.rma.busy > 0) return false;
     }
     return true;
   });
+  for (int r = from; r < to; ++r) {
+    target &t = w.targets[static_cast<std::size_t>(r)];
+    if (t.rma.error.empty()) continue;
+    if (w.error == MPI_SUCCESS) {
+      w.error = MPI_ERR_OTHER;
+      w.why = t.rma.error;
+    }
+    t.rma.error.clear();
+  }
   // Requests to handlers are done when answered; puts and gets of the AM
   // layer when its fence says so.
   bool fence = false, gets = false;

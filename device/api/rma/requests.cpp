@@ -21,6 +21,7 @@
 #include "device/api/rma/rma.hpp"
 #include "device/api/types/bigcount.hpp"
 #include "device/core/request.hpp"
+#include "device/runtime/progress.hpp"
 #include "device/runtime/runtime.hpp"
 
 using namespace iris;
@@ -109,7 +110,10 @@ int request_end(const char *call, MPI_Win win, int rank, int started, bool local
   window *w = lookup(win);
   auto *ext = new rma_request;
   if (rank != MPI_PROC_NULL && local) {
-    device::am_sent(w->targets[static_cast<std::size_t>(rank)].world);
+    const target &t = w->targets[static_cast<std::size_t>(rank)];
+    device::am_sent(t.world);
+    // A write by the netmod's RMA reads the origin buffer until it is done.
+    if (t.rma.busy > 0) device::progress_until([&] { return t.rma.busy == 0; });
   } else if (rank != MPI_PROC_NULL && w->flavor != MPI_WIN_FLAVOR_DYNAMIC) {
     ext->pending = !settled(*w, rank);
   } else if (rank != MPI_PROC_NULL) {

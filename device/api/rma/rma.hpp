@@ -4,9 +4,10 @@
 // lock word and the striped locks of accumulates). Where a target's memory
 // is mapped here (MPI_Win_allocate and MPI_Win_allocate_shared memory of a
 // rank of this node), put, get and accumulates are copies and CPU atomics;
-// elsewhere puts and gets are am_put and am_get (CMA on one node, packets
-// between nodes) and accumulates are messages to the target's own handler,
-// run by its progress thread when it computes. README.md says more.
+// elsewhere puts and gets are the netmod's RMA writes and reads where it
+// has them (ofi), else am_put and am_get (CMA on one node, packets between
+// nodes), and accumulates are messages to the target's own handler, run by
+// its progress thread when it computes. README.md says more.
 #pragma once
 
 #include <atomic>
@@ -17,6 +18,7 @@
 #include <vector>
 
 #include "device/api/check.hpp"
+#include "device/core/transport.hpp"
 
 struct iris_counter;
 
@@ -57,6 +59,12 @@ struct target {
   int unsettled = 0;
   bool am_ops = false;   // am_put or am_get went to it since then: am_fence ends them
   bool am_gets = false;  // am_get did
+  // Its memory as its transport's RMA names it (window_expose), when it
+  // could expose it so: puts and gets of at least IRIS_WINDOW_RMA_MIN bytes to
+  // it go by window_write and window_read, counted in `rma` until done.
+  bool remote = false;
+  std::uint64_t region[2] = {};
+  device::transport::window_ops rma;
   // In a passive-target epoch to a rank whose control block is not mapped
   // here, its small ops wait in `batch` (messages.hpp) and go as one
   // message at the next completion to it (`batching`). After MPI_Win_lock
@@ -95,10 +103,14 @@ struct window {
   std::int64_t disp_unit = 1;
   int errhandler = MPI_ERRORS_ARE_FATAL;
   std::string name;
-  std::vector<target> targets;   // by rank in comm
-  control *ctl = nullptr;        // this rank's control block
-  void *owned = nullptr;         // memory this window allocated (control, then data)
-  bool owned_block = false;      // from am_alloc_mem (else aligned_alloc)
+  std::vector<target> targets;  // by rank in comm
+  control *ctl = nullptr;       // this rank's control block
+  void *owned = nullptr;        // memory this window allocated (control, then data)
+  bool owned_block = false;     // from am_alloc_mem (else aligned_alloc)
+  // This rank's memory as exposed for RMA (window_expose) by `exposed_by`
+  // (nullptr: not so).
+  device::transport *exposed_by = nullptr;
+  std::uint64_t region[2] = {};
   std::size_t owned_mapped = 0;  // an MPI_Win_allocate_shared segment of this many bytes
   // Whether another process maps this rank's memory (a dynamic window's:
   // always, as its attachments may be). When none does, every accumulate

@@ -149,6 +149,8 @@ void *shared_segment(window &w, std::size_t bytes, std::string &why) {
 struct card {
   std::uint64_t base, size, control;
   std::int64_t disp_unit;
+  std::uint64_t region[2];  // its memory as the netmod's RMA names it
+  std::uint64_t remote;     // 1: region is valid
 };
 
 // The window's own communicator: the same ranks on a context of its own
@@ -175,8 +177,12 @@ int new_handle(std::unique_ptr<window> w) {
 
 // Every rank's card, and what is mapped of each here.
 int exchange(const char *call, const communicator &user, window &w) {
-  const card mine{reinterpret_cast<std::uintptr_t>(w.base), static_cast<std::uint64_t>(w.size),
-                  reinterpret_cast<std::uintptr_t>(w.ctl), w.disp_unit};
+  const card mine{reinterpret_cast<std::uintptr_t>(w.base),
+                  static_cast<std::uint64_t>(w.size),
+                  reinterpret_cast<std::uintptr_t>(w.ctl),
+                  w.disp_unit,
+                  {w.region[0], w.region[1]},
+                  w.exposed_by != nullptr ? 1U : 0U};
   std::vector<card> all(static_cast<std::size_t>(w.comm->size));
   if (int err = MPI_Allgather(&mine, sizeof(card), MPI_BYTE, all.data(), sizeof(card), MPI_BYTE,
                               w.comm->handle)) {
@@ -201,6 +207,9 @@ int exchange(const char *call, const communicator &user, window &w) {
     }
     if (t.size > 0 && t.base != 0) t.mapped = device::am_mapped(t.world, t.base, t.size);
     t.ctl = reinterpret_cast<control *>(device::am_mapped(t.world, t.control, control_bytes));
+    t.remote = all[r].remote == 1 && t.mapped == nullptr;
+    t.region[0] = all[r].region[0];
+    t.region[1] = all[r].region[1];
   }
   if (w.flavor == MPI_WIN_FLAVOR_DYNAMIC) return MPI_SUCCESS;
   // How many of the others map each rank's memory: this rank's count.
@@ -255,7 +264,21 @@ int create_checks(const char *call, MPI_Comm comm, MPI_Aint size, std::int64_t d
   return MPI_SUCCESS;
 }
 
+// This rank's memory made writable and readable by the netmod's RMA, where
+// it has that (ofi with FI_RMA; IRIS_NET_RMA=1): peers on other nodes then
+// put and get without this rank's help.
+void expose_remote(window &w, std::size_t bytes) {
+  if (w.flavor == MPI_WIN_FLAVOR_DYNAMIC || bytes == 0) return;
+  for (const auto &t : device::rt->transports) {
+    if (t->window_expose(w.base, bytes, w.region)) {
+      w.exposed_by = t.get();
+      return;
+    }
+  }
+}
+
 void destroy(window &w) {
+  if (w.exposed_by != nullptr) w.exposed_by->window_conceal(w.region);
   conceal(w.ctl);
   if (w.flavor == MPI_WIN_FLAVOR_DYNAMIC) {
     for (const auto &[base, bytes] : w.attached) conceal(reinterpret_cast<void *>(base));
@@ -351,6 +374,7 @@ int create(const char *call, MPI_Comm comm, MPI_Info info, int flavor, void *bas
                                "cannot expose the window (at most %zu regions exposed)",
                                device::exposure_slots);
   }
+  expose_remote(*w, bytes);
   if (int err = exchange(call, *c, *w)) {
     destroy(*w);
     return err;
