@@ -6,7 +6,7 @@
  *
  *   coll OP [max_bytes] [iters]
  *   OP: allreduce bcast reduce allgather alltoall gather scatter barrier,
- *       allgatherv, gatherv, or iallreduce ireduce ibcast ibarrier iallgather
+ *       allgatherv, gatherv, scatterv, or iallreduce ireduce ibcast ibarrier iallgather
  *       iallgatherv ialltoall igather iscatter (nonblocking, below)
  *
  * Sizes are per rank's contribution (allgather, alltoall, gather, scatter:
@@ -93,6 +93,9 @@ static void run(const char *op, char *a, char *b, int bytes) {
   } else if (strcmp(op, "gatherv") == 0) {
     MPI_Gatherv(a, bytes, MPI_CHAR, b, counts_of(bytes), displs_of(bytes), MPI_CHAR, 0,
                 MPI_COMM_WORLD);
+  } else if (strcmp(op, "scatterv") == 0) {
+    MPI_Scatterv(a, counts_of(bytes), displs_of(bytes), MPI_CHAR, b, bytes, MPI_CHAR, 0,
+                 MPI_COMM_WORLD);
   } else {
     MPI_Barrier(MPI_COMM_WORLD);
   }
@@ -154,7 +157,8 @@ int main(int argc, char **argv) {
   const char *plain = op[0] == 'i' && strcmp(op, "ibarrier") != 0 ? op + 1 : op;
   const int blocks = strcmp(plain, "allgather") == 0 || strcmp(plain, "alltoall") == 0 ||
                              strcmp(plain, "allgatherv") == 0 || strcmp(plain, "gather") == 0 ||
-                             strcmp(plain, "gatherv") == 0 || strcmp(plain, "scatter") == 0
+                             strcmp(plain, "gatherv") == 0 || strcmp(plain, "scatter") == 0 ||
+                             strcmp(plain, "scatterv") == 0
                          ? size
                          : 1;
   char *a = malloc((size_t)max * blocks);

@@ -5,7 +5,7 @@
 # same machine weather. A missing MPI is skipped.
 #   bench/coll.sh [build-dir] [rounds] [ranks...]
 # Env: OPS (default "allreduce bcast reduce allgather alltoall barrier";
-# also gather gatherv scatter allgatherv, and iallreduce ireduce ibcast ibarrier iallgather
+# also gather gatherv scatter scatterv allgatherv, and iallreduce ireduce ibcast ibarrier iallgather
 # iallgatherv ialltoall igather iscatter with their overlap),
 # MAX (largest size, default 1 MiB), ITERS (calls per small size, 1000),
 # BASE=other-build-dir adds that build of Iris (iris_base), ONLY="iris mpich"

@@ -629,6 +629,58 @@ int node_gatherv_end(node_collectives &nc, std::uint64_t s, int root, const type
   return err;
 }
 
+int node_scatterv(node_collectives &nc, const typed_buffer *blocks, const typed_buffer *recv,
+                  int root, std::vector<int> &by_message, bool &comes_as_message) {
+  const std::uint64_t s = begin_step(nc);
+  rank_line &me = nc.mine();
+  const auto n = static_cast<std::size_t>(nc.size);
+  const std::size_t table = 2 * sizeof(std::uint64_t) * n;
+  if (nc.rank == root) {
+    // The table, then each block that still fits the slot, in rank order.
+    std::vector<std::uint64_t> entries(2 * n, 0);
+    std::size_t total = table;
+    for (int r = 0; r < nc.size; ++r) {
+      const std::size_t bytes = r == root ? 0 : blocks[r].packed_bytes();
+      entries[2 * r + 1] = bytes;
+      if (r != root && !node_fits_slot(nc, total + bytes)) {
+        entries[2 * r] = message_mark;
+        by_message.push_back(r);
+      } else {
+        entries[2 * r] = total;
+        total += bytes;
+      }
+    }
+    std::vector<std::byte> run(total);
+    std::memcpy(run.data(), entries.data(), table);
+    for (int r = 0; r < nc.size; ++r) {
+      if (r != root && (entries[2 * r] & message_mark) == 0) {
+        typed_pack(blocks[r], run.data() + entries[2 * r]);
+      }
+    }
+    std::vector<std::byte> packed;
+    post_data(nc, s, typed_bytes(run.data(), total), false, packed);
+    me.done.store(s, std::memory_order_release);  // the run is in the slot
+    return MPI_SUCCESS;
+  }
+  const rank_line &from = nc.lines[root];
+  wait_shared([&] { return from.posted.load(std::memory_order_acquire) >= s; });
+  std::uint64_t entry[2] = {0, 0};
+  std::vector<std::byte> scratch;
+  bool ok = take_data(nc, s, root, 2 * sizeof(std::uint64_t) * static_cast<std::size_t>(nc.rank),
+                      typed_bytes(entry, sizeof entry), scratch);
+  int err = MPI_SUCCESS;
+  comes_as_message = ok && (entry[0] & message_mark) != 0;
+  if (ok && !comes_as_message) {
+    if (entry[1] != recv->packed_bytes()) {
+      err = MPI_ERR_TRUNCATE;
+    } else {
+      ok = take_data(nc, s, root, entry[0], *recv, scratch);
+    }
+  }
+  me.done.store(s, std::memory_order_release);
+  return ok ? err : MPI_ERR_OTHER;
+}
+
 int node_scatter(node_collectives &nc, const typed_buffer *all, const typed_buffer *recv,
                  int root) {
   const std::uint64_t s = begin_step(nc);

@@ -117,6 +117,18 @@ int node_gatherv_end(node_collectives &nc, std::uint64_t s, int root, const type
 // root's run is not n of this rank's blocks.
 int node_scatter(node_collectives &nc, const typed_buffer *all, const typed_buffer *recv, int root);
 
+// Scatterv: the root posts one run, a table of (offset, bytes) per rank
+// then the blocks that fit a slot with it, packed in rank order; a block
+// past that goes as a message, and its table entry says so
+// (node_gatherv_message set in its offset). The root (`blocks` its n
+// blocks; its own is the caller's) returns the ranks whose blocks the
+// caller then sends, in `by_message`. Every other rank takes its block into
+// `recv`, or learns that it comes as a message (the return's
+// node_gatherv_message bit: the caller receives it). MPI_ERR_TRUNCATE
+// where the root's block for this rank has another byte count than `recv`.
+int node_scatterv(node_collectives &nc, const typed_buffer *blocks, const typed_buffer *recv,
+                  int root, std::vector<int> &by_message, bool &comes_as_message);
+
 // The segment of `comm` if a blocking collective already made it, else
 // nullptr (never makes one: a nonblocking call may not wait for the other
 // ranks). Every rank gives the same answer at the same collective call.

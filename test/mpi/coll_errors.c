@@ -172,6 +172,37 @@ void errors(void) {
                 all[(size - 1) * kBig + kBig - 1] == size - 1,
             "gatherv after a mismatch: %d %d", all[0], all[(size - 1) * kBig]);
     }
+    /* Scatterv the other way: the root's block for the last rank is
+     * longer or shorter than that rank takes. The last rank is told when
+     * its block is longer (and may be when shorter), nobody waits forever,
+     * and a matching Scatterv then works. */
+    for (int longer = 0; longer < 2; ++longer) {
+      const int expected = longer ? kSmall : kBig, sent = longer ? kBig : kSmall;
+      for (int r = 0; r < size && r < 64; ++r) {
+        counts[r] = r == size - 1 ? sent : 1;
+        displs[r] = r * kBig;
+      }
+      for (int i = 0; i < size * kBig; ++i) all[i] = i / kBig;
+      const int err = MPI_Scatterv(all, counts, displs, MPI_INT, block,
+                                   rank == size - 1 ? expected : 1, MPI_INT, 0, w);
+      int cls = MPI_SUCCESS;
+      MPI_Error_class(err, &cls);
+      if (rank == size - 1 && longer) {
+        CHECK(cls == MPI_ERR_TRUNCATE, "scatterv of a longer block: class %d", cls);
+      } else if (rank == size - 1) {
+        CHECK(cls == MPI_ERR_TRUNCATE || cls == MPI_SUCCESS,
+              "scatterv of a shorter block: class %d", cls);
+      } else {
+        CHECK(cls == MPI_SUCCESS, "scatterv with one rank's count off: class %d", cls);
+      }
+    }
+    for (int r = 0; r < size && r < 64; ++r) counts[r] = r == size - 1 ? kBig : 1;
+    for (int i = 0; i < kBig; ++i) block[i] = -1;
+    expect_class(MPI_Scatterv(all, counts, displs, MPI_INT, block, rank == size - 1 ? kBig : 1,
+                              MPI_INT, 0, w),
+                 MPI_SUCCESS, "scatterv after a mismatch");
+    CHECK(block[0] == rank && (rank != size - 1 || block[kBig - 1] == rank),
+          "scatterv after a mismatch: %d", block[0]);
     free(block);
     free(all);
   }

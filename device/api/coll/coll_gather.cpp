@@ -253,6 +253,16 @@ int gatherv_node_root(const coll::channel &ch, device::node_collectives &nc,
 
 // Send and receive sides of an all-to-all collective with uniform counts.
 // In place, `send` is left empty.
+// MPI_Scatterv on one node: the root posts a table of every rank's block
+// and the blocks that fit its slot with it (node_scatterv), the others as
+// messages, which the table marks. nullptr: not this way (no segment, or
+// the table alone would not fit a slot), the same answer at every rank.
+device::node_collectives *scatterv_node_of(communicator &c) {
+  device::node_collectives *nc = device::node_collectives_of(c);
+  const std::size_t table = 2 * sizeof(std::uint64_t) * static_cast<std::size_t>(c.size);
+  return nc != nullptr && device::node_fits_slot(*nc, table) ? nc : nullptr;
+}
+
 int all_checks(const char *call, MPI_Comm comm, const void *sendbuf, int sendcount,
                MPI_Datatype sendtype, const void *recvbuf, int recvcount, MPI_Datatype recvtype,
                communicator *&c, typed_buffer &send, typed_buffer &recv, bool all_to_all) {
@@ -454,7 +464,15 @@ int MPI_Scatterv(const void *sendbuf, const int sendcounts[], const int displs[]
     }
   }
   const coll::channel ch{*c, coll::tag_scatterv};
-  if (!is_root) return coll::result(call, *c, coll::recv(ch, recv, root));
+  device::node_collectives *nc = scatterv_node_of(*c);
+  if (!is_root) {
+    if (nc == nullptr) return coll::result(call, *c, coll::recv(ch, recv, root));
+    std::vector<int> none;
+    bool message = false;
+    int err = device::node_scatterv(*nc, nullptr, &recv, root, none, message);
+    if (message && err == MPI_SUCCESS) err = coll::recv(ch, recv, root);
+    return coll::result(call, *c, err);
+  }
   typed_buffer send;
   if (int err = coll::check_vector(call, *c, sendbuf, sendcounts, displs, sendtype, send)) {
     return err;
@@ -466,6 +484,22 @@ int MPI_Scatterv(const void *sendbuf, const int sendcounts[], const int displs[]
   }
   std::vector<device::request *> pending;
   int err = MPI_SUCCESS;
+  if (nc != nullptr) {
+    std::vector<typed_buffer> blocks(static_cast<std::size_t>(c->size));
+    for (int i = 0; i < c->size; ++i) blocks[i] = block_at(send, displs, sendcounts, i);
+    if (!keep) device::typed_copy(blocks[root], recv);
+    std::vector<int> by_message;
+    bool unused = false;
+    err = device::node_scatterv(*nc, blocks.data(), nullptr, root, by_message, unused);
+    // The blocks past the slot: their ranks wait for them whatever else
+    // happened.
+    for (const int r : by_message) {
+      const int posted = post_send_from(ch, blocks[r], r, pending);
+      if (err == MPI_SUCCESS) err = posted;
+    }
+    const int waited = wait_all(pending);
+    return coll::result(call, *c, err != MPI_SUCCESS ? err : waited);
+  }
   for (int i = 0; i < c->size && err == MPI_SUCCESS; ++i) {
     const typed_buffer at = block_at(send, displs, sendcounts, i);
     if (i == root) {
