@@ -629,12 +629,23 @@ int node_gatherv_end(node_collectives &nc, std::uint64_t s, int root, const type
   return err;
 }
 
+namespace {
+// node_scatterv's table: an (offset, bytes) pair per rank.
+std::size_t scatterv_table(const node_collectives &nc) {
+  return 2 * sizeof(std::uint64_t) * static_cast<std::size_t>(nc.size);
+}
+}  // namespace
+
+bool node_scatterv_takes(const node_collectives &nc) {
+  return node_fits_slot(nc, scatterv_table(nc));
+}
+
 int node_scatterv(node_collectives &nc, const typed_buffer *blocks, const typed_buffer *recv,
                   int root, std::vector<int> &by_message, bool &comes_as_message) {
   const std::uint64_t s = begin_step(nc);
   rank_line &me = nc.mine();
   const auto n = static_cast<std::size_t>(nc.size);
-  const std::size_t table = 2 * sizeof(std::uint64_t) * n;
+  const std::size_t table = scatterv_table(nc);
   if (nc.rank == root) {
     // The table, then each block that still fits the slot, in rank order.
     std::vector<std::uint64_t> entries(2 * n, 0);
@@ -666,7 +677,7 @@ int node_scatterv(node_collectives &nc, const typed_buffer *blocks, const typed_
   wait_shared([&] { return from.posted.load(std::memory_order_acquire) >= s; });
   std::uint64_t entry[2] = {0, 0};
   std::vector<std::byte> scratch;
-  bool ok = take_data(nc, s, root, 2 * sizeof(std::uint64_t) * static_cast<std::size_t>(nc.rank),
+  bool ok = take_data(nc, s, root, sizeof entry * static_cast<std::size_t>(nc.rank),
                       typed_bytes(entry, sizeof entry), scratch);
   int err = MPI_SUCCESS;
   comes_as_message = ok && (entry[0] & message_mark) != 0;

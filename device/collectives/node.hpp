@@ -128,6 +128,9 @@ int node_scatter(node_collectives &nc, const typed_buffer *all, const typed_buff
 // where the root's block for this rank has another byte count than `recv`.
 int node_scatterv(node_collectives &nc, const typed_buffer *blocks, const typed_buffer *recv,
                   int root, std::vector<int> &by_message, bool &comes_as_message);
+// Whether the table of node_scatterv (16 bytes a rank) fits a slot: else
+// Scatterv goes by messages. The same answer at every rank.
+bool node_scatterv_takes(const node_collectives &nc);
 
 // The segment of `comm` if a blocking collective already made it, else
 // nullptr (never makes one: a nonblocking call may not wait for the other

@@ -193,7 +193,7 @@ class ofi_netmod final : public netmod_base {
   // rma.cpp
   send_status start_rma(operation::kind what, int peer, const remote_region &region,
                         std::byte *buffer, std::size_t length, std::uint64_t cookie);
-  ssize_t start_read(operation &o);
+  ssize_t start_operation(operation &o);
   int retry_reads(record_sink &sink);
   void release_read(operation &o);
   void rma_finished(operation &o, record_sink &sink, const char *why);

@@ -79,7 +79,7 @@ send_status ofi_netmod::start_rma(operation::kind what, int peer, const remote_r
   o->length = length;
   o->from = from;
   o->region = region;
-  const ssize_t rc = start_read(*o);
+  const ssize_t rc = start_operation(*o);
   // -FI_EAGAIN (the provider still connects, or is full): polls retry it.
   if (rc == -FI_EAGAIN) {
     unstarted_reads_.push_back(o);
@@ -91,7 +91,8 @@ send_status ofi_netmod::start_rma(operation::kind what, int peer, const remote_r
   return send_status::done;
 }
 
-ssize_t ofi_netmod::start_read(operation &o) {
+// Starts `o` (a read, or a window's write) with the provider.
+ssize_t ofi_netmod::start_operation(operation &o) {
   const lock_if guard(domain_lock_, conf_.concurrent_sends);
   if (o.what != operation::kind::window_write) {
     return fi_read(ep_, o.buffer, o.length, nullptr, o.from, o.region.address, o.region.key, &o);
@@ -116,7 +117,7 @@ ssize_t ofi_netmod::start_read(operation &o) {
 int ofi_netmod::retry_reads(record_sink &sink) {
   int started = 0;
   std::erase_if(unstarted_reads_, [&](operation *o) {
-    const ssize_t rc = start_read(*o);
+    const ssize_t rc = start_operation(*o);
     if (rc == -FI_EAGAIN) return false;
     ++started;
     if (rc != 0) {

@@ -251,18 +251,17 @@ int gatherv_node_root(const coll::channel &ch, device::node_collectives &nc,
   return ended != MPI_SUCCESS ? ended : waited;
 }
 
-// Send and receive sides of an all-to-all collective with uniform counts.
-// In place, `send` is left empty.
 // MPI_Scatterv on one node: the root posts a table of every rank's block
 // and the blocks that fit its slot with it (node_scatterv), the others as
 // messages, which the table marks. nullptr: not this way (no segment, or
 // the table alone would not fit a slot), the same answer at every rank.
 device::node_collectives *scatterv_node_of(communicator &c) {
   device::node_collectives *nc = device::node_collectives_of(c);
-  const std::size_t table = 2 * sizeof(std::uint64_t) * static_cast<std::size_t>(c.size);
-  return nc != nullptr && device::node_fits_slot(*nc, table) ? nc : nullptr;
+  return nc != nullptr && device::node_scatterv_takes(*nc) ? nc : nullptr;
 }
 
+// Send and receive sides of an all-to-all collective with uniform counts.
+// In place, `send` is left empty.
 int all_checks(const char *call, MPI_Comm comm, const void *sendbuf, int sendcount,
                MPI_Datatype sendtype, const void *recvbuf, int recvcount, MPI_Datatype recvtype,
                communicator *&c, typed_buffer &send, typed_buffer &recv, bool all_to_all) {
