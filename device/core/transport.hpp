@@ -32,6 +32,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "device/base/tunables.hpp"
 
@@ -353,7 +354,9 @@ struct transport_settings {
     std::size_t scattered_min_block;  // smallest mean block of a scattered single-copy read
   } shm;
   struct {
-    std::string netmod;  // one of the built netmods
+    // IRIS_NETMOD: the built netmods this rank offers, in its order of
+    // preference (transports/choose.cpp picks one per peer).
+    std::vector<std::string> netmods;
     std::size_t fragment_size;
     std::size_t eager_limit;
     int eager_window;  // credit units
@@ -377,6 +380,13 @@ inline constexpr std::size_t shm_ring_floor = 256 * 1024;
 // ping-pong took 34 us with 1 MiB rings against 112 us with 256 KiB ones
 // (bench/results/, stop 23).
 std::size_t dense_ring_size(int local_size);
+
+// IRIS_NETMOD's list of netmods ("ofi,tcp"; empty: the build's default).
+// Throws std::runtime_error naming the variable when a name is empty, not
+// built, or listed twice.
+std::vector<std::string> netmod_list(std::string_view text);
+// Whether this build has the netmod called `name`.
+bool netmod_built(std::string_view name);
 
 // The transports' tunables, then each built netmod's own (netmods/).
 std::span<const tunable> transport_tunables();

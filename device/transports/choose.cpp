@@ -1,10 +1,22 @@
 // Which transport reaches which peer, chosen once at setup: oneself through
 // self; ranks of this node through shm (unless IRIS_SHM=0 or it is alone:
 // rings per pair on small nodes, receive queues and pooled rings on large);
-// every other rank through net, the netmod adapter.
+// every other rank through net, the netmod adapter, one per netmod this rank
+// offers.
+//
+// A netmod per peer (IRIS_NETMOD=ofi,tcp): each rank opens the netmods of
+// its list that start here and puts them, in its order, as its offer card.
+// A pair of ranks takes the first netmod of the lower rank's offer that the
+// higher one offers too. Both ranks compute the same choice from the same two
+// cards, so a pair's records, RMA reads and windows always meet one netmod
+// at both ends.
 #include "device/core/transport.hpp"
 
 #include <algorithm>
+#include <cstdio>
+#include <stdexcept>
+#include <string>
+#include <vector>
 
 #include "device/base/threading.hpp"
 #include "device/runtime/runtime.hpp"
@@ -13,6 +25,83 @@
 #include "device/transports/shm.hpp"
 
 namespace iris::device {
+namespace {
+
+// The card of the netmods a rank offers, in its order ("ofi,tcp").
+constexpr const char *offer_key = "iris.netmods";
+
+std::vector<std::string> split_names(std::string_view text) {
+  std::vector<std::string> names;
+  while (!text.empty()) {
+    const std::size_t comma = text.find(',');
+    names.emplace_back(text.substr(0, comma));
+    text = comma == std::string_view::npos ? std::string_view{} : text.substr(comma + 1);
+  }
+  return names;
+}
+
+std::string join_names(const std::vector<std::string> &names) {
+  std::string out;
+  for (const std::string &name : names) out += (out.empty() ? "" : ",") + name;
+  return out;
+}
+
+// Opens the netmods of IRIS_NETMOD. One name: it must start. Of a list,
+// those that cannot start here are left out of the offer (IRIS_DEBUG says
+// why); at least one must start.
+void nets_open(runtime &r) {
+  const auto &names = r.transport_config.net.netmods;
+  std::vector<std::string> offered;
+  std::string failures;
+  for (const std::string &name : names) {
+    try {
+      r.transports.push_back(std::make_unique<net_transport>(r, name));
+      offered.push_back(name);
+    } catch (const netmod::error &e) {
+      if (names.size() == 1) throw;
+      failures += std::string(failures.empty() ? "" : "; ") + e.what();
+      if (r.config.debug) {
+        std::fprintf(stderr, "iris: rank %d: netmod %s is not offered: %s\n", r.rank, name.c_str(),
+                     e.what());
+      }
+    }
+  }
+  if (offered.empty()) {
+    throw netmod::error("none of IRIS_NETMOD=" + join_names(names) + " starts here: " + failures);
+  }
+  r.pmi->put(offer_key, join_names(offered));
+}
+
+// The net transport of the pair (this rank, `peer`): the first netmod of the
+// lower rank's offer that the other offers too.
+net_transport *net_for_peer(runtime &r, const std::vector<net_transport *> &nets, int peer,
+                            std::string &why) {
+  if (r.transport_config.net.netmods.size() == 1) {
+    why = "the one netmod of IRIS_NETMOD";
+    return nets.front();
+  }
+  std::vector<std::string> mine;
+  for (const net_transport *n : nets) mine.emplace_back(n->netmod_name());
+  const std::vector<std::string> theirs = split_names(r.pmi->get(peer, offer_key));
+  const bool lower = r.rank < peer;
+  const std::vector<std::string> &first = lower ? mine : theirs;
+  const std::vector<std::string> &second = lower ? theirs : mine;
+  for (const std::string &name : first) {
+    if (std::find(second.begin(), second.end(), name) == second.end()) continue;
+    why = "first of rank " + std::to_string(lower ? r.rank : peer) + "'s " + join_names(first) +
+          " that rank " + std::to_string(lower ? peer : r.rank) + " offers";
+    for (net_transport *n : nets) {
+      if (n->netmod_name() == name) return n;
+    }
+  }
+  const std::string low = std::to_string(std::min(r.rank, peer));
+  const std::string high = std::to_string(std::max(r.rank, peer));
+  throw std::runtime_error("ranks " + low + " and " + high + " share no netmod: rank " + low +
+                           " offers " + join_names(first) + ", rank " + high + " offers " +
+                           join_names(second) + " (IRIS_NETMOD)");
+}
+
+}  // namespace
 
 std::size_t dense_ring_size(int local_size) {
   constexpr std::size_t per_rank = std::size_t{8} << 20;
@@ -55,8 +144,8 @@ void transports_open(runtime &r) {
     remote = remote ||
              (peer != r.rank && (!r.transport_config.shm.enabled || r.pmi->node_of(peer) != node));
   }
-  // The netmod puts its card first; then the node segment is created.
-  if (remote) r.transports.push_back(std::make_unique<net_transport>(r));
+  // The netmods put their cards first; then the node segment is created.
+  if (remote) nets_open(r);
   // Few ranks: a ring per ordered pair, reserved at start-up; more: receive
   // queues and pooled pair rings (shm/README.md).
   const int local_size = static_cast<int>(local_ranks.size());
@@ -84,8 +173,9 @@ void transports_open(runtime &r) {
 }
 
 void transports_connect(runtime &r) {
-  // Polled in this order: the rings (cheap to look at) before the netmod.
+  // Polled in this order: the rings (cheap to look at) before the netmods.
   // Self has nothing to poll.
+  std::vector<net_transport *> nets;
   for (const auto &t : r.transports) {
     if (auto *shm = dynamic_cast<shm_transport *>(t.get())) {
       shm->connect(r);
@@ -94,9 +184,24 @@ void transports_connect(runtime &r) {
       queues->connect(r);
       r.polled.insert(r.polled.begin(), queues);
     } else if (auto *net = dynamic_cast<net_transport *>(t.get())) {
-      net->connect(r);
-      r.polled.push_back(net);
+      nets.push_back(net);
     }
+  }
+  if (nets.empty()) return;
+  const int node = r.pmi->node_of(r.rank);
+  std::vector<bool> used(nets.size(), false);
+  for (int peer = 0; peer < r.size; ++peer) {
+    if (peer == r.rank || (r.transport_config.shm.enabled && r.pmi->node_of(peer) == node))
+      continue;
+    std::string why;
+    net_transport *n = net_for_peer(r, nets, peer, why);
+    n->take(r.vcs[static_cast<std::size_t>(peer)], std::move(why));
+    used[static_cast<std::size_t>(std::find(nets.begin(), nets.end(), n) - nets.begin())] = true;
+  }
+  // A netmod no peer took is not polled: no rank of the world sends to it
+  // (net_for_others polls it when processes of other jobs come through it).
+  for (std::size_t i = 0; i < nets.size(); ++i) {
+    if (used[i]) r.polled.push_back(nets[i]);
   }
 }
 

@@ -1,5 +1,6 @@
 #include "device/transports/dynamic.hpp"
 
+#include <algorithm>
 #include <cstdio>
 #include <memory>
 
@@ -19,9 +20,20 @@ void log_note(const std::string &what) {
 }
 
 net_transport *net_for_others(std::string &why) {
+  // The first open netmod that reaches other jobs (tcp; not ofi yet), polled
+  // from now on if no peer of the world had made it so.
+  net_transport *open = nullptr;
   for (const auto &t : rt->transports) {
-    if (auto *net = dynamic_cast<net_transport *>(t.get())) return net;
+    auto *net = dynamic_cast<net_transport *>(t.get());
+    if (net == nullptr) continue;
+    if (open == nullptr) open = net;
+    if (net->dynamic_card().empty()) continue;
+    if (std::find(rt->polled.begin(), rt->polled.end(), net) == rt->polled.end()) {
+      rt->polled.push_back(net);
+    }
+    return net;
   }
+  if (open != nullptr) return open;  // its empty card is refused with a clear line
   if (threads_enabled) {
     why = "not supported at MPI_THREAD_MULTIPLE yet";
     return nullptr;
@@ -35,8 +47,18 @@ net_transport *net_for_others(std::string &why) {
     return nullptr;
   }
   try {
-    auto net = std::make_unique<net_transport>(*rt);
-    net->connect(*rt);
+    // The world's peers are all on this node: no netmod is open yet.
+    std::unique_ptr<net_transport> net;
+    for (const std::string &name : rt->transport_config.net.netmods) {
+      net = std::make_unique<net_transport>(*rt, name);
+      if (!net->dynamic_card().empty()) break;
+      net->finalize();  // cannot reach other jobs: try the next
+      net.reset();
+    }
+    if (!net) {
+      why = "no netmod of IRIS_NETMOD reaches processes of other jobs";
+      return nullptr;
+    }
     net_transport *made = net.get();
     rt->polled.push_back(made);
     rt->transports.push_back(std::move(net));

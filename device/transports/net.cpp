@@ -24,25 +24,22 @@ netmod::config netmod_config(const transport_settings &s) {
   return c;
 }
 
-net_transport::net_transport(runtime &r)
-    : net_(netmod::netmod_create(r.transport_config.net.netmod)), rma_(r.transport_config.net.rma) {
+net_transport::net_transport(runtime &r, const std::string &netmod)
+    : net_(netmod::netmod_create(netmod)), rma_(r.transport_config.net.rma) {
   const netmod::config conf = netmod_config(r.transport_config);
   net_->init(*r.pmi, conf);
   shared_ = conf.concurrent_sends && net_->concurrent_sends();
 }
 
-void net_transport::connect(runtime &r) {
-  const int node = r.pmi->node_of(r.rank);
-  for (int peer = 0; peer < r.size; ++peer) {
-    if (peer == r.rank || (r.transport_config.shm.enabled && r.pmi->node_of(peer) == node))
-      continue;
-    vc &v = r.vcs[static_cast<std::size_t>(peer)];
-    v.via = this;
-    v.slot = peer;
-    v.credits = v.window = r.transport_config.net.eager_window;
-    v.eager_limit = r.transport_config.net.eager_limit;
-    v.fragment = r.transport_config.net.fragment_size;
-  }
+void net_transport::take(vc &v, std::string why) {
+  const runtime &r = *rt;
+  v.via = this;
+  v.slot = v.world_rank;
+  v.credits = v.window = r.transport_config.net.eager_window;
+  v.eager_limit = r.transport_config.net.eager_limit;
+  v.fragment = r.transport_config.net.fragment_size;
+  if (peers_.empty()) why_ = std::move(why);
+  peers_.push_back(v.world_rank);
 }
 
 bool net_transport::peer_add(vc &v, std::uint64_t job, int rank, std::string_view card) {
@@ -188,14 +185,37 @@ std::string net_transport::describe() const {
   return "netmod " + net_->describe();
 }
 
+namespace {
+
+// The peers as ranges: "0-2,5".
+std::string peer_ranges(const std::vector<int> &peers) {
+  std::string out;
+  for (std::size_t i = 0; i < peers.size();) {
+    std::size_t j = i;
+    while (j + 1 < peers.size() && peers[j + 1] == peers[j] + 1) ++j;
+    out += (out.empty() ? "" : ",") + std::to_string(peers[i]) +
+           (j > i ? "-" + std::to_string(peers[j]) : "");
+    i = j + 1;
+  }
+  return out;
+}
+
+}  // namespace
+
 std::string net_transport::statistics() const {
   const std::string counted = net_->statistics();
-  return "net: messages read by rma " + std::to_string(rma_messages_) + ", window ops by rma " +
-         std::to_string(window_ops_) + (counted.empty() ? "" : "; netmod stats: " + counted);
+  const std::string reached =
+      peers_.empty() ? "no peer" : "peers " + peer_ranges(peers_) + " (" + why_ + ")";
+  return "net " + std::string(net_->name()) + ": " + reached + "; messages read by rma " +
+         std::to_string(rma_messages_) + ", window ops by rma " + std::to_string(window_ops_) +
+         (counted.empty() ? "" : "; netmod stats: " + counted);
 }
 
 bool net_transport::statistic(std::string_view name, std::uint64_t &value) const {
-  if (name == "rendezvous_rma") {
+  constexpr std::string_view peers_of = "net_peers_";
+  if (name.starts_with(peers_of) && name.substr(peers_of.size()) == net_->name()) {
+    value = peers_.size();
+  } else if (name == "rendezvous_rma") {
     value = rma_messages_;
   } else if (name == "window_rma") {
     value = window_ops_;

@@ -1,5 +1,7 @@
 // The net transport: the adapter over one netmod of netmods/ (tcp, ofi) for
-// ranks on other nodes (every rank, with IRIS_SHM=0). Packets travel as
+// ranks on other nodes (every rank, with IRIS_SHM=0); one for each netmod
+// this rank offers (IRIS_NETMOD), each taking the peers choose.cpp gives
+// it. Packets travel as
 // netmod records (the header is the record's head); rendezvous data may be
 // read straight into the receive buffer (body_place) or by the netmod's RMA
 // read when it has one (IRIS_NET_RMA).
@@ -7,6 +9,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "device/core/transport.hpp"
 #include "netmods/netmod.hpp"
@@ -20,11 +23,14 @@ class net_transport final : public transport,
                             private netmod::record_sink,
                             private netmod::aside_sink {
  public:
-  // Builds the netmod named by IRIS_NETMOD and opens it: it puts its card
+  // Builds the netmod called `netmod` and opens it: it puts its card
   // before the PMI fence. Throws netmod::error.
-  explicit net_transport(runtime &r);
-  // Takes the VC of every peer that needs it (called after the fence).
-  void connect(runtime &r);
+  net_transport(runtime &r, const std::string &netmod);
+  // The netmod's name (tcp, ofi).
+  std::string_view netmod_name() const { return net_->name(); }
+  // Takes the VC of rank `v` of the world, which this netmod reaches
+  // (called after the fence); `why` says why it was chosen, for IRIS_STATS.
+  void take(vc &v, std::string why);
   // Processes of other jobs (dynamic.hpp): this rank's card for them (empty
   // when the netmod cannot reach other jobs), and VC `v`, new, as rank
   // `rank` of the job whose hash is `job`, reached at `card` (may be empty:
@@ -80,6 +86,8 @@ class net_transport final : public transport,
   bool shared_ = false;             // concurrent_sends(), chosen at init
   std::uint64_t rma_messages_ = 0;  // rendezvous messages the peer read with RMA
   std::uint64_t window_ops_ = 0;    // one-sided windows' writes and reads done by RMA
+  std::vector<int> peers_;          // the world's ranks this netmod reaches for this rank
+  std::string why_;                 // why the first of them was given to it
 };
 
 }  // namespace iris::device

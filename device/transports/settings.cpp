@@ -63,9 +63,11 @@ constexpr tunable table[] = {
      "sender copy through the pipeline instead of reading with cma (the default, 1 TiB, never: "
      "cma streamed 2-4 MiB at 12-13 GB/s here against the pipeline's 8)"},
     // The netmod adapter (transport_net.cpp, netmods/).
-    {"IRIS_NETMOD", 0, 0, 0, IRIS_NETMOD_LIST,
-     "the network module for ranks on other nodes, one of those this build has (the first is "
-     "the default; meson setup -Dnetmods=... chooses them)"},
+    {"IRIS_NETMOD", 0, 0, 0, "",
+     "the network modules for ranks on other nodes, an ordered list of those this build has "
+     "(" IRIS_NETMOD_LIST "; the first is the default, meson setup -Dnetmods=... chooses "
+     "them): each peer gets the first one in the list of the lower of the two ranks that both "
+     "offer (one name: every peer through it)"},
     {"IRIS_NET_FRAGMENT_SIZE", 512 * 1024, 64, 64 << 20, nullptr,
      "largest payload of one netmod packet: eager messages up to IRIS_EAGER_LIMIT and "
      "rendezvous data in pieces of this size. Each inbound connection holds a buffer of about "
@@ -106,6 +108,42 @@ std::int64_t value_of(std::string_view name) {
 
 }  // namespace
 
+std::vector<std::string> netmod_list(std::string_view text) {
+  const std::string_view built = netmod::netmods_built();
+  if (text.empty()) text = built.substr(0, built.find(','));
+  std::vector<std::string> names;
+  for (std::size_t start = 0;;) {
+    const std::size_t comma = text.find(',', start);
+    const std::string name(text.substr(start, comma - start));
+    std::string why;
+    if (name.empty()) {
+      why = "an empty name";
+    } else if (std::find(names.begin(), names.end(), name) != names.end()) {
+      why = name + " twice";
+    } else if (!netmod_built(name)) {
+      why = name + ", which is not a netmod of this build";
+    }
+    if (!why.empty()) {
+      throw std::runtime_error("IRIS_NETMOD lists " + why + " (built: " + std::string(built) +
+                               "; give an ordered list of them, such as ofi,tcp)");
+    }
+    names.push_back(name);
+    if (comma == std::string_view::npos) break;
+    start = comma + 1;
+  }
+  return names;
+}
+
+bool netmod_built(std::string_view name) {
+  std::string_view built = netmod::netmods_built();
+  while (!built.empty()) {
+    const std::size_t comma = built.find(',');
+    if (built.substr(0, comma) == name) return true;
+    built = comma == std::string_view::npos ? std::string_view{} : built.substr(comma + 1);
+  }
+  return false;
+}
+
 std::span<const tunable> transport_tunables() {
   static const std::vector<tunable> all = [] {
     std::vector<tunable> v(std::begin(table), std::end(table));
@@ -130,7 +168,7 @@ transport_settings transport_settings_load() {
   s.shm.cma_threshold = static_cast<std::size_t>(value_of("IRIS_CMA_THRESHOLD"));
   s.shm.pipeline_large = static_cast<std::size_t>(value_of("IRIS_PIPELINE_LARGE"));
   s.shm.scattered_min_block = static_cast<std::size_t>(value_of("IRIS_CMA_MIN_BLOCK"));
-  s.net.netmod = tunable_choice(tunable_named(table, "IRIS_NETMOD"));
+  s.net.netmods = netmod_list(tunable_text(tunable_named(table, "IRIS_NETMOD")));
   s.net.fragment_size = static_cast<std::size_t>(value_of("IRIS_NET_FRAGMENT_SIZE"));
   s.net.eager_limit = static_cast<std::size_t>(value_of("IRIS_NET_EAGER_LIMIT"));
   s.net.eager_window = static_cast<int>(value_of("IRIS_NET_EAGER_WINDOW") / 64);
@@ -157,11 +195,19 @@ bool transport_setting_value(const transport_settings &s, std::string_view name,
 
 bool transport_statistic(std::span<const std::unique_ptr<transport>> in_use, std::string_view name,
                          std::uint64_t &value) {
-  for (const auto &t : in_use) {
-    if (t->statistic(name, value)) return true;
-  }
+  // Summed: several net transports may count the same kind.
   value = 0;
-  return name == "rendezvous_cma" || name == "rendezvous_rma" || name == "window_rma";
+  bool counted = false;
+  for (const auto &t : in_use) {
+    std::uint64_t one = 0;
+    if (t->statistic(name, one)) {
+      value += one;
+      counted = true;
+    }
+  }
+  constexpr std::string_view peers_of = "net_peers_";
+  return counted || name == "rendezvous_cma" || name == "rendezvous_rma" || name == "window_rma" ||
+         (name.starts_with(peers_of) && netmod_built(name.substr(peers_of.size())));
 }
 
 std::string transports_preview() {
@@ -171,12 +217,33 @@ std::string transports_preview() {
   std::string out =
       "transports: self, shm (a ring per pair on small nodes, receive queues and pooled rings "
       "on large ones; CMA or pipelined rendezvous), net (the netmod)\n";
-  out += "netmod: " + s.net.netmod +
-         (by_default ? " (the build's default; IRIS_NETMOD chooses another)\n"
+  const auto &names = s.net.netmods;
+  std::string listed;
+  for (const std::string &name : names) listed += (listed.empty() ? "" : ",") + name;
+  out += (names.size() > 1 ? "netmods: " : "netmod: ") + listed +
+         (by_default ? " (the build's default; IRIS_NETMOD chooses others)\n"
                      : " (chosen by IRIS_NETMOD)\n");
+  if (names.size() > 1) {
+    out +=
+        "each peer on another node: the first netmod of the lower rank's list that both "
+        "ranks offer\n";
+  }
   out += std::string("shm between ranks of a node: ") +
          (s.shm.enabled ? "yes" : "no (IRIS_SHM=0: every peer through the netmod)") + "\n";
-  out += netmod::netmod_create(s.net.netmod)->preview(netmod_config(s));
+  // A line each, the last without its newline (the caller's).
+  for (const std::string &name : names) {
+    if (&name != &names.front()) out += "\n";
+    if (names.size() == 1) {
+      out += netmod::netmod_create(name)->preview(netmod_config(s));
+      break;
+    }
+    // Of a list, one that cannot start here is left out; its peers go by the next.
+    try {
+      out += netmod::netmod_create(name)->preview(netmod_config(s));
+    } catch (const netmod::error &e) {
+      out += name + ": not offered, it cannot start here: " + e.what();
+    }
+  }
   return out;
 }
 

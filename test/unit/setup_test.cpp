@@ -11,6 +11,7 @@
 
 #include "device/core/transport.hpp"
 #include "device/setup/tunables.hpp"
+#include "netmods/netmod.hpp"
 #include "shm/segment.hpp"
 
 namespace iris {
@@ -24,6 +25,33 @@ TEST(Tunables, DefaultsAndSuffixes) {
   setenv("IRIS_SHM_RING_SIZE", "1M", 1);
   EXPECT_EQ(device::transport_settings_load().shm.ring_size, 1024u * 1024);
   unsetenv("IRIS_SHM_RING_SIZE");
+}
+
+// IRIS_NETMOD is an ordered list of built netmods (device/transports/).
+TEST(Tunables, TheNetmodListKeepsItsOrderAndRefusesWhatIsNotBuilt) {
+  const std::string built(netmod::netmods_built());
+  const std::string first = built.substr(0, built.find(','));
+  EXPECT_EQ(device::netmod_list(""), std::vector<std::string>{first});
+  EXPECT_EQ(device::netmod_list("tcp"), std::vector<std::string>{"tcp"});
+  if (device::netmod_built("ofi")) {
+    EXPECT_EQ(device::netmod_list("ofi,tcp"), (std::vector<std::string>{"ofi", "tcp"}));
+    EXPECT_EQ(device::netmod_list("tcp,ofi"), (std::vector<std::string>{"tcp", "ofi"}));
+  }
+  for (const char *bad : {"carrier", "tcp,carrier", "tcp,tcp", "tcp,", ",tcp", "tcp,,ofi"}) {
+    try {
+      (void)device::netmod_list(bad);
+      ADD_FAILURE() << "accepted IRIS_NETMOD=" << bad;
+    } catch (const std::runtime_error &e) {
+      const std::string why = e.what();
+      EXPECT_EQ(why.rfind("IRIS_NETMOD lists ", 0), 0u) << why;
+      EXPECT_NE(why.find("(built: " + built), std::string::npos) << why;
+    }
+  }
+  setenv("IRIS_NETMOD", "tcp,carrier", 1);
+  EXPECT_THROW((void)device::transport_settings_load(), std::runtime_error);
+  setenv("IRIS_NETMOD", "tcp", 1);
+  EXPECT_EQ(device::transport_settings_load().net.netmods, std::vector<std::string>{"tcp"});
+  unsetenv("IRIS_NETMOD");
 }
 
 TEST(Tunables, MalformedValueNamesTheVariableAndTheRange) {
