@@ -265,14 +265,45 @@ inline std::uint64_t job_hash(std::string_view job_id) {
   return h;
 }
 
+// Netmods loaded at run time. A netmod outside libiris is a shared module,
+// `libiris-netmod-<name>.so`, found in the folders of IRIS_NETMOD_PATH
+// (colon-separated), then in <libdir>/iris of the installed Iris, then in
+// the build tree's netmods/. It defines
+//
+//   extern "C" const iris::netmod::module_entry iris_netmod_module = {
+//       iris::netmod::contract_version, "<name>", &create, &tunables};
+//
+// and is built against this header (installed as <includedir>/iris/netmod.h;
+// compile with -I<includedir>/iris). A module whose `contract` differs from
+// this Iris's contract_version is refused: raise it whenever this header
+// changes what a netmod or the device sees.
+inline constexpr int contract_version = 1;
+
+struct module_entry {
+  int contract;      // the contract_version the module was built against; first, always
+  const char *name;  // as IRIS_NETMOD names it: the file's <name>
+  std::unique_ptr<netmod> (*create)();
+  std::span<const device::tunable> (*tunables)();
+};
+
+// The module of the netmod called `name`, opened once per process and
+// kept; nullptr with `why` (one line: where it looked, or why the file
+// found is refused) when there is none.
+const module_entry *module_load(std::string_view name, std::string &why);
+
 // The registry, generated from the configure-time list (-Dnetmods=...).
 // The names of the built netmods, the default first, comma-separated.
 std::string_view netmods_built();
+// Whether `name` is a netmod of this build or a module that loads; else
+// `why` is a phrase ("is not a netmod of this build (built: ...) nor a
+// loadable module: ...") naming the built ones and where it looked.
+bool netmod_known(std::string_view name, std::string &why);
 // The tunables of the built netmods, each netmod's table in turn: the
 // device prints them with its own (device::tunables()).
 std::vector<device::tunable> netmods_tunables();
-// Builds the netmod called `name`, or the default when `name` is empty.
-// Throws error naming the built ones when there is no such netmod.
+// Builds the netmod called `name`, or the default when `name` is empty:
+// one of this build, else a module (module_load). Throws error naming the
+// built ones and where it looked when there is no such netmod.
 std::unique_ptr<netmod> netmod_create(std::string_view name);
 
 }  // namespace iris::netmod

@@ -7,6 +7,9 @@
 #      queue-to-ring switch
 #      (test/model/, about 25 s)
 #   2. the normal build with warnings as errors, all suites
+#   2b. a build with every netmod but tcp as a module (-Dnetmod_modules=true,
+#      without link-time optimisation): the netmod contract, the netmod
+#      jobs and failures, and the ofi job configurations at 2 and 4 ranks
 #   3. AddressSanitizer + UndefinedBehaviorSanitizer build, all suites (the
 #      job tests at 1, 2 and 4 ranks, without the pipeline, all_rendezvous,
 #      tcp_starved, ofi_mixed and ofi_shm_starved configurations and the
@@ -33,7 +36,7 @@
 # The normal build uses link-time optimisation (meson.build); the sanitizer
 # builds do not (they look for bugs, not speed, and build faster without).
 # Installs missing Debian packages first (.ci/deps). Build trees: build/,
-# build-asan/, build-tsan/ (reused when present).
+# build-modules/, build-asan/, build-tsan/ (reused when present).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -63,6 +66,16 @@ echo "== build (warnings are errors)"
 setup build
 meson compile -C build
 meson test -C build --print-errorlogs
+
+echo "== netmods as modules (-Dnetmod_modules=true: ofi in its own module, loaded at run time)"
+# The netmod contract on every netmod and provider, the netmod jobs and
+# failures, and ofi's job configurations at 2 and 4 ranks: what changes
+# when ofi is a module instead of libiris's own code. The rest of the
+# device is the same code as in the normal build.
+setup build-modules -Dnetmod_modules=true -Db_lto=false
+meson compile -C build-modules
+meson test -C build-modules --print-errorlogs unit mpi-jobs \
+  --test-args='--gtest_filter=Netmods/NetmodContract.*:NetmodRegistry*:NetmodSettings*:NetmodModules.*:Netmods.*:Info.*:FailureTest.*Netmod*:FailureTest.*Module*:FailureTest.*Ofi*:FailureTest.*Libfabric*:Ranks/JobTest.*/ofi_rxm_np2:Ranks/JobTest.*/ofi_mixed_np4'
 
 echo "== ASan + UBSan"
 setup build-asan -Db_sanitize=address,undefined -Db_lundef=false -Db_lto=false -Dbuildtype=debugoptimized

@@ -74,20 +74,19 @@ sleep_plan plan_sleep() {
   sleep_plan p;
   bool all_wake = true;
   transport *holder = nullptr;
-  int waiters = 0;
+  int quiet = 0;  // transports whose arrivals wake nobody
   for (transport *t : rt->polled) {
     all_wake = all_wake && t->wakes_sleepers();
     if (t->holds_bell()) holder = t;
-    if (!t->wakes_sleepers() && t->wait_arrival(0)) {
-      p.waiter = t;
-      ++waiters;
-    }
+    if (t->wakes_sleepers()) continue;
+    ++quiet;
+    if (t->wait_arrival(0)) p.waiter = t;
   }
   if (all_wake && holder != nullptr) {
     p.bell = holder;
-  } else if (p.waiter != nullptr && (holder != nullptr || waiters > 1)) {
-    // shm peers too, or a second netmod (IRIS_NETMOD=ofi,tcp): their
-    // packets are seen within this
+  } else if (p.waiter != nullptr && (holder != nullptr || quiet > 1)) {
+    // shm peers too, or a second netmod (IRIS_NETMOD=ofi,tcp) the waiter
+    // does not watch: their packets are seen within this
     p.wait_ms = 1;
   }
   return p;

@@ -88,8 +88,7 @@ net_transport *net_for_peer(runtime &r, const std::vector<net_transport *> &nets
   const std::vector<std::string> &second = lower ? theirs : mine;
   for (const std::string &name : first) {
     if (std::find(second.begin(), second.end(), name) == second.end()) continue;
-    why = "first of rank " + std::to_string(lower ? r.rank : peer) + "'s " + join_names(first) +
-          " that rank " + std::to_string(lower ? peer : r.rank) + " offers";
+    why = "the first of the lower rank's offer that both offer";
     for (net_transport *n : nets) {
       if (n->netmod_name() == name) return n;
     }

@@ -21,7 +21,8 @@ void log_note(const std::string &what) {
 
 net_transport *net_for_others(std::string &why) {
   // The first open netmod that reaches other jobs (tcp; not ofi yet), polled
-  // from now on if no peer of the world had made it so.
+  // from now on if no peer of the world had made it so: only while no other
+  // thread may walk the polled list.
   net_transport *open = nullptr;
   for (const auto &t : rt->transports) {
     auto *net = dynamic_cast<net_transport *>(t.get());
@@ -29,6 +30,16 @@ net_transport *net_for_others(std::string &why) {
     if (open == nullptr) open = net;
     if (net->dynamic_card().empty()) continue;
     if (std::find(rt->polled.begin(), rt->polled.end(), net) == rt->polled.end()) {
+      if (threads_enabled) {
+        why = "not supported at MPI_THREAD_MULTIPLE yet";
+        return nullptr;
+      }
+      if (am_started()) {
+        why =
+            "this process's netmod for other jobs reaches no rank of its own job, and cannot be "
+            "polled from now on while the progress thread runs";
+        return nullptr;
+      }
       rt->polled.push_back(net);
     }
     return net;
@@ -48,15 +59,23 @@ net_transport *net_for_others(std::string &why) {
   }
   try {
     // The world's peers are all on this node: no netmod is open yet.
+    // Each netmod of the list in turn, until one reaches other jobs.
     std::unique_ptr<net_transport> net;
+    std::string failures;
     for (const std::string &name : rt->transport_config.net.netmods) {
-      net = std::make_unique<net_transport>(*rt, name);
+      try {
+        net = std::make_unique<net_transport>(*rt, name);
+      } catch (const netmod::error &e) {
+        failures += std::string("; ") + e.what();
+        continue;
+      }
       if (!net->dynamic_card().empty()) break;
-      net->finalize();  // cannot reach other jobs: try the next
+      net->finalize();
       net.reset();
+      failures += "; " + name + " cannot reach other jobs";
     }
     if (!net) {
-      why = "no netmod of IRIS_NETMOD reaches processes of other jobs";
+      why = "no netmod of IRIS_NETMOD reaches processes of other jobs" + failures;
       return nullptr;
     }
     net_transport *made = net.get();

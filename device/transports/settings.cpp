@@ -68,6 +68,10 @@ constexpr tunable table[] = {
      "(" IRIS_NETMOD_LIST "; the first is the default, meson setup -Dnetmods=... chooses "
      "them): each peer gets the first one in the list of the lower of the two ranks that both "
      "offer (one name: every peer through it)"},
+    {"IRIS_NETMOD_PATH", 0, 0, 0, "",
+     "folders, colon-separated, searched for netmods loaded at run time "
+     "(libiris-netmod-<name>.so) before <libdir>/iris and the build tree's netmods/ (read by "
+     "netmods/modules.cpp)"},
     {"IRIS_NET_FRAGMENT_SIZE", 512 * 1024, 64, 64 << 20, nullptr,
      "largest payload of one netmod packet: eager messages up to IRIS_EAGER_LIMIT and "
      "rendezvous data in pieces of this size. Each inbound connection holds a buffer of about "
@@ -120,12 +124,14 @@ std::vector<std::string> netmod_list(std::string_view text) {
       why = "an empty name";
     } else if (std::find(names.begin(), names.end(), name) != names.end()) {
       why = name + " twice";
-    } else if (!netmod_built(name)) {
-      why = name + ", which is not a netmod of this build";
     }
     if (!why.empty()) {
       throw std::runtime_error("IRIS_NETMOD lists " + why + " (built: " + std::string(built) +
-                               "; give an ordered list of them, such as ofi,tcp)");
+                               "; give an ordered list of netmods, such as ofi,tcp)");
+    }
+    // A netmod of this build, or a module that loads.
+    if (std::string unknown; !netmod::netmod_known(name, unknown)) {
+      throw std::runtime_error("IRIS_NETMOD lists " + name + ", which " + unknown);
     }
     names.push_back(name);
     if (comma == std::string_view::npos) break;
@@ -230,20 +236,26 @@ std::string transports_preview() {
   }
   out += std::string("shm between ranks of a node: ") +
          (s.shm.enabled ? "yes" : "no (IRIS_SHM=0: every peer through the netmod)") + "\n";
-  // A line each, the last without its newline (the caller's).
+  // A line each, the last without its newline (the caller's). Of a list,
+  // one that cannot start here is left out, and its peers go by the next;
+  // as MPI_Init, the preview fails when none can start.
+  std::string failures;
+  bool started = false;
   for (const std::string &name : names) {
     if (&name != &names.front()) out += "\n";
     if (names.size() == 1) {
       out += netmod::netmod_create(name)->preview(netmod_config(s));
-      break;
+      return out;
     }
-    // Of a list, one that cannot start here is left out; its peers go by the next.
     try {
       out += netmod::netmod_create(name)->preview(netmod_config(s));
+      started = true;
     } catch (const netmod::error &e) {
       out += name + ": not offered, it cannot start here: " + e.what();
+      failures += std::string(failures.empty() ? "" : "; ") + e.what();
     }
   }
+  if (!started) throw netmod::error("none of IRIS_NETMOD=" + listed + " starts here: " + failures);
   return out;
 }
 

@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -138,6 +139,110 @@ TEST_F(FailureTest, RanksThatShareNoNetmodStopWithOneLine) {
                           "offers ofi (IRIS_NETMOD)"),
             std::string::npos)
       << r.output;
+  // A rank none of whose list starts names every reason.
+  const run_result none = job(
+      2, "netmods", {"ofi,tcp"},
+      {{"IRIS_SHM", "0"}, {"IRIS_OFI_PROVIDER", "carrier-pigeon"}, {"IRIS_TCP_IF", "no-such-if0"}},
+      60);
+  EXPECT_NE(none.exit_code, 0) << none.output;
+  EXPECT_FALSE(none.timed_out);
+  EXPECT_NE(none.output.find("MPI_Init: none of IRIS_NETMOD=ofi,tcp starts here: ofi: "
+                             "IRIS_OFI_PROVIDER=carrier-pigeon is not a provider"),
+            std::string::npos)
+      << none.output;
+  EXPECT_NE(none.output.find("; tcp: IRIS_TCP_IF=no-such-if0 is not an interface"),
+            std::string::npos)
+      << none.output;
+}
+
+// ---- Netmods loaded at run time (netmods/modules.cpp) --------------------
+
+// netmods/example/relay.cpp, a netmod built outside Iris against its
+// contract header, loaded from IRIS_NETMOD_PATH: it carries every record
+// through Iris's tcp and counts them.
+TEST(NetmodModules, AnOutOfTreeNetmodFromIrisNetmodPathCarriesAJob) {
+  const std::string examples = required_env("IRIS_TEST_NETMOD_EXAMPLES");
+  const run_result r = job(4, "allpairs", {"2", "8,70000,2000000"},
+                           {{"IRIS_SHM", "0"},
+                            {"IRIS_NETMOD", "relay"},
+                            {"IRIS_NETMOD_PATH", "/nonexistent:" + examples},
+                            {"IRIS_STATS", "1"}},
+                           60);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("all bytes checked"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("net relay: peers 1-3 (the one netmod of IRIS_NETMOD)"),
+            std::string::npos)
+      << r.output;
+  EXPECT_EQ(occurrences(r.output, "relay: records relayed "), 4u) << r.output;
+  EXPECT_EQ(r.output.find("relay: records relayed 0;"), std::string::npos) << r.output;
+}
+
+TEST_F(FailureTest, AModuleOfAnotherContractIsRefusedWithOneLine) {
+  const std::string examples = required_env("IRIS_TEST_NETMOD_EXAMPLES");
+  const run_result r =
+      job(2, "ring", {},
+          {{"IRIS_SHM", "0"}, {"IRIS_NETMOD", "stale"}, {"IRIS_NETMOD_PATH", examples}}, 30);
+  EXPECT_NE(r.exit_code, 0) << r.output;
+  EXPECT_FALSE(r.timed_out);
+  EXPECT_NE(
+      r.output.find("MPI_Init: IRIS_NETMOD lists stale, which is not a netmod of this build "
+                    "(built: " +
+                    required_env("IRIS_TEST_NETMODS") + ") nor a loadable module: " + examples +
+                    "/libiris-netmod-stale.so is a netmod of contract 999, and this Iris "
+                    "speaks contract 1: rebuild it against this Iris's iris/netmod.h"),
+      std::string::npos)
+      << r.output;
+}
+
+// A missing module names where it looked; a file that is no module, and a
+// module whose entry names another netmod, are named with the reason.
+TEST_F(FailureTest, AMissingOrBrokenModuleIsNamedWithWhereItLooked) {
+  const std::string dir = testing::TempDir() + "iris-modules-" + std::to_string(getpid());
+  ASSERT_EQ(run({"/bin/mkdir", "-p", dir}, 10).exit_code, 0);
+  std::ofstream(dir + "/libiris-netmod-junk.so") << "not a shared object\n";
+  ASSERT_EQ(run({"/bin/cp", required_env("IRIS_TEST_NETMOD_EXAMPLES") + "/libiris-netmod-relay.so",
+                 dir + "/libiris-netmod-renamed.so"},
+                10)
+                .exit_code,
+            0);
+  const std::pair<const char *, std::string> cases[] = {
+      {"carrier", "nor a loadable module: no libiris-netmod-carrier.so in " + dir + ", "},
+      {"junk", "nor a loadable module: " + dir + "/libiris-netmod-junk.so cannot be loaded ("},
+      {"renamed", "nor a loadable module: " + dir +
+                      "/libiris-netmod-renamed.so does not describe a netmod called renamed "
+                      "(its iris_netmod_module names relay"},
+      {"../etc", "nor a loadable module: a module name is 1 to 32 of a-z, 0-9, - and _"},
+  };
+  for (const auto &[name, why] : cases) {
+    const run_result r = job(
+        2, "ring", {}, {{"IRIS_SHM", "0"}, {"IRIS_NETMOD", name}, {"IRIS_NETMOD_PATH", dir}}, 30);
+    EXPECT_NE(r.exit_code, 0) << r.output;
+    EXPECT_FALSE(r.timed_out);
+    EXPECT_NE(r.output.find("MPI_Init: IRIS_NETMOD lists " + std::string(name) + ", which "),
+              std::string::npos)
+        << r.output;
+    EXPECT_NE(r.output.find(why), std::string::npos) << why << "\n" << r.output;
+  }
+  run({"/bin/rm", "-rf", dir}, 10);
+}
+
+// -Dnetmod_modules=true: ofi is a module that libiris loads, not libiris's
+// own code; jobs over it run as before.
+TEST(NetmodModules, ABuiltModuleIsLoadedAndLibirisHoldsNoneOfIt) {
+  const char *built = std::getenv("IRIS_TEST_NETMOD_MODULES");  // empty: none
+  const std::string modules = built != nullptr ? built : "";
+  if (modules.find("ofi") == std::string::npos) {
+    GTEST_SKIP() << "ofi is not built as a module (-Dnetmod_modules=true)";
+  }
+  const run_result nm =
+      run({"/bin/sh", "-c",
+           "nm -DC " + build_root + "/device/libiris.so | grep -c 'iris::netmod::ofi::' || true"},
+          30);
+  EXPECT_EQ(std::atoi(nm.output.c_str()), 0) << nm.output;
+  const run_result r =
+      job(2, "allpairs", {"2", "8,70000,2000000"}, {{"IRIS_SHM", "0"}, ofi_rxm[0], ofi_rxm[1]}, 60);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("all bytes checked"), std::string::npos) << r.output;
 }
 
 TEST_F(FailureTest, AnOfiProviderThatIsNotThereIsNamedWithThoseThatAre) {
@@ -193,6 +298,15 @@ TEST(Info, ShowsEachNetmodOfAListAndWhyOneIsLeftOut) {
             std::string::npos)
       << r.output;
   EXPECT_NE(r.output.find("\ntcp: "), std::string::npos) << r.output;
+  // None of the list can start: --info fails as MPI_Init would.
+  const run_result none = run({mpiexec, "--info"}, 30,
+                              {{"IRIS_NETMOD", "ofi,tcp"},
+                               {"IRIS_OFI_PROVIDER", "carrier-pigeon"},
+                               {"IRIS_TCP_IF", "no-such-if0"}});
+  EXPECT_EQ(none.exit_code, 1) << none.output;
+  EXPECT_NE(none.output.find("netmod: cannot start: none of IRIS_NETMOD=ofi,tcp starts here: "),
+            std::string::npos)
+      << none.output;
 }
 
 TEST(Info, ShowsTheChosenNetmodAndItsProvider) {
@@ -795,6 +909,22 @@ TEST(Install, DestdirInstallBuildsAndRunsPrograms) {
   const run_result r = run({bin + "/mpiexec", "-n", "4", dir + "/ring"}, 60);
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("ring of 4 ranks"), std::string::npos) << r.output;
+  // A netmod built outside Iris against the installed contract
+  // (iris/netmod.h and the headers beside it), loaded by IRIS_NETMOD_PATH.
+  EXPECT_EQ(access((include + "/iris/netmod.h").c_str(), R_OK), 0);
+  const std::string module = dir + "/libiris-netmod-relay.so";
+  const run_result cxx =
+      run({bin + "/mpicxx", "-std=c++20", "-shared", "-fPIC", "-Wall", "-Werror",
+           "-I" + include + "/iris", "-o", module, source_root + "/netmods/example/relay.cpp"},
+          120);
+  ASSERT_EQ(cxx.exit_code, 0) << cxx.output;
+  const run_result relayed =
+      run({bin + "/mpiexec", "-n", "2", "-x", "IRIS_SHM=0", "-x", "IRIS_NETMOD=relay", "-x",
+           "IRIS_NETMOD_PATH=" + dir, "-x", "IRIS_STATS=1", dir + "/ring"},
+          60);
+  ASSERT_EQ(relayed.exit_code, 0) << relayed.output;
+  EXPECT_NE(relayed.output.find("ring of 2 ranks"), std::string::npos) << relayed.output;
+  EXPECT_EQ(occurrences(relayed.output, "relay: records relayed "), 2u) << relayed.output;
   if (access("/usr/bin/pkg-config", X_OK) == 0) {
     const run_result pc = run({"/usr/bin/pkg-config", "--libs", "iris"}, 10,
                               {{"PKG_CONFIG_PATH", lib + "/pkgconfig"}});
