@@ -3,6 +3,7 @@
 #include <dlfcn.h>
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <map>
 #include <mutex>
@@ -12,25 +13,51 @@
 #include "netmods/netmod.hpp"
 
 #ifndef IRIS_NETMOD_INSTALL_DIR
-#error "netmods/meson.build defines IRIS_NETMOD_INSTALL_DIR and IRIS_NETMOD_BUILD_DIR"
+#error "netmods/meson.build defines IRIS_NETMOD_INSTALL_DIR, IRIS_NETMOD_BUILD_DIR and ..._ROOT"
 #endif
 
 namespace iris::netmod {
 namespace {
 
-// Where modules are looked for, in order.
+// The folder of the object that holds this code: libiris, or a program
+// linked with Iris's static libraries (iris_info, the unit tests).
+std::string own_folder() {
+  Dl_info info{};
+  if (::dladdr(reinterpret_cast<void *>(&module_load), &info) == 0 || info.dli_fname == nullptr) {
+    return {};
+  }
+  const std::string file = info.dli_fname;
+  const std::size_t slash = file.rfind('/');
+  return slash == std::string::npos ? std::string(".") : file.substr(0, slash);
+}
+
+// Where modules are looked for, in order: IRIS_NETMOD_PATH's folders; the
+// build tree's netmods/ when this code runs from the build tree (an
+// installed Iris never looks there); iris/ beside libiris, so that a staged
+// or moved install finds its own; the configured <libdir>/iris.
 std::vector<std::string> module_dirs() {
   std::vector<std::string> dirs;
+  auto add = [&dirs](std::string dir) {
+    if (!dir.empty() && std::find(dirs.begin(), dirs.end(), dir) == dirs.end()) {
+      dirs.push_back(std::move(dir));
+    }
+  };
   if (const char *path = std::getenv("IRIS_NETMOD_PATH"); path != nullptr) {
     std::string_view rest = path;
     while (!rest.empty()) {
       const std::size_t colon = rest.find(':');
-      if (colon != 0) dirs.emplace_back(rest.substr(0, colon));
+      add(std::string(rest.substr(0, colon)));
       rest = colon == std::string_view::npos ? std::string_view{} : rest.substr(colon + 1);
     }
   }
-  dirs.emplace_back(IRIS_NETMOD_INSTALL_DIR);
-  dirs.emplace_back(IRIS_NETMOD_BUILD_DIR);
+  const std::string own = own_folder();
+  const std::string build_root = IRIS_NETMOD_BUILD_ROOT;
+  if (own.rfind(build_root + "/", 0) == 0) {
+    add(IRIS_NETMOD_BUILD_DIR);
+  } else if (!own.empty()) {
+    add(own + "/iris");
+  }
+  add(IRIS_NETMOD_INSTALL_DIR);
   return dirs;
 }
 
@@ -77,31 +104,45 @@ const module_entry *open_module(const std::string &path, std::string_view name, 
   return nullptr;
 }
 
-}  // namespace
+// What looking for a module found: its entry, or nullptr and why not.
+struct module_found {
+  const module_entry *entry = nullptr;
+  std::string why;
+};
 
-const module_entry *module_load(std::string_view name, std::string &why) {
-  static std::mutex lock;
-  static std::map<std::string, const module_entry *, std::less<>> loaded;
-  const std::lock_guard<std::mutex> hold(lock);
-  if (auto found = loaded.find(name); found != loaded.end()) return found->second;
+// Looks in module_dirs() and opens the first file of `name` found.
+module_found find_module(std::string_view name) {
+  module_found result;
   if (!plain_name(name)) {
-    why = "a module name is 1 to 32 of a-z, 0-9, - and _";
-    return nullptr;
+    result.why = "a module name is 1 to 32 of a-z, 0-9, - and _";
+    return result;
   }
   const std::string file = "libiris-netmod-" + std::string(name) + ".so";
   std::string looked;
   for (const std::string &dir : module_dirs()) {
     const std::string path = dir + "/" + file;
-    if (!is_file(path)) {
-      looked += (looked.empty() ? "" : ", ") + dir;
-      continue;
+    if (is_file(path)) {
+      result.entry = open_module(path, name, result.why);
+      return result;
     }
-    const module_entry *entry = open_module(path, name, why);
-    if (entry != nullptr) loaded.emplace(std::string(name), entry);
-    return entry;
+    looked += (looked.empty() ? "" : ", ") + dir;
   }
-  why = "no " + file + " in " + looked + " (IRIS_NETMOD_PATH adds folders)";
-  return nullptr;
+  result.why = "no " + file + " in " + looked + " (IRIS_NETMOD_PATH adds folders)";
+  return result;
+}
+
+}  // namespace
+
+const module_entry *module_load(std::string_view name, std::string &why) {
+  // Each name is looked up once per process, found or refused: a refused
+  // module is not opened (and its constructors run) again.
+  static std::mutex lock;
+  static std::map<std::string, module_found, std::less<>> known;
+  const std::lock_guard<std::mutex> hold(lock);
+  auto found = known.find(name);
+  if (found == known.end()) found = known.emplace(std::string(name), find_module(name)).first;
+  if (found->second.entry == nullptr) why = found->second.why;
+  return found->second.entry;
 }
 
 }  // namespace iris::netmod

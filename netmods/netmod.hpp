@@ -267,16 +267,21 @@ inline std::uint64_t job_hash(std::string_view job_id) {
 
 // Netmods loaded at run time. A netmod outside libiris is a shared module,
 // `libiris-netmod-<name>.so`, found in the folders of IRIS_NETMOD_PATH
-// (colon-separated), then in <libdir>/iris of the installed Iris, then in
-// the build tree's netmods/. It defines
+// (colon-separated), then beside Iris: the build tree's netmods/ when Iris
+// runs from its build tree, else iris/ in the folder libiris (or the
+// program that holds Iris) was loaded from, then <libdir>/iris as
+// configured. It defines
 //
 //   extern "C" const iris::netmod::module_entry iris_netmod_module = {
-//       iris::netmod::contract_version, "<name>", &create, &tunables};
+//       .contract = iris::netmod::contract_version, .name = "<name>",
+//       .create = &create, .tunables = &tunables};
 //
 // and is built against this header (installed as <includedir>/iris/netmod.h;
-// compile with -I<includedir>/iris). A module whose `contract` differs from
-// this Iris's contract_version is refused: raise it whenever this header
-// changes what a netmod or the device sees.
+// compile with -I<includedir> -I<includedir>/iris). A module whose
+// `contract` differs from this Iris's contract_version is refused: raise it
+// whenever this header changes what a netmod or the device sees. The
+// loader holds a lock while it opens a module: a module's static
+// constructors must not call into Iris.
 inline constexpr int contract_version = 1;
 
 struct module_entry {

@@ -65,7 +65,7 @@ net_transport *net_for_others(std::string &why) {
     for (const std::string &name : rt->transport_config.net.netmods) {
       try {
         net = std::make_unique<net_transport>(*rt, name);
-      } catch (const netmod::error &e) {
+      } catch (const std::exception &e) {  // a netmod's, a setting's or the launcher's
         failures += std::string("; ") + e.what();
         continue;
       }

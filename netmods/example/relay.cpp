@@ -76,5 +76,9 @@ std::span<const iris::device::tunable> tunables() {
 
 }  // namespace
 
-extern "C" const iris::netmod::module_entry iris_netmod_module = {RELAY_CONTRACT, RELAY_NAME,
-                                                                  &create, &tunables};
+extern "C" const iris::netmod::module_entry iris_netmod_module = {
+    .contract = RELAY_CONTRACT,
+    .name = RELAY_NAME,
+    .create = &create,
+    .tunables = &tunables,
+};

@@ -1,7 +1,8 @@
 // The netmod contract for netmods built outside Iris, installed as
 // <includedir>/iris/netmod.h with the headers it names beside it
 // (<includedir>/iris/netmods/, pmi/, device/base/). Compile a module with
-// -I<includedir>/iris, link it as a shared library called
+// -I<includedir> -I<includedir>/iris (Iris's mpicxx adds the first), link
+// it as a shared library called
 // libiris-netmod-<name>.so, and put it where IRIS_NETMOD_PATH or
 // <libdir>/iris finds it; netmods/example/relay.cpp is one.
 //
