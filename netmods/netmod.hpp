@@ -5,6 +5,8 @@
 //   init(pmi, config)     open endpoints, put this rank's business card
 //                         (before the device's PMI fence)
 //   -- the device fences: every card is readable from here on --
+//   reaches(peer)         with several netmods offered: whether it reaches
+//                         a peer, from both ranks' cards
 //   send(peer, records)   hand over one record; connects lazily on first use
 //   send_concurrent(...)  the same, from any thread, on what is open (below)
 //   poll(sink)            accept, read, and hand complete records to the sink
@@ -167,6 +169,16 @@ class netmod {
   }
   // One bounded pass: returns how many events it handled.
   virtual int poll(record_sink &sink) = 0;
+  // Whether this netmod reaches `peer`, a rank of this job on another node,
+  // judged after the fence from what both ranks put before it (their
+  // cards), so that the two ranks of a pair always reach the same verdict.
+  // The device asks it of a pair's candidates when a rank offers several
+  // netmods (IRIS_NETMOD=ofi,tcp): the pair takes the first that reaches.
+  // false sets `why` (one line). The default reaches every peer.
+  virtual bool reaches(int peer, std::string &why) {
+    (void)peer, (void)why;
+    return true;
+  }
   // Processes of other jobs (MPI's dynamic processes). This rank's card as
   // such a process needs it (what an MPI port name carries: it grants a
   // connection to this rank); empty when this netmod cannot reach other
@@ -282,7 +294,7 @@ inline std::uint64_t job_hash(std::string_view job_id) {
 // whenever this header changes what a netmod or the device sees. The
 // loader holds a lock while it opens a module: a module's static
 // constructors must not call into Iris.
-inline constexpr int contract_version = 1;
+inline constexpr int contract_version = 2;
 
 struct module_entry {
   int contract;      // the contract_version the module was built against; first, always

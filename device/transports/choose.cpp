@@ -7,9 +7,10 @@
 // A netmod per peer (IRIS_NETMOD=ofi,tcp): each rank opens the netmods of
 // its list that start here and puts them, in its order, as its offer card.
 // A pair of ranks takes the first netmod of the lower rank's offer that the
-// higher one offers too. Both ranks compute the same choice from the same two
-// cards, so a pair's records, RMA reads and windows always meet one netmod
-// at both ends.
+// higher one offers too and that reaches (netmod::reaches: tcp's routes of
+// both hosts lead to the other's card). Both ranks compute the same choice
+// from the same cards, so a pair's records, RMA reads and windows always
+// meet one netmod at both ends.
 #include "device/core/transport.hpp"
 
 #include <algorithm>
@@ -73,7 +74,7 @@ void nets_open(runtime &r) {
 }
 
 // The net transport of the pair (this rank, `peer`): the first netmod of the
-// lower rank's offer that the other offers too.
+// lower rank's offer that the other offers too and that reaches.
 net_transport *net_for_peer(runtime &r, const std::vector<net_transport *> &nets, int peer,
                             std::string &why) {
   if (r.transport_config.net.netmods.size() == 1) {
@@ -86,15 +87,32 @@ net_transport *net_for_peer(runtime &r, const std::vector<net_transport *> &nets
   const bool lower = r.rank < peer;
   const std::vector<std::string> &first = lower ? mine : theirs;
   const std::vector<std::string> &second = lower ? theirs : mine;
+  std::string unreached;
   for (const std::string &name : first) {
     if (std::find(second.begin(), second.end(), name) == second.end()) continue;
-    why = "the first of the lower rank's offer that both offer";
-    for (net_transport *n : nets) {
-      if (n->netmod_name() == name) return n;
+    net_transport *n = *std::find_if(
+        nets.begin(), nets.end(), [&](const net_transport *t) { return t->netmod_name() == name; });
+    std::string why_not;
+    if (!n->reaches(peer, why_not)) {
+      unreached += (unreached.empty() ? "" : "; ") + name + " does not reach it: " + why_not;
+      continue;
     }
+    why = "the first of the lower rank's offer that both offer";
+    if (!unreached.empty()) {
+      why += " and that reaches";
+      if (r.config.debug) {
+        std::fprintf(stderr, "iris: rank %d: peer %d: %s; %s does\n", r.rank, peer,
+                     unreached.c_str(), name.c_str());
+      }
+    }
+    return n;
   }
   const std::string low = std::to_string(std::min(r.rank, peer));
   const std::string high = std::to_string(std::max(r.rank, peer));
+  if (!unreached.empty()) {
+    throw std::runtime_error("ranks " + low + " and " + high +
+                             " share no netmod that reaches: " + unreached + " (IRIS_NETMOD)");
+  }
   throw std::runtime_error("ranks " + low + " and " + high + " share no netmod: rank " + low +
                            " offers " + join_names(first) + ", rank " + high + " offers " +
                            join_names(second) + " (IRIS_NETMOD)");

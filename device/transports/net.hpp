@@ -28,6 +28,9 @@ class net_transport final : public transport,
   net_transport(runtime &r, const std::string &netmod);
   // The netmod's name (tcp, ofi).
   std::string_view netmod_name() const { return net_->name(); }
+  // Whether the netmod reaches rank `peer` of the world (after the fence);
+  // false says why.
+  bool reaches(int peer, std::string &why) { return net_->reaches(peer, why); }
   // Takes the VC of rank `v` of the world, which this netmod reaches
   // (called after the fence); `why` says why it was chosen, for IRIS_STATS.
   void take(vc &v, std::string why);

@@ -47,6 +47,7 @@ class relay final : public netmod {
     if (s == send_status::done) relayed_.fetch_add(1, std::memory_order_relaxed);
     return s;
   }
+  bool reaches(int peer, std::string &why) override { return inner_->reaches(peer, why); }
   int poll(record_sink &sink) override { return inner_->poll(sink); }
   int poll_aside(aside_sink &sink) override { return inner_->poll_aside(sink); }
   bool wait(int timeout_ms) override { return inner_->wait(timeout_ms); }

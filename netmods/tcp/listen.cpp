@@ -1,6 +1,6 @@
-// Where a rank can be reached: the addresses its card publishes, and the
-// listening socket (IRIS_TCP_IF, IRIS_TCP_PORT). Also the socket helpers
-// the other files share.
+// Where a rank can be reached: the addresses its card publishes, the
+// routes of its host, and the listening socket (IRIS_TCP_IF,
+// IRIS_TCP_PORT). Also the socket helpers the other files share.
 #include <arpa/inet.h>
 #include <ifaddrs.h>
 #include <net/if.h>
@@ -10,9 +10,13 @@
 
 #include <cerrno>
 #include <cstring>
+#include <exception>
+#include <fstream>
+#include <sstream>
 #include <string>
 
 #include "netmods/tcp/tcp_netmod.hpp"
+#include "pmi/pmi.hpp"
 
 namespace iris::netmod::tcp {
 
@@ -99,6 +103,50 @@ void tcp_netmod::listen_on(const reachable &where) {
   ev.events = EPOLLIN;
   ev.data.u64 = listener_tag;
   epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, listen_fd_, &ev);
+}
+
+// This host's main routing table. Where it cannot be read, every address
+// counts as reached (as when tcp is the only netmod).
+std::vector<route> tcp_netmod::host_routes() {
+  std::ifstream file("/proc/net/route");
+  std::ostringstream table;
+  table << file.rdbuf();
+  auto routes = routes_from_table(table.str());
+  if (!routes) return {route{0, 0}};
+  return std::move(*routes);
+}
+
+// A pair is reached when each rank's routes lead to an address on the
+// other's card. Both ranks read the same two cards and routes, so both
+// come to the same verdict, also where one side's routes would lead to
+// the other and not back.
+bool tcp_netmod::reaches(int peer, std::string &why) {
+  std::optional<card> theirs;
+  std::optional<std::vector<route>> their_routes;
+  try {
+    theirs = card_parse(pmi_->get(peer, card_key));
+    their_routes = routes_parse(pmi_->get(peer, routes_key));
+  } catch (const std::exception &e) {
+    why = std::string("no tcp card: ") + e.what();
+    return false;
+  }
+  if (!theirs || !their_routes) {
+    why = "its tcp card or routes are malformed";
+    return false;
+  }
+  if (!routes_reach(routes_, theirs->addresses)) {
+    why = "rank " + std::to_string(rank_) + "'s routes (" + routes_format(routes_) +
+          ") lead to none of rank " + std::to_string(peer) + "'s tcp addresses (" +
+          joined(theirs->addresses) + ")";
+    return false;
+  }
+  if (!routes_reach(*their_routes, mine_.addresses)) {
+    why = "rank " + std::to_string(peer) + "'s routes (" + routes_format(*their_routes) +
+          ") lead to none of rank " + std::to_string(rank_) + "'s tcp addresses (" +
+          joined(mine_.addresses) + ")";
+    return false;
+  }
+  return true;
 }
 
 }  // namespace iris::netmod::tcp

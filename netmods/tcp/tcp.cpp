@@ -29,6 +29,8 @@ void tcp_netmod::init(pmi::client &pmi, const config &conf) {
   if (epoll_fd_ < 0) throw error("tcp: epoll_create1 failed: " + errno_text(errno));
   listen_on(choose_addresses());
   pmi.put(card_key, card_format(mine_));
+  routes_ = host_routes();
+  pmi.put(routes_key, routes_format(routes_));
 }
 
 int tcp_netmod::poll(record_sink &sink) {

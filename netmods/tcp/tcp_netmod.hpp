@@ -54,6 +54,8 @@ namespace iris::netmod::tcp {
 using clock_type = std::chrono::steady_clock;
 
 inline constexpr const char *card_key = "iris.tcp";
+// Where this rank's host routes to (routes_format), for reaches().
+inline constexpr const char *routes_key = "iris.tcp.routes";
 // One read takes at most this much: small frames batch, and a long record
 // shows its head early enough for its body to be read into its place.
 inline constexpr std::size_t read_chunk = 64 * 1024;
@@ -177,6 +179,7 @@ class tcp_netmod final : public netmod_base {
   bool concurrent_sends() const override { return true; }
   send_status send_concurrent(int peer, std::span<const iovec> parts) override;  // write.cpp
   int poll(record_sink &sink) override;
+  bool reaches(int peer, std::string &why) override;  // listen.cpp
   std::string dynamic_card() const override { return card_format(mine_); }
   bool peer_add(int peer, std::uint64_t job, int rank,
                 std::string_view card) override;  // accept.cpp
@@ -198,6 +201,7 @@ class tcp_netmod final : public netmod_base {
   static std::string joined(const std::vector<std::string> &addresses);
   reachable choose_addresses() const;
   void listen_on(const reachable &where);
+  static std::vector<route> host_routes();
 
   // tcp.cpp: poll's pass, polling_ set around it once aside passes are on.
   int poll_reading(record_sink &sink);
@@ -256,6 +260,7 @@ class tcp_netmod final : public netmod_base {
   settings settings_;
   std::uint64_t job_ = 0;
   card mine_;
+  std::vector<route> routes_;  // this host's (routes_key)
   int listen_fd_ = -1;
   int epoll_fd_ = -1;
   // Indexed by rank, then the dynamic peers: reserved at init for all of

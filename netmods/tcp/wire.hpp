@@ -81,4 +81,28 @@ std::string card_format(const card &c);
 // nullopt when `text` is not a card.
 std::optional<card> card_parse(std::string_view text);
 
+// Where a host's IPv4 routes lead (its main routing table): what a rank
+// puts beside its card, "192.0.2.0/24,203.0.113.0/24", or "0.0.0.0/0" for
+// a host with a default route (or more routes than a card holds), which
+// reaches every address.
+struct route {
+  std::uint32_t network = 0;  // host order, masked
+  std::uint32_t mask = 0;     // host order
+};
+inline constexpr std::size_t max_card_routes = 16;
+std::string routes_format(const std::vector<route> &routes);
+// nullopt when `text` is not such a list; empty text is a host without
+// routes (no interface up but loopback).
+std::optional<std::vector<route>> routes_parse(std::string_view text);
+// The main table as /proc/net/route lists it, the routes of interfaces that
+// are up: "0.0.0.0/0" when there is a default route or more than
+// max_card_routes; nullopt when the text is not such a table.
+std::optional<std::vector<route>> routes_from_table(std::string_view table);
+// Whether a host with `routes` reaches the rank whose card lists
+// `addresses`: some address of the card that is not loopback lies in one
+// of the routes. A card of loopback addresses only (a host with no
+// interface up, or IRIS_TCP_IF=lo) is taken at its word; loopback beside
+// other addresses is the peer's own host's and reaches nobody elsewhere.
+bool routes_reach(const std::vector<route> &routes, const std::vector<std::string> &addresses);
+
 }  // namespace iris::netmod::tcp

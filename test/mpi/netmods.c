@@ -2,16 +2,19 @@
  * sets its own IRIS_NETMOD before MPI_Init, so that some pairs share only
  * one netmod and others prefer different ones.
  *
- *   netmods LISTS     LISTS: the ranks' IRIS_NETMOD values, ';'-separated;
- *                     rank i takes entry i % count (its rank is read from
- *                     the launcher's PMIX_RANK or PMI_RANK). An entry may
- *                     add settings of that rank: "ofi,tcp|IRIS_TCP_IF=x".
+ *   netmods LISTS [UNREACHED]
+ *     LISTS: the ranks' IRIS_NETMOD values, ';'-separated; rank i takes
+ *     entry i % count (its rank is read from the launcher's PMIX_RANK or
+ *     PMI_RANK). An entry may add settings of that rank:
+ *     "ofi,tcp|IRIS_TCP_IF=x".
+ *     UNREACHED: pairs a netmod does not reach here, ';'-separated
+ *     "A-B:netmod" (ranks A < B): the rule skips it for that pair.
  *
  * Checks:
  * - each rank's peers on other nodes went by the netmod the rule picks
- *   (the first of the lower rank's list that the other offers), counted by
- *   MPIX_Stat_get("net_peers_<netmod>"); peers on this node go by shm
- *   unless IRIS_SHM=0;
+ *   (the first of the lower rank's list that the other offers and that
+ *   reaches the pair), counted by MPIX_Stat_get("net_peers_<netmod>");
+ *   peers on this node go by shm unless IRIS_SHM=0;
  * - every byte and the order of 3 messages a pair at each of 8 B, 3000 B,
  *   70,000 B and 2 MiB (eager to rendezvous), all sent at once;
  * - puts and gets of 16 KiB to every rank through a window with fence;
@@ -32,6 +35,7 @@ static const int size_of[sizes] = {8, 3000, 70000, 2 << 20};
 
 static char lists[most_lists][name_length];
 static int list_count = 0;
+static const char *unreached = "";
 
 static int launcher_rank(void) {
   const char *names[] = {"PMIX_RANK", "PMI_RANK"};
@@ -54,16 +58,30 @@ static int offers(const char *list, const char *netmod, size_t length) {
   return 0;
 }
 
+/* Whether UNREACHED says `netmod` does not reach the pair (low, high). */
+static int unreachable(int low, int high, const char *netmod, size_t length) {
+  char entry[name_length];
+  const int n = snprintf(entry, sizeof entry, "%d-%d:%.*s", low, high, (int)length, netmod);
+  for (const char *p = strstr(unreached, entry); p != NULL; p = strstr(p + 1, entry)) {
+    const int starts = p == unreached || p[-1] == ';';
+    const int ends = p[n] == '\0' || p[n] == ';';
+    if (starts && ends) return 1;
+  }
+  return 0;
+}
+
 /* The netmod of the pair (a, b): the first of the lower rank's list the
- * other offers. Copies its name into `out`. */
+ * other offers and that reaches the pair. Copies its name into `out`. */
 static void pair_netmod(int a, int b, char *out) {
-  const char *first = lists[(a < b ? a : b) % list_count];
-  const char *second = lists[(a < b ? b : a) % list_count];
+  const int low = a < b ? a : b;
+  const int high = a < b ? b : a;
+  const char *first = lists[low % list_count];
+  const char *second = lists[high % list_count];
   out[0] = '\0';
   for (const char *p = first; *p != '\0';) {
     const char *comma = strchr(p, ',');
     const size_t n = comma != NULL ? (size_t)(comma - p) : strlen(p);
-    if (offers(second, p, n)) {
+    if (offers(second, p, n) && !unreachable(low, high, p, n)) {
       memcpy(out, p, n);
       out[n] = '\0';
       return;
@@ -168,10 +186,13 @@ static void window(int rank, int size) {
 }
 
 int main(int argc, char **argv) {
-  if (argc != 2) {
-    fprintf(stderr, "usage: netmods LISTS (IRIS_NETMOD of each rank, ';'-separated)\n");
+  if (argc != 2 && argc != 3) {
+    fprintf(stderr,
+            "usage: netmods LISTS [UNREACHED] (IRIS_NETMOD of each rank, ';'-separated; "
+            "pairs a netmod does not reach, as A-B:netmod)\n");
     return 2;
   }
+  if (argc == 3) unreached = argv[2];
   for (char *entry = strtok(argv[1], ";"); entry != NULL && list_count < most_lists;
        entry = strtok(NULL, ";")) {
     snprintf(lists[list_count++], name_length, "%s", entry);

@@ -422,6 +422,57 @@ TEST(TcpWire, CardsRoundTripAndGarbageIsRefused) {
   }
 }
 
+TEST(TcpWire, RoutesAreReadFromTheKernelsTableAndRoundTrip) {
+  // /proc/net/route: a connected /24 and a route through a gateway; the
+  // third is down and left out.
+  const std::string table =
+      "Iface\tDestination\tGateway \tFlags\tRefCnt\tUse\tMetric\tMask\t\tMTU\tWindow\tIRTT\n"
+      "iris0\t000200C0\t00000000\t0001\t0\t0\t0\t00FFFFFF\t0\t0\t0\n"
+      "iris1\t0000000A\t010200C0\t0003\t0\t0\t0\t0000FFFF\t0\t0\t0\n"
+      "iris2\t007133CB\t00000000\t0000\t0\t0\t0\t00FFFFFF\t0\t0\t0\n";
+  const auto routes = tcp::routes_from_table(table);
+  ASSERT_TRUE(routes.has_value());
+  EXPECT_EQ(tcp::routes_format(*routes), "192.0.2.0/24,10.0.0.0/16");
+  const auto back = tcp::routes_parse(tcp::routes_format(*routes));
+  ASSERT_TRUE(back.has_value());
+  EXPECT_EQ(tcp::routes_format(*back), "192.0.2.0/24,10.0.0.0/16");
+  // A default route reaches everything, and so does a table too long for a card.
+  const std::string with_default =
+      table + "eth0\t00000000\t010200C0\t0003\t0\t0\t0\t00000000\t0\t0\t0\n";
+  EXPECT_EQ(tcp::routes_format(*tcp::routes_from_table(with_default)), "0.0.0.0/0");
+  std::string long_table = table.substr(0, table.find('\n') + 1);
+  for (int i = 0; i < 17; ++i) {
+    char line[96];
+    std::snprintf(line, sizeof line,
+                  "x%d\t0000%02X0A\t00000000\t0001\t0\t0\t0\t00FFFFFF\t0\t0\t0\n", i, i);
+    long_table += line;
+  }
+  EXPECT_EQ(tcp::routes_format(*tcp::routes_from_table(long_table)), "0.0.0.0/0");
+  for (const char *bad : {"", "Iface\nx 1\n", "garbage"}) {
+    EXPECT_FALSE(tcp::routes_from_table(bad).has_value()) << bad;
+  }
+  // A host with no interface up but loopback has no routes.
+  const auto none = tcp::routes_parse(tcp::routes_format({}));
+  ASSERT_TRUE(none.has_value());
+  EXPECT_TRUE(none->empty());
+  for (const char *bad : {"1.2.3.4", "1.2.3.4/33", "1.2.3/8", "1.2.3.4/8,", "1.2.3.4/x"}) {
+    EXPECT_FALSE(tcp::routes_parse(bad).has_value()) << bad;
+  }
+}
+
+TEST(TcpWire, ACardIsReachedWhenARouteLeadsToOneOfItsAddresses) {
+  const auto routes = *tcp::routes_parse("192.0.2.0/24,10.0.0.0/16");
+  EXPECT_TRUE(tcp::routes_reach(routes, {"198.51.100.7", "10.0.9.9"}));
+  EXPECT_FALSE(tcp::routes_reach(routes, {"198.51.100.7"}));
+  // Loopback beside other addresses is the peer's own host's.
+  EXPECT_FALSE(tcp::routes_reach(routes, {"198.51.100.7", "127.0.0.1"}));
+  // A card of loopback alone is taken at its word.
+  EXPECT_TRUE(tcp::routes_reach(routes, {"127.0.0.1"}));
+  EXPECT_TRUE(tcp::routes_reach(*tcp::routes_parse("0.0.0.0/0"), {"198.51.100.7"}));
+  EXPECT_TRUE(tcp::routes_reach({}, {"127.0.0.1"}));
+  EXPECT_FALSE(tcp::routes_reach({}, {"198.51.100.7"}));
+}
+
 TEST(TcpWire, HelloCheckNamesWhatIsWrong) {
   tcp::token mine{};
   mine[3] = 9;
