@@ -357,6 +357,9 @@ struct transport_settings {
     // IRIS_NETMOD: the built netmods this rank offers, in its order of
     // preference (transports/choose.cpp picks one per peer).
     std::vector<std::string> netmods;
+    // IRIS_NETMOD=auto (with more than one built): each pair of nodes takes
+    // the faster of the netmods it shares, measured at MPI_Init (probe.cpp).
+    bool probe;
     std::size_t fragment_size;
     std::size_t eager_limit;
     int eager_window;  // credit units

@@ -10,7 +10,9 @@
 // higher one offers too and that reaches (netmod::reaches: tcp's routes of
 // both hosts lead to the other's card). Both ranks compute the same choice
 // from the same cards, so a pair's records, RMA reads and windows always
-// meet one netmod at both ends.
+// meet one netmod at both ends. IRIS_NETMOD=auto offers every netmod
+// built, and a pair of nodes takes the one their leaders measured faster
+// (probe.cpp).
 #include "device/core/transport.hpp"
 
 #include <algorithm>
@@ -22,14 +24,17 @@
 #include "device/base/threading.hpp"
 #include "device/runtime/runtime.hpp"
 #include "device/transports/net.hpp"
+#include "device/transports/probe.hpp"
 #include "device/transports/self.hpp"
 #include "device/transports/shm.hpp"
 
 namespace iris::device {
 namespace {
 
-// The card of the netmods a rank offers, in its order ("ofi,tcp").
+// The card of the netmods a rank offers, in its order ("ofi,tcp"), after
+// "auto:" when it probes (IRIS_NETMOD=auto).
 constexpr const char *offer_key = "iris.netmods";
+constexpr std::string_view probing_mark = "auto:";
 
 std::vector<std::string> split_names(std::string_view text) {
   std::vector<std::string> names;
@@ -70,52 +75,86 @@ void nets_open(runtime &r) {
   if (offered.empty()) {
     throw netmod::error("none of IRIS_NETMOD=" + join_names(names) + " starts here: " + failures);
   }
-  r.pmi->put(offer_key, join_names(offered));
+  r.pmi->put(offer_key,
+             (r.transport_config.net.probe ? std::string(probing_mark) : "") + join_names(offered));
 }
 
-// The net transport of the pair (this rank, `peer`): the first netmod of the
-// lower rank's offer that the other offers too and that reaches.
-net_transport *net_for_peer(runtime &r, const std::vector<net_transport *> &nets, int peer,
-                            std::string &why) {
-  if (r.transport_config.net.netmods.size() == 1) {
-    why = "the one netmod of IRIS_NETMOD";
-    return nets.front();
-  }
+// The netmods of the pair (this rank, `peer`) that both offer and that
+// reach it, in the lower rank's order; `first` and `second` get the two
+// offers, `unreached` why a shared netmod does not reach.
+std::vector<net_transport *> pair_candidates(runtime &r, const std::vector<net_transport *> &nets,
+                                             int peer, std::vector<std::string> &first,
+                                             std::vector<std::string> &second,
+                                             std::string &unreached) {
   std::vector<std::string> mine;
   for (const net_transport *n : nets) mine.emplace_back(n->netmod_name());
-  const std::vector<std::string> theirs = split_names(r.pmi->get(peer, offer_key));
+  std::string offer = r.pmi->get(peer, offer_key);
+  const bool probing = offer.starts_with(probing_mark);
+  if (probing) offer.erase(0, probing_mark.size());
+  if (probing != r.transport_config.net.probe) {
+    const int prober = probing ? peer : r.rank;
+    throw std::runtime_error("rank " + std::to_string(prober) + " sets IRIS_NETMOD=auto and rank " +
+                             std::to_string(prober == peer ? r.rank : peer) +
+                             " does not: auto must be every rank's setting or none's");
+  }
+  const std::vector<std::string> theirs = split_names(offer);
   const bool lower = r.rank < peer;
-  const std::vector<std::string> &first = lower ? mine : theirs;
-  const std::vector<std::string> &second = lower ? theirs : mine;
-  std::string unreached;
+  first = lower ? mine : theirs;
+  second = lower ? theirs : mine;
+  std::vector<net_transport *> shared;
   for (const std::string &name : first) {
     if (std::find(second.begin(), second.end(), name) == second.end()) continue;
     net_transport *n = *std::find_if(
         nets.begin(), nets.end(), [&](const net_transport *t) { return t->netmod_name() == name; });
     std::string why_not;
-    if (!n->reaches(peer, why_not)) {
+    if (n->reaches(peer, why_not)) {
+      shared.push_back(n);
+    } else {
       unreached += (unreached.empty() ? "" : "; ") + name + " does not reach it: " + why_not;
-      continue;
     }
-    why = "the first of the lower rank's offer that both offer";
+  }
+  return shared;
+}
+
+// The net transport of the pair (this rank, `peer`): the one the probe of
+// their nodes kept (`verdict`, IRIS_NETMOD=auto), else the first netmod of
+// the lower rank's offer that the other offers too and that reaches.
+net_transport *net_for_peer(runtime &r, const std::vector<net_transport *> &nets, int peer,
+                            const probe_verdict &verdict, std::string &why) {
+  if (r.transport_config.net.netmods.size() == 1) {
+    why = "the one netmod of IRIS_NETMOD";
+    return nets.front();
+  }
+  std::vector<std::string> first;
+  std::vector<std::string> second;
+  std::string unreached;
+  const std::vector<net_transport *> shared =
+      pair_candidates(r, nets, peer, first, second, unreached);
+  if (shared.empty()) {
+    const std::string low = std::to_string(std::min(r.rank, peer));
+    const std::string high = std::to_string(std::max(r.rank, peer));
     if (!unreached.empty()) {
-      why += " and that reaches";
-      if (r.config.debug) {
-        std::fprintf(stderr, "iris: rank %d: peer %d: %s; %s does\n", r.rank, peer,
-                     unreached.c_str(), name.c_str());
-      }
+      throw std::runtime_error("ranks " + low + " and " + high +
+                               " share no netmod that reaches: " + unreached + " (IRIS_NETMOD)");
     }
-    return n;
+    throw std::runtime_error("ranks " + low + " and " + high + " share no netmod: rank " + low +
+                             " offers " + join_names(first) + ", rank " + high + " offers " +
+                             join_names(second) + " (IRIS_NETMOD)");
   }
-  const std::string low = std::to_string(std::min(r.rank, peer));
-  const std::string high = std::to_string(std::max(r.rank, peer));
-  if (!unreached.empty()) {
-    throw std::runtime_error("ranks " + low + " and " + high +
-                             " share no netmod that reaches: " + unreached + " (IRIS_NETMOD)");
+  net_transport *chosen = shared.front();
+  why = "the first of the lower rank's offer that both offer";
+  if (!unreached.empty()) why += " and that reaches";
+  for (net_transport *n : shared) {
+    if (!verdict.netmod.empty() && n->netmod_name() == verdict.netmod) {
+      chosen = n;
+      why = "probe: " + verdict.text;
+    }
   }
-  throw std::runtime_error("ranks " + low + " and " + high + " share no netmod: rank " + low +
-                           " offers " + join_names(first) + ", rank " + high + " offers " +
-                           join_names(second) + " (IRIS_NETMOD)");
+  if (r.config.debug && !unreached.empty()) {
+    std::fprintf(stderr, "iris: rank %d: peer %d: %s; %s does\n", r.rank, peer, unreached.c_str(),
+                 std::string(chosen->netmod_name()).c_str());
+  }
+  return chosen;
 }
 
 }  // namespace
@@ -206,12 +245,31 @@ void transports_connect(runtime &r) {
   }
   if (nets.empty()) return;
   const int node = r.pmi->node_of(r.rank);
+  // IRIS_NETMOD=auto: the leaders of the nodes measure, and every rank
+  // fences again.
+  std::vector<int> leader;
+  std::vector<std::pair<int, probe_verdict>> verdicts;
+  if (r.transport_config.net.probe) {
+    leader = node_leaders(r);
+    probe_leaders(r, leader, [&](int peer) {
+      std::vector<std::string> first;
+      std::vector<std::string> second;
+      std::string unreached;
+      return pair_candidates(r, nets, peer, first, second, unreached);
+    });
+  }
   std::vector<bool> used(nets.size(), false);
   for (int peer = 0; peer < r.size; ++peer) {
     if (peer == r.rank || (r.transport_config.shm.enabled && r.pmi->node_of(peer) == node))
       continue;
+    probe_verdict verdict;
+    if (!leader.empty()) {
+      const int a = leader[static_cast<std::size_t>(r.rank)];
+      const int b = leader[static_cast<std::size_t>(peer)];
+      if (a != b) verdict = probe_verdict_of(r, std::min(a, b), std::max(a, b), verdicts);
+    }
     std::string why;
-    net_transport *n = net_for_peer(r, nets, peer, why);
+    net_transport *n = net_for_peer(r, nets, peer, verdict, why);
     n->take(r.vcs[static_cast<std::size_t>(peer)], std::move(why));
     used[static_cast<std::size_t>(std::find(nets.begin(), nets.end(), n) - nets.begin())] = true;
   }

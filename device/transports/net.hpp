@@ -31,6 +31,9 @@ class net_transport final : public transport,
   // Whether the netmod reaches rank `peer` of the world (after the fence);
   // false says why.
   bool reaches(int peer, std::string &why) { return net_->reaches(peer, why); }
+  // The netmod itself, for IRIS_NETMOD=auto's probe (probe.cpp), which
+  // sends and polls its own records before any packet moves.
+  netmod::netmod &netmod_itself() { return *net_; }
   // Takes the VC of rank `v` of the world, which this netmod reaches
   // (called after the fence); `why` says why it was chosen, for IRIS_STATS.
   void take(vc &v, std::string why);

@@ -67,7 +67,8 @@ constexpr tunable table[] = {
      "the network modules for ranks on other nodes, an ordered list of those this build has "
      "(" IRIS_NETMOD_LIST "; the first is the default, meson setup -Dnetmods=... chooses "
      "them): each peer gets the first one in the list of the lower of the two ranks that both "
-     "offer (one name: every peer through it)"},
+     "offer and that reaches it (one name: every peer through it); auto: every netmod built, "
+     "and each pair of nodes takes the faster of those it shares, measured at MPI_Init"},
     {"IRIS_NETMOD_PATH", 0, 0, 0, "",
      "folders, colon-separated, searched for netmods loaded at run time "
      "(libiris-netmod-<name>.so) before <libdir>/iris and the build tree's netmods/ (read by "
@@ -115,6 +116,7 @@ std::int64_t value_of(std::string_view name) {
 std::vector<std::string> netmod_list(std::string_view text) {
   const std::string_view built = netmod::netmods_built();
   if (text.empty()) text = built.substr(0, built.find(','));
+  if (text == "auto") text = built;
   std::vector<std::string> names;
   for (std::size_t start = 0;;) {
     const std::size_t comma = text.find(',', start);
@@ -174,7 +176,9 @@ transport_settings transport_settings_load() {
   s.shm.cma_threshold = static_cast<std::size_t>(value_of("IRIS_CMA_THRESHOLD"));
   s.shm.pipeline_large = static_cast<std::size_t>(value_of("IRIS_PIPELINE_LARGE"));
   s.shm.scattered_min_block = static_cast<std::size_t>(value_of("IRIS_CMA_MIN_BLOCK"));
-  s.net.netmods = netmod_list(tunable_text(tunable_named(table, "IRIS_NETMOD")));
+  const std::string netmods = tunable_text(tunable_named(table, "IRIS_NETMOD"));
+  s.net.netmods = netmod_list(netmods);
+  s.net.probe = netmods == "auto" && s.net.netmods.size() > 1;
   s.net.fragment_size = static_cast<std::size_t>(value_of("IRIS_NET_FRAGMENT_SIZE"));
   s.net.eager_limit = static_cast<std::size_t>(value_of("IRIS_NET_EAGER_LIMIT"));
   s.net.eager_window = static_cast<int>(value_of("IRIS_NET_EAGER_WINDOW") / 64);
@@ -229,10 +233,14 @@ std::string transports_preview() {
   out += (names.size() > 1 ? "netmods: " : "netmod: ") + listed +
          (by_default ? " (the build's default; IRIS_NETMOD chooses others)\n"
                      : " (chosen by IRIS_NETMOD)\n");
-  if (names.size() > 1) {
+  if (s.net.probe) {
+    out +=
+        "each pair of nodes: the faster of the netmods both offer and that reach, measured at "
+        "MPI_Init by the first rank of each node (IRIS_NETMOD=auto)\n";
+  } else if (names.size() > 1) {
     out +=
         "each peer on another node: the first netmod of the lower rank's list that both "
-        "ranks offer\n";
+        "ranks offer and that reaches it\n";
   }
   out += std::string("shm between ranks of a node: ") +
          (s.shm.enabled ? "yes" : "no (IRIS_SHM=0: every peer through the netmod)") + "\n";

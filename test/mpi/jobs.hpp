@@ -8,6 +8,8 @@
 #include <utility>
 #include <vector>
 
+#include <gtest/gtest.h>
+
 #include "test/common/subprocess.hpp"
 
 namespace iris::test {
@@ -35,6 +37,14 @@ inline bool ofi_built() {
 }
 
 inline const env_list ofi_rxm = {{"IRIS_NETMOD", "ofi"}, {"IRIS_OFI_PROVIDER", "tcp;ofi_rxm"}};
+
+// Jobs that fail on purpose: each must leave nothing in /dev/shm.
+class FailureTest : public ::testing::Test {
+ protected:
+  void TearDown() override {
+    EXPECT_EQ(shm_leftovers(), std::vector<std::string>{}) << "left in /dev/shm";
+  }
+};
 
 inline std::size_t occurrences(const std::string &text, const std::string &what) {
   std::size_t n = 0;

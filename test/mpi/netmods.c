@@ -9,6 +9,9 @@
  *     "ofi,tcp|IRIS_TCP_IF=x".
  *     UNREACHED: pairs a netmod does not reach here, ';'-separated
  *     "A-B:netmod" (ranks A < B): the rule skips it for that pair.
+ *     LISTS "auto" (IRIS_NETMOD=auto, two nodes): every rank's peers on the
+ *     other node go by one netmod, the same at every rank; rank 0 prints
+ *     "netmods: auto chose ofi" (or tcp).
  *
  * Checks:
  * - each rank's peers on other nodes went by the netmod the rule picks
@@ -240,10 +243,14 @@ int main(int argc, char **argv) {
   MPI_Comm_group(node, &node_group);
   int expect_ofi = 0;
   int expect_tcp = 0;
+  int remote = 0;
+  const int probing = strcmp(mine, "auto") == 0;
   for (int peer = 0; peer < size; ++peer) {
     int on_node = MPI_UNDEFINED;
     MPI_Group_translate_ranks(world_group, 1, &peer, node_group, &on_node);
     if (peer == rank || (shm_on && on_node != MPI_UNDEFINED)) continue;
+    ++remote;
+    if (probing) continue;
     char chosen[name_length];
     pair_netmod(rank, peer, chosen);
     CHECK(chosen[0] != '\0', "ranks %d and %d share no netmod in this test's lists", rank, peer);
@@ -254,9 +261,24 @@ int main(int argc, char **argv) {
   MPI_Count tcp = -1;
   CHECK(MPIX_Stat_get("net_peers_ofi", &ofi) == MPI_SUCCESS, "no net_peers_ofi");
   CHECK(MPIX_Stat_get("net_peers_tcp", &tcp) == MPI_SUCCESS, "no net_peers_tcp");
-  CHECK(ofi == expect_ofi && tcp == expect_tcp,
-        "IRIS_NETMOD=%s: peers through ofi %lld, tcp %lld; the rule gives %d and %d",
-        lists[rank % list_count], (long long)ofi, (long long)tcp, expect_ofi, expect_tcp);
+  if (probing) {
+    /* The probe of the two nodes chose one netmod, the same at every rank:
+     * all remote peers go by it. */
+    int ofi_chosen = ofi > 0;
+    int least = 0;
+    int most = 0;
+    MPI_Allreduce(&ofi_chosen, &least, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+    MPI_Allreduce(&ofi_chosen, &most, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+    CHECK(ofi + tcp == remote && (ofi == 0 || tcp == 0) && least == most,
+          "IRIS_NETMOD=auto: peers through ofi %lld, tcp %lld, of %d; ranks chose ofi: %d to %d",
+          (long long)ofi, (long long)tcp, remote, least, most);
+    expect_ofi = (int)ofi;
+    if (rank == 0) printf("netmods: auto chose %s\n", ofi > 0 ? "ofi" : "tcp");
+  } else {
+    CHECK(ofi == expect_ofi && tcp == expect_tcp,
+          "IRIS_NETMOD=%s: peers through ofi %lld, tcp %lld; the rule gives %d and %d",
+          lists[rank % list_count], (long long)ofi, (long long)tcp, expect_ofi, expect_tcp);
+  }
 
   exchange(rank, size);
 

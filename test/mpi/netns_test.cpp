@@ -10,6 +10,8 @@
 // - Three hosts where one pair is joined only by a link that the ofi netmod
 //   uses and tcp does not: a job mixing tcp and ofi (IRIS_NETMOD=tcp,ofi)
 //   takes ofi for that pair alone, from what the ranks' cards say reaches.
+// - Two hosts joined by a path for tcp and one for ofi, one of them slowed:
+//   IRIS_NETMOD=auto measures both and takes the other.
 //
 // Iris's own mpiexec cannot start ranks inside other namespaces: its PMIx
 // server listens on this namespace's loopback, which they cannot reach.
@@ -45,8 +47,12 @@ class lab {
     if (!wrapper_.empty()) std::remove(wrapper_.c_str());
   }
 
-  // Why this machine cannot hold the lab, or empty.
-  std::string unable() {
+  // Why this machine cannot hold the lab (with the ofi netmod when
+  // `with_ofi`), or empty.
+  std::string unable(bool with_ofi = false) {
+    if (with_ofi && netmods_built.find(",ofi,") == std::string::npos) {
+      return "this build has no ofi netmod (-Dnetmods)";
+    }
     if (!sh("command -v mpiexec.hydra")) return "MPICH's mpiexec.hydra is not installed";
     if (!add("probe")) return "cannot create a network namespace here (needs root and iproute2)";
     return {};
@@ -84,6 +90,13 @@ class lab {
       if (!sh(in(host) + "ip link set " + port + " master " + name)) return false;
     }
     return sh(in(host) + "ip link set " + name + " up");
+  }
+
+  // Makes `iface` of `host` slow: its sending limited to 100 Mbit/s (tbf;
+  // this kernel has no netem).
+  bool slow(const std::string &host, const std::string &iface) {
+    return sh(in(host) + "tc qdisc add dev " + iface +
+              " root tbf rate 100mbit burst 32kb latency 100ms");
   }
 
   // The launcher command Hydra calls as it would ssh (options, host,
@@ -210,10 +223,7 @@ TEST_F(Namespaces, AnInterfaceThatIsNotThereIsAClearError) {
 class ThreeHosts : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (netmods_built.find(",ofi,") == std::string::npos) {
-      GTEST_SKIP() << "this build has no ofi netmod (-Dnetmods)";
-    }
-    const std::string why = lab_.unable();
+    const std::string why = lab_.unable(true);
     if (!why.empty()) GTEST_SKIP() << why;
     ASSERT_TRUE(lab_.add("a") && lab_.add("b") && lab_.add("c") && lab_.add("s"));
     ASSERT_TRUE(lab_.link("a", "mgmt", "10.200.0.1", "s", "pa", ""));
@@ -262,6 +272,52 @@ TEST_F(ThreeHosts, APairThatNoSharedNetmodReachesStopsWithOneLine) {
                           "none of rank 2's tcp addresses (198.51.100.3) (IRIS_NETMOD)"),
             std::string::npos)
       << r.output;
+}
+
+// Two hosts joined by two paths: iris0, which tcp publishes (IRIS_TCP_IF),
+// and iris1, which ofi's tcp provider uses (FI_TCP_IFACE); the launcher
+// has a third link, mgmt. With IRIS_NETMOD=auto the first ranks of the two
+// hosts measure both netmods, and the job takes the faster: the one whose
+// path is not slowed.
+class TwoPaths : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const std::string why = lab_.unable(true);
+    if (!why.empty()) GTEST_SKIP() << why;
+    ASSERT_TRUE(lab_.add("a") && lab_.add("b"));
+    ASSERT_TRUE(lab_.link("a", "mgmt", "10.200.0.1", "b", "mgmt", "10.200.0.2"));
+    ASSERT_TRUE(lab_.link("a", "iris0", "192.0.2.1", "b", "iris0", "192.0.2.2"));
+    ASSERT_TRUE(lab_.link("a", "iris1", "203.0.113.1", "b", "iris1", "203.0.113.2"));
+  }
+
+  // Slows `iface` both ways, then runs a 2-rank job with IRIS_NETMOD=auto.
+  run_result job_with_slow(const std::string &iface) {
+    if (!lab_.slow("a", iface) || !lab_.slow("b", iface)) {
+      return run_result{.exit_code = 77, .output = "tc cannot add a tbf qdisc here"};
+    }
+    return lab_.job("a,b", 2, "mgmt",
+                    {programs + "/netmods", "auto|IRIS_TCP_IF=iris0|FI_TCP_IFACE=iris1"},
+                    {{"IRIS_OFI_PROVIDER", "tcp;ofi_rxm"}, {"IRIS_DEBUG", "1"}});
+  }
+
+  lab lab_;
+};
+
+TEST_F(TwoPaths, AutoTakesOfiWhenTcpsPathIsSlow) {
+  const run_result r = job_with_slow("iris0");
+  if (r.exit_code == 77) GTEST_SKIP() << r.output;
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("netmods: all checks passed on 2 ranks"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("netmods: auto chose ofi"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("rank 0: probe with rank 1: tcp "), std::string::npos) << r.output;
+}
+
+TEST_F(TwoPaths, AutoTakesTcpWhenOfisPathIsSlow) {
+  const run_result r = job_with_slow("iris1");
+  if (r.exit_code == 77) GTEST_SKIP() << r.output;
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("netmods: all checks passed on 2 ranks"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("netmods: auto chose tcp"), std::string::npos) << r.output;
 }
 
 }  // namespace
