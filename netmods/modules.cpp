@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "device/base/text.hpp"
 #include "netmods/netmod.hpp"
 
 #ifndef IRIS_NETMOD_INSTALL_DIR
@@ -43,12 +44,7 @@ std::vector<std::string> module_dirs() {
     }
   };
   if (const char *path = std::getenv("IRIS_NETMOD_PATH"); path != nullptr) {
-    std::string_view rest = path;
-    while (!rest.empty()) {
-      const std::size_t colon = rest.find(':');
-      add(std::string(rest.substr(0, colon)));
-      rest = colon == std::string_view::npos ? std::string_view{} : rest.substr(colon + 1);
-    }
+    for (const std::string_view dir : device::split(path, ':')) add(std::string(dir));
   }
   const std::string own = own_folder();
   const std::string build_root = IRIS_NETMOD_BUILD_ROOT;

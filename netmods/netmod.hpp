@@ -25,6 +25,9 @@
 // and bounds what a stranger can make it hold: a record longer than
 // config.max_record is refused before it is read.
 //
+// poll() never calls the process manager (pmi::client): under
+// IRIS_NETMOD=auto a leader polls while another thread waits at a fence.
+//
 // One thread at a time calls these methods (the device's call lock), but
 // for send_concurrent and poll_aside: under MPI_THREAD_MULTIPLE
 // (config.concurrent_sends) a netmod that says concurrent_sends() takes

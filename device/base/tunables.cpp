@@ -1,11 +1,14 @@
 #include "device/base/tunables.hpp"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdint>
 #include <cstdlib>
 #include <stdexcept>
 #include <string_view>
 #include <vector>
+
+#include "device/base/text.hpp"
 
 namespace iris::device {
 namespace {
@@ -95,12 +98,9 @@ constexpr tunable table[] = {
 };
 
 std::int64_t parse_choice(const tunable &t, std::string_view text) {
-  std::string_view rest = t.choices;
-  for (std::int64_t index = 0; !rest.empty(); ++index) {
-    const std::size_t comma = rest.find(',');
-    if (rest.substr(0, comma) == text) return index;
-    rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
-  }
+  const std::vector<std::string_view> choices = split(t.choices, ',');
+  const auto at = std::find(choices.begin(), choices.end(), text);
+  if (at != choices.end()) return at - choices.begin();
   throw std::runtime_error(std::string(t.name) + "=" + std::string(text) + " is not one of " +
                            t.choices);
 }
@@ -131,9 +131,7 @@ std::int64_t value_of(std::string_view name) {
 
 // The name of choice `index` of `t`.
 std::string choice_name(const tunable &t, std::int64_t index) {
-  std::string_view rest = t.choices;
-  for (std::int64_t i = 0; i < index; ++i) rest = rest.substr(rest.find(',') + 1);
-  return std::string(rest.substr(0, rest.find(',')));
+  return std::string(split(t.choices, ',').at(static_cast<std::size_t>(index)));
 }
 
 std::string default_text(const tunable &t) {

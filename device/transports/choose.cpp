@@ -21,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "device/base/text.hpp"
 #include "device/base/threading.hpp"
 #include "device/runtime/runtime.hpp"
 #include "device/transports/net.hpp"
@@ -38,11 +39,7 @@ constexpr std::string_view probing_mark = "auto:";
 
 std::vector<std::string> split_names(std::string_view text) {
   std::vector<std::string> names;
-  while (!text.empty()) {
-    const std::size_t comma = text.find(',');
-    names.emplace_back(text.substr(0, comma));
-    text = comma == std::string_view::npos ? std::string_view{} : text.substr(comma + 1);
-  }
+  for (const std::string_view name : split(text, ',')) names.emplace_back(name);
   return names;
 }
 
@@ -79,24 +76,31 @@ void nets_open(runtime &r) {
              (r.transport_config.net.probe ? std::string(probing_mark) : "") + join_names(offered));
 }
 
+// The probe's fence is for every rank or none: each rank compares its
+// setting with rank 0's (whose offer card says "auto:" when it probes).
+// The rank that differs stops MPI_Init with one line, which ends the job.
+void check_probing_agrees(runtime &r) {
+  if (r.rank == 0) return;
+  const bool first_probes = r.pmi->get(0, offer_key).starts_with(probing_mark);
+  if (first_probes == r.transport_config.net.probe) return;
+  const int prober = first_probes ? 0 : r.rank;
+  throw std::runtime_error("rank " + std::to_string(prober) + " sets IRIS_NETMOD=auto and rank " +
+                           std::to_string(first_probes ? r.rank : 0) +
+                           " does not: auto must be every rank's setting or none's");
+}
+
 // The netmods of the pair (this rank, `peer`) that both offer and that
-// reach it, in the lower rank's order; `first` and `second` get the two
-// offers, `unreached` why a shared netmod does not reach.
+// reach it, in the lower rank's order: all of them when `all`, else the
+// first alone (each reaches() may read cards). `first` and `second` get
+// the two offers, `unreached` why a shared netmod does not reach.
 std::vector<net_transport *> pair_candidates(runtime &r, const std::vector<net_transport *> &nets,
-                                             int peer, std::vector<std::string> &first,
+                                             int peer, bool all, std::vector<std::string> &first,
                                              std::vector<std::string> &second,
                                              std::string &unreached) {
   std::vector<std::string> mine;
   for (const net_transport *n : nets) mine.emplace_back(n->netmod_name());
   std::string offer = r.pmi->get(peer, offer_key);
-  const bool probing = offer.starts_with(probing_mark);
-  if (probing) offer.erase(0, probing_mark.size());
-  if (probing != r.transport_config.net.probe) {
-    const int prober = probing ? peer : r.rank;
-    throw std::runtime_error("rank " + std::to_string(prober) + " sets IRIS_NETMOD=auto and rank " +
-                             std::to_string(prober == peer ? r.rank : peer) +
-                             " does not: auto must be every rank's setting or none's");
-  }
+  if (offer.starts_with(probing_mark)) offer.erase(0, probing_mark.size());
   const std::vector<std::string> theirs = split_names(offer);
   const bool lower = r.rank < peer;
   first = lower ? mine : theirs;
@@ -109,6 +113,7 @@ std::vector<net_transport *> pair_candidates(runtime &r, const std::vector<net_t
     std::string why_not;
     if (n->reaches(peer, why_not)) {
       shared.push_back(n);
+      if (!all) break;
     } else {
       unreached += (unreached.empty() ? "" : "; ") + name + " does not reach it: " + why_not;
     }
@@ -129,7 +134,7 @@ net_transport *net_for_peer(runtime &r, const std::vector<net_transport *> &nets
   std::vector<std::string> second;
   std::string unreached;
   const std::vector<net_transport *> shared =
-      pair_candidates(r, nets, peer, first, second, unreached);
+      pair_candidates(r, nets, peer, !verdict.netmod.empty(), first, second, unreached);
   if (shared.empty()) {
     const std::string low = std::to_string(std::min(r.rank, peer));
     const std::string high = std::to_string(std::max(r.rank, peer));
@@ -248,14 +253,15 @@ void transports_connect(runtime &r) {
   // IRIS_NETMOD=auto: the leaders of the nodes measure, and every rank
   // fences again.
   std::vector<int> leader;
-  std::vector<std::pair<int, probe_verdict>> verdicts;
+  std::vector<std::pair<std::pair<int, int>, probe_verdict>> verdicts;
+  check_probing_agrees(r);
   if (r.transport_config.net.probe) {
     leader = node_leaders(r);
     probe_leaders(r, leader, [&](int peer) {
       std::vector<std::string> first;
       std::vector<std::string> second;
       std::string unreached;
-      return pair_candidates(r, nets, peer, first, second, unreached);
+      return pair_candidates(r, nets, peer, true, first, second, unreached);
     });
   }
   std::vector<bool> used(nets.size(), false);

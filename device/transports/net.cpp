@@ -94,12 +94,40 @@ xfer net_transport::send_held(vc &to, const packet_header &h, std::span<const io
 
 int net_transport::poll(int budget) {
   (void)budget;  // a netmod's poll is one bounded pass of its own
+  if (holding_.load(std::memory_order_relaxed)) [[unlikely]]
+    return poll_held();
   return net_->poll(*this);
 }
 
 int net_transport::poll_aside(int budget) {
   (void)budget;
-  return shared_ ? net_->poll_aside(*this) : 0;
+  if (!shared_ || holding_.load(std::memory_order_acquire)) return 0;
+  return net_->poll_aside(*this);
+}
+
+void net_transport::hold(int peer, std::vector<std::byte> head, std::vector<std::byte> body) {
+  held_.push_back({peer, std::move(head), std::move(body), {}});
+  holding_.store(true, std::memory_order_relaxed);
+}
+
+void net_transport::hold_loss(int peer, std::string why) {
+  held_.push_back({peer, {}, {}, std::move(why)});
+  holding_.store(true, std::memory_order_relaxed);
+}
+
+// Under the call lock, as poll().
+int net_transport::poll_held() {
+  std::vector<held_record> records = std::move(held_);
+  held_.clear();
+  for (const held_record &h : records) {
+    if (!h.loss.empty()) {
+      peer_lost(h.peer, h.loss.c_str());
+    } else if (const char *why = record_arrived(h.peer, h.head, h.body)) {
+      fatal("progress", "refused a record of rank %d that came during MPI_Init: %s", h.peer, why);
+    }
+  }
+  holding_.store(false, std::memory_order_release);
+  return static_cast<int>(records.size());
 }
 
 // Over a netmod with RMA the receiver reads the data itself. Exposed once:

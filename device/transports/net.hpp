@@ -7,6 +7,8 @@
 // read when it has one (IRIS_NET_RMA).
 #pragma once
 
+#include <atomic>
+#include <cstddef>
 #include <memory>
 #include <string>
 #include <vector>
@@ -34,6 +36,11 @@ class net_transport final : public transport,
   // The netmod itself, for IRIS_NETMOD=auto's probe (probe.cpp), which
   // sends and polls its own records before any packet moves.
   netmod::netmod &netmod_itself() { return *net_; }
+  // What the probe read of the device's traffic before this transport had
+  // its peers (a rank past MPI_Init's second fence sends to a leader still
+  // at it): records and losses that poll() hands on first, in order.
+  void hold(int peer, std::vector<std::byte> head, std::vector<std::byte> body);
+  void hold_loss(int peer, std::string why);
   // Takes the VC of rank `v` of the world, which this netmod reaches
   // (called after the fence); `why` says why it was chosen, for IRIS_STATS.
   void take(vc &v, std::string why);
@@ -87,7 +94,19 @@ class net_transport final : public transport,
   bool record_taken(int peer, std::span<const std::byte> head,
                     std::span<const std::byte> body) override;
 
+  // hold(): what poll() hands on first; `holding_` is set while there is
+  // some (poll_aside leaves everything to poll() until then).
+  struct held_record {
+    int peer;
+    std::vector<std::byte> head;
+    std::vector<std::byte> body;
+    std::string loss;  // not empty: the peer was lost, and why
+  };
+  int poll_held();
+
   std::unique_ptr<netmod::netmod> net_;
+  std::vector<held_record> held_;
+  std::atomic<bool> holding_{false};
   bool rma_ = false;                // IRIS_NET_RMA
   bool shared_ = false;             // concurrent_sends(), chosen at init
   std::uint64_t rma_messages_ = 0;  // rendezvous messages the peer read with RMA

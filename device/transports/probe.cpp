@@ -9,9 +9,11 @@
 // measures its netmods one after the other, and each leader takes its pairs in one order (by the
 // two ranks), so that every pair finds both leaders at it. The lower
 // leader of a pair keeps the netmod whose 8-byte time plus 64 KiB time is
-// the lower (the earlier of its list on a tie), and puts its verdict as
-// its card `iris.probe.<higher leader>` ("tcp=tcp/4.2/20.4,ofi/10.7/31.0":
-// the netmod kept, then each one's figures) before the second fence.
+// the lower (a later one of its list must be faster by more than 10%),
+// and puts its verdict as its card `iris.probe.<higher leader>`
+// ("tcp:tcp/4.2/20.4,ofi/10.7/31.0": the netmod kept, then each one's
+// figures) before the second fence. A netmod whose probe fails (nothing
+// heard for 30 s, the peer lost) is left out of the verdict.
 #include "device/transports/probe.hpp"
 
 #include <sched.h>
@@ -29,6 +31,7 @@
 #include <thread>
 #include <vector>
 
+#include "device/base/text.hpp"
 #include "device/core/packet.hpp"
 #include "device/runtime/runtime.hpp"
 #include "device/transports/net.hpp"
@@ -55,10 +58,15 @@ constexpr int warm_rounds = 3;
 constexpr int timed_rounds = 11;
 constexpr int bulk_records = 4;
 constexpr int timed_streams = 3;
-constexpr std::size_t bulk_bytes = 64 * 1024;
+constexpr std::size_t stream_bytes = 64 * 1024;
 // An 8-byte message: a packet header and its payload, as the device sends.
 constexpr std::size_t small_record = sizeof(packet_header) + 8;
-constexpr auto probe_limit = std::chrono::seconds(30);
+// A link that hears nothing from its peer for this long gives up on that
+// netmod (the pair keeps another).
+constexpr auto probe_silence = std::chrono::seconds(30);
+// A later netmod of the list is kept only when it is faster by more than
+// this share, so that two about equal do not change places run to run.
+constexpr double probe_margin = 0.9;
 
 using probe_clock = std::chrono::steady_clock;
 
@@ -68,30 +76,47 @@ struct arrival {
   std::uint32_t seq;
 };
 
-// What a netmod hands up while the leaders probe: probe records, kept
-// until the phase they belong to reads them.
+// What a netmod hands up while its leader probes: probe records, kept
+// until the phase they belong to reads them. A rank past the second fence
+// may already send the device's packets to a leader still waiting at it:
+// those, and the peers lost meanwhile, go to the net transport when the
+// probe ends (net_transport::hold), which hands them on first.
 class probe_sink final : public netmod::record_sink {
  public:
+  struct held {
+    int peer;
+    std::vector<std::byte> head;
+    std::vector<std::byte> body;
+  };
   std::deque<arrival> arrived;
-  std::string lost;
+  std::vector<held> others;
+  std::vector<std::pair<int, std::string>> losses;
 
   const char *record_arrived(int peer, std::span<const std::byte> head,
                              std::span<const std::byte> body) override {
-    (void)body;
     probe_head h{};
-    if (head.size() < sizeof h) return "a record that is not a probe's, before MPI_Init ended";
-    std::memcpy(&h, head.data(), sizeof h);
-    if (std::memcmp(h.magic, probe_magic, sizeof h.magic) != 0) {
-      return "a record that is not a probe's, before MPI_Init ended";
+    if (head.size() >= sizeof h) std::memcpy(&h, head.data(), sizeof h);
+    if (head.size() >= sizeof h && std::memcmp(h.magic, probe_magic, sizeof h.magic) == 0) {
+      arrived.push_back({peer, h.kind, h.seq});
+    } else {
+      others.push_back({peer, {head.begin(), head.end()}, {body.begin(), body.end()}});
     }
-    arrived.push_back({peer, h.kind, h.seq});
     return nullptr;
   }
   std::byte *body_place(int, std::span<const std::byte>, std::size_t) override { return nullptr; }
-  void peer_lost(int peer, const char *why) override {
-    if (lost.empty()) lost = "lost rank " + std::to_string(peer) + ": " + why;
-  }
+  void peer_lost(int peer, const char *why) override { losses.emplace_back(peer, why); }
   void read_done(std::uint64_t, const char *) override {}
+
+  bool lost(int peer) const {
+    return std::any_of(losses.begin(), losses.end(),
+                       [&](const auto &l) { return l.first == peer; });
+  }
+};
+
+// A probe of one netmod that could not finish: the pair keeps another.
+class probe_failure : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
 };
 
 // One netmod between this leader and another, for one phase.
@@ -103,7 +128,7 @@ class probe_link {
         peer_(peer),
         name_(net.netmod_name()),
         buffer_(sizeof(packet_header) + bulk),
-        deadline_(probe_clock::now() + probe_limit) {}
+        heard_(probe_clock::now()) {}
 
   void send(probe_kind kind, std::uint32_t seq, std::size_t bytes) {
     probe_head h{};
@@ -113,6 +138,7 @@ class probe_link {
     std::memcpy(buffer_.data(), &h, sizeof h);
     const iovec part{buffer_.data(), bytes};
     while (net_.send(peer_, std::span(&part, 1)) == netmod::send_status::retry) progress();
+    heard_ = probe_clock::now();
   }
 
   // The next probe record of the peer, waiting for it.
@@ -123,6 +149,7 @@ class probe_link {
       if (at != sink_.arrived.end()) {
         const arrival a = *at;
         sink_.arrived.erase(at);
+        heard_ = probe_clock::now();
         return a;
       }
       progress();
@@ -135,19 +162,20 @@ class probe_link {
   }
 
   std::size_t bulk_record() const { return buffer_.size(); }
+  std::size_t bulk_bytes() const { return buffer_.size() - sizeof(packet_header); }
 
  private:
   // Polls once; a poll that found nothing yields the CPU, as ranks that
   // wait do (the peer may share this core).
   void progress() {
     if (net_.poll(sink_) == 0) sched_yield();
-    if (!sink_.lost.empty()) fail(sink_.lost);
-    if (probe_clock::now() > deadline_) fail("no answer within 30 s");
+    if (sink_.lost(peer_)) fail("the netmod lost the peer");
+    if (probe_clock::now() - heard_ > probe_silence) fail("nothing heard for 30 s");
   }
 
   [[noreturn]] void fail(const std::string &why) const {
-    throw std::runtime_error("IRIS_NETMOD=auto: the probe of " + std::string(name_) +
-                             " with rank " + std::to_string(peer_) + " failed: " + why);
+    throw probe_failure("the probe of " + std::string(name_) + " with rank " +
+                        std::to_string(peer_) + " failed: " + why);
   }
 
   netmod::netmod &net_;
@@ -155,7 +183,7 @@ class probe_link {
   int peer_;
   std::string_view name_;
   std::vector<std::byte> buffer_;
-  probe_clock::time_point deadline_;
+  probe_clock::time_point heard_;  // the last record sent to or read from the peer
 };
 
 double microseconds(probe_clock::duration d) {
@@ -185,8 +213,10 @@ probe_figures drive(probe_link &link) {
       link.send(probe_kind::bulk, i, link.bulk_record());
     }
     link.expect(probe_kind::bulk_ack, round);
-    if (round > 0) {
-      f.large_us = std::min(f.large_us, microseconds(probe_clock::now() - start) / bulk_records);
+    if (round > 0) {  // per 64 KiB, also when IRIS_NET_FRAGMENT_SIZE makes records smaller
+      const double per_record = microseconds(probe_clock::now() - start) / bulk_records;
+      f.large_us = std::min(f.large_us, per_record * static_cast<double>(stream_bytes) /
+                                            static_cast<double>(link.bulk_bytes()));
     }
   }
   link.send(probe_kind::done, 0, small_record);
@@ -222,16 +252,11 @@ std::string figures_card(std::string_view name, const probe_figures &f) {
 // commas.
 std::string figures_text(std::string_view cards) {
   std::string text;
-  while (!cards.empty()) {
-    const std::size_t comma = cards.find(',');
-    std::string_view card = cards.substr(0, comma);
-    cards = comma == std::string_view::npos ? std::string_view{} : cards.substr(comma + 1);
-    const std::size_t first = card.find('/');
-    const std::size_t second = card.find('/', first + 1);
-    if (first == std::string_view::npos || second == std::string_view::npos) continue;
-    text += (text.empty() ? "" : " vs ") + std::string(card.substr(0, first)) + " " +
-            std::string(card.substr(first + 1, second - first - 1)) + " us + " +
-            std::string(card.substr(second + 1)) + " us/64 KiB";
+  for (const std::string_view card : split(cards, ',')) {
+    const std::vector<std::string_view> figures = split(card, '/');
+    if (figures.size() != 3) continue;
+    text += (text.empty() ? "" : " vs ") + std::string(figures[0]) + " " + std::string(figures[1]) +
+            " us + " + std::string(figures[2]) + " us/64 KiB";
   }
   return text;
 }
@@ -255,35 +280,27 @@ std::vector<int> node_leaders(const runtime &r) {
 
 namespace {
 
-// This leader's part: every pair it belongs to, in order. `probed` marks
-// the transports (by index) it used.
-void probe_pairs(runtime &r, const std::vector<int> &leader, const candidates_of &candidates,
-                 std::vector<probe_sink> &sinks, std::vector<bool> &probed) {
-  std::vector<int> others;
-  for (int rank = 0; rank < r.size; ++rank) {
-    if (leader[static_cast<std::size_t>(rank)] == rank && rank != r.rank) others.push_back(rank);
-  }
+// One pair of leaders, this one driving (`driving`) or answering: each
+// netmod they share, in the lower's order. The driver returns the
+// verdict card ("tcp:tcp/4.2/20.4,ofi/10.7/61.0"), or "-" when fewer than
+// two netmods could be measured.
+std::string probe_pair(runtime &r, int other, bool driving,
+                       const std::vector<net_transport *> &shared, std::vector<probe_sink> &sinks,
+                       std::vector<bool> &probed) {
   const std::size_t bulk =
-      std::min(bulk_bytes, netmod_config(r.transport_config).max_record - sizeof(packet_header));
-  // Pairs in order of (lower, higher) leader: this leader's pairs with
-  // lower leaders first, then those it drives.
-  for (const int other : others) {
-    const std::vector<net_transport *> shared = candidates(other);
-    const bool driving = r.rank < other;
-    if (shared.size() < 2) {
-      if (driving) r.pmi->put(verdict_key(other), "-");  // nothing to measure
-      continue;
-    }
-    probe_figures best;
-    const net_transport *winner = nullptr;
-    std::string text;
-    for (net_transport *n : shared) {
-      const auto index =
-          static_cast<std::size_t>(std::find_if(r.transports.begin(), r.transports.end(),
-                                                [&](const auto &t) { return t.get() == n; }) -
-                                   r.transports.begin());
-      probed[index] = true;
-      probe_link link(*n, sinks[index], other, bulk);
+      std::min(stream_bytes, netmod_config(r.transport_config).max_record - sizeof(packet_header));
+  const net_transport *winner = nullptr;
+  double best = 0;
+  int measured = 0;
+  std::string text;
+  for (net_transport *n : shared) {
+    const auto index =
+        static_cast<std::size_t>(std::find_if(r.transports.begin(), r.transports.end(),
+                                              [&](const auto &t) { return t.get() == n; }) -
+                                 r.transports.begin());
+    probed[index] = true;
+    probe_link link(*n, sinks[index], other, bulk);
+    try {
       if (!driving) {
         answer(link);
         continue;
@@ -295,20 +312,80 @@ void probe_pairs(runtime &r, const std::vector<int> &leader, const candidates_of
                      std::string(n->netmod_name()).c_str(), other,
                      microseconds(probe_clock::now() - started));
       }
+      ++measured;
       text += (text.empty() ? "" : ",") + figures_card(n->netmod_name(), f);
-      if (winner == nullptr || f.small_us + f.large_us < best.small_us + best.large_us) {
+      const double score = f.small_us + f.large_us;
+      if (winner == nullptr || score < best * probe_margin) {
         winner = n;
-        best = f;
+        best = score;
       }
-    }
-    if (driving) {
-      r.pmi->put(verdict_key(other), std::string(winner->netmod_name()) + "=" + text);
-      if (r.config.debug) {
-        std::fprintf(stderr, "iris: rank %d: probe with rank %d: %s; %s is faster\n", r.rank, other,
-                     figures_text(text).c_str(), std::string(winner->netmod_name()).c_str());
-      }
+    } catch (const probe_failure &e) {
+      // Left out of the verdict; a netmod that does not work will say so
+      // at its first send if the pair comes to use it.
+      if (r.config.debug) std::fprintf(stderr, "iris: rank %d: %s\n", r.rank, e.what());
     }
   }
+  if (!driving) return {};
+  if (measured < 2) return "-";
+  if (r.config.debug) {
+    std::fprintf(stderr, "iris: rank %d: probe with rank %d: %s; %s is faster\n", r.rank, other,
+                 figures_text(text).c_str(), std::string(winner->netmod_name()).c_str());
+  }
+  return std::string(winner->netmod_name()) + ":" + text;
+}
+
+// This leader's part: every pair of leaders it belongs to, in one order
+// for all (by the lower rank, then the higher): first its pairs with lower
+// leaders, which drive them, then those it drives. `probed` marks the
+// transports (by index) it used.
+void probe_pairs(runtime &r, const std::vector<int> &leader, const candidates_of &candidates,
+                 std::vector<probe_sink> &sinks, std::vector<bool> &probed) {
+  for (int other = 0; other < r.size; ++other) {
+    if (leader[static_cast<std::size_t>(other)] != other || other == r.rank) continue;
+    const std::vector<net_transport *> shared = candidates(other);
+    const bool driving = r.rank < other;
+    if (shared.size() < 2) {
+      if (driving) r.pmi->put(verdict_key(other), "-");  // nothing to measure
+      continue;
+    }
+    const std::string verdict = probe_pair(r, other, driving, shared, sinks, probed);
+    if (driving) r.pmi->put(verdict_key(other), verdict);
+  }
+}
+
+// The second fence. A leader that probed keeps polling what it probed
+// while another thread waits at the fence: a netmod whose progress is
+// manual (ofi) may hold the leader's last record until it is polled again.
+// Nothing but the fence calls the process manager meanwhile (netmod::poll
+// never does).
+void fence_polling(runtime &r, std::vector<probe_sink> &sinks, const std::vector<bool> &probed) {
+  std::atomic<bool> fenced{false};
+  std::exception_ptr failure;
+  std::thread fence([&] {
+    try {
+      r.pmi->fence();
+    } catch (...) {
+      failure = std::current_exception();
+    }
+    fenced.store(true, std::memory_order_release);
+  });
+  std::exception_ptr polling_failure;
+  try {
+    while (!fenced.load(std::memory_order_acquire)) {
+      int handled = 0;
+      for (std::size_t i = 0; i < probed.size(); ++i) {
+        if (!probed[i]) continue;
+        auto &net = static_cast<net_transport &>(*r.transports[i]);
+        handled += net.netmod_itself().poll(sinks[i]);
+      }
+      if (handled == 0) std::this_thread::sleep_for(std::chrono::microseconds(50));
+    }
+  } catch (...) {
+    polling_failure = std::current_exception();  // the fence still ends: every rank comes to it
+  }
+  fence.join();
+  if (failure) std::rethrow_exception(failure);
+  if (polling_failure) std::rethrow_exception(polling_failure);
 }
 
 }  // namespace
@@ -323,30 +400,23 @@ void probe_leaders(runtime &r, const std::vector<int> &leader, const candidates_
   if (std::find(probed.begin(), probed.end(), true) == probed.end()) {
     r.pmi->fence();
   } else {
-    // A netmod whose progress is manual (ofi) may hold this leader's last
-    // record until it is polled again: the leader keeps polling what it
-    // probed while another thread waits at the fence.
-    std::atomic<bool> fenced{false};
-    std::exception_ptr failure;
-    std::thread fence([&] {
-      try {
-        r.pmi->fence();
-      } catch (...) {
-        failure = std::current_exception();
-      }
-      fenced.store(true, std::memory_order_release);
-    });
-    while (!fenced.load(std::memory_order_acquire)) {
-      int handled = 0;
-      for (std::size_t i = 0; i < probed.size(); ++i) {
-        if (!probed[i]) continue;
-        auto &net = static_cast<net_transport &>(*r.transports[i]);
-        handled += net.netmod_itself().poll(sinks[i]);
-      }
-      if (handled == 0) sched_yield();
+    fence_polling(r, sinks, probed);
+  }
+  // What the device's peers sent (or lost) meanwhile, for the transports.
+  for (std::size_t i = 0; i < sinks.size(); ++i) {
+    if (sinks[i].others.empty() && sinks[i].losses.empty()) continue;
+    auto &net = static_cast<net_transport &>(*r.transports[i]);
+    if (r.config.debug) {
+      std::fprintf(stderr,
+                   "iris: rank %d: %zu records and %zu losses came by %s while the probe read "
+                   "it; handed on\n",
+                   r.rank, sinks[i].others.size(), sinks[i].losses.size(),
+                   std::string(net.netmod_name()).c_str());
     }
-    fence.join();
-    if (failure) std::rethrow_exception(failure);
+    for (probe_sink::held &h : sinks[i].others) {
+      net.hold(h.peer, std::move(h.head), std::move(h.body));
+    }
+    for (auto &[peer, why] : sinks[i].losses) net.hold_loss(peer, std::move(why));
   }
   if (r.config.debug && leading) {
     std::fprintf(stderr, "iris: rank %d: the probes and the fence after them took %.0f us\n",
@@ -355,17 +425,17 @@ void probe_leaders(runtime &r, const std::vector<int> &leader, const candidates_
 }
 
 probe_verdict probe_verdict_of(runtime &r, int low_leader, int high_leader,
-                               std::vector<std::pair<int, probe_verdict>> &cache) {
-  const int pair = low_leader * r.size + high_leader;
+                               std::vector<std::pair<std::pair<int, int>, probe_verdict>> &cache) {
+  const std::pair<int, int> pair{low_leader, high_leader};
   for (const auto &[key, verdict] : cache) {
     if (key == pair) return verdict;
   }
   probe_verdict verdict;
   const std::string card = r.pmi->get(low_leader, verdict_key(high_leader));
-  const std::size_t equals = card.find('=');
-  if (equals != std::string::npos) {
-    verdict.netmod = card.substr(0, equals);
-    verdict.text = figures_text(std::string_view(card).substr(equals + 1));
+  const std::size_t colon = card.find(':');
+  if (colon != std::string::npos) {
+    verdict.netmod = card.substr(0, colon);
+    verdict.text = figures_text(std::string_view(card).substr(colon + 1));
   }
   cache.emplace_back(pair, verdict);
   return verdict;

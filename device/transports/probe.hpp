@@ -32,12 +32,12 @@ using candidates_of = std::function<std::vector<net_transport *>(int peer)>;
 // The leader of each rank's node: its lowest rank.
 std::vector<int> node_leaders(const runtime &r);
 // A leader measures with every other leader and puts its verdicts; then
-// every rank fences (the second fence of MPI_Init). Throws on a failed
-// probe.
+// every rank fences (the second fence of MPI_Init). Records of the device
+// a leader read meanwhile go to their net transport (hold).
 void probe_leaders(runtime &r, const std::vector<int> &leader, const candidates_of &candidates);
 // The verdict of the nodes whose leaders are `low_leader` < `high_leader`,
 // after probe_leaders; `cache` keeps the verdicts read.
 probe_verdict probe_verdict_of(runtime &r, int low_leader, int high_leader,
-                               std::vector<std::pair<int, probe_verdict>> &cache);
+                               std::vector<std::pair<std::pair<int, int>, probe_verdict>> &cache);
 
 }  // namespace iris::device

@@ -8,6 +8,7 @@
 #include <string_view>
 #include <vector>
 
+#include "device/base/text.hpp"
 #include "device/core/transport.hpp"
 #include "device/transports/net.hpp"
 #include "netmods/netmod.hpp"
@@ -118,9 +119,8 @@ std::vector<std::string> netmod_list(std::string_view text) {
   if (text.empty()) text = built.substr(0, built.find(','));
   if (text == "auto") text = built;
   std::vector<std::string> names;
-  for (std::size_t start = 0;;) {
-    const std::size_t comma = text.find(',', start);
-    const std::string name(text.substr(start, comma - start));
+  for (const std::string_view item : split(text, ',')) {
+    const std::string name(item);
     std::string why;
     if (name.empty()) {
       why = "an empty name";
@@ -136,20 +136,13 @@ std::vector<std::string> netmod_list(std::string_view text) {
       throw std::runtime_error("IRIS_NETMOD lists " + name + ", which " + unknown);
     }
     names.push_back(name);
-    if (comma == std::string_view::npos) break;
-    start = comma + 1;
   }
   return names;
 }
 
 bool netmod_built(std::string_view name) {
-  std::string_view built = netmod::netmods_built();
-  while (!built.empty()) {
-    const std::size_t comma = built.find(',');
-    if (built.substr(0, comma) == name) return true;
-    built = comma == std::string_view::npos ? std::string_view{} : built.substr(comma + 1);
-  }
-  return false;
+  const std::vector<std::string_view> built = split(netmod::netmods_built(), ',');
+  return std::find(built.begin(), built.end(), name) != built.end();
 }
 
 std::span<const tunable> transport_tunables() {

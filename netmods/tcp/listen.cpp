@@ -134,16 +134,17 @@ bool tcp_netmod::reaches(int peer, std::string &why) {
     why = "its tcp card or routes are malformed";
     return false;
   }
-  if (!routes_reach(routes_, theirs->addresses)) {
-    why = "rank " + std::to_string(rank_) + "'s routes (" + routes_format(routes_) +
-          ") lead to none of rank " + std::to_string(peer) + "'s tcp addresses (" +
-          joined(theirs->addresses) + ")";
-    return false;
-  }
-  if (!routes_reach(*their_routes, mine_.addresses)) {
-    why = "rank " + std::to_string(peer) + "'s routes (" + routes_format(*their_routes) +
-          ") lead to none of rank " + std::to_string(rank_) + "'s tcp addresses (" +
-          joined(mine_.addresses) + ")";
+  // The lower rank's routes first, at both ranks: both say the same.
+  const bool lower = rank_ < peer;
+  const std::pair<int, int> ranks[2] = {{rank_, peer}, {peer, rank_}};
+  const std::vector<route> *routes[2] = {&routes_, &*their_routes};
+  const std::vector<std::string> *addresses[2] = {&theirs->addresses, &mine_.addresses};
+  for (int k = 0; k < 2; ++k) {
+    const int i = lower ? k : 1 - k;
+    if (routes_reach(*routes[i], *addresses[i])) continue;
+    why = "rank " + std::to_string(ranks[i].first) + "'s routes (" + routes_format(*routes[i]) +
+          ") lead to none of rank " + std::to_string(ranks[i].second) + "'s tcp addresses (" +
+          joined(*addresses[i]) + ")";
     return false;
   }
   return true;

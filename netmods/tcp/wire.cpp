@@ -6,6 +6,7 @@
 #include <charconv>
 #include <span>
 
+#include "device/base/text.hpp"
 #include "netmods/common.hpp"
 
 namespace iris::netmod::tcp {
@@ -63,10 +64,9 @@ std::optional<card> card_parse(std::string_view text) {
   }
   c.port = static_cast<std::uint16_t>(port);
   text.remove_prefix(colon + 1);
-  while (!text.empty()) {
-    const std::size_t comma = text.find(',');
-    c.addresses.emplace_back(text.substr(0, comma));
-    text = comma == std::string_view::npos ? std::string_view() : text.substr(comma + 1);
+  for (const std::string_view address : device::split(text, ',')) {
+    if (address.empty()) return std::nullopt;
+    c.addresses.emplace_back(address);
   }
   if (c.addresses.empty()) return std::nullopt;
   return c;
@@ -97,6 +97,7 @@ const std::vector<route> everywhere = {route{0, 0}};
 }  // namespace
 
 std::string routes_format(const std::vector<route> &routes) {
+  if (routes.empty()) return "none";  // a card is never empty
   std::string out;
   for (const route &r : routes) {
     const unsigned length = static_cast<unsigned>(std::popcount(r.mask));
@@ -107,11 +108,9 @@ std::string routes_format(const std::vector<route> &routes) {
 
 std::optional<std::vector<route>> routes_parse(std::string_view text) {
   std::vector<route> routes;
-  while (!text.empty()) {
-    const std::size_t comma = text.find(',');
-    const std::string_view item = text.substr(0, comma);
-    text = comma == std::string_view::npos ? std::string_view() : text.substr(comma + 1);
-    if (comma != std::string_view::npos && text.empty()) return std::nullopt;
+  if (text == "none") return routes;
+  if (text.empty()) return std::nullopt;
+  for (const std::string_view item : device::split(text, ',')) {
     const std::size_t slash = item.find('/');
     if (slash == std::string_view::npos) return std::nullopt;
     unsigned length = 0;
@@ -129,7 +128,8 @@ std::optional<std::vector<route>> routes_parse(std::string_view text) {
 std::optional<std::vector<route>> routes_from_table(std::string_view table) {
   // "Iface Destination Gateway Flags RefCnt Use Metric Mask ...": the
   // destination and mask in hex, in network order as the kernel stores it.
-  constexpr unsigned route_up = 0x1;
+  constexpr unsigned route_up = 0x1;        // RTF_UP
+  constexpr unsigned route_reject = 0x200;  // RTF_REJECT: unreachable, prohibit, blackhole
   const std::size_t header_end = table.find('\n');
   if (header_end == std::string_view::npos || table.substr(0, 5) != "Iface") return std::nullopt;
   table.remove_prefix(header_end + 1);
@@ -159,7 +159,7 @@ std::optional<std::vector<route>> routes_from_table(std::string_view table) {
     if (!hex(fields[1], destination) || !hex(fields[3], flags) || !hex(fields[7], mask)) {
       return std::nullopt;
     }
-    if ((flags & route_up) == 0) continue;
+    if ((flags & route_up) == 0 || (flags & route_reject) != 0) continue;
     mask = ntohl(mask);
     if (mask == 0) return everywhere;
     routes.push_back(route{ntohl(destination) & mask, mask});

@@ -91,12 +91,13 @@ struct route {
 };
 inline constexpr std::size_t max_card_routes = 16;
 std::string routes_format(const std::vector<route> &routes);
-// nullopt when `text` is not such a list; empty text is a host without
-// routes (no interface up but loopback).
+// nullopt when `text` is not such a list; "none" is a host without routes
+// (no interface up but loopback).
 std::optional<std::vector<route>> routes_parse(std::string_view text);
-// The main table as /proc/net/route lists it, the routes of interfaces that
-// are up: "0.0.0.0/0" when there is a default route or more than
-// max_card_routes; nullopt when the text is not such a table.
+// The main table as /proc/net/route lists it, the routes that are up and
+// lead somewhere (not unreachable, prohibit or blackhole): "0.0.0.0/0"
+// when there is a default route or more than max_card_routes; nullopt when
+// the text is not such a table.
 std::optional<std::vector<route>> routes_from_table(std::string_view table);
 // Whether a host with `routes` reaches the rank whose card lists
 // `addresses`: some address of the card that is not loopback lies in one

@@ -102,22 +102,50 @@ TEST(Netmods, AutoKeepsTheNetmodItMeasuresFasterForEachPairOfNodes) {
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("netmods: all checks passed on 4 ranks"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("netmods: auto chose "), std::string::npos) << r.output;
-  EXPECT_EQ(occurrences(r.output, " (probe: tcp "), 4U) << r.output;
-  EXPECT_EQ(occurrences(r.output, " us/64 KiB vs ofi "), 4U) << r.output;
+  EXPECT_EQ(occurrences(r.output, " (probe: "), 4U) << r.output;
+  for (const char *netmod : {"tcp ", "ofi "}) {
+    EXPECT_GE(occurrences(r.output, netmod), 4U) << netmod << "\n" << r.output;
+  }
+}
+
+// Four nodes: six pairs of leaders probe in one order. Ranks past the
+// second fence may send to a leader still polling at it; what it reads
+// then is handed to the device afterwards (IRIS_DEBUG: "handed on").
+// Before, such a record was refused and the connection dropped. Three
+// runs, since the timing decides whether any record comes then.
+TEST(Netmods, AutoOnFourNodesLosesNothingThatCameDuringTheFence) {
+  if (!ofi_built()) GTEST_SKIP() << "this build has no ofi netmod (-Dnetmods)";
+  for (int run = 0; run < 3; ++run) {
+    const run_result r =
+        job(8, "netmods", {"auto"}, {{"IRIS_OFI_PROVIDER", "tcp;ofi_rxm"}}, 120, 4);
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    EXPECT_NE(r.output.find("netmods: all checks passed on 8 ranks"), std::string::npos)
+        << r.output;
+  }
 }
 
 // auto at some ranks only would leave them alone at the probe's fence:
-// the ranks that see it stop MPI_Init with one line.
+// each rank compares its setting with rank 0's, and the one that differs
+// stops MPI_Init with one line, also when its IRIS_NETMOD is one name.
 TEST_F(FailureTest, AutoAtSomeRanksOnlyIsOneLine) {
   if (!ofi_built()) GTEST_SKIP() << "this build has no ofi netmod (-Dnetmods)";
-  const run_result r =
-      job(2, "netmods", {"auto;tcp,ofi"}, {{"IRIS_OFI_PROVIDER", "tcp;ofi_rxm"}}, 60, 2);
-  EXPECT_NE(r.exit_code, 0) << r.output;
-  EXPECT_FALSE(r.timed_out);
-  EXPECT_NE(r.output.find("MPI_Init: rank 0 sets IRIS_NETMOD=auto and rank 1 does not: auto "
-                          "must be every rank's setting or none's"),
-            std::string::npos)
-      << r.output;
+  struct mismatch {
+    const char *lists;
+    const char *line;
+  };
+  for (const mismatch &m :
+       {mismatch{"auto;tcp,ofi", "MPI_Init: rank 0 sets IRIS_NETMOD=auto and rank 1 does not"},
+        mismatch{"tcp;auto", "MPI_Init: rank 1 sets IRIS_NETMOD=auto and rank 0 does not"},
+        mismatch{"auto;auto;tcp", "MPI_Init: rank 0 sets IRIS_NETMOD=auto and rank 2 does not"}}) {
+    const run_result r = job(std::string(m.lists) == "auto;auto;tcp" ? 4 : 2, "netmods", {m.lists},
+                             {{"IRIS_OFI_PROVIDER", "tcp;ofi_rxm"}}, 60, 2);
+    EXPECT_NE(r.exit_code, 0) << r.output;
+    EXPECT_FALSE(r.timed_out) << m.lists;
+    EXPECT_NE(r.output.find(std::string(m.line) + ": auto must be every rank's setting or none's"),
+              std::string::npos)
+        << m.lists << "\n"
+        << r.output;
+  }
 }
 
 // ---- Netmods loaded at run time (netmods/modules.cpp) --------------------

@@ -452,10 +452,15 @@ TEST(TcpWire, RoutesAreReadFromTheKernelsTableAndRoundTrip) {
     EXPECT_FALSE(tcp::routes_from_table(bad).has_value()) << bad;
   }
   // A host with no interface up but loopback has no routes.
-  const auto none = tcp::routes_parse(tcp::routes_format({}));
+  EXPECT_EQ(tcp::routes_format({}), "none");
+  const auto none = tcp::routes_parse("none");
   ASSERT_TRUE(none.has_value());
   EXPECT_TRUE(none->empty());
-  for (const char *bad : {"1.2.3.4", "1.2.3.4/33", "1.2.3/8", "1.2.3.4/8,", "1.2.3.4/x"}) {
+  // An unreachable default (RTF_REJECT) leads nowhere.
+  const std::string rejecting =
+      table + "eth0\t00000000\t00000000\t0201\t0\t0\t0\t00000000\t0\t0\t0\n";
+  EXPECT_EQ(tcp::routes_format(*tcp::routes_from_table(rejecting)), "192.0.2.0/24,10.0.0.0/16");
+  for (const char *bad : {"", "1.2.3.4", "1.2.3.4/33", "1.2.3/8", "1.2.3.4/8,", "1.2.3.4/x"}) {
     EXPECT_FALSE(tcp::routes_parse(bad).has_value()) << bad;
   }
 }
