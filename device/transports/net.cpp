@@ -38,8 +38,14 @@ void net_transport::take(vc &v, std::string why) {
   v.credits = v.window = r.transport_config.net.eager_window;
   v.eager_limit = r.transport_config.net.eager_limit;
   v.fragment = r.transport_config.net.fragment_size;
-  if (peers_.empty()) why_ = std::move(why);
   peers_.push_back(v.world_rank);
+  const auto same =
+      std::find_if(reasons_.begin(), reasons_.end(), [&](const auto &r) { return r.first == why; });
+  if (same != reasons_.end()) {
+    same->second.push_back(v.world_rank);
+  } else {
+    reasons_.emplace_back(std::move(why), std::vector<int>{v.world_rank});
+  }
 }
 
 bool net_transport::peer_add(vc &v, std::uint64_t job, int rank, std::string_view card) {
@@ -232,8 +238,11 @@ std::string peer_ranges(const std::vector<int> &peers) {
 
 std::string net_transport::statistics() const {
   const std::string counted = net_->statistics();
-  const std::string reached =
-      peers_.empty() ? "no peer" : "peers " + peer_ranges(peers_) + " (" + why_ + ")";
+  std::string reached = peers_.empty() ? "no peer" : "";
+  for (const auto &[why, peers] : reasons_) {
+    reached += (reached.empty() ? "" : ", ") + std::string("peers ") + peer_ranges(peers) + " (" +
+               why + ")";
+  }
   return "net " + std::string(net_->name()) + ": " + reached + "; messages read by rma " +
          std::to_string(rma_messages_) + ", window ops by rma " + std::to_string(window_ops_) +
          (counted.empty() ? "" : "; netmod stats: " + counted);

@@ -11,6 +11,7 @@
 #include <cstddef>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "device/core/transport.hpp"
@@ -112,7 +113,8 @@ class net_transport final : public transport,
   std::uint64_t rma_messages_ = 0;  // rendezvous messages the peer read with RMA
   std::uint64_t window_ops_ = 0;    // one-sided windows' writes and reads done by RMA
   std::vector<int> peers_;          // the world's ranks this netmod reaches for this rank
-  std::string why_;                 // why the first of them was given to it
+  // The same, by why they were given to it (IRIS_STATS).
+  std::vector<std::pair<std::string, std::vector<int>>> reasons_;
 };
 
 }  // namespace iris::device

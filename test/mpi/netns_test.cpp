@@ -236,8 +236,9 @@ class ThreeHosts : public ::testing::Test {
   }
 
   run_result job(const std::string &lists, const std::string &unreached) {
-    return lab_.job("a,b,c", 3, "mgmt", {programs + "/netmods", lists, unreached},
-                    {{"IRIS_OFI_PROVIDER", "tcp;ofi_rxm"}, {"IRIS_DEBUG", "1"}});
+    return lab_.job(
+        "a,b,c", 3, "mgmt", {programs + "/netmods", lists, unreached},
+        {{"IRIS_OFI_PROVIDER", "tcp;ofi_rxm"}, {"IRIS_DEBUG", "1"}, {"IRIS_STATS", "1"}});
   }
 
   lab lab_;
@@ -254,6 +255,15 @@ TEST_F(ThreeHosts, APairThatTcpDoesNotReachGoesByOfiAndTheRestByTcp) {
   EXPECT_NE(r.output.find("rank 0: peer 2: tcp does not reach it: rank 0's routes "
                           "(10.200.0.0/24,192.0.2.0/24,203.0.113.0/24) lead to none of rank 2's "
                           "tcp addresses (198.51.100.3); ofi does"),
+            std::string::npos)
+      << r.output;
+  // IRIS_STATS: each netmod's peers, and why they went by it.
+  EXPECT_NE(r.output.find("rank 0 net tcp: peers 1 (the first of the lower rank's offer that both "
+                          "offer)"),
+            std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("rank 0 net ofi: peers 2 (the first of the lower rank's offer that both "
+                          "offer and that reaches)"),
             std::string::npos)
       << r.output;
   EXPECT_NE(r.output.find("rank 2: peer 0: tcp does not reach it: rank 0's routes "
