@@ -4,16 +4,19 @@
 // The first rank of each node (its leader) measures, with the leader of
 // every other node, each netmod both offer and that reaches: the best of
 // 11 round trips of an 8-byte message, then the best of 3 streams of four
-// 64 KiB records, each answered by one ack (after one stream to warm up). These are raw netmod
-// records, sent before any packet moves, so the protocols never see them. A pair of leaders
-// measures its netmods one after the other, and each leader takes its pairs in one order (by the
-// two ranks), so that every pair finds both leaders at it. The lower
-// leader of a pair keeps the netmod whose 8-byte time plus 64 KiB time is
-// the lower (a later one of its list must be faster by more than 10%),
-// and puts its verdict as its card `iris.probe.<higher leader>`
-// ("tcp:tcp/4.2/20.4,ofi/10.7/31.0": the netmod kept, then each one's
-// figures) before the second fence. A netmod whose probe fails (nothing
-// heard for 30 s, the peer lost) is left out of the verdict.
+// 64 KiB records, each answered by one ack (after one stream to warm up).
+// These are raw netmod records, sent before any packet moves, so the
+// protocols never see them. A pair of leaders measures its netmods one
+// after the other, and each leader takes its pairs in one order (by the
+// two ranks), so that every pair finds both leaders at it.
+//
+// The lower leader of a pair keeps the netmod whose 8-byte time plus
+// 64 KiB time is the lower (a later one of its list must be faster by
+// more than 10%), and puts its verdict as its card
+// `iris.probe.<higher leader>` ("tcp:tcp/4.2/20.4,ofi/10.7/31.0": the
+// netmod kept, then each one's figures) before the second fence. A netmod
+// whose probe fails (nothing heard for 30 s, the peer lost) is left out
+// of the verdict.
 #include "device/transports/probe.hpp"
 
 #include <sched.h>

@@ -1,6 +1,6 @@
 // Iris across real network hosts: network namespaces joined by veth pairs
-// (addresses of the documentation ranges, which exist only inside these
-// namespaces), started by MPICH's Hydra as a job of several hosts through a
+// (addresses of the documentation and private ranges, which exist only
+// inside these namespaces), started by MPICH's Hydra as a job of several hosts through a
 // launcher command that enters each host's namespace. Skips, saying why,
 // where namespaces cannot be made (not root, no iproute2) or Hydra is
 // missing.
