@@ -63,6 +63,9 @@ class restarted_client final : public client {
     std::abort();  // not reached: abort() ends the process
   }
   void finalize() override {}
+  bool watch_failures(void (*fn)(int rank, void *arg), void *arg) override {
+    return base_.watch_failures(fn, arg);
+  }
 
  private:
   client &base_;

@@ -70,6 +70,22 @@ class client {
   // Ends the whole job: the launcher kills every rank and exits with `code`.
   [[noreturn]] virtual void abort(int code, std::string_view message) = 0;
   virtual void finalize() = 0;
+
+  // Recovery: calls fn(rank, arg) once for each rank of this job that the
+  // launcher saw end without finalizing (killed, or exited without PMIx_Finalize),
+  // on the launcher client's own thread: fn only stores (atomics), never blocks.
+  // False when this backend cannot tell (singleton, PMI-1): the device then
+  // relies on its transports alone.
+  // A later call replaces fn and arg (once it returns the earlier fn is not
+  // called again) and calls the new fn at once, on the calling thread, for
+  // the ranks already reported; fn == nullptr stops the calls. Iris's
+  // mpiexec reports deaths only under --enable-recovery (pmi/README.md).
+  // Throws pmi::error when the launcher refuses the registration.
+  virtual bool watch_failures(void (*fn)(int rank, void *arg), void *arg) {
+    (void)fn;
+    (void)arg;
+    return false;
+  }
 };
 
 // Picks the backend from the environment: PMIx when a PMIx server started

@@ -3,11 +3,15 @@
 #include <pmix.h>
 #include <unistd.h>
 
+#include <chrono>
+#include <condition_variable>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <map>
+#include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -102,6 +106,118 @@ bool unsigned_of(const pmix_value_t &value, std::uint64_t &out) {
   }
 }
 
+// ---- Recovery: the launcher's word that a rank of the job is gone. --------
+
+// The longest watch_failures() waits for PMIx to confirm the registration of
+// its event handler (milliseconds when all is well).
+constexpr std::chrono::seconds registration_limit{5};
+
+// The codes by which a launcher says a process died. Iris's mpiexec sends
+// PMIX_ERR_PROC_ABORTED (pmi/README.md, --enable-recovery); the others are
+// the codes libpmix 4.2.2 defines for a process's end, which other launchers
+// may send (not checked with them). PMIX_EVENT_PROC_TERMINATED also comes for a
+// normal end under launchers asked to report every termination, which
+// Iris's mpiexec never is.
+constexpr pmix_status_t failure_codes[] = {
+    PMIX_ERR_PROC_ABORTED,      PMIX_EVENT_PROC_TERMINATED,
+    PMIX_ERR_PROC_TERM_WO_SYNC, PMIX_ERR_PROC_ABORTED_BY_SIG,
+#ifdef PMIX_ERR_PROC_ABORTING
+    PMIX_ERR_PROC_ABORTING,
+#endif
+};
+
+// What the event handler shares with the client. Written by the client's
+// thread (watch_failures), read by PMIx's progress thread (the handler),
+// under `mutex`: fn only stores, so the handler holds it for microseconds.
+struct failure_watch {
+  pmix_proc_t self;
+  int size = 0;
+  std::mutex mutex;
+  void (*fn)(int rank, void *arg) = nullptr;  // guarded by mutex
+  void *arg = nullptr;                        // guarded by mutex
+  std::vector<bool> reported;                 // guarded by mutex, by rank
+
+  // `proc` is a rank of this job other than this process: report it once.
+  void consider(const pmix_proc_t &proc) {
+    if (std::strncmp(proc.nspace, self.nspace, PMIX_MAX_NSLEN) != 0) return;
+    if (proc.rank == self.rank || proc.rank >= static_cast<pmix_rank_t>(size)) return;
+    const std::lock_guard lock(mutex);
+    if (reported[proc.rank]) return;
+    reported[proc.rank] = true;
+    if (fn != nullptr) fn(static_cast<int>(proc.rank), arg);
+  }
+};
+
+// On PMIx's progress thread: the dead ranks are the affected procs of the
+// event, else its source when that is a rank of this job (a launcher sends
+// as itself, another namespace). Always completes the event, or PMIx keeps
+// it pending.
+void on_failure_event(std::size_t, pmix_status_t, const pmix_proc_t *source, pmix_info_t info[],
+                      std::size_t ninfo, pmix_info_t *, std::size_t,
+                      pmix_event_notification_cbfunc_fn_t cbfunc, void *cbdata) {
+  failure_watch *watch = nullptr;
+  for (std::size_t i = 0; i < ninfo; ++i) {
+    if (PMIX_CHECK_KEY(&info[i], PMIX_EVENT_RETURN_OBJECT) && info[i].value.type == PMIX_POINTER) {
+      watch = static_cast<failure_watch *>(info[i].value.data.ptr);
+    }
+  }
+  if (watch != nullptr) {
+    bool named = false;
+    for (std::size_t i = 0; i < ninfo; ++i) {
+      const pmix_value_t &value = info[i].value;
+      if (PMIX_CHECK_KEY(&info[i], PMIX_EVENT_AFFECTED_PROC) && value.type == PMIX_PROC &&
+          value.data.proc != nullptr) {
+        named = true;
+        watch->consider(*value.data.proc);
+      } else if (PMIX_CHECK_KEY(&info[i], PMIX_EVENT_AFFECTED_PROCS) &&
+                 value.type == PMIX_DATA_ARRAY && value.data.darray != nullptr &&
+                 value.data.darray->type == PMIX_PROC && value.data.darray->array != nullptr) {
+        named = true;
+        const auto *procs = static_cast<const pmix_proc_t *>(value.data.darray->array);
+        for (std::size_t p = 0; p < value.data.darray->size; ++p) watch->consider(procs[p]);
+      }
+    }
+    if (!named && source != nullptr) watch->consider(*source);
+  }
+  if (cbfunc != nullptr) cbfunc(PMIX_EVENT_ACTION_COMPLETE, nullptr, 0, nullptr, nullptr, cbdata);
+}
+
+// The registration, shared with its callback: PMIx reads the codes and the
+// attributes on its own thread after PMIx_Register_event_handler returned,
+// and a callback that comes after the time limit still writes to live memory.
+struct registration {
+  std::vector<pmix_status_t> codes{std::begin(failure_codes), std::end(failure_codes)};
+  pmix_info_t info[2];
+  std::mutex mutex;
+  std::condition_variable cv;
+  bool done = false;
+  pmix_status_t status = PMIX_SUCCESS;
+
+  explicit registration(failure_watch *watch) {
+    std::memset(info, 0, sizeof info);
+    // A PMIX_POINTER value is the pointer itself, not its address.
+    if (PMIx_Info_load(&info[0], PMIX_EVENT_RETURN_OBJECT, watch, PMIX_POINTER) != PMIX_SUCCESS ||
+        PMIx_Info_load(&info[1], PMIX_EVENT_HDLR_NAME, "iris-recovery", PMIX_STRING) !=
+            PMIX_SUCCESS) {
+      throw error("cannot build the attributes of the PMIx failure event handler");
+    }
+  }
+  ~registration() { PMIx_Value_destruct(&info[1].value); }
+  registration(const registration &) = delete;
+  registration &operator=(const registration &) = delete;
+
+  static void finished(pmix_status_t status, std::size_t, void *cbdata) {
+    auto *handle = static_cast<std::shared_ptr<registration> *>(cbdata);
+    {
+      const std::lock_guard lock((*handle)->mutex);
+      (*handle)->status = status;
+      (*handle)->done = true;
+    }
+    (*handle)->cv.notify_all();
+    delete handle;
+  }
+};
+
 class pmix_client final : public client {
  public:
   explicit pmix_client(const pmix_proc_t &self) : self_(self) {
@@ -183,6 +299,19 @@ class pmix_client final : public client {
     ::_exit(code);
   }
 
+  bool watch_failures(void (*fn)(int rank, void *arg), void *arg) override {
+    if (!watch_) register_failure_handler();
+    const std::lock_guard lock(watch_->mutex);
+    watch_->fn = fn;
+    watch_->arg = arg;
+    if (fn != nullptr) {
+      for (int rank = 0; rank < size_; ++rank) {
+        if (watch_->reported[static_cast<std::size_t>(rank)]) fn(rank, arg);
+      }
+    }
+    return true;
+  }
+
   void finalize() override {
     if (finalized_) return;
     finalized_ = true;
@@ -255,11 +384,46 @@ class pmix_client final : public client {
                 PMIX_NODEID);
   }
 
+  // Once per process: later watch_failures() calls change only fn and arg.
+  void register_failure_handler() {
+    auto watch = std::make_unique<failure_watch>();
+    watch->self = self_;
+    watch->size = size_;
+    watch->reported.assign(static_cast<std::size_t>(size_), false);
+    const auto state = std::make_shared<registration>(watch.get());
+    auto *handle = new std::shared_ptr<registration>(state);
+    const pmix_status_t returned =
+        PMIx_Register_event_handler(state->codes.data(), state->codes.size(), state->info, 2,
+                                    &on_failure_event, &registration::finished, handle);
+    if (returned != PMIX_SUCCESS) {
+      delete handle;  // no callback comes
+      throw error("PMIx_Register_event_handler for failure events failed: " +
+                  status_text(returned));
+    }
+    std::unique_lock lock(state->mutex);
+    if (!state->cv.wait_for(lock, registration_limit, [&] { return state->done; })) {
+      // PMIx may still call the handler: the watch must outlive it. A later
+      // call tries again.
+      abandoned_watches_.push_back(std::move(watch));
+      throw error("PMIx_Register_event_handler for failure events did not complete within " +
+                  std::to_string(registration_limit.count()) + " s");
+    }
+    if (state->status < 0) {
+      throw error("PMIx_Register_event_handler for failure events failed: " +
+                  status_text(state->status));
+    }
+    watch_ = std::move(watch);
+  }
+
   pmix_proc_t self_;
   int size_ = 0;
   std::vector<int> node_of_;
   int host_ranks_ = -1;
   bool finalized_ = false;
+  // Read by PMIx's thread until PMIx_Finalize stops it: destroyed after it
+  // (members go after the destructor's body).
+  std::unique_ptr<failure_watch> watch_;
+  std::vector<std::unique_ptr<failure_watch>> abandoned_watches_;  // registrations timed out
 };
 
 }  // namespace

@@ -140,7 +140,8 @@ int run_job(options opts) {
                                  .server = *j.server,
                                  .signals = j.signals,
                                  .guard = j.guard,
-                                 .timeout_s = j.opts.timeout_s});
+                                 .timeout_s = j.opts.timeout_s,
+                                 .recovery = j.opts.recovery});
   if (!end.clean) j.leave(end.exit_code);
   // Every rank finished well: should PMIx fault while shutting down, the
   // job still succeeded.

@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <charconv>
 #include <cmath>
@@ -114,6 +115,18 @@ constexpr std::array option_table{
                                   std::string(v) + "'");
               }
             },
+    },
+    option_spec{
+        .names = {"--enable-recovery", ""},
+        .value_name = "",
+        .default_text = "off: a rank that fails ends the job",
+        .help = "fault tolerance (ULFM): a rank that dies after connecting to PMIx (killed "
+                "by a signal, or exits without finalizing PMIx) does not end the job; "
+                "mpiexec tells the other ranks through a PMIx event and they go on. Sets "
+                "IRIS_RECOVERY=1 in every rank unless -x IRIS_RECOVERY is given. Exit "
+                "status: 0 when every rank that did not die exited 0, else the first "
+                "nonzero code of such a rank (that of the first death when none is left)",
+        .apply = [](options &o, std::string_view) { o.recovery = true; },
     },
     option_spec{
         .names = {"-x", ""},
@@ -257,6 +270,12 @@ options parse_options(int argc, char **argv) {
     i = end + 1;
   }
   opts.nranks = total;
+  if (opts.recovery && std::none_of(opts.env.begin(), opts.env.end(), [](const env_setting &e) {
+        return e.name == "IRIS_RECOVERY";
+      })) {
+    // First, so that nothing the user wrote is applied before it.
+    opts.env.insert(opts.env.begin(), env_setting{"IRIS_RECOVERY", "1"});
+  }
   if (opts.nodes > opts.nranks) {
     throw usage_error("--nodes " + std::to_string(opts.nodes) + " is more nodes than the " +
                       std::to_string(opts.nranks) + " ranks of -n");
@@ -284,7 +303,10 @@ void print_help(std::FILE *out) {
   std::fprintf(out,
                "\nExit status: that of the first rank to fail (128+N if killed by signal N),\n"
                "the abort code after an abort, 124 after --timeout, 128+N after mpiexec\n"
-               "gets signal N, 2 for bad arguments, 1 when mpiexec itself fails.\n");
+               "gets signal N, 2 for bad arguments, 1 when mpiexec itself fails.\n"
+               "With --enable-recovery a rank's death is reported on stderr only: the exit\n"
+               "status is 0 when every rank that did not die exited 0, else the first nonzero\n"
+               "code of such a rank (that of the first death when every rank died).\n");
 }
 
 }  // namespace iris::mpiexec

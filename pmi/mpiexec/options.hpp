@@ -35,6 +35,9 @@ struct options {
   bind_policy bind = bind_policy::automatic;
   bool report_bindings = false;
   std::optional<double> timeout_s;  // none: no time limit
+  // --enable-recovery: a rank that dies does not end the job; the others are
+  // told through PMIx and go on, and each rank gets IRIS_RECOVERY=1.
+  bool recovery = false;
   std::vector<env_setting> env;
   // The programs, in rank order: `mpiexec -n 2 a : -n 3 b` starts ranks 0-1
   // of a and 2-4 of b (MPI_APPNUM 0 and 1). nranks is their sum.

@@ -354,6 +354,58 @@ bool pmix_server::connected_without_finalize(int rank) const {
   return client_state_[static_cast<std::size_t>(rank)].load() == connected;
 }
 
+namespace {
+
+// A failure event's attributes, alive until PMIx says it sent the event.
+struct failure_event {
+  pmix_proc_t dead;
+  pmix_info_t info[2];
+
+  failure_event(const std::string &nspace, int rank)
+      : dead(make_proc(nspace, static_cast<pmix_rank_t>(rank))) {
+    std::memset(info, 0, sizeof info);
+    const bool non_default = true;
+    if (PMIx_Info_load(&info[0], PMIX_EVENT_AFFECTED_PROC, &dead, PMIX_PROC) != PMIX_SUCCESS ||
+        PMIx_Info_load(&info[1], PMIX_EVENT_NON_DEFAULT, &non_default, PMIX_BOOL) != PMIX_SUCCESS) {
+      throw launch_error("cannot build the PMIx failure event of rank " + std::to_string(rank));
+    }
+  }
+  ~failure_event() {
+    for (pmix_info_t &i : info) PMIx_Value_destruct(&i.value);
+  }
+  failure_event(const failure_event &) = delete;
+  failure_event &operator=(const failure_event &) = delete;
+
+  // On PMIx's thread.
+  static void sent(pmix_status_t, void *cbdata) { delete static_cast<failure_event *>(cbdata); }
+};
+
+}  // namespace
+
+void pmix_server::notify_failure(int rank) {
+  auto event = std::make_unique<failure_event>(layout_.nspace, rank);
+  // The server is the source (its own namespace, not the job's), so
+  // PMIX_RANGE_NAMESPACE, which is the source's namespace, would reach no
+  // rank: the range is every client of this server, the job's ranks only.
+  const pmix_status_t status = PMIx_Notify_event(PMIX_ERR_PROC_ABORTED, nullptr, PMIX_RANGE_LOCAL,
+                                                 event->info, 2, &failure_event::sent, event.get());
+  if (status == PMIX_SUCCESS) {
+    [[maybe_unused]] failure_event *owned_by_pmix = event.release();
+    return;
+  }
+  if (status == PMIX_OPERATION_SUCCEEDED) return;
+  throw launch_error("cannot tell the other ranks that rank " + std::to_string(rank) +
+                     " died: PMIx_Notify_event failed: " + status_text(status));
+}
+
+bool pmix_server::ever_connected(int rank) const {
+  return client_state_[static_cast<std::size_t>(rank)].load() != not_connected;
+}
+
+bool pmix_server::has_finalized(int rank) const {
+  return client_state_[static_cast<std::size_t>(rank)].load() == finalized;
+}
+
 void pmix_server::shutdown() {
   pending_op deregistered;
   PMIx_server_deregister_nspace(layout_.nspace.c_str(), &pending_op::done, deregistered.cbdata());

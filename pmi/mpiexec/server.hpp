@@ -49,6 +49,16 @@ class pmix_server {
   // A rank that connected and then exited without PMIx_Finalize may leave
   // the others waiting in a fence forever.
   [[nodiscard]] bool connected_without_finalize(int rank) const;
+  // Whether `rank` ever connected (it may have finalized since), and whether
+  // it finalized.
+  [[nodiscard]] bool ever_connected(int rank) const;
+  [[nodiscard]] bool has_finalized(int rank) const;
+
+  // --enable-recovery: tells the job's other ranks that `rank` died, with a
+  // PMIX_ERR_PROC_ABORTED event naming it (PMIX_EVENT_AFFECTED_PROC), from
+  // this server, not for default handlers. Returns at once: PMIx delivers
+  // on its own thread. Throws launch_error when PMIx refuses the event.
+  void notify_failure(int rank);
 
   // Deregisters the job and finalizes the library. Throws launch_error when
   // PMIx does not answer in time.

@@ -51,7 +51,8 @@ class supervisor {
         server_(watch.server),
         signals_(watch.signals),
         guard_(watch.guard),
-        timeout_s_(watch.timeout_s) {
+        timeout_s_(watch.timeout_s),
+        recovery_(watch.recovery) {
     if (timeout_s_) {
       job_deadline_ = clock::now() + std::chrono::duration_cast<clock::duration>(
                                          std::chrono::duration<double>(*timeout_s_));
@@ -70,7 +71,12 @@ class supervisor {
       reap();
       check_deadlines();
     }
-    return {.exit_code = exit_code_.value_or(0), .clean = !exit_code_.has_value()};
+    if (exit_code_) return {.exit_code = *exit_code_, .clean = false};
+    if (deaths_ == 0) return {.exit_code = survivor_code_.value_or(0), .clean = true};
+    // Recovery after deaths: the ranks that did not die decide; when none
+    // is left, the first death does, as it would without recovery.
+    const int code = deaths_ == ranks_.size() ? *first_death_code_ : survivor_code_.value_or(0);
+    return {.exit_code = code, .clean = false};
   }
 
  private:
@@ -156,13 +162,19 @@ class supervisor {
     int code = 0;
     if (WIFEXITED(status)) {
       code = WEXITSTATUS(status);
+      const bool unfinished = server_.connected_without_finalize(rank.rank);
       if (code == 0) {
-        if (!server_.connected_without_finalize(rank.rank)) return;  // success
+        if (!unfinished) return;  // success
         // Its peers may wait for it in a fence forever: end the job now.
         how = "exited with code 0 without finalizing PMIx";
         code = 1;
+      } else if (recovery_ && server_.has_finalized(rank.rank)) {
+        // It finished its part: nobody waits for it.
+        on_survivor_code(rank, code);
+        return;
       } else {
-        how = "exited with code " + std::to_string(code);
+        how = "exited with code " + std::to_string(code) +
+              (recovery_ && unfinished ? " without finalizing PMIx" : "");
       }
     } else if (WIFSIGNALED(status)) {
       code = 128 + WTERMSIG(status);
@@ -175,6 +187,14 @@ class supervisor {
     // exits right after mpiexec acknowledged its request.
     handle_aborts();
     if (exit_code_) return;
+    if (recovery_ && server_.ever_connected(rank.rank)) {
+      on_death(rank, how, code);
+      return;
+    }
+    // Under recovery too: the PMIx library forgets a dead rank in fences
+    // only when its connection drops, so the others would wait for this one
+    // in their first fence (MPI_Init's) forever.
+    if (recovery_) how += " before connecting to PMIx";
     const std::size_t others = alive();
     report("rank " + std::to_string(rank.rank) + " (pid " + std::to_string(rank.pid) + ") " + how +
            (others > 0 ? "; killing " + std::to_string(others) + " other " +
@@ -182,6 +202,33 @@ class supervisor {
                        : ""));
     decide(code);
     kill_all(SIGKILL);
+  }
+
+  // --enable-recovery: the others go on, and are told.
+  void on_death(const rank_process &rank, const std::string &how, int code) {
+    ++deaths_;
+    if (!first_death_code_) first_death_code_ = code;
+    const std::size_t others = alive();
+    report("rank " + std::to_string(rank.rank) + " (pid " + std::to_string(rank.pid) + ") " + how +
+           (others > 0 ? "; " + std::to_string(others) + " other " +
+                             (others == 1 ? "rank goes" : "ranks go") + " on (--enable-recovery)"
+                       : ""));
+    if (others == 0) return;
+    try {
+      server_.notify_failure(rank.rank);
+    } catch (const launch_error &e) {
+      report(e.what());  // they go on anyway; their transports may notice
+    }
+  }
+
+  // --enable-recovery: a rank that finalized PMIx exited with `code` != 0.
+  // The first such code is the job's.
+  void on_survivor_code(const rank_process &rank, int code) {
+    if (survivor_code_) return;
+    survivor_code_ = code;
+    report("rank " + std::to_string(rank.rank) + " (pid " + std::to_string(rank.pid) +
+           ") exited with code " + std::to_string(code) +
+           " after finalizing; mpiexec will exit with it (--enable-recovery)");
   }
 
   void check_deadlines() {
@@ -233,8 +280,12 @@ class supervisor {
   const job_signals &signals_;
   fault_guard &guard_;
   std::optional<double> timeout_s_;
-  std::optional<clock::time_point> job_deadline_;      // --timeout
-  std::optional<clock::time_point> kill_deadline_;     // SIGKILL after the grace period
+  bool recovery_;
+  std::size_t deaths_ = 0;                          // ranks that died, under recovery
+  std::optional<int> first_death_code_;             // what the first death would have made the code
+  std::optional<int> survivor_code_;                // the first c != 0 of a rank that did not die
+  std::optional<clock::time_point> job_deadline_;   // --timeout
+  std::optional<clock::time_point> kill_deadline_;  // SIGKILL after the grace period
   std::optional<clock::time_point> give_up_deadline_;  // stop waiting after SIGKILL
   std::optional<int> exit_code_;                       // set by the first failure
 };

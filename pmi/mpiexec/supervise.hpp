@@ -4,6 +4,10 @@
 // ranks; SIGINT, SIGTERM, SIGHUP from the user) and the PMIx server's wake
 // fd (abort requests). The first failure decides the exit code and kills the
 // other ranks; what happens after that is a consequence, not news.
+//
+// Under --enable-recovery a rank's death (a signal, or an exit without
+// PMIx_Finalize) is reported and told to the other ranks (a PMIx event),
+// which go on; aborts, signals and the time limit end the job as always.
 #pragma once
 
 #include <signal.h>
@@ -38,7 +42,9 @@ class job_signals {
 
 struct job_end {
   int exit_code = 0;
-  bool clean = false;  // every rank exited 0 and nothing failed: PMIx may shut down
+  // Nothing failed and no rank died: PMIx may shut down. Under recovery a
+  // rank that finalized may have exited c != 0 and the job still be clean.
+  bool clean = false;
 };
 
 // The things the job runs with, for supervise().
@@ -48,6 +54,7 @@ struct job_watch {
   const job_signals &signals;
   fault_guard &guard;
   std::optional<double> timeout_s;
+  bool recovery = false;  // --enable-recovery
 };
 
 [[nodiscard]] job_end supervise(const job_watch &watch);

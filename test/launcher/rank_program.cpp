@@ -13,6 +13,11 @@
 //   shm              every rank creates a /dev/shm object and exits normally
 //   shm-kill R       every rank creates a /dev/shm object, then rank R SIGKILLs itself
 //   shm-hang         every rank creates a /dev/shm object, then waits to be killed
+//   recover R [after MS] [quit C] [early-fence] [fence] [exit S CODE]
+//                    (for --enable-recovery) every rank watches for failures,
+//                    then rank R SIGKILLs itself (MS ms after their fence); the others wait up to 5
+//                    s for the launcher's word and print it, optionally fence over the whole job,
+//                    sleep until 1 s has passed, finalize, and rank S then exits with CODE
 //   env NAME...      print each variable's value
 //   affinity         print the cpus this rank may run on
 //   stdin            print what stdin holds
@@ -24,9 +29,12 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdarg>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
+#include <ctime>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -160,6 +168,80 @@ void print_stdin(int rank) {
   std::abort();  // not reached
 }
 
+// CLOCK_MONOTONIC is the same clock in every process of the host: the test
+// compares the dying rank's time with the survivors'.
+long long now_us() {
+  timespec t;
+  ::clock_gettime(CLOCK_MONOTONIC, &t);
+  return static_cast<long long>(t.tv_sec) * 1000000 + t.tv_nsec / 1000;
+}
+
+// Written by the client's event thread: which rank died, and when we heard.
+std::atomic<int> failed_rank{-1};
+std::atomic<long long> failed_at_us{0};
+std::atomic<int> failures_seen{0};
+
+void on_failure(int rank, void *) {
+  failed_at_us.store(now_us());
+  failed_rank.store(rank);
+  failures_seen.fetch_add(1);
+}
+
+void fence_and_say(pmi::client &c, const char *word) {
+  const long long before = now_us();
+  try {
+    c.fence();
+    say("%s %d ok %lld us", word, c.rank(), now_us() - before);
+  } catch (const pmi::error &e) {
+    say("%s %d error %lld us: %s", word, c.rank(), now_us() - before, e.what());
+  }
+}
+
+int recover(pmi::client &c, const std::vector<std::string_view> &args) {
+  const auto number = [&](std::size_t i) { return std::atoi(std::string(args.at(i)).c_str()); };
+  const int victim = number(1);
+  bool fence = false, early_fence = false;
+  int delay_ms = 0;
+  int quit_code = -1;  // >= 0: the victim exits with it, without finalizing
+  int exit_rank = -1, exit_code = 0;
+  for (std::size_t i = 2; i < args.size(); ++i) {
+    if (args[i] == "fence") fence = true;
+    if (args[i] == "early-fence") early_fence = true;
+    if (args[i] == "quit" && i + 1 < args.size()) quit_code = number(++i);
+    if (args[i] == "after" && i + 1 < args.size()) delay_ms = number(++i);
+    if (args[i] == "exit" && i + 2 < args.size()) {
+      exit_rank = number(i + 1);
+      exit_code = number(i + 2);
+      i += 2;
+    }
+  }
+  const char *recovery = std::getenv("IRIS_RECOVERY");
+  say("recovery %d %s watching %d", c.rank(), recovery ? recovery : "(unset)",
+      c.watch_failures(&on_failure, nullptr) ? 1 : 0);
+  create_shm_object(c);  // mpiexec must remove it after a recovered job too
+  announce(c);
+  const long long start = now_us();
+  if (c.rank() == victim) {
+    if (delay_ms > 0) ::usleep(static_cast<useconds_t>(delay_ms) * 1000);
+    say("killing %d %lld", c.rank(), now_us());
+    if (quit_code >= 0) std::_Exit(quit_code);
+    ::raise(SIGKILL);
+  }
+  if (early_fence) fence_and_say(c, "early-fence");
+  while (failed_rank.load() < 0 && now_us() - start < 5000000) ::usleep(1000);
+  if (failed_rank.load() >= 0) {
+    say("failed %d %d %lld", c.rank(), failed_rank.load(), failed_at_us.load());
+  } else {
+    say("nofailure %d", c.rank());
+  }
+  if (fence) fence_and_say(c, "fence");
+  while (now_us() - start < 1000000) ::usleep(10000);
+  say("done %d seen %d", c.rank(), failures_seen.load());
+  c.finalize();
+  say("finalized %d", c.rank());
+  return c.rank() == exit_rank ? exit_code : 0;
+}
+
 int run(pmi::client &c, const std::vector<std::string_view> &args) {
   const std::string_view mode = args.at(0);
   const auto number = [&](std::size_t i) { return std::atoi(std::string(args.at(i)).c_str()); };
@@ -169,6 +251,7 @@ int run(pmi::client &c, const std::vector<std::string_view> &args) {
     c.finalize();
     return status;
   }
+  if (mode == "recover") return recover(c, args);
   if (mode == "env") {
     for (std::size_t i = 1; i < args.size(); ++i) {
       const char *value = std::getenv(std::string(args[i]).c_str());
