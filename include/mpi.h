@@ -19,6 +19,7 @@
 #include "iris/comm.h"
 #include "iris/datatype.h"
 #include "iris/env.h"
+#include "iris/ft.h"
 #include "iris/handles.h"
 #include "iris/large_count.h"
 #include "iris/p2p.h"

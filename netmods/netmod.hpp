@@ -222,6 +222,10 @@ class netmod {
   // the netmod's wait would miss what did (poll again instead of waiting).
   // The default's wait needs no arming.
   virtual bool wait_arm() { return true; }
+  // The device learned, from the launcher, that `peer` died (recovery,
+  // IRIS_RECOVERY=1): it is lost, no goodbye is owed to it or awaited from
+  // it, and what is sent to it may be dropped. The default does nothing.
+  virtual void peer_gone(int peer) { (void)peer; }
   // Flushes, says goodbye and closes. Bounded in time.
   virtual void finalize() = 0;
   // One line for IRIS_DEBUG: what this rank listens on.
@@ -297,7 +301,7 @@ inline std::uint64_t job_hash(std::string_view job_id) {
 // whenever this header changes what a netmod or the device sees. The
 // loader holds a lock while it opens a module: a module's static
 // constructors must not call into Iris.
-inline constexpr int contract_version = 2;
+inline constexpr int contract_version = 3;
 
 struct module_entry {
   int contract;      // the contract_version the module was built against; first, always

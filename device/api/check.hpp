@@ -11,6 +11,7 @@
 #include "device/core/comm.hpp"
 #include "device/datatypes/datatype.hpp"
 #include "device/datatypes/dtype.hpp"
+#include "device/protocols/recovery.hpp"
 #include "device/protocols/typed.hpp"
 #include "device/runtime/errors.hpp"
 #include "include/mpi.h"
@@ -258,6 +259,40 @@ inline std::size_t dense_bytes(const void *buf, int count, MPI_Datatype type) {
   if (slot.dense_size == 0) return SIZE_MAX;
   return static_cast<std::size_t>(count) * slot.dense_size;
 }
+// An error class a failure or a revocation ended an operation with
+// (protocols/recovery.hpp), through the communicator's error handler.
+// `world`: the dead peer's rank in MPI_COMM_WORLD, when the operation had one.
+inline int failure_raise(const char *call, const communicator &comm, int error_class,
+                         int world = -1) {
+  switch (error_class) {
+    case MPI_ERR_REVOKED:
+      return device::error_raise(&comm, call, error_class, "the communicator was revoked");
+    case MPI_ERR_PROC_FAILED_PENDING:
+      return device::error_raise(&comm, call, error_class,
+                                 "a receive from any source waits while a failure in the "
+                                 "communicator is not acknowledged (MPIX_Comm_ack_failed)");
+    default:
+      if (world >= 0) {
+        return device::error_raise(&comm, call, error_class,
+                                   "its peer, world rank %d, died (MPIX_ERR_PROC_FAILED)", world);
+      }
+      return device::error_raise(&comm, call, error_class,
+                                 "a process of the communicator died (MPIX_ERR_PROC_FAILED; "
+                                 "MPIX_Comm_get_failed names it)");
+  }
+}
+
+// Waits for the send `r` (nullptr: none) and releases it; a send that a
+// failure or revocation ended reports it.
+inline int send_wait_release(const char *call, const communicator &comm, device::request *r) {
+  if (r == nullptr) return MPI_SUCCESS;
+  device::progress_until([r] { return device::request_done(*r); });
+  const int err = r->status_error;
+  const int peer = device::recovery_failed(r->peer) ? r->peer : -1;
+  device::rt->requests.release(r);
+  return err == MPI_SUCCESS ? MPI_SUCCESS : failure_raise(call, comm, err, peer);
+}
+
 inline bool send_fast(const void *buf, int count, MPI_Datatype type, int dest, int tag,
                       MPI_Comm handle, bool need_request, device::request *&out) {
   const device::runtime *r = device::rt;
@@ -305,7 +340,7 @@ inline int send_binding(const char *call, const void *buf, int count, MPI_Dataty
       device::typed_send_start(*c, c->context, tb, dest, tag, mode, request != nullptr, r);
   if (int err = typed_result(call, *c, status, tb.packed_bytes())) return err;
   if (request == nullptr) {
-    device::request_wait_release(r);
+    return send_wait_release(call, *c, r);
   } else {
     *request = device::request_handle(*r);
   }

@@ -77,6 +77,10 @@ class pool {
   }
 
   std::size_t live() const { return live_; }
+  // Indices made so far: at() of every index below it is an object.
+  std::uint32_t made() const {
+    return static_cast<std::uint32_t>(((std::size_t{1} << grown_) - 1) * ChunkSize);
+  }
 
  private:
   // Out of line: allocate() stays small enough to inline on the hot path.

@@ -92,6 +92,10 @@ constexpr tunable table[] = {
      "otherwise; any other choice skips the segment and forces it"},
     {"IRIS_DEBUG", 0, 0, 1, nullptr,
      "1 prints one line per rank at start-up describing its transports"},
+    {"IRIS_RECOVERY", 0, 0, 1, nullptr,
+     "1: a rank that dies does not end the job; operations that involve it end with "
+     "MPIX_ERR_PROC_FAILED and the survivors go on (ULFM: MPIX_Comm_revoke, _shrink, _agree). "
+     "mpiexec --enable-recovery sets it; the launcher must also let the job go on"},
     {"IRIS_STATS", 0, 0, 1, nullptr,
      "1 prints one line per rank at MPI_Finalize: messages by protocol, credit stalls, peak "
      "unexpected-queue depth and bytes"},
@@ -189,6 +193,7 @@ settings settings_load() {
   s.coll_alltoall = static_cast<int>(value_of("IRIS_COLL_ALLTOALL"));
   s.debug = value_of("IRIS_DEBUG") != 0;
   s.stats = value_of("IRIS_STATS") != 0;
+  s.recovery = value_of("IRIS_RECOVERY") != 0;
   return s;
 }
 

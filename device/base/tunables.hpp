@@ -61,6 +61,7 @@ struct settings {
   int coll_alltoall;             // IRIS_COLL_ALLTOALL: 0 auto, 1 pairwise, 2 bruck
   bool debug;
   bool stats;
+  bool recovery;  // IRIS_RECOVERY
 };
 
 // Reads the environment. Throws std::runtime_error naming the variable and

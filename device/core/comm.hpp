@@ -75,6 +75,12 @@ struct communicator {
   std::shared_ptr<node_hierarchy> hierarchy;
   int hierarchy_state = 0;
 
+  // Recovery (protocols/recovery.hpp): MPIX_Comm_revoke reached this
+  // process; and how many of the failures known here (in the order they
+  // became known: recovery_state::order) MPIX_Comm_ack_failed acknowledged.
+  bool revoked = false;
+  std::size_t acked = 0;
+
   std::uint32_t collective_context() const { return context + 1; }
 };
 

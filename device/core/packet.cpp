@@ -55,6 +55,10 @@ const char *packet_check(const packet_header &h, std::size_t payload, int world_
         return "port packet of an unknown step or port";
       }
       return nullptr;
+    case packet_type::recovery:
+      if (payload != h.length) return "recovery packet whose payload differs from its length";
+      if (h.tag < 1 || h.tag > 4) return "recovery packet of an unknown step";
+      return nullptr;
   }
   return "unknown packet type";
 }

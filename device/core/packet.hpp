@@ -25,6 +25,8 @@ enum class packet_type : std::uint8_t {
   active = 11,        // an active-message operation (device/am/): active_payload, then bytes
   port = 12,          // MPI_Comm_connect/accept between roots: `tag` the port, `source` the
                       // step (port_step), then `length` bytes of the step's table
+  recovery = 13,      // after a rank died (protocols/recovery.hpp): `tag` the step, `context` the
+                      // communicator, `source` the sender's rank there, then `length` bytes
 };
 
 // The steps of a connection through an MPI port (protocols/port.hpp).

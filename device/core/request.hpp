@@ -270,6 +270,14 @@ class request_pool {
     return r->generation == static_cast<std::uint32_t>(id >> 32) ? r : nullptr;
   }
   std::size_t live() const { return pool_.live(); }
+  // Calls fn on every request in use (recovery: the requests a failure ends).
+  template <typename Fn>
+  void each_live(Fn fn) const {
+    for (std::uint32_t i = 0, n = pool_.made(); i < n; ++i) {
+      request *r = pool_.at(i);
+      if (r != nullptr && r->in_use) fn(*r);
+    }
+  }
 
  private:
   // Frees what `r` owns: its scratch buffer, extension and schedule.

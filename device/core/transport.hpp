@@ -327,6 +327,9 @@ class transport {
     (void)name, (void)value;
     return false;
   }
+  // `peer`, reached through this transport, died (recovery,
+  // protocols/recovery.hpp): nothing more is owed to it or awaited from it.
+  virtual void peer_gone(vc &peer) { (void)peer; }
   // Called once after the last barrier of MPI_Finalize: flush and close.
   virtual void finalize() {}
 };

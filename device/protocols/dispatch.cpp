@@ -9,6 +9,7 @@
 #include "device/protocols/credit.hpp"
 #include "device/protocols/eager.hpp"
 #include "device/protocols/port.hpp"
+#include "device/protocols/recovery.hpp"
 #include "device/protocols/recv.hpp"
 #include "device/protocols/rendezvous.hpp"
 #include "device/protocols/sync.hpp"
@@ -33,8 +34,9 @@ constexpr packet_handler handlers[] = {
     cancel_on_reply,     // cancel_reply
     am_on_packet,        // active
     port_on_packet,      // port
+    recovery_on_packet,  // recovery
 };
-static_assert(std::size(handlers) == static_cast<std::size_t>(packet_type::port) + 1,
+static_assert(std::size(handlers) == static_cast<std::size_t>(packet_type::recovery) + 1,
               "every packet type has its handler");
 
 // A message on a context this rank has not reached: every context below
@@ -57,6 +59,24 @@ inline bool eager_sound(const packet_header &h, std::size_t payload, int world_s
          h.tag >= 0;
 }
 
+// After a failure or revocation (protocols/recovery.hpp): what a dead rank
+// sent before it died is dropped, its operations having ended here already;
+// and an answer to an operation that a failure or revocation ended (a late
+// CTS, data, FIN) finds nothing to answer and is dropped as well.
+template <bool Shared>
+[[gnu::cold]] const char *deliver_troubled(vc &from, const packet_header &h,
+                                           const std::byte *payload) {
+  const auto w = static_cast<std::size_t>(from.world_rank);
+  if (w < rt->recovery.failed.size() && rt->recovery.failed[w] != 0) return nullptr;
+  if (Shared) {
+    credit_receive_shared(from, h);
+  } else {
+    credit_receive(from, h);
+  }
+  const char *why = handlers[static_cast<std::size_t>(h.type)](from, h, payload);
+  return is_message(h.type) || h.type == packet_type::recovery ? why : nullptr;
+}
+
 template <bool Shared>
 inline const char *deliver(vc &from, const packet_header &h, const std::byte *payload,
                            std::size_t length) {
@@ -64,6 +84,9 @@ inline const char *deliver(vc &from, const packet_header &h, const std::byte *pa
     if (const char *why = packet_check(h, length, rt->source_bound())) return why;
   }
   if (is_message(h.type) && !context_known(h.context)) return "message for an unknown context id";
+  if (rt->troubled) [[unlikely]] {
+    return deliver_troubled<Shared>(from, h, payload);
+  }
   if (Shared) {
     credit_receive_shared(from, h);
   } else {

@@ -7,6 +7,7 @@
 #include "device/datatypes/dtype.hpp"
 #include "device/protocols/credit.hpp"
 #include "device/protocols/eager.hpp"
+#include "device/protocols/recovery.hpp"
 #include "device/protocols/rendezvous.hpp"
 #include "device/runtime/errors.hpp"
 #include "device/runtime/runtime.hpp"
@@ -157,7 +158,13 @@ request *recv_start(const communicator &comm, std::uint32_t context, void *data,
   if (q == nullptr) [[unlikely]] {
     fatal("MPI_Irecv", "out of memory for the receive queues of context %u", context);
   }
-  if (unexpected_msg *m = rt->matching.take_or_post(*q, r)) recv_taken(*r, m);
+  if (unexpected_msg *m = rt->matching.take_or_post(*q, r)) {
+    recv_taken(*r, m);
+  } else if (rt->troubled) [[unlikely]] {
+    // A message its sender sent before it died still matches; anything
+    // else a failure or a revocation ends (recovery.hpp).
+    if (const int refusal = recovery_refusal(comm, context, source)) recovery_fail(*r, refusal);
+  }
   return r;
 }
 

@@ -12,6 +12,7 @@
 
 #include "device/protocols/credit.hpp"
 #include "device/protocols/eager.hpp"
+#include "device/protocols/recovery.hpp"
 #include "device/protocols/rendezvous.hpp"
 #include "device/runtime/progress.hpp"
 #include "device/runtime/runtime.hpp"
@@ -196,6 +197,20 @@ bool credit_take(vc &to, std::size_t bytes) {
   return send_request(to, comm, key, data, bytes, synchronous, eager, use);
 }
 
+// A send that a failure or a revocation ends before it starts
+// (recovery.hpp): a complete request with the error class.
+[[gnu::cold]] request *refused(const communicator &comm, std::uint32_t context, int dest, int tag,
+                               int error_class, request *use) {
+  request *r = use != nullptr ? use : rt->requests.allocate(request_kind::send, &comm);
+  r->key = match_key{context, comm.rank, tag};
+  const int to = comm.world_rank[static_cast<std::size_t>(dest)];
+  if (recovery_failed(to)) r->peer = to;
+  r->state = send_state::done;
+  r->status_error = error_class;
+  request_complete(*r);
+  return r;
+}
+
 }  // namespace
 
 bool send_unlocked(vc &to, const communicator &comm, std::uint32_t context, const void *data,
@@ -236,6 +251,11 @@ bool send_unlocked(vc &to, const communicator &comm, std::uint32_t context, cons
 request *send_start(const communicator &comm, std::uint32_t context, const void *data,
                     std::size_t bytes, int dest, int tag, send_mode mode, bool need_request,
                     request *use) {
+  if (rt->troubled) [[unlikely]] {
+    if (const int refusal = recovery_refusal(comm, context, dest)) {
+      return refused(comm, context, dest, tag, refusal, use);
+    }
+  }
   need_request = need_request || use != nullptr;
   vc &to = rt->vcs[static_cast<std::size_t>(comm.world_rank[static_cast<std::size_t>(dest)])];
   const match_key key{context, comm.rank, tag};

@@ -241,6 +241,10 @@ const char *error_class_text(int error_class) {
       return "invalid window";
     case MPI_ERR_ERRHANDLER:
       return "invalid error handler";
+    case MPI_ERR_PROC_FAILED_PENDING:
+      return "a receive from any source waits while a failure is not acknowledged";
+    case MPI_ERR_REVOKED:
+      return "the communicator was revoked";
     case MPI_ERR_LASTCODE:
       return "last error code";
     default:

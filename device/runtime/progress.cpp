@@ -24,6 +24,9 @@ int progress_poll() {
   if (!rt->sending.empty()) events += progress_added.push_sends();
   if (progress_added.schedules_active != 0) events += progress_added.schedules();
   if (progress_added.active != nullptr) events += progress_added.active();
+  if (progress_added.recovery != nullptr) [[unlikely]] {
+    events += progress_added.recovery();
+  }
   rt->polling = false;
   return events;
 }

@@ -19,9 +19,10 @@ namespace iris::device {
 // (sending_list_add), the collectives when a schedule starts
 // (schedule_start). One indirect call a pass, and only while there is work.
 struct progress_steps {
-  int (*push_sends)() = nullptr;     // writes what the VCs of rt->sending queued
-  int (*schedules)() = nullptr;      // advances the started schedules
-  int (*active)() = nullptr;         // pushes queued active-message packets (device/am/)
+  int (*push_sends)() = nullptr;  // writes what the VCs of rt->sending queued
+  int (*schedules)() = nullptr;   // advances the started schedules
+  int (*active)() = nullptr;      // pushes queued active-message packets (device/am/)
+  int (*recovery)() = nullptr;    // failures reported, recovery packets to resend (IRIS_RECOVERY)
   std::size_t schedules_active = 0;  // started schedules (0: skip the call)
   // Started schedules waiting for a store to the node's shared collective
   // segment: no packet announces one, so a waiting rank must not sleep on

@@ -79,6 +79,18 @@ struct port_message {
   std::vector<std::byte> table;
 };
 
+// Recovery after a rank dies (IRIS_RECOVERY=1; protocols/recovery.hpp). A
+// death is reported from any thread (the launcher's event, a netmod's poll):
+// `reported` marks the rank and `notices` counts; the next progress pass
+// makes it known here (`failed`, `order`).
+struct recovery_state {
+  std::unique_ptr<std::atomic<bool>[]> reported;  // by VC index
+  std::atomic<int> notices{0};
+  int seen = 0;              // notices the progress engine has handled
+  std::vector<char> failed;  // by VC index: known dead here
+  std::vector<int> order;    // their world ranks, in the order they became known
+};
+
 struct runtime {
   std::uint64_t serial = runtime_serial_next();  // tells a thread's request cache it is stale
   std::unique_ptr<pmi::client> pmi;
@@ -133,6 +145,10 @@ struct runtime {
   std::vector<std::uint32_t> contexts_agreed;
   int thread_level = 0;
   std::string processor_name;
+  // A failure or a revocation is known here: the paths that skip checks
+  // (the fast sends and receives, packet delivery) step aside for them.
+  bool troubled = false;
+  recovery_state recovery;
 };
 
 // The process's runtime, or nullptr outside MPI_Init..MPI_Finalize.

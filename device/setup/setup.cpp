@@ -14,6 +14,7 @@
 #include "device/base/threading.hpp"
 #include "device/collectives/collective.hpp"
 #include "device/protocols/credit.hpp"
+#include "device/protocols/recovery.hpp"
 #include "device/protocols/recv_multiple.hpp"
 #include "device/runtime/errors.hpp"
 #include "device/runtime/progress.hpp"
@@ -177,6 +178,14 @@ int runtime_init(int required_thread_level) {
   // MULTIPLE: sends to peers whose transport allows it may run unlocked.
   for (vc &v : r->vcs) v.shared = threads_enabled && v.via != nullptr && v.via->concurrent_sends();
   comms_setup(*r);
+  recovery_start();
+  if (r->config.recovery) {
+    // Collectives go by messages, whose requests a failure ends; the waits
+    // on a node's shared segment could not tell (protocols/recovery.hpp).
+    r->config.coll_shm = false;
+    r->pmi->watch_failures(
+        [](int rank, void *) { recovery_report(rank, "the launcher reported its end"); }, nullptr);
+  }
   // More ranks than cores: a waiting rank must give its core away soon.
   int local_ranks = 0;
   for (int peer = 0; peer < r->size; ++peer) {
@@ -231,7 +240,13 @@ int runtime_finalize(bool may_start_again) {
   // Every send must reach its peer's transport before this process may leave, and
   // no peer may still be sending to it: MPI_Finalize is collective.
   progress_until([] { return rt->sending.empty(); });
-  barrier(*comm_lookup(MPI_COMM_WORLD));
+  if (rt->config.recovery) {
+    // Ranks may have died: an agreement over the survivors is the barrier.
+    agreement all;
+    recovery_agree(*comm_lookup(MPI_COMM_WORLD), all);
+  } else {
+    barrier(*comm_lookup(MPI_COMM_WORLD));
+  }
   // The barrier's own last packets may still be queued.
   progress_until([] { return rt->sending.empty(); });
   for (const auto &t : rt->transports) t->finalize();
@@ -244,6 +259,7 @@ int runtime_finalize(bool may_start_again) {
     launcher_left = true;
   }
   request_cache_drop();
+  recovery_stop();
   if (rt->config.stats) stats_print(*rt);
   // Messages nobody received: erroneous but legal to leave behind.
   rt->matching.release_all();

@@ -7,6 +7,7 @@
 #include "device/core/packet.hpp"
 #include "device/protocols/credit.hpp"
 #include "device/protocols/dispatch.hpp"
+#include "device/protocols/recovery.hpp"
 #include "device/protocols/rendezvous.hpp"
 #include "device/runtime/errors.hpp"
 #include "device/runtime/runtime.hpp"
@@ -302,7 +303,15 @@ std::byte *net_transport::body_place(int peer, std::span<const std::byte> head,
 }
 
 void net_transport::peer_lost(int peer, const char *why) {
+  if (rt->config.recovery) {
+    recovery_report(peer, why);  // the survivors go on (protocols/recovery.hpp)
+    return;
+  }
   fatal("progress", "lost rank %d (%s netmod): %s", peer, std::string(net_->name()).c_str(), why);
+}
+
+void net_transport::peer_gone(vc &peer) {
+  net_->peer_gone(peer.world_rank);
 }
 
 void net_transport::read_done(std::uint64_t cookie, const char *why) {

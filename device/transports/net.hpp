@@ -79,6 +79,7 @@ class net_transport final : public transport,
   std::string describe() const override;
   std::string statistics() const override;
   bool statistic(std::string_view name, std::uint64_t &value) const override;
+  void peer_gone(vc &peer) override;
   void finalize() override;
 
  private:

@@ -356,7 +356,14 @@ typedef void MPI_User_function_c(void *invec, void *inoutvec, MPI_Count *len,
 #define MPI_ERR_VALUE_TOO_LARGE 60
 #define MPI_ERR_WIN 61
 #define MPI_ERR_ERRHANDLER 62 /* MPI-4.1: an invalid error handler */
-#define MPI_ERR_LASTCODE 63
+/* Fault tolerance (ULFM; the MPI-5 draft's names, and the MPIX_ ones
+ * programs written for Open MPI and MPICH use). */
+#define MPI_ERR_PROC_FAILED_PENDING 63
+#define MPI_ERR_REVOKED 64
+#define MPIX_ERR_PROC_FAILED MPI_ERR_PROC_FAILED
+#define MPIX_ERR_PROC_FAILED_PENDING MPI_ERR_PROC_FAILED_PENDING
+#define MPIX_ERR_REVOKED MPI_ERR_REVOKED
+#define MPI_ERR_LASTCODE 65
 
 #ifdef __cplusplus
 }

@@ -124,6 +124,7 @@ class ofi_netmod final : public netmod_base {
   // ofi.cpp
   std::string_view name() const override { return "ofi"; }
   void init(pmi::client &pmi, const config &conf) override;
+  void peer_gone(int peer) override { losses_.note(peer, "it died (the launcher said so)"); }
   void finalize() override;
   std::string describe() const override;
   std::string preview(const config &conf) override;

@@ -195,7 +195,7 @@ TEST_F(FailureTest, AModuleOfAnotherContractIsRefusedWithOneLine) {
                     "(built: " +
                     required_env("IRIS_TEST_NETMODS") + ") nor a loadable module: " + examples +
                     "/libiris-netmod-stale.so is a netmod of contract 999, and this Iris "
-                    "speaks contract 2: rebuild it against this Iris's iris/netmod.h"),
+                    "speaks contract 3: rebuild it against this Iris's iris/netmod.h"),
       std::string::npos)
       << r.output;
 }

@@ -94,5 +94,21 @@ TEST(PacketCheck, PayloadsMustFitTheirType) {
   EXPECT_EQ(packet_check(cancel, 0, 4), nullptr);
 }
 
+// Recovery packets (protocols/recovery.hpp): a step in 1..4, a payload of
+// the length the header says. What the payload holds, and whether the
+// sender belongs to the communicator, recovery_on_packet checks.
+TEST(PacketCheck, RecoveryStepsAreKnownAndSized) {
+  packet_header h{};
+  h.type = packet_type::recovery;
+  h.tag = 2;
+  h.length = 16;
+  EXPECT_EQ(packet_check(h, 16, 4), nullptr);
+  EXPECT_NE(packet_check(h, 8, 4), nullptr) << "payload shorter than its length";
+  h.tag = 0;
+  EXPECT_NE(packet_check(h, 16, 4), nullptr) << "step 0";
+  h.tag = 5;
+  EXPECT_NE(packet_check(h, 16, 4), nullptr) << "step 5";
+}
+
 }  // namespace
 }  // namespace iris::device

@@ -92,8 +92,7 @@ inline int send(const channel &ch, const typed_buffer &what, int to) {
                                                 ch.tag, device::send_mode::standard, false, r))) {
     return err;
   }
-  device::request_wait_release(r);
-  return MPI_SUCCESS;
+  return device::typed_wait_release(r);
 }
 
 inline int recv(const channel &ch, const typed_buffer &where, int from) {

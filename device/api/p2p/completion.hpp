@@ -5,6 +5,7 @@
 #pragma once
 
 #include "device/api/check.hpp"
+#include "device/protocols/recovery.hpp"
 
 namespace iris::api::completion {
 
@@ -61,8 +62,14 @@ inline bool inactive(MPI_Request handle) {
 // Whether `r` is complete; an extension is asked first (request_ext::poll).
 // An acquire load (request_done): a receive posted without the call lock
 // may be completed by a thread that polls without it (request::aside).
+// A receive from any source that an unacknowledged failure blocks counts
+// as done: request_finish hands back MPIX_ERR_PROC_FAILED_PENDING and
+// leaves it posted.
 inline bool is_done(device::request &r) {
   if (!device::request_done(r) && r.ext != nullptr) r.ext->poll(r);
+  if (device::rt->troubled && !device::request_done(r)) [[unlikely]] {
+    return device::recovery_blocks(r);
+  }
   return device::request_done(r);
 }
 
@@ -83,12 +90,21 @@ inline int request_finish(MPI_Request *handle, MPI_Status *status) {
     return MPI_SUCCESS;
   }
   device::request &r = *live_request;
+  if (!device::request_done(r)) {  // blocked by a failure (is_done): it stays
+    api::status_empty(status);
+    if (status != MPI_STATUS_IGNORE) status->MPI_ERROR = MPI_ERR_PROC_FAILED_PENDING;
+    return MPI_ERR_PROC_FAILED_PENDING;
+  }
   int error = MPI_SUCCESS;
   if (r.ext != nullptr) {
     error = r.ext->finish(r, status);
   } else {
     api::status_fill(status, r);
-    error = r.kind != device::request_kind::send ? r.status_error : MPI_SUCCESS;
+    // A send reports only what a failure or a revocation ended it with.
+    error = r.kind != device::request_kind::send ? r.status_error
+            : r.status_error == MPI_ERR_PROC_FAILED || r.status_error == MPI_ERR_REVOKED
+                ? r.status_error
+                : MPI_SUCCESS;
   }
   if (r.persistent.op != device::persistent_op::none) {
     r.active = false;
@@ -106,6 +122,16 @@ inline int single_result(const char *call, const device::communicator *comm, int
                                "a message ends part-way through an element of the receive "
                                "datatype: the type signatures differ");
   }
+  if (error == MPI_ERR_PROC_FAILED || error == MPI_ERR_PROC_FAILED_PENDING ||
+      error == MPI_ERR_REVOKED) {
+    const char *why = error == MPI_ERR_REVOKED ? "the communicator was revoked"
+                      : error == MPI_ERR_PROC_FAILED
+                          ? "a process this operation involves died (MPIX_Comm_get_failed "
+                            "names it)"
+                          : "a receive from any source waits while a failure in the "
+                            "communicator is not acknowledged (MPIX_Comm_ack_failed)";
+    return device::error_raise(comm, call, error, "%s", why);
+  }
   if (device::error_class_of(error) == MPI_ERR_TRUNCATE) {
     return device::error_raise(comm, call, error,
                                "a message did not fit its receive: a buffer too small, or ranks of "
@@ -120,7 +146,8 @@ inline int single_result(const char *call, const device::communicator *comm, int
 inline int in_status_result(const char *call, bool any_error) {
   if (!any_error) return MPI_SUCCESS;
   return device::error_raise(nullptr, call, MPI_ERR_IN_STATUS,
-                             "a message did not fit its receive; see the statuses");
+                             "a request ended with an error (a message that did not fit, a "
+                             "failed process); see the statuses");
 }
 
 inline MPI_Status *status_at(MPI_Status statuses[], int i) {

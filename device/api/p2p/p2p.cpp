@@ -3,6 +3,7 @@
 
 #include "device/api/check.hpp"
 #include "device/api/p2p/wait.hpp"
+#include "device/protocols/recovery.hpp"
 #include "device/protocols/recv_multiple.hpp"
 #include "device/protocols/send.hpp"
 
@@ -14,6 +15,14 @@ namespace {
 // Reports a truncated receive through the error handler, as MPI_Recv must.
 int recv_result(const char *call, const communicator &comm, const device::request &r) {
   if (r.status_error == MPI_SUCCESS) return MPI_SUCCESS;
+  if (r.status_error == MPI_ERR_PROC_FAILED || r.status_error == MPI_ERR_REVOKED) {
+    int from = r.peer;
+    if (from < 0 && r.key.source >= 0 && r.key.source < comm.size) {
+      from = comm.world_rank[static_cast<std::size_t>(r.key.source)];
+    }
+    if (!device::recovery_failed(from)) from = -1;  // a collective's live peer
+    return api::failure_raise(call, comm, r.status_error, from);
+  }
   if (r.status_error == MPI_ERR_TYPE) {
     return device::error_raise(&comm, call, MPI_ERR_TYPE,
                                "message of rank %d tag %d (%zu bytes) ends part-way through an "
@@ -28,7 +37,12 @@ int recv_result(const char *call, const communicator &comm, const device::reques
 // Waits for a receive posted by recv_post, unpacks it, reports its status
 // and frees it.
 int recv_complete(const char *call, device::request *r, MPI_Status *status) {
-  device::progress_until([r] { return device::request_done(*r); });
+  device::progress_until([r] {
+    return device::request_done(*r) || (device::rt->troubled && device::recovery_blocks(*r));
+  });
+  // A blocking receive from any source that a failure left waiting ends
+  // with MPIX_ERR_PROC_FAILED (a nonblocking one stays posted).
+  if (!device::request_done(*r)) device::recovery_fail(*r, MPI_ERR_PROC_FAILED);
   api::status_fill(status, *r);
   const int result = recv_result(call, *r->comm, *r);
   device::rt->requests.release(r);
@@ -226,8 +240,8 @@ int MPI_Send(const void *buf, int count, MPI_Datatype datatype, int dest, int ta
       [&] {
         device::request *r = nullptr;
         if (api::send_fast(buf, count, datatype, dest, tag, comm, false, r)) [[likely]] {
-          device::request_wait_release(r);
-          return MPI_SUCCESS;
+          if (r == nullptr) return MPI_SUCCESS;
+          return api::send_wait_release("MPI_Send", *r->comm, r);
         }
         return api::send_binding("MPI_Send", buf, count, datatype, dest, tag, comm,
                                  device::send_mode::standard, nullptr);

@@ -1,0 +1,479 @@
+#include "device/protocols/recovery.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <optional>
+
+#include "device/protocols/send.hpp"
+#include "device/runtime/progress.hpp"
+#include "device/runtime/runtime.hpp"
+#include "include/mpi.h"
+
+namespace iris::device {
+namespace {
+
+// The steps of a recovery packet (packet_header::tag); `context` names the
+// communicator (its point-to-point context), `source` is the sender's rank
+// there, and `sender_request` the agreement's number.
+enum step : std::int32_t {
+  step_revoke = 1,
+  step_contribute = 2,  // an agreement's contribution, to the coordinator
+  step_query = 3,       // a new coordinator asks for contributions or the decision
+  step_decide = 4,      // the decision
+};
+
+// A packet that found its transport full, written at a later pass.
+struct pending_packet {
+  int to;
+  packet_header h;
+  std::vector<std::byte> body;
+};
+
+// The agreements of one communicator, one at a time.
+struct agree_state {
+  std::uint32_t seq = 0;  // the number of the one under way, or of the last
+  bool active = false;
+  agreement mine;
+  std::map<int, agreement> got;     // contributions to seq, by rank (at the coordinator)
+  std::map<int, agreement> early;   // contributions to seq + 1 that came before it began
+  std::optional<agreement> answer;  // the decision of seq, when it came
+  std::uint32_t decided_seq = 0;    // the last decided here (0: none), kept for late queries
+  agreement decided;
+};
+
+struct recovery_globals {
+  std::vector<pending_packet> outbox;
+  std::map<std::uint32_t, agree_state> agreements;  // by the communicator's context
+};
+std::unique_ptr<recovery_globals> globals;
+// Where another thread's reports go (recovery_report), between
+// recovery_start and recovery_stop.
+std::atomic<recovery_state *> reports_to{nullptr};
+std::atomic<int> reports_self{-1};
+
+bool is_failed(int w) {
+  const auto &failed = rt->recovery.failed;
+  return w >= 0 && static_cast<std::size_t>(w) < failed.size() && failed[w] != 0;
+}
+
+// The world rank of rank `rank` of `comm` on `context` (an
+// intercommunicator's local contexts name its local group).
+int world_of(const communicator &comm, std::uint32_t context, int rank) {
+  const bool local =
+      comm.inter && (context == comm.local_context || context == comm.local_context + 1);
+  const std::vector<int> &ranks = local ? comm.local_world_rank : comm.world_rank;
+  return rank >= 0 && static_cast<std::size_t>(rank) < ranks.size() ? ranks[rank] : -1;
+}
+
+bool is_collective(const communicator &comm, std::uint32_t context) {
+  return context == comm.collective_context() || (comm.inter && context == comm.local_context + 1);
+}
+
+// Every process of `comm`, both groups of an intercommunicator.
+template <typename Fn>
+void each_member(const communicator &comm, Fn fn) {
+  for (int w : comm.world_rank) fn(w);
+  if (comm.inter) {
+    for (int w : comm.local_world_rank) fn(w);
+  }
+}
+
+bool holds_failure(const communicator &comm) {
+  bool any = false;
+  each_member(comm, [&](int w) { any = any || is_failed(w); });
+  return any;
+}
+
+// Writes the packet now, or after what waits before it.
+void send_packet(int to, packet_header h, const std::byte *body, std::size_t bytes) {
+  if (is_failed(to) || to == rt->rank) return;
+  h.type = packet_type::recovery;
+  h.length = bytes;
+  if (globals->outbox.empty() &&
+      packet_write(rt->vcs[static_cast<std::size_t>(to)], h, body, bytes)) {
+    return;
+  }
+  globals->outbox.push_back({to, h, std::vector<std::byte>(body, body + bytes)});
+}
+
+int flush_outbox() {
+  auto &box = globals->outbox;
+  std::size_t sent = 0;
+  for (; sent < box.size(); ++sent) {
+    pending_packet &p = box[sent];
+    if (is_failed(p.to)) continue;
+    if (!packet_write(rt->vcs[static_cast<std::size_t>(p.to)], p.h, p.body.data(), p.body.size())) {
+      break;
+    }
+  }
+  box.erase(box.begin(), box.begin() + static_cast<std::ptrdiff_t>(sent));
+  return static_cast<int>(sent);
+}
+
+// The error class a failure of world rank `w` ends pending request `r`
+// with, or 0 when it does not touch it.
+int touched_by(const request &r, int w) {
+  if (r.complete || r.ext != nullptr || r.comm == nullptr || r.kind == request_kind::coll) return 0;
+  if (r.persistent.op != persistent_op::none && !r.active) return 0;
+  if (r.peer == w) return MPI_ERR_PROC_FAILED;
+  if (r.kind == request_kind::recv && r.peer < 0 && r.key.source != any_source &&
+      world_of(*r.comm, r.key.context, r.key.source) == w) {
+    return MPI_ERR_PROC_FAILED;
+  }
+  if (is_collective(*r.comm, r.key.context)) {
+    bool member = false;
+    each_member(*r.comm, [&](int m) { member = member || m == w; });
+    if (member) return MPI_ERR_PROC_FAILED;
+  }
+  return 0;
+}
+
+void failure_known(int w) {
+  auto &state = rt->recovery;
+  state.failed[static_cast<std::size_t>(w)] = 1;
+  state.order.push_back(w);
+  rt->troubled = true;
+  if (rt->config.debug) {
+    std::fprintf(stderr,
+                 "iris: rank %d: rank %d died; what involves it ends with "
+                 "MPIX_ERR_PROC_FAILED\n",
+                 rt->rank, w);
+  }
+  rt->requests.each_live([&](request &r) {
+    if (const int err = touched_by(r, w)) recovery_fail(r, err);
+  });
+  // Control packets that waited for room at it never will have it.
+  vc &gone = rt->vcs[static_cast<std::size_t>(w)];
+  gone.backlog.clear();
+  if (gone.via != nullptr) gone.via->peer_gone(gone);
+}
+
+int recovery_poll() {
+  auto &state = rt->recovery;
+  int events = 0;
+  const int notices = state.notices.load(std::memory_order_acquire);
+  if (notices != state.seen) [[unlikely]] {
+    state.seen = notices;
+    for (std::size_t w = 0; w < state.failed.size(); ++w) {
+      if (state.failed[w] == 0 && state.reported[w].load(std::memory_order_relaxed)) {
+        failure_known(static_cast<int>(w));
+        ++events;
+      }
+    }
+  }
+  if (!globals->outbox.empty()) events += flush_outbox();
+  return events;
+}
+
+// Agreements: the wire form of a value, and its combination.
+std::vector<std::byte> encode(const agreement &a) {
+  std::vector<std::byte> out(8 + 8 * a.failed.size());
+  std::memcpy(out.data(), &a.flag, 4);
+  std::memcpy(out.data() + 4, &a.context, 4);
+  if (!a.failed.empty()) std::memcpy(out.data() + 8, a.failed.data(), 8 * a.failed.size());
+  return out;
+}
+
+std::size_t words_of(const communicator &c) {
+  return (static_cast<std::size_t>(c.size) + 63) / 64;
+}
+
+bool decode(const std::byte *p, std::size_t bytes, agreement &a) {
+  if (bytes < 8 || bytes % 8 != 0) return false;
+  std::memcpy(&a.flag, p, 4);
+  std::memcpy(&a.context, p + 4, 4);
+  a.failed.assign((bytes - 8) / 8, 0);
+  if (!a.failed.empty()) std::memcpy(a.failed.data(), p + 8, 8 * a.failed.size());
+  return true;
+}
+
+void combine(agreement &into, const agreement &a) {
+  into.flag &= a.flag;
+  into.context = std::max(into.context, a.context);
+  for (std::size_t i = 0; i < into.failed.size() && i < a.failed.size(); ++i) {
+    into.failed[i] |= a.failed[i];
+  }
+}
+
+void send_value(const communicator &c, int to_rank, step s, std::uint32_t seq, const agreement &a) {
+  packet_header h{};
+  h.tag = s;
+  h.context = c.context;
+  h.source = c.rank;
+  h.sender_request = seq;
+  const std::vector<std::byte> body = encode(a);
+  send_packet(c.world_rank[static_cast<std::size_t>(to_rank)], h, body.data(), body.size());
+}
+
+int lowest_alive(const communicator &c) {
+  for (int r = 0; r < c.size; ++r) {
+    if (!is_failed(c.world_rank[static_cast<std::size_t>(r)])) return r;
+  }
+  return c.rank;
+}
+
+bool all_in(const communicator &c, const agree_state &st) {
+  for (int r = 0; r < c.size; ++r) {
+    if (!is_failed(c.world_rank[static_cast<std::size_t>(r)]) && st.got.count(r) == 0) return false;
+  }
+  return true;
+}
+
+// `c` is nullptr when the communicator is not made here yet (a rank that
+// left MPIX_Comm_shrink first may already agree on the new one): its
+// contributions wait for the agreement.
+const char *on_agreement(const communicator *c, const packet_header &h, const std::byte *payload) {
+  if (c != nullptr && (h.source < 0 || h.source >= c->size)) {
+    return "recovery packet from a rank outside its communicator";
+  }
+  agree_state &st = globals->agreements[h.context];
+  const auto seq = static_cast<std::uint32_t>(h.sender_request);
+  const bool decided = st.decided_seq != 0 && seq == st.decided_seq;
+  if (h.tag == step_query) {
+    if (h.length != 0) return "recovery query with a payload";
+    if (c != nullptr && decided) {
+      send_value(*c, h.source, step_decide, seq, st.decided);
+    } else if (c != nullptr && st.active && seq == st.seq) {
+      send_value(*c, h.source, step_contribute, seq, st.mine);
+    }
+    return nullptr;
+  }
+  agreement a;
+  if (!decode(payload, h.length, a) || (c != nullptr && a.failed.size() != words_of(*c))) {
+    return "recovery packet of the wrong length";
+  }
+  if (h.tag == step_decide) {
+    if (st.active && seq == st.seq) st.answer = std::move(a);
+    return nullptr;
+  }
+  if (h.tag != step_contribute) return "recovery packet of an unknown step";
+  if (c != nullptr && decided && !(st.active && seq == st.seq)) {
+    send_value(*c, h.source, step_decide, seq, st.decided);
+  } else if (st.active && seq == st.seq) {
+    st.got[h.source] = std::move(a);
+  } else if (seq == st.seq + 1) {
+    st.early[h.source] = std::move(a);
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+void recovery_start() {
+  auto &state = rt->recovery;
+  state.reported.reset(new std::atomic<bool>[rt->vcs.size()]);
+  for (std::size_t i = 0; i < rt->vcs.size(); ++i) state.reported[i].store(false);
+  state.failed.assign(rt->vcs.size(), 0);
+  globals = std::make_unique<recovery_globals>();
+  reports_self.store(rt->rank, std::memory_order_relaxed);
+  reports_to.store(&state, std::memory_order_release);
+  progress_added.recovery = rt->config.recovery ? recovery_poll : nullptr;
+}
+
+void recovery_stop() {
+  reports_to.store(nullptr, std::memory_order_release);
+  progress_added.recovery = nullptr;
+  globals.reset();
+}
+
+void recovery_report(int w, const char *why) {
+  recovery_state *state = reports_to.load(std::memory_order_acquire);
+  const int self = reports_self.load(std::memory_order_relaxed);
+  if (state == nullptr || w < 0 || static_cast<std::size_t>(w) >= state->failed.size() ||
+      w == self) {
+    return;
+  }
+  if (state->reported[static_cast<std::size_t>(w)].exchange(true)) return;
+  if (std::getenv("IRIS_DEBUG") != nullptr && std::getenv("IRIS_DEBUG")[0] == '1') {
+    std::fprintf(stderr, "iris: rank %d: rank %d is dead: %s\n", self, w, why);
+  }
+  state->notices.fetch_add(1, std::memory_order_release);
+}
+
+bool recovery_failed(int w) {
+  return is_failed(w);
+}
+
+int recovery_refusal(const communicator &comm, std::uint32_t context, int peer) {
+  if (comm.revoked) return MPI_ERR_REVOKED;
+  if (peer >= 0 && is_failed(world_of(comm, context, peer))) return MPI_ERR_PROC_FAILED;
+  if (is_collective(comm, context) && holds_failure(comm)) return MPI_ERR_PROC_FAILED;
+  return 0;
+}
+
+void recovery_fail(request &r, int error_class) {
+  r.cancel_pending = false;
+  r.status_error = error_class;
+  r.status_bytes = 0;
+  if (r.kind == request_kind::recv) {
+    if (r.peer < 0) {
+      rt->matching.withdraw(&r);
+    } else {
+      vc &from = rt->vcs[static_cast<std::size_t>(r.peer)];
+      from.streaming_aside.remove(&r);
+    }
+    request_complete(r);
+    return;
+  }
+  if (r.peer >= 0) {
+    vc &to = rt->vcs[static_cast<std::size_t>(r.peer)];
+    if (r.state == send_state::queued) {
+      to.send_queue.remove(&r);
+      to.queued_sends.add(-1);
+    } else if (r.state == send_state::streaming) {
+      if (!r.stream_aside) to.stream_queue.remove(&r);
+      to.stream_turn = 0;
+    }
+  }
+  send_done(r);
+}
+
+bool recovery_blocks(const request &r) {
+  if (r.kind != request_kind::recv || r.complete || r.peer >= 0 || r.key.source != any_source ||
+      r.comm == nullptr || is_collective(*r.comm, r.key.context)) {
+    return false;
+  }
+  const auto &order = rt->recovery.order;
+  for (std::size_t i = r.comm->acked; i < order.size(); ++i) {
+    bool member = false;
+    each_member(*r.comm, [&](int m) { member = member || m == order[i]; });
+    if (member) return true;
+  }
+  return false;
+}
+
+std::vector<int> comm_failed_ranks(const communicator &c) {
+  std::vector<int> out;
+  for (int r = 0; r < c.size; ++r) {
+    if (is_failed(c.world_rank[static_cast<std::size_t>(r)])) out.push_back(r);
+  }
+  return out;
+}
+
+std::vector<int> comm_acked_ranks(const communicator &c) {
+  std::vector<int> out;
+  const auto &order = rt->recovery.order;
+  for (int r = 0; r < c.size; ++r) {
+    const int w = c.world_rank[static_cast<std::size_t>(r)];
+    if (std::find(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(c.acked), w) !=
+        order.begin() + static_cast<std::ptrdiff_t>(c.acked)) {
+      out.push_back(r);
+    }
+  }
+  return out;
+}
+
+int comm_ack(communicator &c) {
+  c.acked = rt->recovery.order.size();
+  return static_cast<int>(comm_acked_ranks(c).size());
+}
+
+void comm_revoke(communicator &c) {
+  if (c.revoked) return;
+  progress_added.recovery = recovery_poll;  // its packets may wait for room
+  c.revoked = true;
+  rt->troubled = true;
+  packet_header h{};
+  h.tag = step_revoke;
+  h.context = c.context;
+  h.source = c.rank;
+  each_member(c, [&](int w) { send_packet(w, h, nullptr, 0); });
+  rt->requests.each_live([&](request &r) {
+    if (r.comm == &c && !r.complete && r.ext == nullptr && r.kind != request_kind::coll &&
+        (r.persistent.op == persistent_op::none || r.active)) {
+      recovery_fail(r, MPI_ERR_REVOKED);
+    }
+  });
+}
+
+void recovery_agree(communicator &c, agreement &value) {
+  progress_added.recovery = recovery_poll;  // its packets may wait for room
+  agree_state &st = globals->agreements[c.context];
+  ++st.seq;
+  st.active = true;
+  st.mine = value;
+  st.mine.failed.resize(words_of(c), 0);
+  for (int r : comm_failed_ranks(c))
+    st.mine.failed[static_cast<std::size_t>(r) / 64] |= 1ULL << (r % 64);
+  st.got = std::move(st.early);
+  st.early.clear();
+  st.answer.reset();
+  int coordinator = -1;
+  for (;;) {
+    const int lowest = lowest_alive(c);
+    if (lowest != coordinator) {
+      coordinator = lowest;
+      if (coordinator == c.rank) {
+        st.got[c.rank] = st.mine;
+        // A lower rank died: it may have decided, and told some, already.
+        if (c.rank != 0) {
+          packet_header h{};
+          h.tag = step_query;
+          h.context = c.context;
+          h.source = c.rank;
+          h.sender_request = st.seq;
+          for (int r = 0; r < c.size; ++r) {
+            if (r != c.rank) send_packet(c.world_rank[static_cast<std::size_t>(r)], h, nullptr, 0);
+          }
+        }
+      } else {
+        send_value(c, coordinator, step_contribute, st.seq, st.mine);
+      }
+    }
+    if (coordinator == c.rank && (st.answer || all_in(c, st))) {
+      agreement result = st.mine;
+      if (st.answer) {
+        result = *st.answer;
+      } else {
+        for (const auto &[rank, a] : st.got) combine(result, a);
+        for (int r : comm_failed_ranks(c)) {
+          result.failed[static_cast<std::size_t>(r) / 64] |= 1ULL << (r % 64);
+        }
+      }
+      for (int r = 0; r < c.size; ++r) {
+        if (r != c.rank) send_value(c, r, step_decide, st.seq, result);
+      }
+      st.answer = result;
+      break;
+    }
+    if (coordinator != c.rank && st.answer) break;
+    progress_until([&] {
+      return st.answer.has_value() || lowest_alive(c) != coordinator ||
+             (coordinator == c.rank && all_in(c, st));
+    });
+  }
+  value = *st.answer;
+  // What the decision says is dead, is dead here too (MPIX_Comm_get_failed
+  // agrees with a shrink's result even before the launcher's word comes).
+  for (int r = 0; r < c.size; ++r) {
+    const auto w = static_cast<std::size_t>(c.world_rank[static_cast<std::size_t>(r)]);
+    if (((value.failed[static_cast<std::size_t>(r) / 64] >> (r % 64)) & 1U) != 0 &&
+        rt->recovery.failed[w] == 0) {
+      rt->recovery.reported[w].store(true);
+      failure_known(static_cast<int>(w));
+    }
+  }
+  st.active = false;
+  st.decided_seq = st.seq;
+  st.decided = value;
+  st.got.clear();
+  st.answer.reset();
+}
+
+const char *recovery_on_packet(vc &from, const packet_header &h, const std::byte *payload) {
+  (void)from;
+  communicator *c = comm_of_context(h.context);
+  if (h.tag == step_revoke) {
+    if (h.length != 0) return "revocation with a payload";
+    if (c != nullptr) comm_revoke(*c);  // else freed here already, or not made yet
+    return nullptr;
+  }
+  return on_agreement(c, h, payload);
+}
+
+}  // namespace iris::device

@@ -1,0 +1,93 @@
+// Recovery after a rank dies: the device half of ULFM (MPIX_Comm_revoke,
+// _shrink, _agree, _ack_failed), on with IRIS_RECOVERY=1 (mpiexec
+// --enable-recovery sets it). Without it a lost peer ends the job, as
+// before.
+//
+// A death is reported by the launcher (a PMIx event, on its own thread) or
+// by a netmod that lost the peer (recovery_report); the next progress pass
+// makes it known here. Then every operation that involves the dead rank
+// ends with MPIX_ERR_PROC_FAILED: sends to it and receives from it (posted,
+// queued, half-way through a rendezvous), and every operation on the
+// collective context of a communicator that holds it, so that no collective
+// waits for a rank that left it early. A pending receive from
+// MPI_ANY_SOURCE on such a communicator is not ended: the completion calls
+// answer MPIX_ERR_PROC_FAILED_PENDING for it until the failure is
+// acknowledged (recovery_blocks). New operations are refused the same way
+// (recovery_refusal). Packets still arriving from a dead rank are dropped.
+//
+// A revocation (comm_revoke) travels as a recovery packet to every member,
+// each forwarding it once to all the others (so that it arrives even if
+// the revoker dies half-way); every pending and later operation on the
+// communicator then ends with MPIX_ERR_REVOKED.
+//
+// An agreement (recovery_agree: MPIX_Comm_agree, and MPIX_Comm_shrink's
+// set of failed ranks and new context id) is fault tolerant: every rank
+// sends its contribution to the lowest rank it does not know to be dead
+// (the coordinator), which combines those of every rank alive and sends
+// the decision to all. When the coordinator dies, the next one asks every
+// rank (a query): a rank that already has the decision gives it, so that
+// all that return get the same one; the others contribute again. A rank
+// keeps its last decision per communicator to answer late queries. The
+// launcher's reports are taken as the truth (no rank is suspected that did
+// not die), which is what makes the coordinator well defined.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "device/core/comm.hpp"
+#include "device/core/packet.hpp"
+#include "device/core/request.hpp"
+#include "device/core/vc.hpp"
+
+namespace iris::device {
+
+// Readies recovery at MPI_Init; polled by the progress engine when
+// rt->config.recovery is set, or once a revocation or agreement has begun
+// (they work without it too, with no failures to meet). recovery_stop at
+// MPI_Finalize.
+void recovery_start();
+void recovery_stop();
+// Any thread: world rank `w` died (`why`, for IRIS_DEBUG). Known here at
+// the next progress pass.
+void recovery_report(int w, const char *why);
+// Whether world rank `w` is known dead here.
+bool recovery_failed(int w);
+
+// Call lock, rt->troubled set: the error class (MPIX_ERR_PROC_FAILED,
+// MPIX_ERR_REVOKED) an operation on `context` of `comm` with `peer` (a rank
+// of comm, or any_source) must end with at once, or 0.
+int recovery_refusal(const communicator &comm, std::uint32_t context, int peer);
+// Ends the pending request `r` now with `error_class`: withdrawn from the
+// queue it waits in, its rendezvous forgotten.
+void recovery_fail(request &r, int error_class);
+// A pending receive from any source whose communicator has a failure not
+// acknowledged (MPIX_ERR_PROC_FAILED_PENDING).
+bool recovery_blocks(const request &r);
+
+// The ranks of `c` known dead here, ascending; and of those, the ones
+// acknowledged (comm_ack).
+std::vector<int> comm_failed_ranks(const communicator &c);
+std::vector<int> comm_acked_ranks(const communicator &c);
+// MPIX_Comm_ack_failed: acknowledges every failure known now; returns how
+// many of c's ranks that covers.
+int comm_ack(communicator &c);
+// MPIX_Comm_revoke.
+void comm_revoke(communicator &c);
+
+// What an agreement combines: a flag (bitwise AND), a context id (maximum)
+// and the ranks of the communicator known dead (union, as bits).
+struct agreement {
+  std::uint32_t flag = ~0U;
+  std::uint32_t context = 0;
+  std::vector<std::uint64_t> failed;  // bit r: rank r of the communicator
+};
+// Collective over the survivors of `c`, revoked or not: `value` becomes
+// the agreed one, the same at every rank that returns.
+void recovery_agree(communicator &c, agreement &value);
+
+// The handler of recovery packets.
+const char *recovery_on_packet(vc &from, const packet_header &h, const std::byte *payload);
+
+}  // namespace iris::device

@@ -1,0 +1,105 @@
+// Survivors go on after ranks die (ULFM; device/protocols/recovery.hpp),
+// through test/mpi/ulfm.c under mpiexec --enable-recovery: ranks killed
+// with SIGKILL idle, inside a receive, in the middle of a 64 MiB
+// rendezvous, inside a collective, and during the shrink itself, over
+// shared memory, tcp, ofi and two simulated nodes, at 3, 4 and 8 ranks.
+// Each survivor revokes, shrinks, agrees and checks every byte of its
+// traffic afterwards (ulfm.c); /dev/shm is clean after each job.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "test/mpi/jobs.hpp"
+
+namespace iris::test {
+namespace {
+
+const std::vector<std::string> places = {"idle", "recv", "rendezvous", "collective", "shrink"};
+
+run_result recovery_job(int ranks, int nodes, const std::vector<std::string> &args,
+                        const env_list &env = {}, bool recovery = true) {
+  std::vector<std::string> argv = {mpiexec};
+  if (recovery) argv.push_back("--enable-recovery");
+  argv.insert(argv.end(), {"-n", std::to_string(ranks)});
+  if (nodes > 1) argv.insert(argv.end(), {"--nodes", std::to_string(nodes)});
+  argv.push_back(programs + "/ulfm");
+  argv.insert(argv.end(), args.begin(), args.end());
+  return run(argv, 120, env);
+}
+
+// Every place a rank may die, in one configuration: the job ends 0, each
+// death is one line of mpiexec's, and rank 0 says how many went on.
+void survivors_go_on(int ranks, int nodes, const std::string &victims, int deaths,
+                     const env_list &env = {}) {
+  for (const std::string &where : places) {
+    const run_result r = recovery_job(ranks, nodes, {where, victims}, env);
+    EXPECT_FALSE(r.timed_out) << where << "\n" << r.output;
+    EXPECT_EQ(r.exit_code, 0) << where << "\n" << r.output;
+    EXPECT_EQ(occurrences(r.output, "killed by signal 9 (Killed)"),
+              static_cast<std::size_t>(deaths))
+        << where << "\n"
+        << r.output;
+    EXPECT_NE(r.output.find("ulfm: " + std::to_string(ranks - deaths) +
+                            " survivors went on after " + where),
+              std::string::npos)
+        << where << "\n"
+        << r.output;
+  }
+}
+
+class Recovery : public FailureTest {};
+
+TEST_F(Recovery, EightRanksOverSharedMemoryGoOnAfterTwoDie) {
+  survivors_go_on(8, 1, "3,5", 2);
+}
+
+TEST_F(Recovery, FourRanksOverTcpGoOn) {
+  survivors_go_on(4, 1, "1", 1, {{"IRIS_SHM", "0"}});
+}
+
+TEST_F(Recovery, TwoNodesGoOnAfterARankOfEachDies) {
+  survivors_go_on(4, 2, "1,2", 2);
+}
+
+TEST_F(Recovery, OverOfiTheSurvivorsGoOnAndFinalizeWithoutWaitingForTheDead) {
+  if (!ofi_built()) GTEST_SKIP() << "this build has no ofi netmod (-Dnetmods)";
+  survivors_go_on(4, 2, "1,2", 2, ofi_rxm);
+}
+
+TEST_F(Recovery, ThreeRanksGoOnAsTwo) {
+  survivors_go_on(3, 1, "2", 1);
+}
+
+// Revoke, shrink and agree need no failure, nor recovery on; the
+// nonblocking forms are refused with MPI_ERR_UNSUPPORTED_OPERATION.
+TEST_F(Recovery, RevokeShrinkAndAgreeWorkWithoutAFailure) {
+  for (const bool recovery : {false, true}) {
+    const run_result r = recovery_job(4, 1, {"none", "-"}, {}, recovery);
+    EXPECT_EQ(r.exit_code, 0) << r.output;
+    EXPECT_NE(r.output.find("ulfm: 4 survivors went on after none"), std::string::npos) << r.output;
+  }
+}
+
+// A survivor that keeps MPI_ERRORS_ARE_FATAL ends the job with one line
+// naming its dead peer.
+TEST_F(Recovery, ErrorsAreFatalEndTheJobWithOneLineNamingTheDeadRank) {
+  const run_result r = recovery_job(4, 1, {"fatal", "2"});
+  EXPECT_NE(r.exit_code, 0) << r.output;
+  EXPECT_FALSE(r.timed_out) << r.output;
+  EXPECT_NE(r.output.find("MPI_Recv: its peer, world rank 2, died (MPIX_ERR_PROC_FAILED)"),
+            std::string::npos)
+      << r.output;
+}
+
+// Without --enable-recovery a death still ends the whole job at once.
+TEST_F(Recovery, WithoutTheOptionADeathEndsTheJob) {
+  const run_result r = recovery_job(4, 1, {"idle", "2"}, {}, false);
+  EXPECT_NE(r.exit_code, 0) << r.output;
+  EXPECT_FALSE(r.timed_out) << r.output;
+  EXPECT_NE(r.output.find("rank 2"), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("survivors went on"), std::string::npos) << r.output;
+}
+
+}  // namespace
+}  // namespace iris::test

@@ -1,0 +1,271 @@
+/* Survivors go on after ranks die (ULFM), under mpiexec --enable-recovery.
+ *
+ *   ulfm WHERE VICTIMS
+ *     WHERE: where the victims die, by SIGKILL:
+ *       idle        at once after a barrier;
+ *       recv        inside an MPI_Recv that nothing answers;
+ *       rendezvous  while sending 64 MiB to the first survivor, which is
+ *                   receiving it;
+ *       collective  inside a loop of MPI_Allreduce that every rank runs;
+ *       shrink      the first victim at once, the others inside the
+ *                   MPIX_Comm_shrink that follows;
+ *       fatal       at once, while the survivors keep MPI_ERRORS_ARE_FATAL:
+ *                   rank 0's receive from it ends the job with one line;
+ *       none        nobody (VICTIMS "-"): revoke, shrink and agree work
+ *                   without a failure, with or without recovery on, and
+ *                   the nonblocking forms say they are not supported.
+ *     VICTIMS: world ranks, comma-separated (not 0), or "-".
+ *
+ * Every survivor: meets the failure as MPIX_ERR_PROC_FAILED (or
+ * MPIX_ERR_REVOKED once another survivor revoked), revokes MPI_COMM_WORLD,
+ * shrinks it until no failed rank is left in the result (checking that it
+ * holds exactly the ranks still alive, in world order), agrees on a flag
+ * over it (the AND of every survivor's bits, the same at all), then runs a
+ * ring of messages of 8 B and 1 MiB and an Allreduce and Bcast over it,
+ * every byte checked; MPIX_Comm_get_failed of the world names the victims.
+ * Rank 0 prints "ulfm: N survivors went on after WHERE". */
+#define _POSIX_C_SOURCE 200809L
+#include <mpi.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/time.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "check.h"
+
+enum { most = 64, big = 64 << 20, ring_big = 1 << 20 };
+
+static int victims[most];
+static int victim_count = 0;
+static int me = 0;
+static int world_size = 0;
+
+static int is_victim(int r) {
+  for (int i = 0; i < victim_count; ++i) {
+    if (victims[i] == r) return 1;
+  }
+  return 0;
+}
+
+static void die_now(int sig) {
+  (void)sig;
+  raise(SIGKILL);
+}
+
+/* SIGKILL after `ms` milliseconds, wherever this rank is then. */
+static void die_in(int ms) {
+  signal(SIGALRM, die_now);
+  struct itimerval t;
+  memset(&t, 0, sizeof t);
+  t.it_value.tv_sec = ms / 1000;
+  t.it_value.tv_usec = (ms % 1000) * 1000;
+  setitimer(ITIMER_REAL, &t, NULL);
+}
+
+static int failure(int err) {
+  int cls = err;
+  MPI_Error_class(err, &cls);
+  return cls == MPIX_ERR_PROC_FAILED || cls == MPIX_ERR_REVOKED ||
+         cls == MPIX_ERR_PROC_FAILED_PENDING;
+}
+
+/* The victims die where WHERE says; the survivors meet it. */
+static void meet_failure(const char *where) {
+  const int first_survivor = 0;
+  if (strcmp(where, "none") == 0) {
+    MPI_Request req = MPI_REQUEST_NULL;
+    int flag = 1;
+    const int err = MPIX_Comm_iagree(MPI_COMM_WORLD, &flag, &req);
+    int cls = err;
+    MPI_Error_class(err, &cls);
+    CHECK(cls == MPI_ERR_UNSUPPORTED_OPERATION, "MPIX_Comm_iagree returned %d", err);
+    CHECK(MPIX_Comm_revoke(MPI_COMM_NULL) != MPI_SUCCESS, "revoking MPI_COMM_NULL succeeded");
+  } else if (strcmp(where, "idle") == 0 || strcmp(where, "shrink") == 0 ||
+             strcmp(where, "fatal") == 0) {
+    if (is_victim(me) && (strcmp(where, "shrink") != 0 || me == victims[0])) raise(SIGKILL);
+    if (is_victim(me)) return; /* dies in the shrink */
+    int x = 0;
+    const int err = MPI_Recv(&x, 1, MPI_INT, victims[0], 7, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    CHECK(failure(err), "a receive from dead rank %d returned %d", victims[0], err);
+  } else if (strcmp(where, "recv") == 0) {
+    if (is_victim(me)) {
+      die_in(200);
+      int x = 0;
+      MPI_Recv(&x, 1, MPI_INT, first_survivor, 99, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+      CHECK(0, "the victim's receive returned");
+    }
+    /* A wildcard receive waits: the failure answers it (pending, then
+     * failed once acknowledged and waited for no more). */
+    int x = 0;
+    MPI_Request req;
+    MPI_Irecv(&x, 1, MPI_INT, MPI_ANY_SOURCE, 5, MPI_COMM_WORLD, &req);
+    const int err = MPI_Wait(&req, MPI_STATUS_IGNORE);
+    int cls = err;
+    MPI_Error_class(err, &cls);
+    /* Or revoked already by a survivor that went on first. */
+    CHECK(cls == MPIX_ERR_PROC_FAILED_PENDING || cls == MPIX_ERR_REVOKED,
+          "a wildcard receive returned %d, not pending", err);
+    if (cls == MPIX_ERR_PROC_FAILED_PENDING) {
+      CHECK(req != MPI_REQUEST_NULL, "a pending wildcard receive was freed");
+      int acked = 0;
+      MPIX_Comm_ack_failed(MPI_COMM_WORLD, world_size, &acked);
+      CHECK(acked >= 1, "acknowledged %d failures", acked);
+      MPI_Group g;
+      MPIX_Comm_failure_get_acked(MPI_COMM_WORLD, &g);
+      int n = 0;
+      MPI_Group_size(g, &n);
+      CHECK(n == acked, "the acknowledged group has %d ranks, not %d", n, acked);
+      if (g != MPI_GROUP_EMPTY) MPI_Group_free(&g);
+      MPI_Cancel(&req);
+      MPI_Wait(&req, MPI_STATUS_IGNORE);
+    }
+  } else if (strcmp(where, "rendezvous") == 0) {
+    char *data = malloc(big);
+    if (is_victim(me)) {
+      memset(data, 0x5a, big);
+      die_in(30);
+      for (;;) MPI_Send(data, big, MPI_CHAR, first_survivor, 3, MPI_COMM_WORLD);
+    }
+    if (me == first_survivor) {
+      for (int round = 0;; ++round) {
+        memset(data, 0, big);
+        const int err =
+            MPI_Recv(data, big, MPI_CHAR, victims[0], 3, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        if (err != MPI_SUCCESS) {
+          CHECK(failure(err), "the 64 MiB receive returned %d", err);
+          break;
+        }
+        CHECK(data[0] == 0x5a && data[big - 1] == 0x5a, "round %d of 64 MiB came wrong", round);
+      }
+    } else {
+      int x = 0;
+      const int err = MPI_Recv(&x, 1, MPI_INT, victims[0], 7, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+      CHECK(failure(err), "a receive from dead rank %d returned %d", victims[0], err);
+    }
+    free(data);
+  } else if (strcmp(where, "collective") == 0) {
+    if (is_victim(me)) die_in(100);
+    for (long round = 0;; ++round) {
+      long sum = 0;
+      const long one = 1;
+      const int err = MPI_Allreduce(&one, &sum, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
+      if (err != MPI_SUCCESS) {
+        CHECK(failure(err), "Allreduce round %ld returned %d", round, err);
+        break;
+      }
+      CHECK(sum == world_size, "Allreduce round %ld: %ld, not %d", round, sum, world_size);
+    }
+  } else {
+    CHECK(0, "unknown WHERE %s", where);
+  }
+}
+
+static void go_on(MPI_Comm c) {
+  int rank = 0, size = 0;
+  MPI_Comm_rank(c, &rank);
+  MPI_Comm_size(c, &size);
+  /* The bits: every survivor clears one of its own. */
+  int flag = ~(1 << (me % 31));
+  CHECK(MPIX_Comm_agree(c, &flag) == MPI_SUCCESS, "agree failed");
+  int want = ~0;
+  int alive[most];
+  int n = 0;
+  for (int r = 0; r < world_size; ++r) {
+    if (!is_victim(r)) {
+      want &= ~(1 << (r % 31));
+      alive[n++] = r;
+    }
+  }
+  CHECK(flag == want, "agreed flag 0x%x, not 0x%x", flag, want);
+  CHECK(size == n, "the shrunk communicator has %d ranks, not %d", size, n);
+  CHECK(rank < n && alive[rank] == me, "rank %d of the shrunk communicator is world %d", rank, me);
+  /* A ring, 8 B and 1 MiB. */
+  char *out = malloc(ring_big), *in = malloc(ring_big);
+  const int ring_sizes[2] = {8, ring_big};
+  for (int k = 0; k < 2; ++k) {
+    const int bytes = ring_sizes[k];
+    for (int i = 0; i < bytes; ++i) out[i] = (char)(rank * 31 + i);
+    const int to = (rank + 1) % size, from = (rank + size - 1) % size;
+    CHECK(MPI_Sendrecv(out, bytes, MPI_CHAR, to, 1, in, bytes, MPI_CHAR, from, 1, c,
+                       MPI_STATUS_IGNORE) == MPI_SUCCESS,
+          "ring of %d B failed", bytes);
+    for (int i = 0; i < bytes; ++i) {
+      if (in[i] != (char)(from * 31 + i)) {
+        CHECK(0, "ring of %d B: byte %d wrong", bytes, i);
+        break;
+      }
+    }
+  }
+  free(out);
+  free(in);
+  long sum = 0;
+  const long mine = me;
+  CHECK(MPI_Allreduce(&mine, &sum, 1, MPI_LONG, MPI_SUM, c) == MPI_SUCCESS, "allreduce failed");
+  long want_sum = 0;
+  for (int i = 0; i < n; ++i) want_sum += alive[i];
+  CHECK(sum == want_sum, "allreduce %ld, not %ld", sum, want_sum);
+  int root_value = rank == size - 1 ? 4242 : 0;
+  CHECK(MPI_Bcast(&root_value, 1, MPI_INT, size - 1, c) == MPI_SUCCESS, "bcast failed");
+  CHECK(root_value == 4242, "bcast gave %d", root_value);
+}
+
+int main(int argc, char **argv) {
+  MPI_Init(&argc, &argv);
+  MPI_Comm_rank(MPI_COMM_WORLD, &me);
+  MPI_Comm_size(MPI_COMM_WORLD, &world_size);
+  MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+  if (argc < 3) {
+    if (me == 0) fprintf(stderr, "usage: ulfm WHERE VICTIMS\n");
+    MPI_Finalize();
+    return 2;
+  }
+  const char *where = argv[1];
+  if (strcmp(where, "fatal") == 0) MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL);
+  for (char *p = strtok(argv[2], ","); p != NULL && victim_count < most; p = strtok(NULL, ",")) {
+    if (strcmp(p, "-") != 0) victims[victim_count++] = atoi(p);
+  }
+  CHECK(MPI_Barrier(MPI_COMM_WORLD) == MPI_SUCCESS, "the first barrier failed");
+  meet_failure(where);
+  MPIX_Comm_revoke(MPI_COMM_WORLD);
+  int revoked = 0;
+  MPIX_Comm_is_revoked(MPI_COMM_WORLD, &revoked);
+  CHECK(revoked, "the world is not revoked after MPIX_Comm_revoke");
+  int x = 0;
+  const int err = MPI_Send(&x, 1, MPI_INT, 0, 1, MPI_COMM_WORLD);
+  CHECK(err != MPI_SUCCESS && failure(err), "a send on the revoked world returned %d", err);
+  if (strcmp(where, "shrink") == 0 && is_victim(me)) die_in(5);
+  /* Shrink until the survivors are all that is left: a victim that dies
+   * during a shrink may be in its result, if nobody had seen it dead yet. */
+  MPI_Comm c = MPI_COMM_WORLD;
+  for (int tries = 0; tries < 200; ++tries) {
+    MPI_Comm s = MPI_COMM_NULL;
+    CHECK(MPIX_Comm_shrink(c, &s) == MPI_SUCCESS, "shrink failed");
+    if (c != MPI_COMM_WORLD) MPI_Comm_free(&c);
+    c = s;
+    MPI_Comm_set_errhandler(c, MPI_ERRORS_RETURN);
+    int size = 0;
+    MPI_Comm_size(c, &size);
+    if (size == world_size - victim_count) break;
+    const struct timespec pause = {0, 10 * 1000 * 1000};
+    nanosleep(&pause, NULL);
+  }
+  go_on(c);
+  MPI_Group failed;
+  MPIX_Comm_get_failed(MPI_COMM_WORLD, &failed);
+  int nfailed = 0;
+  MPI_Group_size(failed, &nfailed);
+  CHECK(nfailed == victim_count, "the world's failed group has %d ranks, not %d", nfailed,
+        victim_count);
+  int size = 0;
+  MPI_Comm_size(c, &size);
+  if (me == 0 && check_failures == 0) {
+    printf("ulfm: %d survivors went on after %s\n", size, where);
+  }
+  MPI_Comm_free(&c);
+  MPI_Finalize();
+  return check_failures == 0 ? 0 : 1;
+}
