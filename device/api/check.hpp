@@ -288,9 +288,10 @@ inline int send_wait_release(const char *call, const communicator &comm, device:
   if (r == nullptr) return MPI_SUCCESS;
   device::progress_until([r] { return device::request_done(*r); });
   const int err = r->status_error;
-  const int peer = device::recovery_failed(r->peer) ? r->peer : -1;
+  const int peer = r->peer;
   device::rt->requests.release(r);
-  return err == MPI_SUCCESS ? MPI_SUCCESS : failure_raise(call, comm, err, peer);
+  if (err == MPI_SUCCESS) return MPI_SUCCESS;
+  return failure_raise(call, comm, err, device::recovery_failed(peer) ? peer : -1);
 }
 
 inline bool send_fast(const void *buf, int count, MPI_Datatype type, int dest, int tag,

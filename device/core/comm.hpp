@@ -80,6 +80,10 @@ struct communicator {
   // became known: recovery_state::order) MPIX_Comm_ack_failed acknowledged.
   bool revoked = false;
   std::size_t acked = 0;
+  // How many of those failures were looked for among its members, and
+  // whether one was (a collective's refusal asks at every message).
+  mutable std::size_t failures_looked = 0;
+  mutable bool failed_member = false;
 
   std::uint32_t collective_context() const { return context + 1; }
 };

@@ -113,6 +113,11 @@ struct request {
   // `progress` and `peer_request` are then under the VC's send_lock.
   bool stream_aside = false;
   bool stream_cleared = false;
+  // recv: counted in rt->pipeline_receives (its CTS went out, not aside);
+  // a transport's read into `buffer` is under way (rendezvous_read_done
+  // ends it). Recovery (protocols/recovery.hpp) reads both.
+  bool piped = false;
+  bool reading = false;
   persistent_args persistent;  // persistent.op != none: made by MPI_*_init
   // A non-contiguous datatype. A send of at most the eager limit travels
   // packed whole through `scratch` (freed with the request). Receives and

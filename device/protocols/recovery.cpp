@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -9,6 +10,7 @@
 #include <memory>
 #include <optional>
 
+#include "device/protocols/credit.hpp"
 #include "device/protocols/send.hpp"
 #include "device/runtime/progress.hpp"
 #include "device/runtime/runtime.hpp"
@@ -84,9 +86,13 @@ void each_member(const communicator &comm, Fn fn) {
 }
 
 bool holds_failure(const communicator &comm) {
-  bool any = false;
-  each_member(comm, [&](int w) { any = any || is_failed(w); });
-  return any;
+  const auto &order = rt->recovery.order;
+  for (; comm.failures_looked < order.size() && !comm.failed_member; ++comm.failures_looked) {
+    each_member(comm, [&](int w) {
+      comm.failed_member = comm.failed_member || w == order[comm.failures_looked];
+    });
+  }
+  return comm.failed_member;
 }
 
 // Writes the packet now, or after what waits before it.
@@ -210,6 +216,15 @@ void send_value(const communicator &c, int to_rank, step s, std::uint32_t seq, c
   send_packet(c.world_rank[static_cast<std::size_t>(to_rank)], h, body.data(), body.size());
 }
 
+// Fault injection for the tests (test/mpi/ulfm.c): with
+// IRIS_RECOVERY_DIE_DECIDING=N in its environment (the program sets it
+// when it wants), a coordinator kills itself with SIGKILL once it has sent
+// its decision to N ranks (0: to none). -1 when unset.
+int dies_deciding() {
+  const char *text = std::getenv("IRIS_RECOVERY_DIE_DECIDING");
+  return text != nullptr && *text != '\0' ? std::atoi(text) : -1;
+}
+
 int lowest_alive(const communicator &c) {
   for (int r = 0; r < c.size; ++r) {
     if (!is_failed(c.world_rank[static_cast<std::size_t>(r)])) return r;
@@ -236,10 +251,23 @@ const char *on_agreement(const communicator *c, const packet_header &h, const st
   const bool decided = st.decided_seq != 0 && seq == st.decided_seq;
   if (h.tag == step_query) {
     if (h.length != 0) return "recovery query with a payload";
-    if (c != nullptr && decided) {
+    if (c == nullptr) return nullptr;
+    // Only a coordinator queries: every rank below it is dead (the
+    // launcher's word is the truth), so a decision one of them sent still
+    // on its way here must not count (deliver_troubled drops it).
+    for (int r = 0; r < h.source; ++r) {
+      const auto w = static_cast<std::size_t>(c->world_rank[static_cast<std::size_t>(r)]);
+      if (rt->recovery.failed[w] == 0) {
+        rt->recovery.reported[w].store(true);
+        failure_known(static_cast<int>(w));
+      }
+    }
+    if (decided) {
       send_value(*c, h.source, step_decide, seq, st.decided);
-    } else if (c != nullptr && st.active && seq == st.seq) {
-      send_value(*c, h.source, step_contribute, seq, st.mine);
+    } else if (st.active && seq == st.seq) {
+      // A decision that came already is the one: the new coordinator takes it.
+      send_value(*c, h.source, st.answer ? step_decide : step_contribute, seq,
+                 st.answer ? *st.answer : st.mine);
     }
     return nullptr;
   }
@@ -254,6 +282,8 @@ const char *on_agreement(const communicator *c, const packet_header &h, const st
   if (h.tag != step_contribute) return "recovery packet of an unknown step";
   if (c != nullptr && decided && !(st.active && seq == st.seq)) {
     send_value(*c, h.source, step_decide, seq, st.decided);
+  } else if (c != nullptr && st.active && seq == st.seq && st.answer) {
+    send_value(*c, h.source, step_decide, seq, *st.answer);
   } else if (st.active && seq == st.seq) {
     st.got[h.source] = std::move(a);
   } else if (seq == st.seq + 1) {
@@ -273,6 +303,10 @@ void recovery_start() {
   reports_self.store(rt->rank, std::memory_order_relaxed);
   reports_to.store(&state, std::memory_order_release);
   progress_added.recovery = rt->config.recovery ? recovery_poll : nullptr;
+}
+
+bool recovery_idle() {
+  return globals == nullptr || globals->outbox.empty();
 }
 
 void recovery_stop() {
@@ -317,6 +351,13 @@ void recovery_fail(request &r, int error_class) {
       vc &from = rt->vcs[static_cast<std::size_t>(r.peer)];
       from.streaming_aside.remove(&r);
     }
+    if (r.piped) {
+      --rt->pipeline_receives;
+      r.piped = false;
+    }
+    // A transport still reads into its buffer: it completes when the read
+    // ends (rendezvous_read_done), so the buffer is the user's again then.
+    if (r.reading) return;
     request_complete(r);
     return;
   }
@@ -325,6 +366,7 @@ void recovery_fail(request &r, int error_class) {
     if (r.state == send_state::queued) {
       to.send_queue.remove(&r);
       to.queued_sends.add(-1);
+      if (r.protocol != packet_type::rts) credit_refund(to, r.bytes);  // never spent
     } else if (r.state == send_state::streaming) {
       if (!r.stream_aside) to.stream_queue.remove(&r);
       to.stream_turn = 0;
@@ -406,6 +448,10 @@ void recovery_agree(communicator &c, agreement &value) {
   int coordinator = -1;
   for (;;) {
     const int lowest = lowest_alive(c);
+    // A decision came (maybe from a coordinator that died since): it is
+    // the one, whoever coordinates now; only a new coordinator still
+    // passes it on to all.
+    if (st.answer && lowest != c.rank) break;
     if (lowest != coordinator) {
       coordinator = lowest;
       if (coordinator == c.rank) {
@@ -435,13 +481,18 @@ void recovery_agree(communicator &c, agreement &value) {
           result.failed[static_cast<std::size_t>(r) / 64] |= 1ULL << (r % 64);
         }
       }
+      const int die_after = dies_deciding();
+      int told = 0;
       for (int r = 0; r < c.size; ++r) {
-        if (r != c.rank) send_value(c, r, step_decide, st.seq, result);
+        if (told == die_after) std::raise(SIGKILL);
+        if (r != c.rank && !is_failed(c.world_rank[static_cast<std::size_t>(r)])) {
+          send_value(c, r, step_decide, st.seq, result);
+          ++told;
+        }
       }
       st.answer = result;
       break;
     }
-    if (coordinator != c.rank && st.answer) break;
     progress_until([&] {
       return st.answer.has_value() || lowest_alive(c) != coordinator ||
              (coordinator == c.rank && all_in(c, st));

@@ -49,6 +49,8 @@ namespace iris::device {
 // MPI_Finalize.
 void recovery_start();
 void recovery_stop();
+// No recovery packet waits for room (MPI_Finalize drains them first).
+bool recovery_idle();
 // Any thread: world rank `w` died (`why`, for IRIS_DEBUG). Known here at
 // the next progress pass.
 void recovery_report(int w, const char *why);

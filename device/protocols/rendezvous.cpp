@@ -12,6 +12,7 @@
 #include "device/protocols/recv.hpp"
 #include "device/protocols/send.hpp"
 #include "device/runtime/runtime.hpp"
+#include "include/mpi.h"
 
 namespace iris::device {
 namespace {
@@ -42,7 +43,10 @@ void ask_for_data(request &r, vc &from) {
   ++rt->stats.rendezvous_pipeline;
   r.expected = want;
   r.progress = 0;
-  if (!streams_aside(r, from, want) || !from.streaming_aside.add(&r)) ++rt->pipeline_receives;
+  if (!streams_aside(r, from, want) || !from.streaming_aside.add(&r)) {
+    ++rt->pipeline_receives;
+    r.piped = true;
+  }
   reply(from, packet_type::cts, r.peer_request, request_id(r), want);
 }
 
@@ -215,6 +219,7 @@ void rendezvous_matched(request &r, vc &from, std::uint64_t sender_request,
       reply(from, packet_type::fin, sender_request, 0, 0);
       return;
     case xfer::in_progress:
+      r.reading = true;
       return;  // rendezvous_read_done answers
     case xfer::retry:
       ask_for_data(r, from);
@@ -225,6 +230,11 @@ void rendezvous_matched(request &r, vc &from, std::uint64_t sender_request,
 void rendezvous_read_done(std::uint64_t receiver_request, const char *why) {
   request *r = rt->requests.from_id(receiver_request, request_kind::recv);
   if (r == nullptr || r->complete || r->peer < 0) return;  // cannot be: ours, started once
+  r->reading = false;
+  if (r->status_error == MPI_ERR_PROC_FAILED || r->status_error == MPI_ERR_REVOKED) [[unlikely]] {
+    request_complete(*r);  // a failure ended it while the read ran (recovery_fail)
+    return;
+  }
   vc &from = rt->vcs[static_cast<std::size_t>(r->peer)];
   if (why != nullptr) {
     ask_for_data(*r, from);  // the sender's data is still there
@@ -456,6 +466,7 @@ const char *rendezvous_on_data(vc &from, const packet_header &h, const std::byte
   r->progress += h.length;
   if (r->progress == r->expected) {
     --rt->pipeline_receives;
+    r->piped = false;
     if (from.alone_started != 0) {
       // A message alone (its transport chose the pipeline for it and
       // learns from its time): timed only if it stayed alone to its end.

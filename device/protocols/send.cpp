@@ -264,6 +264,12 @@ request *send_start(const communicator &comm, std::uint32_t context, const void 
   }
   const bool synchronous = mode == send_mode::synchronous;
   const bool eager = credit_enough(to, bytes);
+  // Short of credits, credit_enough polls: a failure may become known there.
+  if (rt->troubled) [[unlikely]] {
+    if (const int refusal = recovery_refusal(comm, context, dest)) {
+      return refused(comm, context, dest, tag, refusal, use);
+    }
+  }
   // Fast path: a blocking send of an eager message with nothing queued ahead
   // of it goes straight to the transport, without a request.
   if (!need_request && !synchronous && eager && to.send_queue.empty() &&

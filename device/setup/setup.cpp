@@ -183,8 +183,20 @@ int runtime_init(int required_thread_level) {
     // Collectives go by messages, whose requests a failure ends; the waits
     // on a node's shared segment could not tell (protocols/recovery.hpp).
     r->config.coll_shm = false;
-    r->pmi->watch_failures(
-        [](int rank, void *) { recovery_report(rank, "the launcher reported its end"); }, nullptr);
+    bool told = false;
+    try {
+      told = r->pmi->watch_failures(
+          [](int rank, void *) { recovery_report(rank, "the launcher reported its end"); },
+          nullptr);
+    } catch (const std::exception &e) {
+      fatal("MPI_Init", "IRIS_RECOVERY=1: %s", e.what());
+    }
+    if (!told && r->rank == 0) {
+      std::fprintf(stderr,
+                   "iris: rank 0: MPI_Init: IRIS_RECOVERY=1, but the launcher (%s) does not "
+                   "report deaths: only a netmod's lost connection will tell of one\n",
+                   std::string(r->pmi->backend()).c_str());
+    }
   }
   // More ranks than cores: a waiting rank must give its core away soon.
   int local_ranks = 0;
@@ -242,13 +254,19 @@ int runtime_finalize(bool may_start_again) {
   progress_until([] { return rt->sending.empty(); });
   if (rt->config.recovery) {
     // Ranks may have died: an agreement over the survivors is the barrier.
-    agreement all;
-    recovery_agree(*comm_lookup(MPI_COMM_WORLD), all);
+    // Twice: a rank leaves the second only once every survivor has the
+    // first's decision, so none still needs it to answer for the first
+    // (its coordinator died having told only some; recovery.hpp).
+    for (int round = 0; round < 2; ++round) {
+      agreement all;
+      recovery_agree(*comm_lookup(MPI_COMM_WORLD), all);
+    }
   } else {
     barrier(*comm_lookup(MPI_COMM_WORLD));
   }
-  // The barrier's own last packets may still be queued.
-  progress_until([] { return rt->sending.empty(); });
+  // The barrier's own last packets may still be queued (the agreement's
+  // wait among recovery's own).
+  progress_until([] { return rt->sending.empty() && recovery_idle(); });
   for (const auto &t : rt->transports) t->finalize();
   if (!may_start_again) {
     try {
@@ -259,6 +277,8 @@ int runtime_finalize(bool may_start_again) {
     launcher_left = true;
   }
   request_cache_drop();
+  // No report of the launcher's thread may reach the runtime past here.
+  if (rt->config.recovery) rt->pmi->watch_failures(nullptr, nullptr);
   recovery_stop();
   if (rt->config.stats) stats_print(*rt);
   // Messages nobody received: erroneous but legal to leave behind.

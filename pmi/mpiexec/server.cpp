@@ -382,13 +382,14 @@ struct failure_event {
 
 }  // namespace
 
-void pmix_server::notify_failure(int rank) {
+void pmix_server::notify_failure(int rank, bool finished) {
   auto event = std::make_unique<failure_event>(layout_.nspace, rank);
   // The server is the source (its own namespace, not the job's), so
   // PMIX_RANGE_NAMESPACE, which is the source's namespace, would reach no
   // rank: the range is every client of this server, the job's ranks only.
-  const pmix_status_t status = PMIx_Notify_event(PMIX_ERR_PROC_ABORTED, nullptr, PMIX_RANGE_LOCAL,
-                                                 event->info, 2, &failure_event::sent, event.get());
+  const pmix_status_t status =
+      PMIx_Notify_event(finished ? PMIX_EVENT_PROC_TERMINATED : PMIX_ERR_PROC_ABORTED, nullptr,
+                        PMIX_RANGE_LOCAL, event->info, 2, &failure_event::sent, event.get());
   if (status == PMIX_SUCCESS) {
     [[maybe_unused]] failure_event *owned_by_pmix = event.release();
     return;

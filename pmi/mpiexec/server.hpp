@@ -58,7 +58,9 @@ class pmix_server {
   // PMIX_ERR_PROC_ABORTED event naming it (PMIX_EVENT_AFFECTED_PROC), from
   // this server, not for default handlers. Returns at once: PMIx delivers
   // on its own thread. Throws launch_error when PMIx refuses the event.
-  void notify_failure(int rank);
+  // `finished`: it ended after finalizing, told the same way with
+  // PMIX_EVENT_PROC_TERMINATED (it is gone all the same).
+  void notify_failure(int rank, bool finished = false);
 
   // Deregisters the job and finalizes the library. Throws launch_error when
   // PMIx does not answer in time.

@@ -164,13 +164,17 @@ class supervisor {
       code = WEXITSTATUS(status);
       const bool unfinished = server_.connected_without_finalize(rank.rank);
       if (code == 0) {
-        if (!unfinished) return;  // success
+        if (!unfinished) {
+          told_gone(rank);
+          return;  // success
+        }
         // Its peers may wait for it in a fence forever: end the job now.
         how = "exited with code 0 without finalizing PMIx";
         code = 1;
       } else if (recovery_ && server_.has_finalized(rank.rank)) {
         // It finished its part: nobody waits for it.
         on_survivor_code(rank, code);
+        told_gone(rank);
         return;
       } else {
         how = "exited with code " + std::to_string(code) +
@@ -218,6 +222,19 @@ class supervisor {
       server_.notify_failure(rank.rank);
     } catch (const launch_error &e) {
       report(e.what());  // they go on anyway; their transports may notice
+    }
+  }
+
+  // --enable-recovery: a rank that finished is gone too. The others are
+  // told, as of a death: one still inside MPI_Finalize's agreement may
+  // otherwise wait for it (it left with the decision a rank that died
+  // since gave it alone; device/protocols/recovery.hpp).
+  void told_gone(const rank_process &rank) {
+    if (!recovery_ || alive() == 0) return;
+    try {
+      server_.notify_failure(rank.rank, true);
+    } catch (const launch_error &e) {
+      report(e.what());
     }
   }
 

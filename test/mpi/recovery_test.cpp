@@ -18,14 +18,14 @@ namespace {
 const std::vector<std::string> places = {"idle", "recv", "rendezvous", "collective", "shrink"};
 
 run_result recovery_job(int ranks, int nodes, const std::vector<std::string> &args,
-                        const env_list &env = {}, bool recovery = true) {
+                        const env_list &env = {}, bool recovery = true, double limit = 120) {
   std::vector<std::string> argv = {mpiexec};
   if (recovery) argv.push_back("--enable-recovery");
   argv.insert(argv.end(), {"-n", std::to_string(ranks)});
   if (nodes > 1) argv.insert(argv.end(), {"--nodes", std::to_string(nodes)});
   argv.push_back(programs + "/ulfm");
   argv.insert(argv.end(), args.begin(), args.end());
-  return run(argv, 120, env);
+  return run(argv, limit, env);
 }
 
 // Every place a rank may die, in one configuration: the job ends 0, each
@@ -69,6 +69,36 @@ TEST_F(Recovery, OverOfiTheSurvivorsGoOnAndFinalizeWithoutWaitingForTheDead) {
 
 TEST_F(Recovery, ThreeRanksGoOnAsTwo) {
   survivors_go_on(3, 1, "2", 1);
+}
+
+// The agreement's coordinator (rank 0) dies once it has told one rank its
+// decision (IRIS_RECOVERY_DIE_DECIDING): the rank that has it gives it to
+// the others, so every survivor returns the same flag (ulfm.c compares).
+// Over shm, tcp and two nodes.
+TEST_F(Recovery, ACoordinatorThatDiesDecidingLeavesOneAnswer) {
+  for (const env_list &env : {env_list{}, env_list{{"IRIS_SHM", "0"}}}) {
+    for (const int nodes : {1, 2}) {
+      const run_result r = recovery_job(4, nodes, {"deciding", "0"}, env);
+      EXPECT_EQ(r.exit_code, 0) << r.output;
+      EXPECT_NE(r.output.find("ulfm: 3 survivors went on after deciding"), std::string::npos)
+          << r.output;
+    }
+  }
+}
+
+// The same inside MPI_Finalize's agreement: the rank it told leaves, and
+// the others still finish. Before, they waited for it: for ever over shm
+// (it had exited), 10 s over tcp (it waited for their goodbyes). The limit
+// is a hang's, 40 times what the job takes.
+TEST_F(Recovery, ACoordinatorThatDiesInFinalizeLeavesTheOthersToFinish) {
+  for (const env_list &env : {env_list{}, env_list{{"IRIS_SHM", "0"}}}) {
+    const run_result r = recovery_job(4, 1, {"finalize", "0"}, env, true, 8);
+    EXPECT_FALSE(r.timed_out) << r.output;
+    EXPECT_EQ(r.exit_code, 0) << r.output;
+    EXPECT_NE(r.output.find("ulfm: 4 survivors went on after finalize"), std::string::npos)
+        << r.output;
+    EXPECT_EQ(occurrences(r.output, "killed by signal 9 (Killed)"), 1U) << r.output;
+  }
 }
 
 // Revoke, shrink and agree need no failure, nor recovery on; the

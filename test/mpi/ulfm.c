@@ -9,12 +9,19 @@
  *       collective  inside a loop of MPI_Allreduce that every rank runs;
  *       shrink      the first victim at once, the others inside the
  *                   MPIX_Comm_shrink that follows;
+ *       deciding    the victim (rank 0, the agreement's coordinator) in the
+ *                   middle of an MPIX_Comm_agree, once it has sent its
+ *                   decision to one rank (IRIS_RECOVERY_DIE_DECIDING): every
+ *                   survivor must still return the same flag;
+ *       finalize    the victim (rank 0) in the middle of MPI_Finalize's
+ *                   agreement, the same way, after the rest ran with it
+ *                   alive: the others must still finalize;
  *       fatal       at once, while the survivors keep MPI_ERRORS_ARE_FATAL:
  *                   rank 0's receive from it ends the job with one line;
  *       none        nobody (VICTIMS "-"): revoke, shrink and agree work
  *                   without a failure, with or without recovery on, and
  *                   the nonblocking forms say they are not supported.
- *     VICTIMS: world ranks, comma-separated (not 0), or "-".
+ *     VICTIMS: world ranks, comma-separated, or "-".
  *
  * Every survivor: meets the failure as MPIX_ERR_PROC_FAILED (or
  * MPIX_ERR_REVOKED once another survivor revoked), revokes MPI_COMM_WORLD,
@@ -41,6 +48,8 @@ enum { most = 64, big = 64 << 20, ring_big = 1 << 20 };
 
 static int victims[most];
 static int victim_count = 0;
+static int dies_finalizing = -1; /* "finalize": the victim, alive until then */
+static int agreed_in_death = 0;  /* "deciding": the flag the first agreement gave */
 static int me = 0;
 static int world_size = 0;
 
@@ -76,7 +85,16 @@ static int failure(int err) {
 /* The victims die where WHERE says; the survivors meet it. */
 static void meet_failure(const char *where) {
   const int first_survivor = 0;
-  if (strcmp(where, "none") == 0) {
+  if (strcmp(where, "deciding") == 0) {
+    if (is_victim(me)) setenv("IRIS_RECOVERY_DIE_DECIDING", "1", 1);
+    int flag = ~(1 << (me % 31));
+    const int err = MPIX_Comm_agree(MPI_COMM_WORLD, &flag);
+    CHECK(err == MPI_SUCCESS || failure(err), "the agreement its coordinator died in returned %d",
+          err);
+    agreed_in_death = flag;
+  } else if (strcmp(where, "finalize") == 0) {
+    /* Nothing yet: the victim dies in MPI_Finalize. */
+  } else if (strcmp(where, "none") == 0) {
     MPI_Request req = MPI_REQUEST_NULL;
     int flag = 1;
     const int err = MPIX_Comm_iagree(MPI_COMM_WORLD, &flag, &req);
@@ -211,6 +229,11 @@ static void go_on(MPI_Comm c) {
   int root_value = rank == size - 1 ? 4242 : 0;
   CHECK(MPI_Bcast(&root_value, 1, MPI_INT, size - 1, c) == MPI_SUCCESS, "bcast failed");
   CHECK(root_value == 4242, "bcast gave %d", root_value);
+  int low = agreed_in_death, high = agreed_in_death;
+  MPI_Allreduce(MPI_IN_PLACE, &low, 1, MPI_INT, MPI_MIN, c);
+  MPI_Allreduce(MPI_IN_PLACE, &high, 1, MPI_INT, MPI_MAX, c);
+  CHECK(low == high, "survivors returned different flags from one agreement: 0x%x and 0x%x", low,
+        high);
 }
 
 int main(int argc, char **argv) {
@@ -227,6 +250,10 @@ int main(int argc, char **argv) {
   if (strcmp(where, "fatal") == 0) MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL);
   for (char *p = strtok(argv[2], ","); p != NULL && victim_count < most; p = strtok(NULL, ",")) {
     if (strcmp(p, "-") != 0) victims[victim_count++] = atoi(p);
+  }
+  if (strcmp(where, "finalize") == 0 && victim_count > 0) {
+    dies_finalizing = victims[0];
+    victim_count = 0;
   }
   CHECK(MPI_Barrier(MPI_COMM_WORLD) == MPI_SUCCESS, "the first barrier failed");
   meet_failure(where);
@@ -260,12 +287,15 @@ int main(int argc, char **argv) {
   MPI_Group_size(failed, &nfailed);
   CHECK(nfailed == victim_count, "the world's failed group has %d ranks, not %d", nfailed,
         victim_count);
-  int size = 0;
+  int size = 0, rank = 0;
   MPI_Comm_size(c, &size);
-  if (me == 0 && check_failures == 0) {
+  MPI_Comm_rank(c, &rank);
+  if (rank == 0 && check_failures == 0) {
     printf("ulfm: %d survivors went on after %s\n", size, where);
+    fflush(stdout);
   }
   MPI_Comm_free(&c);
+  if (me == dies_finalizing) setenv("IRIS_RECOVERY_DIE_DECIDING", "1", 1);
   MPI_Finalize();
   return check_failures == 0 ? 0 : 1;
 }
