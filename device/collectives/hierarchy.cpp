@@ -102,6 +102,9 @@ node_hierarchy *make(communicator &c) {
 }  // namespace
 
 node_hierarchy *node_hierarchy_of(communicator &comm) {
+  if (comm.revoked) [[unlikely]] {
+    return nullptr;  // as node_collectives_of
+  }
   if (comm.hierarchy_state == 0) {
     node_hierarchy *h = worth_it(comm) ? make(comm) : nullptr;
     comm.hierarchy_state = h != nullptr ? 1 : -1;

@@ -199,6 +199,11 @@ node_collectives *make(communicator &c) {
 }  // namespace
 
 node_collectives *node_collectives_of(communicator &comm) {
+  // A revoked communicator's collectives go by messages, which the
+  // revocation refuses (protocols/recovery.hpp).
+  if (comm.revoked) [[unlikely]] {
+    return nullptr;
+  }
   if (comm.node_coll_state == 0) {
     node_collectives *nc = eligible(comm) ? make(comm) : nullptr;
     comm.node_coll_state = nc != nullptr ? 1 : -1;

@@ -142,6 +142,9 @@ inline int lowest_bit(int v) {
 // segment's read refused (collectives/node.hpp).
 inline int result(const char *call, const communicator &comm, int err) {
   if (err == MPI_SUCCESS) return MPI_SUCCESS;
+  if (err == MPI_ERR_PROC_FAILED || err == MPI_ERR_REVOKED) {
+    return api::failure_raise(call, comm, err);  // protocols/recovery.hpp
+  }
   if (err == MPI_ERR_NO_MEM) {
     return device::error_raise(&comm, call, err, "no memory to pack a message of its datatype");
   }

@@ -172,18 +172,19 @@ int MPI_Barrier(MPI_Comm comm) {
   if (int err = api::check_intracomm("MPI_Barrier", comm, c)) return err;
   device::node_collectives *nc = device::node_collectives_of(*c);
   device::node_hierarchy *h = device::node_hierarchy_of(*c);
+  int err = MPI_SUCCESS;
   if (nc != nullptr) {
     device::node_barrier(*nc);
   } else if (h != nullptr) {
     // Across nodes: each node gathers, the leaders meet, each node is let go.
     if (h->nc != nullptr) device::node_barrier(*h->nc);
     if (h->leader && h->leaders.size > 1)
-      device::barrier(h->leaders, api::coll::tag_levels_barrier);
+      err = device::barrier(h->leaders, api::coll::tag_levels_barrier);
     if (h->nc != nullptr) device::node_barrier(*h->nc);
   } else {
-    device::barrier(*c);
+    err = device::barrier(*c);
   }
-  return MPI_SUCCESS;
+  return api::coll::result("MPI_Barrier", *c, err);
 }
 
 int MPI_Comm_dup(MPI_Comm comm, MPI_Comm *newcomm) {
