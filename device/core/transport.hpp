@@ -316,6 +316,9 @@ class transport {
     return true;
   }
   virtual void sleep_end() {}
+  // From any thread (the launcher's report of a death, protocols/
+  // recovery.hpp): wakes this rank if it sleeps on this transport's bell.
+  virtual void wake_self() {}
 
   // One line for IRIS_DEBUG (empty: nothing to say).
   virtual std::string describe() const { return {}; }

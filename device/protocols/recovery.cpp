@@ -10,6 +10,7 @@
 #include <memory>
 #include <optional>
 
+#include "device/core/transport.hpp"
 #include "device/protocols/credit.hpp"
 #include "device/protocols/send.hpp"
 #include "device/runtime/progress.hpp"
@@ -57,6 +58,9 @@ std::unique_ptr<recovery_globals> globals;
 // recovery_start and recovery_stop.
 std::atomic<recovery_state *> reports_to{nullptr};
 std::atomic<int> reports_self{-1};
+// The transport this rank sleeps on (rt->sleeper, fixed at MPI_Init), woken
+// by a report so that a sleeping rank hears of a death at once.
+std::atomic<transport *> reports_wake{nullptr};
 
 bool is_failed(int w) {
   const auto &failed = rt->recovery.failed;
@@ -302,6 +306,10 @@ void recovery_start() {
   globals = std::make_unique<recovery_globals>();
   reports_self.store(rt->rank, std::memory_order_relaxed);
   reports_to.store(&state, std::memory_order_release);
+}
+
+void recovery_sleeper(transport *t) {
+  reports_wake.store(t, std::memory_order_release);
   progress_added.recovery = rt->config.recovery ? recovery_poll : nullptr;
 }
 
@@ -310,6 +318,7 @@ bool recovery_idle() {
 }
 
 void recovery_stop() {
+  reports_wake.store(nullptr, std::memory_order_release);
   reports_to.store(nullptr, std::memory_order_release);
   progress_added.recovery = nullptr;
   globals.reset();
@@ -327,6 +336,7 @@ void recovery_report(int w, const char *why) {
     std::fprintf(stderr, "iris: rank %d: rank %d is dead: %s\n", self, w, why);
   }
   state->notices.fetch_add(1, std::memory_order_release);
+  if (transport *t = reports_wake.load(std::memory_order_acquire)) t->wake_self();
 }
 
 bool recovery_failed(int w) {

@@ -43,12 +43,17 @@
 
 namespace iris::device {
 
+class transport;
+
 // Readies recovery at MPI_Init; polled by the progress engine when
 // rt->config.recovery is set, or once a revocation or agreement has begun
 // (they work without it too, with no failures to meet). recovery_stop at
 // MPI_Finalize.
 void recovery_start();
 void recovery_stop();
+// The transport whose bell this rank sleeps on (rt->sleeper), rung by a
+// report from another thread; nullptr: none.
+void recovery_sleeper(transport *t);
 // No recovery packet waits for room (MPI_Finalize drains them first).
 bool recovery_idle();
 // Any thread: world rank `w` died (`why`, for IRIS_DEBUG). Known here at

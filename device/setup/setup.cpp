@@ -221,6 +221,7 @@ int runtime_init(int required_thread_level) {
   // A waiting rank that will sleep soon may spin longer first: the ranks
   // that wait long get out of the way by sleeping, and a short wait (a
   // ping-pong beside them) stays a spin, not a sched_yield.
+  recovery_sleeper(r->sleeper);
   const int oversubscribed_spin = r->sleeper != nullptr ? 200 : 20;
   r->spin_limit = r->config.spin_count >= 0 ? r->config.spin_count
                   : oversubscribed          ? oversubscribed_spin

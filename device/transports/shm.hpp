@@ -49,6 +49,8 @@ class sleeper_bell {
   }
   bool wait(int timeout_ms) { return shm::bell_wait(*bell_, timeout_ms); }
   void end() { bell_->asleep.store(0, std::memory_order_relaxed); }
+  // From any thread: rings it, as a sender would.
+  void ring() { shm::bell_wake(*bell_); }
   shm::bell &own() { return *bell_; }
 
  private:
@@ -109,6 +111,9 @@ class shm_transport : public transport {
   bool sleep_begin() override { return bell_.begin(); }
   bool sleep_wait(int timeout_ms) override { return bell_.wait(timeout_ms); }
   void sleep_end() override { bell_.end(); }
+  void wake_self() override {
+    if (bell_.held()) bell_.ring();
+  }
 
  private:
   struct peer {
@@ -252,6 +257,9 @@ class shm_queue_transport : public transport {
   bool sleep_begin() override { return bell_.begin(); }
   bool sleep_wait(int timeout_ms) override { return bell_.wait(timeout_ms); }
   void sleep_end() override { bell_.end(); }
+  void wake_self() override {
+    if (bell_.held()) bell_.ring();
+  }
 
  private:
   // How this rank sends to one peer.
