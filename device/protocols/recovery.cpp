@@ -109,6 +109,7 @@ void send_packet(int to, packet_header h, const std::byte *body, std::size_t byt
     return;
   }
   globals->outbox.push_back({to, h, std::vector<std::byte>(body, body + bytes)});
+  rt->recovery.outbox = true;
 }
 
 int flush_outbox() {
@@ -122,6 +123,7 @@ int flush_outbox() {
     }
   }
   box.erase(box.begin(), box.begin() + static_cast<std::ptrdiff_t>(sent));
+  rt->recovery.outbox = !box.empty();
   return static_cast<int>(sent);
 }
 

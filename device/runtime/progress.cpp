@@ -25,7 +25,10 @@ int progress_poll() {
   if (progress_added.schedules_active != 0) events += progress_added.schedules();
   if (progress_added.active != nullptr) events += progress_added.active();
   if (progress_added.recovery != nullptr) [[unlikely]] {
-    events += progress_added.recovery();
+    const recovery_state &r = rt->recovery;
+    if (r.notices.load(std::memory_order_relaxed) != r.seen || r.outbox) {
+      events += progress_added.recovery();
+    }
   }
   rt->polling = false;
   return events;

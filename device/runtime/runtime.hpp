@@ -87,6 +87,7 @@ struct recovery_state {
   std::unique_ptr<std::atomic<bool>[]> reported;  // by VC index
   std::atomic<int> notices{0};
   int seen = 0;              // notices the progress engine has handled
+  bool outbox = false;       // recovery packets wait for room
   std::vector<char> failed;  // by VC index: known dead here
   std::vector<int> order;    // their world ranks, in the order they became known
 };
