@@ -51,7 +51,8 @@ struct agree_state {
 
 struct recovery_globals {
   std::vector<pending_packet> outbox;
-  std::map<std::uint32_t, agree_state> agreements;  // by the communicator's context
+  std::vector<std::shared_ptr<agreement_run>> running;  // nonblocking agreements
+  std::map<std::uint32_t, agree_state> agreements;      // by the communicator's context
 };
 std::unique_ptr<recovery_globals> globals;
 // Where another thread's reports go (recovery_report), between
@@ -165,6 +166,8 @@ void failure_known(int w) {
   if (gone.via != nullptr) gone.via->peer_gone(gone);
 }
 
+int step_running();
+
 int recovery_poll() {
   auto &state = rt->recovery;
   int events = 0;
@@ -179,6 +182,7 @@ int recovery_poll() {
     }
   }
   if (!globals->outbox.empty()) events += flush_outbox();
+  if (rt->recovery.running) events += step_running();
   return events;
 }
 
@@ -445,9 +449,12 @@ void comm_revoke(communicator &c) {
   });
 }
 
-void recovery_agree(communicator &c, agreement &value) {
+namespace {
+
+bool agreement_begin(communicator &c, const agreement &value) {
   progress_added.recovery = recovery_poll;  // its packets may wait for room
   agree_state &st = globals->agreements[c.context];
+  if (st.active) return false;
   ++st.seq;
   st.active = true;
   st.mine = value;
@@ -457,59 +464,11 @@ void recovery_agree(communicator &c, agreement &value) {
   st.got = std::move(st.early);
   st.early.clear();
   st.answer.reset();
-  int coordinator = -1;
-  for (;;) {
-    const int lowest = lowest_alive(c);
-    // A decision came (maybe from a coordinator that died since): it is
-    // the one, whoever coordinates now; only a new coordinator still
-    // passes it on to all.
-    if (st.answer && lowest != c.rank) break;
-    if (lowest != coordinator) {
-      coordinator = lowest;
-      if (coordinator == c.rank) {
-        st.got[c.rank] = st.mine;
-        // A lower rank died: it may have decided, and told some, already.
-        if (c.rank != 0) {
-          packet_header h{};
-          h.tag = step_query;
-          h.context = c.context;
-          h.source = c.rank;
-          h.sender_request = st.seq;
-          for (int r = 0; r < c.size; ++r) {
-            if (r != c.rank) send_packet(c.world_rank[static_cast<std::size_t>(r)], h, nullptr, 0);
-          }
-        }
-      } else {
-        send_value(c, coordinator, step_contribute, st.seq, st.mine);
-      }
-    }
-    if (coordinator == c.rank && (st.answer || all_in(c, st))) {
-      agreement result = st.mine;
-      if (st.answer) {
-        result = *st.answer;
-      } else {
-        for (const auto &[rank, a] : st.got) combine(result, a);
-        for (int r : comm_failed_ranks(c)) {
-          result.failed[static_cast<std::size_t>(r) / 64] |= 1ULL << (r % 64);
-        }
-      }
-      const int die_after = dies_deciding();
-      int told = 0;
-      for (int r = 0; r < c.size; ++r) {
-        if (told == die_after) std::raise(SIGKILL);
-        if (r != c.rank && !is_failed(c.world_rank[static_cast<std::size_t>(r)])) {
-          send_value(c, r, step_decide, st.seq, result);
-          ++told;
-        }
-      }
-      st.answer = result;
-      break;
-    }
-    progress_until([&] {
-      return st.answer.has_value() || lowest_alive(c) != coordinator ||
-             (coordinator == c.rank && all_in(c, st));
-    });
-  }
+  return true;
+}
+
+// The decision is in st.answer: it becomes `value`, and the last decided.
+void agreement_end(communicator &c, agree_state &st, agreement &value) {
   value = *st.answer;
   // What the decision says is dead, is dead here too (MPIX_Comm_get_failed
   // agrees with a shrink's result even before the launcher's word comes).
@@ -526,6 +485,100 @@ void recovery_agree(communicator &c, agreement &value) {
   st.decided = value;
   st.got.clear();
   st.answer.reset();
+}
+
+bool agreement_step(communicator &c, int &coordinator, agreement &value) {
+  agree_state &st = globals->agreements[c.context];
+  const int lowest = lowest_alive(c);
+  // A decision came (maybe from a coordinator that died since): it is the
+  // one, whoever coordinates now; only a new coordinator still passes it
+  // on to all.
+  if (st.answer && lowest != c.rank) {
+    agreement_end(c, st, value);
+    return true;
+  }
+  if (lowest != coordinator) {
+    coordinator = lowest;
+    if (coordinator == c.rank) {
+      st.got[c.rank] = st.mine;
+      // A lower rank died: it may have decided, and told some, already.
+      if (c.rank != 0) {
+        packet_header h{};
+        h.tag = step_query;
+        h.context = c.context;
+        h.source = c.rank;
+        h.sender_request = st.seq;
+        for (int r = 0; r < c.size; ++r) {
+          if (r != c.rank) send_packet(c.world_rank[static_cast<std::size_t>(r)], h, nullptr, 0);
+        }
+      }
+    } else {
+      send_value(c, coordinator, step_contribute, st.seq, st.mine);
+    }
+  }
+  if (coordinator != c.rank || !(st.answer || all_in(c, st))) return false;
+  agreement result = st.mine;
+  if (st.answer) {
+    result = *st.answer;
+  } else {
+    for (const auto &[rank, a] : st.got) combine(result, a);
+    for (int r : comm_failed_ranks(c)) {
+      result.failed[static_cast<std::size_t>(r) / 64] |= 1ULL << (r % 64);
+    }
+  }
+  const int die_after = dies_deciding();
+  int told = 0;
+  for (int r = 0; r < c.size; ++r) {
+    if (told == die_after) std::raise(SIGKILL);
+    if (r != c.rank && !is_failed(c.world_rank[static_cast<std::size_t>(r)])) {
+      send_value(c, r, step_decide, st.seq, result);
+      ++told;
+    }
+  }
+  st.answer = result;
+  agreement_end(c, st, value);
+  return true;
+}
+
+// The nonblocking agreements' steps, at each progress pass while any runs.
+int step_running() {
+  auto &running = globals->running;
+  int done = 0;
+  for (std::size_t i = 0; i < running.size(); ++i) {
+    agreement_run &run = *running[i];
+    if (agreement_step(*run.comm, run.coordinator, run.value)) {
+      run.done = true;
+      ++done;
+    }
+  }
+  std::erase_if(running, [](const auto &run) { return run->done; });
+  rt->recovery.running = !running.empty();
+  return done;
+}
+
+}  // namespace
+
+std::shared_ptr<agreement_run> agreement_start(communicator &c, const agreement &value) {
+  if (!agreement_begin(c, value)) return nullptr;
+  auto run = std::make_shared<agreement_run>();
+  run->comm = &c;
+  run->value = value;
+  globals->running.push_back(run);
+  rt->recovery.running = true;
+  return run;
+}
+
+bool recovery_agree(communicator &c, agreement &value) {
+  if (!agreement_begin(c, value)) return false;
+  agree_state &st = globals->agreements[c.context];
+  int coordinator = -1;
+  while (!agreement_step(c, coordinator, value)) {
+    progress_until([&] {
+      return st.answer.has_value() || lowest_alive(c) != coordinator ||
+             (coordinator == c.rank && all_in(c, st));
+    });
+  }
+  return true;
 }
 
 const char *recovery_on_packet(vc &from, const packet_header &h, const std::byte *payload) {

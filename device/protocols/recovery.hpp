@@ -34,6 +34,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "device/core/comm.hpp"
@@ -91,8 +92,20 @@ struct agreement {
   std::vector<std::uint64_t> failed;  // bit r: rank r of the communicator
 };
 // Collective over the survivors of `c`, revoked or not: `value` becomes
-// the agreed one, the same at every rank that returns.
-void recovery_agree(communicator &c, agreement &value);
+// the agreed one, the same at every rank that returns. False (nothing
+// done) while a nonblocking agreement on `c` is under way here: one at a
+// time per communicator.
+bool recovery_agree(communicator &c, agreement &value);
+// The same without waiting (MPIX_Comm_iagree, _ishrink): the progress
+// engine takes its steps (recovery_poll); `done` says when `value` holds
+// the decision. nullptr (nothing done) while another is under way on `c`.
+struct agreement_run {
+  communicator *comm = nullptr;
+  agreement value;
+  int coordinator = -1;
+  bool done = false;
+};
+std::shared_ptr<agreement_run> agreement_start(communicator &c, const agreement &value);
 
 // The handler of recovery packets.
 const char *recovery_on_packet(vc &from, const packet_header &h, const std::byte *payload);

@@ -26,7 +26,7 @@ int progress_poll() {
   if (progress_added.active != nullptr) events += progress_added.active();
   if (progress_added.recovery != nullptr) [[unlikely]] {
     const recovery_state &r = rt->recovery;
-    if (r.notices.load(std::memory_order_relaxed) != r.seen || r.outbox) {
+    if (r.notices.load(std::memory_order_relaxed) != r.seen || r.outbox || r.running) {
       events += progress_added.recovery();
     }
   }

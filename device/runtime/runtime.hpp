@@ -88,6 +88,7 @@ struct recovery_state {
   std::atomic<int> notices{0};
   int seen = 0;              // notices the progress engine has handled
   bool outbox = false;       // recovery packets wait for room
+  bool running = false;      // nonblocking agreements are under way
   std::vector<char> failed;  // by VC index: known dead here
   std::vector<int> order;    // their world ranks, in the order they became known
 };

@@ -260,7 +260,7 @@ int runtime_finalize(bool may_start_again) {
     // (its coordinator died having told only some; recovery.hpp).
     for (int round = 0; round < 2; ++round) {
       agreement all;
-      recovery_agree(*comm_lookup(MPI_COMM_WORLD), all);
+      (void)recovery_agree(*comm_lookup(MPI_COMM_WORLD), all);  // false: an iagree left running
     }
   } else {
     barrier(*comm_lookup(MPI_COMM_WORLD));

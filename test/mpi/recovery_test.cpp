@@ -101,8 +101,8 @@ TEST_F(Recovery, ACoordinatorThatDiesInFinalizeLeavesTheOthersToFinish) {
   }
 }
 
-// Revoke, shrink and agree need no failure, nor recovery on; the
-// nonblocking forms are refused with MPI_ERR_UNSUPPORTED_OPERATION.
+// Revoke, shrink and agree need no failure, nor recovery on; a second
+// agreement on a communicator while an MPIX_Comm_iagree runs is refused.
 TEST_F(Recovery, RevokeShrinkAndAgreeWorkWithoutAFailure) {
   for (const bool recovery : {false, true}) {
     const run_result r = recovery_job(4, 1, {"none", "-"}, {}, recovery);

@@ -20,13 +20,15 @@
  *                   rank 0's receive from it ends the job with one line;
  *       none        nobody (VICTIMS "-"): revoke, shrink and agree work
  *                   without a failure, with or without recovery on, and
- *                   the nonblocking forms say they are not supported.
+ *                   an agreement while an MPIX_Comm_iagree on the same
+ *                   communicator runs here is refused.
  *     VICTIMS: world ranks, comma-separated, or "-".
  *
  * Every survivor: meets the failure as MPIX_ERR_PROC_FAILED (or
  * MPIX_ERR_REVOKED once another survivor revoked), revokes MPI_COMM_WORLD,
- * shrinks it until no failed rank is left in the result (checking that it
- * holds exactly the ranks still alive, in world order), agrees on a flag
+ * shrinks it (the first time by MPIX_Comm_ishrink) until no failed rank is
+ * left in the result (checking that it holds exactly the ranks still
+ * alive, in world order), agrees on a flag (then again by MPIX_Comm_iagree)
  * over it (the AND of every survivor's bits, the same at all), then runs a
  * ring of messages of 8 B and 1 MiB and an Allreduce and Bcast over it,
  * every byte checked; MPIX_Comm_get_failed of the world names the victims.
@@ -95,12 +97,15 @@ static void meet_failure(const char *where) {
   } else if (strcmp(where, "finalize") == 0) {
     /* Nothing yet: the victim dies in MPI_Finalize. */
   } else if (strcmp(where, "none") == 0) {
+    /* A second agreement on a communicator while one is under way here
+     * is refused; the first completes. */
     MPI_Request req = MPI_REQUEST_NULL;
-    int flag = 1;
-    const int err = MPIX_Comm_iagree(MPI_COMM_WORLD, &flag, &req);
-    int cls = err;
-    MPI_Error_class(err, &cls);
-    CHECK(cls == MPI_ERR_UNSUPPORTED_OPERATION, "MPIX_Comm_iagree returned %d", err);
+    int flag = ~(1 << (me % 31)), other = 1;
+    CHECK(MPIX_Comm_iagree(MPI_COMM_WORLD, &flag, &req) == MPI_SUCCESS, "iagree failed");
+    CHECK(MPIX_Comm_agree(MPI_COMM_WORLD, &other) != MPI_SUCCESS,
+          "an agreement while an iagree is under way was not refused");
+    CHECK(MPI_Wait(&req, MPI_STATUS_IGNORE) == MPI_SUCCESS, "waiting for the iagree failed");
+    CHECK(world_size > 30 || flag == ~((1 << world_size) - 1), "iagree gave 0x%x", flag);
     CHECK(MPIX_Comm_revoke(MPI_COMM_NULL) != MPI_SUCCESS, "revoking MPI_COMM_NULL succeeded");
   } else if (strcmp(where, "idle") == 0 || strcmp(where, "shrink") == 0 ||
              strcmp(where, "fatal") == 0) {
@@ -189,6 +194,12 @@ static void go_on(MPI_Comm c) {
   /* The bits: every survivor clears one of its own. */
   int flag = ~(1 << (me % 31));
   CHECK(MPIX_Comm_agree(c, &flag) == MPI_SUCCESS, "agree failed");
+  /* Again without waiting: polled by MPI_Test while ranks do other work. */
+  int again = ~(1 << (me % 31)), done = 0;
+  MPI_Request req;
+  CHECK(MPIX_Comm_iagree(c, &again, &req) == MPI_SUCCESS, "iagree failed");
+  while (!done) MPI_Test(&req, &done, MPI_STATUS_IGNORE);
+  CHECK(again == flag, "iagree gave 0x%x, agree 0x%x", again, flag);
   int want = ~0;
   int alive[most];
   int n = 0;
@@ -276,7 +287,13 @@ int main(int argc, char **argv) {
   MPI_Comm c = MPI_COMM_WORLD;
   for (int tries = 0; tries < 200; ++tries) {
     MPI_Comm s = MPI_COMM_NULL;
-    CHECK(MPIX_Comm_shrink(c, &s) == MPI_SUCCESS, "shrink failed");
+    if (tries == 0) { /* the first without blocking */
+      MPI_Request req;
+      CHECK(MPIX_Comm_ishrink(c, &s, &req) == MPI_SUCCESS, "ishrink failed");
+      CHECK(MPI_Wait(&req, MPI_STATUS_IGNORE) == MPI_SUCCESS, "waiting for ishrink failed");
+    } else {
+      CHECK(MPIX_Comm_shrink(c, &s) == MPI_SUCCESS, "shrink failed");
+    }
     if (c != MPI_COMM_WORLD) MPI_Comm_free(&c);
     c = s;
     MPI_Comm_set_errhandler(c, MPI_ERRORS_RETURN);
