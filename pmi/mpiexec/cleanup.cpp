@@ -3,7 +3,9 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -84,6 +86,26 @@ void remove_at(int parent, const char *name, int depth) noexcept {
   ::unlinkat(parent, name, AT_REMOVEDIR);
 }
 
+// ---- Parking the other threads before the last cleanup. --------------------
+
+// Not used by glibc (SIGRTMIN already skips its own), libevent or libpmix.
+int park_signal() noexcept {
+  return SIGRTMIN + 4;
+}
+
+std::atomic<bool> parking{false};  // a thread has begun to park the others
+std::atomic<int> parked{0};
+
+void on_park(int) {
+  parked.fetch_add(1);
+  for (;;) ::pause();
+}
+
+void sleep_ms(long ms) noexcept {
+  const timespec t{.tv_sec = 0, .tv_nsec = ms * 1'000'000};
+  ::nanosleep(&t, nullptr);
+}
+
 // ---- The fault guard's state: read by the signal handler. -------------------
 
 struct guard_state {
@@ -123,6 +145,7 @@ void on_fault(int sig) {
     // ECHILD when the main thread reaped it meanwhile: fine.
     if (const pid_t pid = guard->pids[r].load(); pid > 0) ::waitpid(pid, nullptr, 0);
   }
+  park_other_threads();
   remove_shm_objects(guard->shm_prefix);
   remove_at(AT_FDCWD, guard->tmp_path, max_depth);
   ::_exit(decided >= 0 ? decided : launch_failure_code);
@@ -160,6 +183,30 @@ void remove_shm_objects(std::string_view prefix) noexcept {
     if (!found) break;
   }
   ::close(fd);
+}
+
+void park_other_threads() noexcept {
+  if (parking.exchange(true)) {
+    for (;;) ::pause();  // the first caller parks this thread and exits
+  }
+  struct sigaction action = {};
+  action.sa_handler = on_park;
+  sigemptyset(&action.sa_mask);
+  if (::sigaction(park_signal(), &action, nullptr) != 0) return;
+  const int fd = ::open("/proc/self/task", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return;
+  const pid_t self = ::gettid();
+  int signalled = 0;
+  for_each_entry(fd, [&](const char *name) {
+    const pid_t tid = static_cast<pid_t>(std::strtol(name, nullptr, 10));
+    if (tid <= 0 || tid == self) return false;
+    if (::syscall(SYS_tgkill, ::getpid(), tid, park_signal()) == 0) ++signalled;
+    return false;
+  });
+  ::close(fd);
+  // A thread in an uninterruptible wait takes its signal late; give up
+  // waiting after half a second rather than hang mpiexec's exit.
+  for (int waited = 0; parked.load() < signalled && waited < 500; ++waited) sleep_ms(1);
 }
 
 watchdog::watchdog(std::chrono::milliseconds limit, std::function<void()> on_expire)

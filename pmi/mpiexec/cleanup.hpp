@@ -37,6 +37,15 @@ class tmp_dir {
 // Async-signal-safe.
 void remove_shm_objects(std::string_view prefix) noexcept;
 
+// Stops every other thread of mpiexec for good (each waits in a signal
+// handler) and returns once they have stopped, or after 0.5 s. For the
+// way out of a failed job: libpmix's progress thread keeps serving the
+// dying ranks' connections, and may create its files again in the PMIx
+// directory while it is being removed. The caller removes what it must and
+// then calls _exit. A second caller, from another thread, never returns.
+// Async-signal-safe.
+void park_other_threads() noexcept;
+
 // Calls `on_expire` on its own thread unless destroyed within `limit`: a
 // time limit around a blocking call that has no time limit of its own.
 class watchdog {

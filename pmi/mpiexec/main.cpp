@@ -56,9 +56,14 @@ struct job {
   }
 
   // Leaves without the destructors: after a failed job PMIx's state is
-  // not to be trusted, and its teardown can crash.
+  // not to be trusted, and its teardown can crash. libpmix's thread is
+  // stopped first, or it could write its files again while they go; the
+  // prefix is made before that, as a stopped thread may hold malloc's lock.
   [[noreturn]] void leave(int code) noexcept {
-    clean_up();
+    const std::string shm_prefix = pmi::shm_name_prefix(nspace);
+    park_other_threads();
+    remove_shm_objects(shm_prefix);
+    dir.remove();
     ::_exit(code);
   }
 };
