@@ -59,6 +59,15 @@ inline bool eager_sound(const packet_header &h, std::size_t payload, int world_s
          h.tag >= 0;
 }
 
+template <bool Shared>
+inline void credit_in(vc &from, const packet_header &h) {
+  if (Shared) {
+    credit_receive_shared(from, h);
+  } else {
+    credit_receive(from, h);
+  }
+}
+
 // After a failure or revocation (protocols/recovery.hpp): what a dead rank
 // sent before it died is dropped, its operations having ended here already;
 // and an answer to an operation that a failure or revocation ended (a late
@@ -68,11 +77,7 @@ template <bool Shared>
                                            const std::byte *payload) {
   const auto w = static_cast<std::size_t>(from.world_rank);
   if (w < rt->recovery.failed.size() && rt->recovery.failed[w] != 0) return nullptr;
-  if (Shared) {
-    credit_receive_shared(from, h);
-  } else {
-    credit_receive(from, h);
-  }
+  credit_in<Shared>(from, h);
   const char *why = handlers[static_cast<std::size_t>(h.type)](from, h, payload);
   return is_message(h.type) || h.type == packet_type::recovery ? why : nullptr;
 }
@@ -87,11 +92,7 @@ inline const char *deliver(vc &from, const packet_header &h, const std::byte *pa
   if (rt->troubled) [[unlikely]] {
     return deliver_troubled<Shared>(from, h, payload);
   }
-  if (Shared) {
-    credit_receive_shared(from, h);
-  } else {
-    credit_receive(from, h);
-  }
+  credit_in<Shared>(from, h);
   // The small-message case called directly, so that it inlines; the table
   // serves every other type.
   if (h.type == packet_type::eager) return eager_on_message(from, h, payload);

@@ -166,6 +166,15 @@ void failure_known(int w) {
   if (gone.via != nullptr) gone.via->peer_gone(gone);
 }
 
+// Rank w (world) is dead by another rank's word (a coordinator's query, a
+// decision): marked here as if the launcher had said so.
+void known_dead(int w) {
+  const auto i = static_cast<std::size_t>(w);
+  if (rt->recovery.failed[i] != 0) return;
+  rt->recovery.reported[i].store(true);
+  failure_known(w);
+}
+
 int step_running();
 
 int recovery_poll() {
@@ -265,13 +274,7 @@ const char *on_agreement(const communicator *c, const packet_header &h, const st
     // Only a coordinator queries: every rank below it is dead (the
     // launcher's word is the truth), so a decision one of them sent still
     // on its way here must not count (deliver_troubled drops it).
-    for (int r = 0; r < h.source; ++r) {
-      const auto w = static_cast<std::size_t>(c->world_rank[static_cast<std::size_t>(r)]);
-      if (rt->recovery.failed[w] == 0) {
-        rt->recovery.reported[w].store(true);
-        failure_known(static_cast<int>(w));
-      }
-    }
+    for (int r = 0; r < h.source; ++r) known_dead(c->world_rank[static_cast<std::size_t>(r)]);
     if (decided) {
       send_value(*c, h.source, step_decide, seq, st.decided);
     } else if (st.active && seq == st.seq) {
@@ -338,7 +341,7 @@ void recovery_report(int w, const char *why) {
     return;
   }
   if (state->reported[static_cast<std::size_t>(w)].exchange(true)) return;
-  if (std::getenv("IRIS_DEBUG") != nullptr && std::getenv("IRIS_DEBUG")[0] == '1') {
+  if (const char *debug = std::getenv("IRIS_DEBUG"); debug != nullptr && debug[0] == '1') {
     std::fprintf(stderr, "iris: rank %d: rank %d is dead: %s\n", self, w, why);
   }
   state->notices.fetch_add(1, std::memory_order_release);
@@ -473,11 +476,8 @@ void agreement_end(communicator &c, agree_state &st, agreement &value) {
   // What the decision says is dead, is dead here too (MPIX_Comm_get_failed
   // agrees with a shrink's result even before the launcher's word comes).
   for (int r = 0; r < c.size; ++r) {
-    const auto w = static_cast<std::size_t>(c.world_rank[static_cast<std::size_t>(r)]);
-    if (((value.failed[static_cast<std::size_t>(r) / 64] >> (r % 64)) & 1U) != 0 &&
-        rt->recovery.failed[w] == 0) {
-      rt->recovery.reported[w].store(true);
-      failure_known(static_cast<int>(w));
+    if (((value.failed[static_cast<std::size_t>(r) / 64] >> (r % 64)) & 1U) != 0) {
+      known_dead(c.world_rank[static_cast<std::size_t>(r)]);
     }
   }
   st.active = false;

@@ -251,25 +251,21 @@ bool send_unlocked(vc &to, const communicator &comm, std::uint32_t context, cons
 request *send_start(const communicator &comm, std::uint32_t context, const void *data,
                     std::size_t bytes, int dest, int tag, send_mode mode, bool need_request,
                     request *use) {
+  need_request = need_request || use != nullptr;
+  vc &to = rt->vcs[static_cast<std::size_t>(comm.world_rank[static_cast<std::size_t>(dest)])];
+  const match_key key{context, comm.rank, tag};
+  // Short of credits, credit_enough polls: a failure may become known
+  // there, so recovery's refusal is checked after it.
+  const bool eager = !to.shared && credit_enough(to, bytes);
   if (rt->troubled) [[unlikely]] {
     if (const int refusal = recovery_refusal(comm, context, dest)) {
       return refused(comm, context, dest, tag, refusal, use);
     }
   }
-  need_request = need_request || use != nullptr;
-  vc &to = rt->vcs[static_cast<std::size_t>(comm.world_rank[static_cast<std::size_t>(dest)])];
-  const match_key key{context, comm.rank, tag};
   if (to.shared) [[unlikely]] {
     return send_start_shared(to, comm, key, data, bytes, mode, need_request, use);
   }
   const bool synchronous = mode == send_mode::synchronous;
-  const bool eager = credit_enough(to, bytes);
-  // Short of credits, credit_enough polls: a failure may become known there.
-  if (rt->troubled) [[unlikely]] {
-    if (const int refusal = recovery_refusal(comm, context, dest)) {
-      return refused(comm, context, dest, tag, refusal, use);
-    }
-  }
   // Fast path: a blocking send of an eager message with nothing queued ahead
   // of it goes straight to the transport, without a request.
   if (!need_request && !synchronous && eager && to.send_queue.empty() &&
