@@ -24,7 +24,8 @@ constexpr std::uint64_t failed_mark = std::uint64_t{1} << 63;
 // In a Gatherv rank's byte count: its block goes to the root as a message.
 constexpr std::uint64_t message_mark = node_gatherv_message;
 
-// The barrier: ranks count themselves in; the last of barrier b releases it.
+// The barrier: ranks count themselves in; once all of barrier b are in,
+// rank 0 releases it.
 struct alignas(cache_line) barrier_lines {
   std::atomic<std::uint64_t> arrived;
   char pad[cache_line - sizeof(std::atomic<std::uint64_t>)];
