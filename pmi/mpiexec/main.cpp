@@ -94,7 +94,7 @@ void start_ranks(job &j) {
                                            host_layout(j.nspace, j.opts.nranks, j.opts.nodes));
   j.server->register_job();
 
-  std::vector<std::string> base_env = rank_environment(j.opts.env);
+  const std::vector<std::string> base_env = rank_environment(j.opts.env);
   // Each program's argv, and the program of each rank.
   std::vector<std::vector<char *>> argvs;
   std::vector<std::size_t> app_of;
@@ -110,10 +110,16 @@ void start_ranks(job &j) {
 
   for (int rank = 0; rank < j.opts.nranks; ++rank) {
     const std::size_t app = app_of[static_cast<std::size_t>(rank)];
-    // MPI_APPNUM, when there are several programs.
-    if (j.opts.apps.size() > 1) base_env.push_back("IRIS_APPNUM=" + std::to_string(app));
-    c_environment env(base_env);
-    if (j.opts.apps.size() > 1) base_env.pop_back();
+    // MPI_APPNUM, when there are several programs; PWD, where the program
+    // runs in a -wdir.
+    const std::string &wdir = j.opts.apps[app].wdir;
+    std::vector<std::string> rank_env = base_env;
+    if (j.opts.apps.size() > 1) rank_env.push_back("IRIS_APPNUM=" + std::to_string(app));
+    if (!wdir.empty()) {
+      std::erase_if(rank_env, [](const std::string &e) { return e.starts_with("PWD="); });
+      rank_env.push_back("PWD=" + wdir);
+    }
+    c_environment env(rank_env);
     j.server->setup_fork(rank, env);
     const rank_binding &binding = bindings[static_cast<std::size_t>(rank)];
     const pid_t pid = spawn_rank({
@@ -124,6 +130,7 @@ void start_ranks(job &j) {
         .cpus = binding.bound ? &binding.cpus : nullptr,
         .stdin_fd = rank == 0 ? -1 : no_input.fd(),
         .signal_mask = &j.signals.original_mask(),
+        .wdir = wdir.empty() ? nullptr : wdir.c_str(),
     });
     j.ranks.push_back({.rank = rank, .pid = pid, .reaped = false});
     j.guard.rank_started(rank, pid);

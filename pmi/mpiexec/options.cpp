@@ -7,9 +7,11 @@
 
 #include <algorithm>
 #include <array>
+#include <cerrno>
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <string_view>
 
 namespace iris::mpiexec {
@@ -61,6 +63,19 @@ env_setting parse_env(std::string_view text) {
     throw usage_error("-x takes NAME or NAME=value, got '" + std::string(text) + "'");
   if (equals == std::string_view::npos) return {std::string(name), std::nullopt};
   return {std::string(name), std::string(text.substr(equals + 1))};
+}
+
+// A working directory the ranks can enter, checked before any starts.
+std::string parse_wdir(std::string_view text) {
+  const std::string dir(text);
+  struct stat info;
+  if (dir.empty() || ::stat(dir.c_str(), &info) != 0 || !S_ISDIR(info.st_mode)) {
+    throw usage_error("-wdir '" + dir + "' is not a directory");
+  }
+  if (::access(dir.c_str(), X_OK) != 0) {
+    throw usage_error("-wdir '" + dir + "': cannot enter it (" + std::strerror(errno) + ")");
+  }
+  return dir;
 }
 
 struct option_spec {
@@ -129,6 +144,15 @@ constexpr std::array option_table{
         .apply = [](options &o, std::string_view) { o.recovery = true; },
     },
     option_spec{
+        .names = {"-wdir", "--wdir"},
+        .value_name = "DIR",
+        .default_text = "mpiexec's working directory",
+        .help = "run the program's ranks in DIR; before the first program it is also the "
+                "default of the programs after ':', each of which may give its own "
+                "(: -n M -wdir DIR2 program2)",
+        .apply = [](options &o, std::string_view v) { o.wdir = parse_wdir(v); },
+    },
+    option_spec{
         .names = {"-x", ""},
         .value_name = "NAME[=value]",
         .default_text = "mpiexec's whole environment is passed anyway",
@@ -168,14 +192,19 @@ bool is_executable_file(const std::string &path) {
 
 // Resolves `name` the way execvp(3) would, so that a missing program is
 // reported here, before any rank starts.
-std::string resolve_program(const std::string &name) {
+// A relative path is taken in `wdir` when one is given, where the rank runs.
+std::string resolve_program(const std::string &name, const std::string &wdir) {
   if (name.find('/') != std::string::npos) {
+    const std::string path = name[0] != '/' && !wdir.empty() ? wdir + "/" + name : name;
+    const std::string where = path != name ? " (in -wdir " + wdir + ")" : "";
     struct stat info;
-    if (::stat(name.c_str(), &info) != 0) throw usage_error("program '" + name + "' not found");
-    if (!is_executable_file(name)) {
-      throw usage_error("program '" + name + "' is not an executable file");
+    if (::stat(path.c_str(), &info) != 0) {
+      throw usage_error("program '" + name + "' not found" + where);
     }
-    return name;
+    if (!is_executable_file(path)) {
+      throw usage_error("program '" + name + "' is not an executable file" + where);
+    }
+    return path;
   }
   const char *path_env = std::getenv("PATH");
   const std::string_view path = path_env != nullptr ? path_env : "/usr/local/bin:/usr/bin:/bin";
@@ -252,17 +281,25 @@ options parse_options(int argc, char **argv) {
     while (end < argc && std::string_view(argv[end]) != ":") ++end;
     options::app a;
     a.nranks = opts.apps.empty() ? first : 0;
+    a.wdir = opts.wdir;
     int at = i;
-    if (!opts.apps.empty()) {
-      const std::string_view n = at < end ? std::string_view(argv[at]) : std::string_view();
-      if ((n != "-n" && n != "-np") || at + 1 >= end) {
-        throw usage_error("after ':' comes -n N program [args...]");
+    // After ':', -n N and maybe -wdir DIR, in either order.
+    while (!opts.apps.empty() && at + 1 < end) {
+      const std::string_view name = argv[at];
+      if (name == "-n" || name == "-np") {
+        a.nranks = parse_nranks(argv[at + 1]);
+      } else if (name == "-wdir" || name == "--wdir") {
+        a.wdir = parse_wdir(argv[at + 1]);
+      } else {
+        break;
       }
-      a.nranks = parse_nranks(argv[at + 1]);
       at += 2;
     }
+    if (!opts.apps.empty() && a.nranks == 0) {
+      throw usage_error("after ':' comes -n N [-wdir DIR] program [args...]");
+    }
     if (at >= end) throw usage_error("no program given after ':'");
-    a.program_path = resolve_program(argv[at]);
+    a.program_path = resolve_program(argv[at], a.wdir);
     a.argv.assign(argv + at, argv + end);
     total += a.nranks;
     opts.apps.push_back(std::move(a));
@@ -285,7 +322,8 @@ options parse_options(int argc, char **argv) {
 
 void print_help(std::FILE *out) {
   std::fprintf(out,
-               "Usage: mpiexec [options] -n N program [args...] [: -n M program2 [args...]]...\n"
+               "Usage: mpiexec [options] -n N program [args...] [: -n M [-wdir DIR] program2 "
+               "[args...]]...\n"
                "Starts N ranks of program (then M of program2, ...) on this host as their PMIx\n"
                "server; MPI_APPNUM numbers the programs when there are several.\n\n"
                "Options:\n");

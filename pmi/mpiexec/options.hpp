@@ -38,13 +38,15 @@ struct options {
   // --enable-recovery: a rank that dies does not end the job; the others are
   // told through PMIx and go on, and each rank gets IRIS_RECOVERY=1.
   bool recovery = false;
+  std::string wdir;  // -wdir before the first program: every program's default
   std::vector<env_setting> env;
   // The programs, in rank order: `mpiexec -n 2 a : -n 3 b` starts ranks 0-1
   // of a and 2-4 of b (MPI_APPNUM 0 and 1). nranks is their sum.
   struct app {
     int nranks = 0;
-    std::string program_path;       // resolved like execvp(3) does
+    std::string program_path;       // resolved like execvp(3) does, in wdir
     std::vector<std::string> argv;  // argv[0] as the user wrote it, then the args
+    std::string wdir;               // where its ranks run; empty: mpiexec's own
   };
   std::vector<app> apps;
 };

@@ -109,6 +109,9 @@ pid_t spawn_rank(const spawn_request &request) {
   if (request.cpus != nullptr && ::sched_setaffinity(0, sizeof *request.cpus, request.cpus) != 0) {
     child_fail(request.rank, "cannot bind to its core to run", request.path);
   }
+  if (request.wdir != nullptr && ::chdir(request.wdir) != 0) {
+    child_fail(request.rank, "cannot enter its -wdir to run", request.path);
+  }
   if (request.stdin_fd >= 0 && ::dup2(request.stdin_fd, STDIN_FILENO) < 0) {
     child_fail(request.rank, "cannot redirect stdin to run", request.path);
   }

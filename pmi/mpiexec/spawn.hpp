@@ -42,6 +42,7 @@ struct spawn_request {
   const cpu_set_t *cpus = nullptr;        // nullptr: not bound
   int stdin_fd = -1;                      // -1: inherit mpiexec's stdin
   const sigset_t *signal_mask = nullptr;  // the mask mpiexec started with
+  const char *wdir = nullptr;             // nullptr: mpiexec's working directory
 };
 
 // Forks a rank and execs the program in it. mpiexec has PMIx threads, so

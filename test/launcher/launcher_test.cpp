@@ -642,6 +642,35 @@ TEST_F(launcher, colon_starts_several_programs_as_one_job) {
   }
 }
 
+// -wdir before the first program is every program's default; one after
+// ':' is that program's own; $PWD says the same as getcwd.
+TEST_F(launcher, wdir_per_program) {
+  const std::string a = std::filesystem::canonical("/tmp").string();
+  const std::string b = "/";
+  const run_result r = mpiexec({"-wdir", a, "-n", "1", rank_path(), "cwd", ":", "-n", "1", "-wdir",
+                                b, rank_path(), "cwd", ":", "-n", "1", rank_path(), "cwd"});
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  std::map<std::string, std::string> seen;
+  for (const auto &w : r.lines("cwd")) {
+    ASSERT_EQ(w.size(), 4u) << r.describe();
+    EXPECT_EQ(w[2], w[3]) << "rank " << w[1] << ": getcwd and $PWD differ";
+    seen[w[1]] = w[2];
+  }
+  const std::map<std::string, std::string> want = {{"0", a}, {"1", b}, {"2", a}};
+  EXPECT_EQ(seen, want) << r.describe();
+}
+
+TEST_F(launcher, wdir_that_is_not_a_directory_is_refused) {
+  const run_result r = mpiexec({"-n", "1", "-wdir", "/nonexistent-iris-dir", rank_path(), "cwd"});
+  EXPECT_EQ(r.exit_code, 2) << r.describe();
+  expect_one_report(r, "mpiexec: -wdir '/nonexistent-iris-dir' is not a directory");
+  const run_result after = mpiexec(
+      {"-n", "1", rank_path(), "cwd", ":", "-n", "1", "-wdir", "/etc/passwd", rank_path(), "cwd"});
+  EXPECT_EQ(after.exit_code, 2) << after.describe();
+  expect_one_report(after, "mpiexec: -wdir '/etc/passwd' is not a directory");
+  EXPECT_TRUE(after.lines("cwd").empty()) << "a rank started";
+}
+
 TEST_F(launcher, only_rank_0_reads_stdin) {
   run_options opts;
   opts.stdin_text = "hello ranks\n";
@@ -773,7 +802,8 @@ INSTANTIATE_TEST_SUITE_P(
         bad_arguments_case{{"--timeout", "-1", "-n", "2", "RANK"}, "--timeout takes a positive"},
         bad_arguments_case{{"-x", "=v", "-n", "2", "RANK"}, "-x takes NAME or NAME=value"},
         bad_arguments_case{{"-n", "2", "RANK", ":"}, "no program given after ':'"},
-        bad_arguments_case{{"-n", "1", "RANK", ":", "RANK"}, "after ':' comes -n N program"},
+        bad_arguments_case{{"-n", "1", "RANK", ":", "RANK"},
+                           "after ':' comes -n N [-wdir DIR] program"},
         bad_arguments_case{{"-n", "1", "RANK", ":", "-n", "0", "RANK"},
                            "-n needs a number of ranks"}));
 

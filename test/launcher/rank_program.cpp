@@ -20,6 +20,7 @@
 //                    sleep until 1 s has passed, finalize, and rank S then exits with CODE
 //   env NAME...      print each variable's value
 //   affinity         print the cpus this rank may run on
+//   cwd              print the working directory and $PWD
 //   stdin            print what stdin holds
 #include <fcntl.h>
 #include <sched.h>
@@ -257,6 +258,11 @@ int run(pmi::client &c, const std::vector<std::string_view> &args) {
       const char *value = std::getenv(std::string(args[i]).c_str());
       say("env %d %s %s", c.rank(), std::string(args[i]).c_str(), value ? value : "(unset)");
     }
+  } else if (mode == "cwd") {
+    char here[4096] = "?";
+    if (::getcwd(here, sizeof here) == nullptr) std::strcpy(here, "?");
+    const char *pwd = std::getenv("PWD");
+    say("cwd %d %s %s", c.rank(), here, pwd != nullptr ? pwd : "(unset)");
   } else if (mode == "affinity") {
     say("affinity %d %s", c.rank(), affinity_list().c_str());
   } else if (mode == "stdin") {

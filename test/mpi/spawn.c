@@ -7,7 +7,9 @@
  * directory (wdir) and its world size. Then the refusals: a program that is
  * not there (MPI_ERR_SPAWN, in every errcode, after its launcher's own
  * message), another host, maxprocs 0. Then MPI_Comm_spawn_multiple of two
- * commands, whose children are one world, MPI_APPNUM numbering them. MPI_UNIVERSE_SIZE follows
+ * commands, whose children are one world, MPI_APPNUM numbering them; the
+ * first has a wdir, the second none (its children work where the parents
+ * do). MPI_UNIVERSE_SIZE follows
  * IRIS_UNIVERSE_SIZE (7 unless set). Prints "spawn: all checks passed on N ranks" from the parents'
  * rank 0. */
 #define _DEFAULT_SOURCE
@@ -80,6 +82,11 @@ static int child(MPI_Comm parent, int multiple) {
     CHECK(getcwd(cwd, sizeof cwd) != NULL, "getcwd");
     MPI_Send(cwd, PATH_MAX, MPI_CHAR, 0, 21, parent);
     MPI_Send(&size, 1, MPI_INT, 0, 22, parent);
+  }
+  if (multiple && rank == 1) { /* the second command's: it gave no wdir */
+    char cwd[PATH_MAX] = "";
+    CHECK(getcwd(cwd, sizeof cwd) != NULL, "getcwd");
+    MPI_Send(cwd, PATH_MAX, MPI_CHAR, 0, 23, parent);
   }
   if (!multiple) intercomm_again(parent, 0);
   exercise(parent, 0, 0, "child");
@@ -168,9 +175,16 @@ int main(int argc, char **argv) {
   char **argvs[2] = {multi_args, multi_args};
   const int maxprocs[2] = {1, 2};
   int multi_codes[3] = {-1, -1, -1};
-  CHECK(MPI_Comm_spawn_multiple(2, commands, argvs, maxprocs, NULL, 0, MPI_COMM_WORLD, &ic,
+  /* A wdir for the first command only: the second's children work where
+   * the parents do. */
+  MPI_Info wdirs[2];
+  MPI_Info_create(&wdirs[0]);
+  MPI_Info_set(wdirs[0], "wdir", wdir);
+  wdirs[1] = MPI_INFO_NULL;
+  CHECK(MPI_Comm_spawn_multiple(2, commands, argvs, maxprocs, wdirs, 0, MPI_COMM_WORLD, &ic,
                                 multi_codes) == MPI_SUCCESS,
         "spawn_multiple of two commands");
+  MPI_Info_free(&wdirs[0]);
   CHECK(multi_codes[0] == MPI_SUCCESS && multi_codes[2] == MPI_SUCCESS, "errcodes %d .. %d",
         multi_codes[0], multi_codes[2]);
   if (ic != MPI_COMM_NULL) {
@@ -180,6 +194,11 @@ int main(int argc, char **argv) {
       MPI_Recv(cwd, PATH_MAX, MPI_CHAR, 0, 21, ic, MPI_STATUS_IGNORE);
       MPI_Recv(&their_size, 1, MPI_INT, 0, 22, ic, MPI_STATUS_IGNORE);
       CHECK(their_size == children, "spawn_multiple's children's world has %d", their_size);
+      CHECK(strcmp(cwd, wdir) == 0, "the first command's child works in %s, not %s", cwd, wdir);
+      char here[PATH_MAX] = "";
+      CHECK(getcwd(here, sizeof here) != NULL, "getcwd");
+      MPI_Recv(cwd, PATH_MAX, MPI_CHAR, 1, 23, ic, MPI_STATUS_IGNORE);
+      CHECK(strcmp(cwd, here) == 0, "the second command's child works in %s, not %s", cwd, here);
     }
     exercise(ic, 1, 0, "parent of spawn_multiple");
   }

@@ -95,16 +95,27 @@ struct app {
   int maxprocs = 0;
   std::string program;
   char **argv = nullptr;
+  std::string wdir;  // info "wdir"; empty: this process's working directory
 };
 
-// Starts the launcher: each app's copies in turn (`-n N program args : ...`),
-// in `wdir` when given. Its pid, or -1 with why.
+// Starts the launcher: each app's copies in turn (`-n N [-wdir DIR] program
+// args : ...`). Its pid, or -1 with why.
 pid_t launch(const std::string &launcher, const std::vector<app> &apps, const std::string &port,
-             const std::string &wdir, std::string &why) {
+             std::string &why) {
   std::vector<std::string> args = {launcher, "--bind-to", "none", "-x", "IRIS_PARENT_PORT=" + port};
+  // The first command's -wdir is the launcher's default for the others: a
+  // command without one is given this process's own.
+  char here[4096] = {};
+  if (::getcwd(here, sizeof here - 1) == nullptr) here[0] = '\0';
   for (const app &a : apps) {
     if (&a != &apps.front()) args.emplace_back(":");
-    args.insert(args.end(), {"-n", std::to_string(a.maxprocs), a.program});
+    args.insert(args.end(), {"-n", std::to_string(a.maxprocs)});
+    if (!a.wdir.empty()) {
+      args.insert(args.end(), {"-wdir", a.wdir});
+    } else if (!apps.front().wdir.empty() && here[0] != '\0') {
+      args.insert(args.end(), {"-wdir", here});
+    }
+    args.emplace_back(a.program);
     for (char **arg = a.argv; arg != nullptr && *arg != nullptr; ++arg) args.emplace_back(*arg);
   }
   std::vector<char *> raw;
@@ -133,7 +144,6 @@ pid_t launch(const std::string &launcher, const std::vector<app> &apps, const st
     return -1;
   }
   if (pid == 0) {
-    if (!wdir.empty() && ::chdir(wdir.c_str()) != 0) ::_exit(127);
     // Not the root's core alone: the children spread over the host.
     (void)::sched_setaffinity(0, sizeof all, &all);
     ::execve(raw[0], raw.data(), env.data());
@@ -161,7 +171,6 @@ int spawn_common(const char *call, int count, char *commands[], char **argvs[],
   int children = 0;
   if (c->rank == root) {
     std::vector<app> apps;
-    std::string wdir;
     if (count <= 0 || commands == nullptr || maxprocs == nullptr) {
       verdict = MPI_ERR_ARG;
       why = "no commands to spawn (count " + std::to_string(count) + ")";
@@ -183,17 +192,12 @@ int spawn_common(const char *call, int count, char *commands[], char **argvs[],
         verdict = MPI_ERR_SPAWN;
         why = which + why;
       } else {
+        std::string wdir;
         for (const auto &[key, value] : *found) {
-          if (key != "wdir") continue;
-          if (!wdir.empty() && wdir != value) {
-            verdict = MPI_ERR_SPAWN;
-            why = which + "wdir '" + value + "' differs from '" + wdir +
-                  "': the commands of one spawn share one working directory here";
-          }
-          wdir = value;
+          if (key == "wdir") wdir = value;
         }
         apps.push_back({maxprocs[k], program_of(commands[k], *found),
-                        argvs != MPI_ARGVS_NULL ? argvs[k] : MPI_ARGV_NULL});
+                        argvs != MPI_ARGVS_NULL ? argvs[k] : MPI_ARGV_NULL, wdir});
         children += maxprocs[k];
       }
     }
@@ -206,7 +210,7 @@ int spawn_common(const char *call, int count, char *commands[], char **argvs[],
       verdict = MPI_ERR_SPAWN;
       why = "cannot open a port for the children (see the line above)";
     } else {
-      launched = launch(launcher, apps, port, wdir, why);
+      launched = launch(launcher, apps, port, why);
       if (launched < 0) verdict = MPI_ERR_SPAWN;
     }
   }
