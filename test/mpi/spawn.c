@@ -9,7 +9,9 @@
  * message), another host, maxprocs 0. Then MPI_Comm_spawn_multiple of two
  * commands, whose children are one world, MPI_APPNUM numbering them; the
  * first has a wdir, the second none (its children work where the parents
- * do). MPI_UNIVERSE_SIZE follows
+ * do). Then rank 0 alone spawns two children, and MPI_Intercomm_create joins
+ * the whole parent world and them: every parent sends to every child,
+ * though only rank 0 met them. MPI_UNIVERSE_SIZE follows
  * IRIS_UNIVERSE_SIZE (7 unless set). Prints "spawn: all checks passed on N ranks" from the parents'
  * rank 0. */
 #define _DEFAULT_SOURCE
@@ -96,11 +98,47 @@ static int child(MPI_Comm parent, int multiple) {
   return finish();
 }
 
+/* MPI_Intercomm_create over the world of each side, after a spawn by parent
+ * rank 0 alone (`peer`: the spawn's intercommunicator there and at the
+ * children, MPI_COMM_NULL at the other parents, which never met the
+ * children); then every parent sends its rank to every child, and every
+ * child checks them. */
+static void alone_join(MPI_Comm peer, int is_parent) {
+  MPI_Comm ic2 = MPI_COMM_NULL;
+  CHECK(MPI_Intercomm_create(MPI_COMM_WORLD, 0, peer, 0, 77, &ic2) == MPI_SUCCESS,
+        "%s: Intercomm_create of both worlds", is_parent ? "parent" : "child");
+  if (ic2 == MPI_COMM_NULL) return;
+  int remote = -1;
+  int rank = -1;
+  MPI_Comm_remote_size(ic2, &remote);
+  MPI_Comm_rank(ic2, &rank);
+  if (is_parent) {
+    for (int j = 0; j < remote; ++j) MPI_Send(&rank, 1, MPI_INT, j, 31, ic2);
+  } else {
+    for (int j = 0; j < remote; ++j) {
+      int got = -1;
+      MPI_Recv(&got, 1, MPI_INT, j, 31, ic2, MPI_STATUS_IGNORE);
+      CHECK(got == j, "child %d: got %d from parent %d", rank, got, j);
+    }
+  }
+  CHECK(MPI_Barrier(ic2) == MPI_SUCCESS, "barrier over the new intercommunicator");
+  MPI_Comm_free(&ic2);
+}
+
+static int child_alone(MPI_Comm parent) {
+  alone_join(parent, 0);
+  MPI_Comm_disconnect(&parent);
+  return finish();
+}
+
 int main(int argc, char **argv) {
   setenv("IRIS_UNIVERSE_SIZE", "7", 0); /* room for the children, as launchers with slots give */
   MPI_Init(&argc, &argv);
   MPI_Comm parent = MPI_COMM_WORLD;
   MPI_Comm_get_parent(&parent);
+  if (parent != MPI_COMM_NULL && argc > 1 && strcmp(argv[1], "alone") == 0) {
+    return child_alone(parent);
+  }
   if (parent != MPI_COMM_NULL) return child(parent, argc > 1 && strcmp(argv[1], "multi") == 0);
   int rank = -1;
   int size = -1;
@@ -202,6 +240,17 @@ int main(int argc, char **argv) {
     }
     exercise(ic, 1, 0, "parent of spawn_multiple");
   }
+  /* Rank 0 alone spawns two children; then an intercommunicator between
+   * the whole parent world and the children (MPICH's spaiccreate). */
+  MPI_Comm alone = MPI_COMM_NULL;
+  if (rank == 0) {
+    char *alone_args[] = {"alone", NULL};
+    CHECK(MPI_Comm_spawn(self, alone_args, 2, MPI_INFO_NULL, 0, MPI_COMM_SELF, &alone,
+                         MPI_ERRCODES_IGNORE) == MPI_SUCCESS,
+          "spawn from rank 0 alone");
+  }
+  alone_join(alone, 1);
+  if (alone != MPI_COMM_NULL) MPI_Comm_disconnect(&alone);
   if (check_failures == 0 && rank == 0) printf("spawn: all checks passed on %d ranks\n", size);
   return finish();
 }

@@ -34,6 +34,7 @@
 #include <vector>
 
 #include "device/api/check.hpp"
+#include "device/api/comm/intercomm.hpp"
 #include "device/protocols/engine_choice.hpp"
 #include "device/protocols/port.hpp"
 #include "device/runtime/progress.hpp"
@@ -288,6 +289,38 @@ std::set<std::string> &published() {
 }
 
 }  // namespace
+
+int api::group_cards(communicator &local, int leader, const char *call, std::vector<int> &packed) {
+  packed.clear();
+  std::string card;
+  const int err = card_here(local, call, card);
+  if (err != MPI_SUCCESS) return err;
+  const std::vector<member> members = gather_members(local, leader, card);
+  if (local.rank != leader) return MPI_SUCCESS;
+  const std::vector<std::byte> bytes = encode({0, members});
+  packed.assign(1 + (bytes.size() + sizeof(int) - 1) / sizeof(int), 0);
+  packed[0] = static_cast<int>(bytes.size());
+  std::memcpy(packed.data() + 1, bytes.data(), bytes.size());
+  return MPI_SUCCESS;
+}
+
+int api::card_peer(const std::vector<int> &packed, std::uint64_t job, int rank, std::string &why) {
+  if (const int known = device::known_peer(job, rank); known >= 0) return known;
+  group_table table;
+  const std::size_t room = packed.empty() ? 0 : (packed.size() - 1) * sizeof(int);
+  if (packed.empty() || packed[0] <= 0 || static_cast<std::size_t>(packed[0]) > room ||
+      !decode({reinterpret_cast<const std::byte *>(packed.data() + 1),
+               static_cast<std::size_t>(packed[0])},
+              table)) {
+    why = "the other group sent no cards to reach its processes of other jobs";
+    return -1;
+  }
+  for (const member &m : table.members) {
+    if (m.job == job && m.rank == rank) return device::peer_of(job, rank, m.card, why);
+  }
+  why = "the other group's cards leave out rank " + std::to_string(rank) + " of its job";
+  return -1;
+}
 
 int api::accept_common(const char *call, const char *port, int root, communicator &comm,
                        MPI_Comm *newcomm, const std::function<bool(std::string &)> &gone) {

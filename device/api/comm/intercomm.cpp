@@ -6,6 +6,8 @@
 #include "device/api/comm/intercomm.hpp"
 
 #include <algorithm>
+#include <cstdint>
+#include <string>
 
 #include "device/api/check.hpp"
 #include "device/transports/dynamic.hpp"
@@ -28,6 +30,23 @@ std::vector<int> members_of(const std::vector<std::pair<int, int>> &table,
   });
   for (int &m : members) m = world.at(static_cast<std::size_t>(m));
   return members;
+}
+
+// Whether the members of `local` and the processes `remote` (job, rank)
+// belong to more than one job. The same answer at every member of both
+// groups: each has both tables.
+bool spans_jobs(const device::communicator &local,
+                const std::vector<std::pair<std::uint64_t, int>> &remote) {
+  std::uint64_t first = 0;
+  int first_rank = 0;
+  device::process_id(local.world_rank.front(), first, first_rank);
+  for (const int w : local.world_rank) {
+    std::uint64_t job = 0;
+    int rank = 0;
+    device::process_id(w, job, rank);
+    if (job != first) return true;
+  }
+  return std::any_of(remote.begin(), remote.end(), [&](const auto &p) { return p.first != first; });
 }
 
 }  // namespace
@@ -126,17 +145,36 @@ int MPI_Intercomm_create(MPI_Comm local_comm, int local_leader, MPI_Comm peer_co
       *local, local_leader, {peer, peer != nullptr ? peer->context : 0, remote_leader, tag},
       std::max(mine, static_cast<std::uint32_t>(theirs.at(0))) + 2);
   --device::rt->agreeing;
-  std::vector<int> remote;
+  std::vector<std::pair<std::uint64_t, int>> named;  // the other group, (job, rank)
   for (std::size_t i = 1; i + 2 < theirs.size(); i += 3) {
     const std::uint64_t job = static_cast<std::uint64_t>(static_cast<std::uint32_t>(theirs[i]))
                                   << 32 |
                               static_cast<std::uint32_t>(theirs[i + 1]);
-    const int w = device::known_peer(job, theirs[i + 2]);
+    named.emplace_back(job, theirs[i + 2]);
+  }
+  // Processes of more than one job in the two groups: a member may never
+  // have met some of the other group (MPICH's spaiccreate: only the
+  // spawning rank knows the children). Every member decides alike from
+  // both tables, and then the groups' cards travel by the leaders too.
+  std::vector<int> their_cards;
+  if (spans_jobs(*local, named)) {
+    std::vector<int> mine_cards;
+    const int cards_err = api::group_cards(*local, local_leader, call, mine_cards);
+    if (local->rank == local_leader) {
+      their_cards = device::leader_exchange(*peer, peer->context, remote_leader, tag, mine_cards);
+    }
+    device::group_bcast(*local, local_leader, their_cards);
+    if (cards_err != MPI_SUCCESS) return cards_err;
+  }
+  std::vector<int> remote;
+  for (const auto &[job, rank] : named) {
+    std::string why;
+    const int w = their_cards.empty() ? device::known_peer(job, rank)
+                                      : api::card_peer(their_cards, job, rank, why);
     if (w < 0) {
-      return device::error_raise(local, call, MPI_ERR_OTHER,
-                                 "the other group has a process of another job this one has not "
-                                 "connected to (rank %d there): connect to it first",
-                                 theirs[i + 2]);
+      return device::error_raise(
+          local, call, MPI_ERR_OTHER, "cannot reach rank %d of the other group's job: %s", rank,
+          why.empty() ? "this process has never connected to it" : why.c_str());
     }
     remote.push_back(w);
   }
