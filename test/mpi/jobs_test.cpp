@@ -600,11 +600,26 @@ INSTANTIATE_TEST_SUITE_P(Dynamic, DynamicTest,
 // MPI_Comm_spawn (spawn.c): the parents spawn three children with host,
 // wdir and soft; both sides check the intercommunicator and disconnect;
 // then a missing program, another host, maxprocs 0 and two commands are
-// refused. At 1, 2 and 4 parents over shm, tcp and two nodes.
+// refused; then rank 0 alone spawns and both worlds make an
+// intercommunicator. At 1, 2 and 4 parents over shm, tcp and two nodes.
 class SpawnTest : public SessionsTest {};
 
 TEST_P(SpawnTest, ChildrenFindTheirParents) {
   expect_passes("spawn");
+}
+
+// `spawn refused`: parent rank 1 cannot reach other jobs (IRIS_DYNAMIC_PEERS=0
+// in a job on one node, which has no netmod of its own), so the
+// Intercomm_create of both worlds after rank 0 alone spawned fails with
+// MPI_ERR_OTHER at every parent and child, and nothing hangs. Over shm
+// only: a job that has its netmod already gives its card anyway.
+TEST_P(SpawnTest, IntercommCreateWithoutCardsIsRefused) {
+  if (std::string(config().name) != "defaults" || ranks() < 2) {
+    GTEST_SKIP() << "shm jobs of 2 or more ranks only";
+  }
+  const run_result r = job(ranks(), "spawn", {"refused"}, config().env, 60, config().nodes);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("spawn refused: all checks passed"), std::string::npos) << r.output;
 }
 
 INSTANTIATE_TEST_SUITE_P(Spawn, SpawnTest,

@@ -131,11 +131,49 @@ static int child_alone(MPI_Comm parent) {
   return finish();
 }
 
+/* `spawn refused` (2 or more parents): parent rank 1 has
+ * IRIS_DYNAMIC_PEERS=0, so it cannot reach other jobs; rank 0
+ * alone spawns a child, and the Intercomm_create of both worlds fails with
+ * MPI_ERR_OTHER everywhere (the parents cannot send their cards, so the
+ * child cannot reach parent rank 1), without a hang; then the spawn's
+ * intercommunicator still disconnects. */
+static int refused(MPI_Comm parent) {
+  MPI_Comm peer = parent;
+  int rank = -1;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+  if (parent == MPI_COMM_NULL && rank == 0) {
+    char *child_args[] = {"refused", NULL};
+    char self[PATH_MAX] = "";
+    CHECK(realpath("/proc/self/exe", self) != NULL, "realpath /proc/self/exe");
+    CHECK(MPI_Comm_spawn(self, child_args, 1, MPI_INFO_NULL, 0, MPI_COMM_SELF, &peer,
+                         MPI_ERRCODES_IGNORE) == MPI_SUCCESS,
+          "spawn from rank 0 alone");
+  }
+  MPI_Comm ic2 = MPI_COMM_WORLD;
+  const int err = MPI_Intercomm_create(MPI_COMM_WORLD, 0, peer, 0, 78, &ic2);
+  int error_class = -1;
+  MPI_Error_class(err, &error_class);
+  CHECK(error_class == MPI_ERR_OTHER, "%s %d: Intercomm_create gave class %d, not MPI_ERR_OTHER",
+        parent == MPI_COMM_NULL ? "parent" : "child", rank, error_class);
+  if (peer != MPI_COMM_NULL) MPI_Comm_disconnect(&peer);
+  if (parent == MPI_COMM_NULL && check_failures == 0 && rank == 0) {
+    printf("spawn refused: all checks passed\n");
+  }
+  return finish();
+}
+
 int main(int argc, char **argv) {
   setenv("IRIS_UNIVERSE_SIZE", "7", 0); /* room for the children, as launchers with slots give */
+  const int refusal = argc > 1 && strcmp(argv[1], "refused") == 0;
+  const char *launcher_rank = getenv("PMIX_RANK"); /* set by Iris's mpiexec */
+  if (refusal && launcher_rank != NULL && atoi(launcher_rank) == 1) {
+    setenv("IRIS_DYNAMIC_PEERS", "0", 1);
+  }
   MPI_Init(&argc, &argv);
   MPI_Comm parent = MPI_COMM_WORLD;
   MPI_Comm_get_parent(&parent);
+  if (refusal) return refused(parent);
   if (parent != MPI_COMM_NULL && argc > 1 && strcmp(argv[1], "alone") == 0) {
     return child_alone(parent);
   }
