@@ -198,7 +198,8 @@ void park_other_threads() noexcept {
   const pid_t self = ::gettid();
   int signalled = 0;
   for_each_entry(fd, [&](const char *name) {
-    const pid_t tid = static_cast<pid_t>(std::strtol(name, nullptr, 10));
+    pid_t tid = 0;  // strtol is not on the async-signal-safe list
+    for (const char *c = name; *c >= '0' && *c <= '9'; ++c) tid = tid * 10 + (*c - '0');
     if (tid <= 0 || tid == self) return false;
     if (::syscall(SYS_tgkill, ::getpid(), tid, park_signal()) == 0) ++signalled;
     return false;
