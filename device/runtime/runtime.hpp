@@ -86,9 +86,13 @@ struct port_message {
 struct recovery_state {
   std::unique_ptr<std::atomic<bool>[]> reported;  // by VC index
   std::atomic<int> notices{0};
-  int seen = 0;              // notices the progress engine has handled
-  bool outbox = false;       // recovery packets wait for room
-  bool running = false;      // nonblocking agreements are under way
+  int seen = 0;          // notices the progress engine has handled
+  bool outbox = false;   // recovery packets wait for room
+  bool running = false;  // nonblocking agreements are under way
+  // An ishrink is under way here (api/comm/recovery.cpp): messages on its
+  // new context may come from a rank that left first (rt->agreeing keeps
+  // them), and two at once could agree on the same context id.
+  bool shrinking = false;
   std::vector<char> failed;  // by VC index: known dead here
   std::vector<int> order;    // their world ranks, in the order they became known
 };

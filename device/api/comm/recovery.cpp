@@ -68,11 +68,6 @@ MPI_Comm shrunk(const communicator &c, const device::agreement &a) {
   return device::comm_register(std::move(members), a.context, c.errhandler);
 }
 
-// Shrinks under way here (blocking or not): messages on a new context may
-// come from a rank that left first (rt->agreeing keeps them), and two at
-// once could agree on the same context id, so one at a time.
-bool shrinking = false;
-
 // MPIX_Comm_iagree and _ishrink: the progress engine runs the agreement
 // (device::agreement_start); the request completes at the first poll after
 // it is decided.
@@ -87,7 +82,7 @@ struct agreement_ext final : device::request_ext {
     if (newcomm != nullptr) {
       *newcomm = shrunk(*run->comm, run->value);
       --device::rt->agreeing;
-      shrinking = false;
+      device::rt->recovery.shrinking = false;
     } else {
       *flag = static_cast<int>(run->value.flag);
       error = agree_result("MPIX_Comm_iagree", *run->comm, run->value);
@@ -170,7 +165,7 @@ int MPIX_Comm_shrink(MPI_Comm comm, MPI_Comm *newcomm) {
   communicator *c = nullptr;
   if (int err = intracomm_of(call, comm, c)) return err;
   if (int err = api::check_not_null(call, c, newcomm, "newcomm")) return err;
-  if (shrinking) return agreement_busy(call, *c);
+  if (device::rt->recovery.shrinking) return agreement_busy(call, *c);
   device::agreement a;
   a.context = device::rt->next_context;
   ++device::rt->agreeing;
@@ -188,14 +183,14 @@ int MPIX_Comm_ishrink(MPI_Comm comm, MPI_Comm *newcomm, MPI_Request *request) {
   if (int err = intracomm_of(call, comm, c)) return err;
   if (int err = api::check_not_null(call, c, newcomm, "newcomm")) return err;
   if (int err = api::check_not_null(call, c, request, "request")) return err;
-  if (shrinking) return agreement_busy(call, *c);
+  if (device::rt->recovery.shrinking) return agreement_busy(call, *c);
   device::agreement a;
   a.context = device::rt->next_context;
   auto ext = std::make_unique<agreement_ext>();
   ext->newcomm = newcomm;
   ext->run = device::agreement_start(*c, a);
   if (ext->run == nullptr) return agreement_busy(call, *c);
-  shrinking = true;
+  device::rt->recovery.shrinking = true;
   ++device::rt->agreeing;
   *newcomm = MPI_COMM_NULL;
   return agreement_request(*c, std::move(ext), request);
