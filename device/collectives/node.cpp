@@ -656,32 +656,28 @@ int node_scatterv(node_collectives &nc, const typed_buffer *blocks, const typed_
                   int root, std::vector<int> &by_message, bool &comes_as_message) {
   const std::uint64_t s = begin_step(nc);
   rank_line &me = nc.mine();
-  const auto n = static_cast<std::size_t>(nc.size);
   const std::size_t table = scatterv_table(nc);
   if (nc.rank == root) {
-    // The table, then each block that still fits the slot, in rank order.
-    std::vector<std::uint64_t> entries(2 * n, 0);
+    // The table, then each block that still fits, in rank order, written
+    // straight into the slot (nothing allocated; node_fits_slot keeps the
+    // run within it); the others come as messages.
+    wait_slot_free(nc, s);
+    std::byte *const run = nc.slot_of(nc.rank, s);
     std::size_t total = table;
     for (int r = 0; r < nc.size; ++r) {
       const std::size_t bytes = r == root ? 0 : blocks[r].packed_bytes();
-      entries[2 * r + 1] = bytes;
+      std::uint64_t entry[2] = {total, bytes};
       if (r != root && !node_fits_slot(nc, total + bytes)) {
-        entries[2 * r] = message_mark;
+        entry[0] = message_mark;
         by_message.push_back(r);
       } else {
-        entries[2 * r] = total;
+        if (r != root) typed_pack(blocks[r], run + total);
         total += bytes;
       }
+      std::memcpy(run + sizeof entry * static_cast<std::size_t>(r), entry, sizeof entry);
     }
-    std::vector<std::byte> run(total);
-    std::memcpy(run.data(), entries.data(), table);
-    for (int r = 0; r < nc.size; ++r) {
-      if (r != root && (entries[2 * r] & message_mark) == 0) {
-        typed_pack(blocks[r], run.data() + entries[2 * r]);
-      }
-    }
-    std::vector<std::byte> packed;
-    post_data(nc, s, typed_bytes(run.data(), total), false, packed);
+    me.bytes[s & 1U] = total;
+    me.posted.store(s, std::memory_order_release);
     me.done.store(s, std::memory_order_release);  // the run is in the slot
     return MPI_SUCCESS;
   }
