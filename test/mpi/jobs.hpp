@@ -36,6 +36,15 @@ inline bool ofi_built() {
   return netmods_built.find(",ofi,") != std::string::npos;
 }
 
+// A sanitizer build runs the costliest crossings on a subset (test/README.md):
+// the tests that loop over rank counts skip their 8-rank runs there.
+inline constexpr bool sanitized =
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+    true;
+#else
+    false;
+#endif
+
 inline const env_list ofi_rxm = {{"IRIS_NETMOD", "ofi"}, {"IRIS_OFI_PROVIDER", "tcp;ofi_rxm"}};
 
 // Jobs that fail on purpose: each must leave nothing in /dev/shm.
