@@ -22,22 +22,29 @@ namespace {
 // Dissemination with max among `n` members; member i is parent rank
 // rank_of(i) and this rank is member `me`. Max is idempotent, so the values
 // heard twice through different paths do no harm; after ceil(log2 n)
-// rounds every member holds the maximum of all.
+// rounds every member holds the maximum of all. Each message also carries
+// whether its sender, or any member it heard from, runs at
+// MPI_THREAD_MULTIPLE (`threaded`, an OR, idempotent too): each process
+// chooses its own thread level, and an agreement's rounds must be the same
+// at every member (agree).
 template <typename RankOf>
 std::uint32_t agree_max(const communicator &parent, int n, int me, RankOf rank_of, int tag,
-                        std::uint32_t agreed) {
+                        std::uint32_t agreed, bool *threaded = nullptr) {
+  std::uint32_t word[2] = {agreed, threaded != nullptr && *threaded ? 1U : 0U};
   for (int distance = 1; distance < n; distance *= 2) {
     const int to = rank_of((me + distance) % n);
     const int from = rank_of((me - distance + n) % n);
-    std::uint32_t heard = 0;
+    std::uint32_t heard[2] = {0, 0};
     request *recv =
-        recv_start(parent, parent.collective_context(), &heard, sizeof(heard), from, tag);
+        recv_start(parent, parent.collective_context(), heard, sizeof(heard), from, tag);
     request_wait_release(
-        send_start(parent, parent.collective_context(), &agreed, sizeof(agreed), to, tag));
+        send_start(parent, parent.collective_context(), word, sizeof(word), to, tag));
     request_wait_release(recv);
-    agreed = std::max(agreed, heard);
+    word[0] = std::max(word[0], heard[0]);
+    word[1] |= heard[1];
   }
-  return agreed;
+  if (threaded != nullptr) *threaded = word[1] != 0;
+  return word[0];
 }
 
 // Under MPI_THREAD_MULTIPLE, agreements on different parents may run at once
@@ -74,8 +81,12 @@ std::uint32_t agree(const communicator &parent, int n, int me, RankOf rank_of, i
     // each proposes above it by a spread that its parent and the attempt
     // pick, the same on every member.
     if (threads_enabled) proposal += context_spread(parent.context, attempt);
-    agreed = agree_max(parent, n, me, rank_of, tag, proposal);
-    if (!threads_enabled) break;
+    // The second round runs when any member is at MULTIPLE, at every
+    // member: a process at a lower level (MPI lets each choose) joins it,
+    // or the members would disagree on which message is whose and hang.
+    bool threaded = threads_enabled;
+    agreed = agree_max(parent, n, me, rank_of, tag, proposal, &threaded);
+    if (!threaded) break;
     const bool clash = context_clashes(agreed);
     rt->contexts_tentative.push_back(agreed);
     const bool any_clash = agree_max(parent, n, me, rank_of, tag, clash ? 1 : 0) != 0;
@@ -160,12 +171,12 @@ std::uint32_t inter_max(const communicator &local, int leader, const inter_link 
 // another agreement under way there could settle on it too.
 std::uint32_t context_agree_inter(const communicator &local, int leader, const inter_link &link,
                                   std::uint32_t first) {
-  std::uint32_t agreed = first;
-  if (threads_enabled) {
-    agreed = context_confirm(first, local.context, [&](std::uint32_t value) {
-      return inter_max(local, leader, link, value);
-    });
-  }
+  // Confirmed at every level, not only under MULTIPLE: this group cannot
+  // tell whether a process of the other runs at MULTIPLE without asking,
+  // and asking costs the round the confirmation takes.
+  const std::uint32_t agreed = context_confirm(first, local.context, [&](std::uint32_t value) {
+    return inter_max(local, leader, link, value);
+  });
   rt->next_context = std::max(rt->next_context, agreed + 2);
   return agreed;
 }

@@ -624,9 +624,37 @@ TEST_P(SpawnTest, IntercommCreateWithoutCardsIsRefused) {
   if (std::string(config().name) != "defaults" || ranks() < 2) {
     GTEST_SKIP() << "shm jobs of 2 or more ranks only";
   }
-  const run_result r = job(ranks(), "spawn", {"refused"}, config().env, 60, config().nodes);
-  ASSERT_EQ(r.exit_code, 0) << r.output;
-  EXPECT_NE(r.output.find("spawn refused: all checks passed"), std::string::npos) << r.output;
+  // Then parent rank 1 refuses by running at MPI_THREAD_MULTIPLE, the others
+  // at SINGLE: this hung in the first context agreement (see levels.c).
+  for (const char *mode : {"", "multiple"}) {
+    const run_result r = job(ranks(), "spawn", {"refused", mode}, config().env, 60, config().nodes);
+    ASSERT_EQ(r.exit_code, 0) << mode << "\n" << r.output;
+    EXPECT_NE(r.output.find("spawn refused: all checks passed"), std::string::npos) << r.output;
+  }
+}
+
+// Ranks at different thread levels in one job (levels.c: rank 0 at
+// MULTIPLE, the others from SINGLE to MULTIPLE) make communicators by every
+// constructor that agrees on a context, 20 rounds; a member at MULTIPLE
+// used to run an agreement round the others did not, and the job hung.
+// Over shm at 4 ranks (pair rings and a large node's queues), tcp at 3 and
+// two nodes at 4.
+TEST(ThreadLevels, RanksAtDifferentLevelsMakeCommunicatorsTogether) {
+  struct run {
+    int ranks, nodes;
+    env_list env;
+  };
+  const run runs[] = {{4, 1, {}},
+                      {4, 1, {{"IRIS_SHM_DENSE_RANKS", "0"}}},
+                      {3, 1, {{"IRIS_SHM", "0"}, {"IRIS_NETMOD", "tcp"}}},
+                      {4, 2, {{"IRIS_NETMOD", "tcp"}}}};
+  for (const run &r : runs) {
+    const run_result out = job(r.ranks, "levels", {}, r.env, 60, r.nodes);
+    ASSERT_EQ(out.exit_code, 0) << r.ranks << " ranks on " << r.nodes << " nodes\n" << out.output;
+    EXPECT_NE(out.output.find("levels: all checks passed on " + std::to_string(r.ranks)),
+              std::string::npos)
+        << out.output;
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Spawn, SpawnTest,

@@ -132,7 +132,9 @@ static int child_alone(MPI_Comm parent) {
 }
 
 /* `spawn refused` (2 or more parents): parent rank 1 has
- * IRIS_DYNAMIC_PEERS=0, so it cannot reach other jobs; rank 0
+ * IRIS_DYNAMIC_PEERS=0 (`spawn refused multiple`: runs at
+ * MPI_THREAD_MULTIPLE, where dynamic processes are not supported yet, while
+ * the others run at SINGLE), so it cannot reach other jobs; rank 0
  * alone spawns a child, and the Intercomm_create of both worlds fails with
  * MPI_ERR_OTHER everywhere (the parents cannot send their cards, so the
  * child cannot reach parent rank 1), without a hang; then the spawn's
@@ -167,10 +169,17 @@ int main(int argc, char **argv) {
   setenv("IRIS_UNIVERSE_SIZE", "7", 0); /* room for the children, as launchers with slots give */
   const int refusal = argc > 1 && strcmp(argv[1], "refused") == 0;
   const char *launcher_rank = getenv("PMIX_RANK"); /* set by Iris's mpiexec */
+  const int multiple = refusal && argc > 2 && strcmp(argv[2], "multiple") == 0;
+  int level = MPI_THREAD_SINGLE;
   if (refusal && launcher_rank != NULL && atoi(launcher_rank) == 1) {
-    setenv("IRIS_DYNAMIC_PEERS", "0", 1);
+    if (multiple) {
+      level = MPI_THREAD_MULTIPLE;
+    } else {
+      setenv("IRIS_DYNAMIC_PEERS", "0", 1);
+    }
   }
-  MPI_Init(&argc, &argv);
+  int provided = -1;
+  MPI_Init_thread(&argc, &argv, level, &provided);
   MPI_Comm parent = MPI_COMM_WORLD;
   MPI_Comm_get_parent(&parent);
   if (refusal) return refused(parent);
