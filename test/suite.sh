@@ -36,7 +36,9 @@
 #      (one-sided: the target's handlers run on its progress thread, the
 #      origins' CPU atomics on mapped windows) at 2 ranks over the same
 #      four, and test/mpi/coll_node.c (the node's collective segment) at 4
-#      ranks, a few seconds
+#      ranks, test/mpi/ulfm.c (recovery: a death reported on libpmix's
+#      thread) at 4 ranks over shm and tcp, and test/mpi/levels.c (ranks at
+#      different thread levels) at 4, a few seconds
 # The normal build uses link-time optimisation (meson.build); the sanitizer
 # builds do not (they look for bugs, not speed, and build faster without).
 # Installs missing Debian packages first (.ci/deps). Build trees: build/,
@@ -92,7 +94,8 @@ LSAN_OPTIONS=suppressions="$PWD/test/lsan.supp":print_suppressions=0 \
 
 echo "== ThreadSanitizer (lock-free unit tests, MPI_THREAD_MULTIPLE)"
 setup build-tsan -Db_sanitize=thread -Db_lundef=false -Db_lto=false
-ninja -C build-tsan test/unit/unit_test test/mpi/threads test/mpi/am test/mpi/rma test/mpi/coll_node
+ninja -C build-tsan test/unit/unit_test test/mpi/threads test/mpi/am test/mpi/rma test/mpi/coll_node \
+  test/mpi/ulfm test/mpi/levels
 TSAN_OPTIONS=halt_on_error=1 meson test -C build-tsan --no-rebuild --print-errorlogs --suite unit \
   --test-args='--gtest_filter=-*Ofi*'
 # Launched by the normal build's mpiexec: libpmix's own threads, in the
@@ -116,3 +119,17 @@ done
 # large steps, at 4 ranks.
 TSAN_OPTIONS=halt_on_error=1 \
   build/pmi/mpiexec -n 4 build-tsan/test/mpi/coll_node 7 300 | grep -q "coll_node: all checks passed"
+# Recovery (ULFM): the death reports come on libpmix's event thread and are
+# read by the program's (protocols/recovery.cpp). A rank dies inside a loop
+# of MPI_Allreduce over shm and over tcp, and the agreement's coordinator
+# dies deciding, at 4 ranks.
+for transport in "IRIS_SHM=1" "IRIS_SHM=0"; do
+  # shellcheck disable=SC2086
+  env $transport TSAN_OPTIONS=halt_on_error=1 build/pmi/mpiexec --enable-recovery -n 4 \
+    build-tsan/test/mpi/ulfm collective 1 2>&1 | grep -q "ulfm: 3 survivors went on after collective"
+done
+TSAN_OPTIONS=halt_on_error=1 build/pmi/mpiexec --enable-recovery -n 4 \
+  build-tsan/test/mpi/ulfm deciding 0 2>&1 | grep -q "ulfm: 3 survivors went on after deciding"
+# Ranks at different thread levels (rank 0 at MULTIPLE) agreeing on contexts.
+TSAN_OPTIONS=halt_on_error=1 \
+  build/pmi/mpiexec -n 4 build-tsan/test/mpi/levels | grep -q "levels: all checks passed"
