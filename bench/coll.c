@@ -6,7 +6,8 @@
  *
  *   coll OP [max_bytes] [iters]
  *   OP: allreduce bcast reduce allgather alltoall gather scatter barrier,
- *       allgatherv, gatherv, scatterv, or iallreduce ireduce ibcast ibarrier iallgather
+ *       allgatherv, gatherv, scatterv, alltoallv (every count the size, as
+ *       osu_alltoallv), or iallreduce ireduce ibcast ibarrier iallgather
  *       iallgatherv ialltoall igather iscatter (nonblocking, below)
  *
  * Sizes are per rank's contribution (allgather, alltoall, gather, scatter:
@@ -96,6 +97,9 @@ static void run(const char *op, char *a, char *b, int bytes) {
   } else if (strcmp(op, "scatterv") == 0) {
     MPI_Scatterv(a, counts_of(bytes), displs_of(bytes), MPI_CHAR, b, bytes, MPI_CHAR, 0,
                  MPI_COMM_WORLD);
+  } else if (strcmp(op, "alltoallv") == 0) {
+    MPI_Alltoallv(a, counts_of(bytes), displs_of(bytes), MPI_CHAR, b, counts_of(bytes),
+                  displs_of(bytes), MPI_CHAR, MPI_COMM_WORLD);
   } else {
     MPI_Barrier(MPI_COMM_WORLD);
   }
@@ -158,7 +162,7 @@ int main(int argc, char **argv) {
   const int blocks = strcmp(plain, "allgather") == 0 || strcmp(plain, "alltoall") == 0 ||
                              strcmp(plain, "allgatherv") == 0 || strcmp(plain, "gather") == 0 ||
                              strcmp(plain, "gatherv") == 0 || strcmp(plain, "scatter") == 0 ||
-                             strcmp(plain, "scatterv") == 0
+                             strcmp(plain, "scatterv") == 0 || strcmp(plain, "alltoallv") == 0
                          ? size
                          : 1;
   char *a = malloc((size_t)max * blocks);
