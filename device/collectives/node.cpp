@@ -652,52 +652,94 @@ bool node_scatterv_takes(const node_collectives &nc) {
   return node_fits_slot(nc, scatterv_table(nc));
 }
 
+// Writes the table of (offset, bytes) per rank and each of `blocks` that
+// still fits, in rank order, straight into this rank's slot for step s
+// (nothing allocated; node_fits_slot keeps the run within it), and posts
+// it; `skip`'s block is left out, and the ranks whose blocks do not fit
+// are marked (message_mark) and added to `by_message`.
+void post_table_run(node_collectives &nc, std::uint64_t s, const typed_buffer *blocks, int skip,
+                    std::vector<int> &by_message) {
+  rank_line &me = nc.mine();
+  wait_slot_free(nc, s);
+  std::byte *const run = nc.slot_of(nc.rank, s);
+  std::size_t total = scatterv_table(nc);
+  for (int r = 0; r < nc.size; ++r) {
+    const std::size_t bytes = r == skip ? 0 : blocks[r].packed_bytes();
+    std::uint64_t entry[2] = {total, bytes};
+    if (r != skip && !node_fits_slot(nc, total + bytes)) {
+      entry[0] = message_mark;
+      by_message.push_back(r);
+    } else {
+      if (r != skip) typed_pack(blocks[r], run + total);
+      total += bytes;
+    }
+    std::memcpy(run + sizeof entry * static_cast<std::size_t>(r), entry, sizeof entry);
+  }
+  me.bytes[s & 1U] = total;
+  me.posted.store(s, std::memory_order_release);
+}
+
+// Takes this rank's block of rank `from`'s posted table run (post_table_run)
+// into `to`, or sets `as_message` when it comes as a message.
+int take_table_block(const node_collectives &nc, std::uint64_t s, int from, const typed_buffer &to,
+                     bool &as_message, std::vector<std::byte> &scratch) {
+  std::uint64_t entry[2] = {0, 0};
+  bool ok = take_data(nc, s, from, sizeof entry * static_cast<std::size_t>(nc.rank),
+                      typed_bytes(entry, sizeof entry), scratch);
+  as_message = ok && (entry[0] & message_mark) != 0;
+  if (!ok) return MPI_ERR_OTHER;
+  if (as_message) return MPI_SUCCESS;
+  if (entry[1] != to.packed_bytes()) return MPI_ERR_TRUNCATE;
+  return take_data(nc, s, from, entry[0], to, scratch) ? MPI_SUCCESS : MPI_ERR_OTHER;
+}
+
 int node_scatterv(node_collectives &nc, const typed_buffer *blocks, const typed_buffer *recv,
                   int root, std::vector<int> &by_message, bool &comes_as_message) {
   const std::uint64_t s = begin_step(nc);
   rank_line &me = nc.mine();
-  const std::size_t table = scatterv_table(nc);
   if (nc.rank == root) {
-    // The table, then each block that still fits, in rank order, written
-    // straight into the slot (nothing allocated; node_fits_slot keeps the
-    // run within it); the others come as messages.
-    wait_slot_free(nc, s);
-    std::byte *const run = nc.slot_of(nc.rank, s);
-    std::size_t total = table;
-    for (int r = 0; r < nc.size; ++r) {
-      const std::size_t bytes = r == root ? 0 : blocks[r].packed_bytes();
-      std::uint64_t entry[2] = {total, bytes};
-      if (r != root && !node_fits_slot(nc, total + bytes)) {
-        entry[0] = message_mark;
-        by_message.push_back(r);
-      } else {
-        if (r != root) typed_pack(blocks[r], run + total);
-        total += bytes;
-      }
-      std::memcpy(run + sizeof entry * static_cast<std::size_t>(r), entry, sizeof entry);
-    }
-    me.bytes[s & 1U] = total;
-    me.posted.store(s, std::memory_order_release);
+    // The others come as messages.
+    post_table_run(nc, s, blocks, root, by_message);
     me.done.store(s, std::memory_order_release);  // the run is in the slot
     return MPI_SUCCESS;
   }
   const rank_line &from = nc.lines[root];
   wait_shared([&] { return from.posted.load(std::memory_order_acquire) >= s; });
-  std::uint64_t entry[2] = {0, 0};
   std::vector<std::byte> scratch;
-  bool ok = take_data(nc, s, root, sizeof entry * static_cast<std::size_t>(nc.rank),
-                      typed_bytes(entry, sizeof entry), scratch);
-  int err = MPI_SUCCESS;
-  comes_as_message = ok && (entry[0] & message_mark) != 0;
-  if (ok && !comes_as_message) {
-    if (entry[1] != recv->packed_bytes()) {
-      err = MPI_ERR_TRUNCATE;
-    } else {
-      ok = take_data(nc, s, root, entry[0], *recv, scratch);
-    }
-  }
+  const int err = take_table_block(nc, s, root, *recv, comes_as_message, scratch);
   me.done.store(s, std::memory_order_release);
-  return ok ? err : MPI_ERR_OTHER;
+  return err;
+}
+
+std::uint64_t node_alltoallv_post(node_collectives &nc, const typed_buffer *out,
+                                  std::vector<int> &to_message) {
+  const std::uint64_t s = begin_step(nc);
+  post_table_run(nc, s, out, nc.rank, to_message);
+  return s;
+}
+
+int node_alltoallv_take(node_collectives &nc, std::uint64_t s, const typed_buffer *from,
+                        std::vector<int> &from_message) {
+  wait_all_posted(nc, s);
+  std::vector<std::byte> scratch;
+  int err = MPI_SUCCESS;
+  // Each rank starts with the next one's run, as node_exchange does.
+  for (int k = 1; k < nc.size; ++k) {
+    const int r = (nc.rank + k) % nc.size;
+    bool as_message = false;
+    const int taken = take_table_block(nc, s, r, from[r], as_message, scratch);
+    if (as_message) from_message.push_back(r);
+    if (err == MPI_SUCCESS) err = taken;
+  }
+  return err;
+}
+
+void node_alltoallv_end(node_collectives &nc, std::uint64_t s) {
+  nc.mine().done.store(s, std::memory_order_release);  // everything was in slots
+}
+
+std::size_t node_alltoallv_room(const node_collectives &nc) {
+  return nc.slot - scatterv_table(nc);
 }
 
 int node_scatter(node_collectives &nc, const typed_buffer *all, const typed_buffer *recv,

@@ -132,6 +132,26 @@ int node_scatterv(node_collectives &nc, const typed_buffer *blocks, const typed_
 // Scatterv goes by messages. The same answer at every rank.
 bool node_scatterv_takes(const node_collectives &nc);
 
+// Alltoallv in two calls, so that the caller may start its messages in
+// between. node_alltoallv_post: this rank posts a run as Scatterv's root
+// does (`out` its n blocks, its own left out: the caller copies it) and
+// learns in `to_message` the ranks whose blocks did not fit its slot (the
+// caller sends them). node_alltoallv_take: takes block `rank` of every
+// other rank's run into from[r] (`recv`'s block r), and returns in
+// `from_message` the ranks whose block comes as a message (the caller
+// receives them). node_alltoallv_end: this rank is done with step s (its
+// slot may be written again two steps on, so no rank starts step s + 2
+// before it). The same condition as Scatterv's (node_scatterv_takes).
+// MPI_ERR_TRUNCATE where a rank's block for this one has another byte
+// count than from[r]. node_alltoallv_room: the largest block that can go
+// in a slot (a larger one always comes as a message).
+std::uint64_t node_alltoallv_post(node_collectives &nc, const typed_buffer *out,
+                                  std::vector<int> &to_message);
+int node_alltoallv_take(node_collectives &nc, std::uint64_t s, const typed_buffer *from,
+                        std::vector<int> &from_message);
+void node_alltoallv_end(node_collectives &nc, std::uint64_t s);
+std::size_t node_alltoallv_room(const node_collectives &nc);
+
 // The segment of `comm` if a blocking collective already made it, else
 // nullptr (never makes one: a nonblocking call may not wait for the other
 // ranks). Every rank gives the same answer at the same collective call.

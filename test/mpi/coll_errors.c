@@ -203,6 +203,48 @@ void errors(void) {
                  MPI_SUCCESS, "scatterv after a mismatch");
     CHECK(block[0] == rank && (rank != size - 1 || block[kBig - 1] == rank),
           "scatterv after a mismatch: %d", block[0]);
+    /* Alltoallv where the last rank's block for rank 0 is longer or shorter
+     * than rank 0 takes: through the node segment, rank 0 posts its receive
+     * of a block too large for a slot before the others' runs are in, and
+     * must withdraw it when the block came through the slot after all. Rank
+     * 0 is told when the block is longer (and may be when shorter), nobody
+     * waits forever, and a matching Alltoallv then works. */
+    int *sent_to = malloc((size_t)size * kBig * sizeof(int));
+    int vcounts[64], rcounts[64];
+    for (int pass = 0; pass < 3; ++pass) {
+      const int longer = pass == 0, matching = pass == 2;
+      const int expected = matching ? kBig : longer ? kSmall : kBig;
+      const int sent = matching ? kBig : longer ? kBig : kSmall;
+      for (int r = 0; r < size && r < 64; ++r) {
+        vcounts[r] = rank == size - 1 && r == 0 ? sent : 1;
+        rcounts[r] = rank == 0 && r == size - 1 ? expected : 1;
+        displs[r] = r * kBig;
+      }
+      for (int i = 0; i < size * kBig; ++i) {
+        sent_to[i] = rank * 1000 + i / kBig;
+        all[i] = -1;
+      }
+      const int err =
+          MPI_Alltoallv(sent_to, vcounts, displs, MPI_INT, all, rcounts, displs, MPI_INT, w);
+      int cls = MPI_SUCCESS;
+      MPI_Error_class(err, &cls);
+      if (matching) {
+        CHECK(cls == MPI_SUCCESS, "alltoallv after a mismatch: class %d", cls);
+        for (int r = 0; r < size && cls == MPI_SUCCESS; ++r) {
+          const int last = displs[r] + rcounts[r] - 1;
+          CHECK(all[displs[r]] == r * 1000 + rank && all[last] == r * 1000 + rank,
+                "alltoallv after a mismatch: from %d got %d..%d", r, all[displs[r]], all[last]);
+        }
+      } else if (rank == 0 && longer) {
+        CHECK(cls == MPI_ERR_TRUNCATE, "alltoallv of a longer block: class %d", cls);
+      } else if (rank == 0) {
+        CHECK(cls == MPI_ERR_TRUNCATE || cls == MPI_SUCCESS,
+              "alltoallv of a shorter block: class %d", cls);
+      } else {
+        CHECK(cls == MPI_SUCCESS, "alltoallv with one pair's counts off: class %d", cls);
+      }
+    }
+    free(sent_to);
     free(block);
     free(all);
   }

@@ -49,6 +49,10 @@ enum tag : int {
   tag_levels_reduce = 116,
   tag_levels_allreduce = 117,
   tag_levels_to_root = 118,
+  // Alltoallv through the node segment, its blocks past a slot in odd steps
+  // (even steps: tag_alltoallv), so that a receive posted early for one step
+  // can never meet the next step's message.
+  tag_alltoallv_odd = 119,
   tag_levels_barrier = 120,
 };
 

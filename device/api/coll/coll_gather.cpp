@@ -6,11 +6,13 @@
 #include <cstring>
 #include <memory>
 #include <new>
+#include <utility>
 #include <vector>
 
 #include "device/api/coll/coll.hpp"
 #include "device/api/coll/nbc.hpp"
 #include "device/collectives/node.hpp"
+#include "device/protocols/cancel.hpp"
 
 using namespace iris;
 namespace nbc = iris::api::nbc;
@@ -303,11 +305,14 @@ template <typename To, typename From>
 int exchange_pairwise(const coll::channel &ch, To to_block, From from_block) {
   const int n = ch.comm.size;
   const int me = ch.comm.rank;
+  // Every step runs even after one failed (a truncated block): the peers
+  // of the later steps wait for theirs.
   int err = MPI_SUCCESS;
-  for (int s = 1; s < n && err == MPI_SUCCESS; ++s) {
+  for (int s = 1; s < n; ++s) {
     const int to = (me + s) % n;
     const int from = (me - s + n) % n;
-    err = coll::sendrecv(ch, to_block(to), to, from_block(from), from);
+    const int step = coll::sendrecv(ch, to_block(to), to, from_block(from), from);
+    if (err == MPI_SUCCESS) err = step;
   }
   return err;
 }
@@ -859,7 +864,7 @@ int MPI_Alltoallv(const void *sendbuf, const int sendcounts[], const int sdispls
   const int n = c->size;
   // Each outgoing block. In place they are first packed out of the receive
   // buffer and travel as bytes.
-  std::vector<typed_buffer> out(static_cast<std::size_t>(n));
+  root_blocks out(n);
   std::vector<std::byte> saved;
   if (coll::in_place(sendbuf)) {
     std::size_t total = 0;
@@ -891,16 +896,75 @@ int MPI_Alltoallv(const void *sendbuf, const int sendcounts[], const int sdispls
   const int me = c->rank;
   device::typed_copy(out[me], block_at(recv, rdispls, recvcounts, me));
   const coll::channel ch{*c, coll::tag_alltoallv};
-  const auto to_block = [&](int r) { return out[static_cast<std::size_t>(r)]; };
+  const auto to_block = [&](int r) { return out[r]; };
   const auto from_block = [&](int r) { return block_at(recv, rdispls, recvcounts, r); };
+  auto chosen = static_cast<alltoall_algorithm>(device::rt->config.coll_alltoall);
+  // On one node (a forced algorithm skips it): each rank's table and the
+  // blocks that fit its slot through the segment, as Scatterv's root posts
+  // them, each rank taking its block of every run; a block that does not
+  // fit goes as a message (both sides learn which from the table).
+  device::node_collectives *nc =
+      chosen == alltoall_algorithm::automatic ? scatterv_node_of(*c) : nullptr;
+  if (nc != nullptr) {
+    root_blocks in(n);
+    for (int i = 0; i < n; ++i) in[i] = from_block(i);
+    std::vector<int> to_message;
+    std::vector<int> from_message;
+    // The blocks past a slot move as messages, started before this rank
+    // waits for the others' runs: its sends, and its receives of blocks too
+    // large for any slot (64 KiB blocks at 8 ranks: 243 us by messages
+    // alone, 321-420 when they waited for the segment). A receive posted
+    // early whose block came through the slot after all (an erroneous
+    // program: the sender's block is smaller) is withdrawn before this rank
+    // ends the step; the tags alternate by step, and no rank starts the
+    // step after next before this one ends it, so it could meet no other
+    // step's message.
+    const std::uint64_t step = device::node_alltoallv_post(*nc, out.data(), to_message);
+    const coll::channel big{*c, (step & 1U) != 0 ? coll::tag_alltoallv_odd : coll::tag_alltoallv};
+    const std::size_t room = device::node_alltoallv_room(*nc);
+    std::vector<device::request *> pending;
+    std::vector<std::pair<int, device::request *>> early;
+    int posted = MPI_SUCCESS;
+    for (int k = 1; k < n; ++k) {
+      const int r = (me - k + n) % n;
+      if (in[r].packed_bytes() <= room) continue;
+      device::request *q = nullptr;
+      const int e = coll::post_recv(big, in[r], r, q);
+      if (q != nullptr) early.emplace_back(r, q);
+      if (posted == MPI_SUCCESS) posted = e;
+    }
+    for (const int r : to_message) {
+      const int e = post_send_from(big, out[r], r, pending);
+      if (posted == MPI_SUCCESS) posted = e;
+    }
+    const int err = device::node_alltoallv_take(*nc, step, in.data(), from_message);
+    for (const auto &[r, q] : early) {
+      if (std::find(from_message.begin(), from_message.end(), r) != from_message.end()) {
+        pending.push_back(q);
+      } else {
+        device::request_cancel(*q);
+        coll::wait(q);
+      }
+    }
+    device::node_alltoallv_end(*nc, step);
+    for (const int r : from_message) {
+      const bool already =
+          std::any_of(early.begin(), early.end(), [r](const auto &e) { return e.first == r; });
+      if (already) continue;
+      const int e = post_recv_into(big, in[r], r, pending);
+      if (posted == MPI_SUCCESS) posted = e;
+    }
+    const int waited = wait_all(pending);
+    const int first = err != MPI_SUCCESS ? err : posted;
+    return coll::result(call, *c, first != MPI_SUCCESS ? first : waited);
+  }
   // As Alltoall chooses by its block (IRIS_COLL_ALLTOALL forces pairwise or
   // linear here too; Bruck's needs blocks of one size): by the largest block
   // this rank sends. Pairwise on a node of 8 oversubscribed ranks made every
   // step wait for its peer's turn on a core (8 B: 71 us, Open MPI 21).
-  auto chosen = static_cast<alltoall_algorithm>(device::rt->config.coll_alltoall);
   if (chosen != alltoall_algorithm::pairwise && chosen != alltoall_algorithm::linear) {
     std::size_t largest = 0;
-    for (const typed_buffer &b : out) largest = std::max(largest, b.packed_bytes());
+    for (int i = 0; i < n; ++i) largest = std::max(largest, out[i].packed_bytes());
     chosen = alltoall_pick(largest, n) == alltoall_algorithm::pairwise
                  ? alltoall_algorithm::pairwise
                  : alltoall_algorithm::linear;
