@@ -179,6 +179,20 @@ TEST(NodeCollectives, SeededSequenceAgainstReferences) {
   EXPECT_EQ(shm_leftovers(), std::vector<std::string>{}) << "left in /dev/shm";
 }
 
+// coll.c's every call with 64-byte slots: nearly every call a large step,
+// read in place, its elements split among the ranks (a user op sees runs of
+// whole elements of a derived type only).
+TEST(NodeCollectives, EveryCallInTinySlots) {
+  for (int ranks : {2, 3, 4, 8}) {
+    if (ranks == 8 && sanitized) continue;
+    const run_result r = job(ranks, "coll", {}, {{"IRIS_COLL_SHM_SLOT", "64"}}, 120);
+    ASSERT_EQ(r.exit_code, 0) << ranks << " ranks\n" << r.output;
+    EXPECT_NE(r.output.find("coll: all checks passed on " + std::to_string(ranks) + " ranks"),
+              std::string::npos)
+        << r.output;
+  }
+}
+
 // The same sequence across 2 and 4 simulated nodes (tcp between them): each
 // node's ranks through their segment, the leaders by messages
 // (collectives/hierarchy.hpp); the halves of the split and the made
