@@ -41,13 +41,19 @@ device::node_collectives *node_segment(const communicator &c, std::size_t bytes,
                                        bool large_too = false);
 
 // Whether an Alltoall of `block` bytes a pair goes through the node segment
-// `nc` (blocking and nonblocking alike): the n blocks fit a slot, or each
-// block is at least alltoall_read_min, so that reading it in place (one
-// CMA call a block) is no slower than a message. 1 KiB blocks at 64 ranks
-// took 2430 us read in place, 1490 as messages; 2 KiB blocks tie at 32
-// and 64 ranks and read faster in place at 16; 4 KiB blocks at 64 ranks
-// took 3400 read in place, 10900 as messages (bench/README.md).
-inline constexpr std::size_t alltoall_read_min = 2048;
+// `nc` (blocking and nonblocking alike): the n blocks fit a slot, or reading
+// each block in place (one CMA call a block) is no slower than a message:
+// blocks of at least alltoall_read_min, or above alltoall_read_ranks ranks
+// n blocks of at least alltoall_read_all in all. Measured on 2 cores
+// (bench/results/2026-11-30-issue43-alltoall-read.md), us, in place /
+// linear messages: 4 ranks 8 KiB 19.4 / 8.9, 32 KiB 31.6 / 34.4; 8 ranks
+// 4 KiB 73 / 26, 16 KiB 101 / 58, 32 KiB 138 / 142; 16 ranks 16 KiB 525 /
+// 384, 32 KiB 880 / 1208; 32 ranks 4 KiB 1275 / 776, 8 KiB 1922 / 1922,
+// 16 KiB 2701 / 4879; 64 ranks 1 KiB 2430 / 1490, 4 KiB 3400 / 10900
+// (bench/README.md).
+inline constexpr std::size_t alltoall_read_min = 32 * 1024;
+inline constexpr int alltoall_read_ranks = 16;
+inline constexpr std::size_t alltoall_read_all = 256 * 1024;
 bool alltoall_takes(const device::node_collectives &nc, std::size_t block, int n);
 
 // The largest of `blocks`' packed sizes (0 for none): it decides how an
