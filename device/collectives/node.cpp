@@ -655,20 +655,30 @@ bool node_scatterv_takes(const node_collectives &nc) {
 // Writes the table of (offset, bytes) per rank and each of `blocks` that
 // still fits, in rank order, straight into this rank's slot for step s
 // (nothing allocated; node_fits_slot keeps the run within it), and posts
-// it; `skip`'s block is left out, and the ranks whose blocks do not fit
-// are marked (message_mark) and added to `by_message`.
-void post_table_run(node_collectives &nc, std::uint64_t s, const typed_buffer *blocks, int skip,
-                    std::vector<int> &by_message) {
+// it; `skip`'s block is left out. A block that does not fit is read in
+// place by its rank when it is one run of at least `read_from` bytes and
+// every rank may read every other's memory (its entry: in_place_mark and
+// its address); otherwise it is marked (message_mark) and its rank added to
+// `by_message`. Returns whether any block is read in place: this rank
+// must then wait until every rank is done before its buffer may change.
+bool post_table_run(node_collectives &nc, std::uint64_t s, const typed_buffer *blocks, int skip,
+                    std::vector<int> &by_message, std::size_t read_from) {
   rank_line &me = nc.mine();
   wait_slot_free(nc, s);
   std::byte *const run = nc.slot_of(nc.rank, s);
   std::size_t total = scatterv_table(nc);
+  bool exposed = false;
   for (int r = 0; r < nc.size; ++r) {
     const std::size_t bytes = r == skip ? 0 : blocks[r].packed_bytes();
     std::uint64_t entry[2] = {total, bytes};
     if (r != skip && !node_fits_slot(nc, total + bytes)) {
-      entry[0] = message_mark;
-      by_message.push_back(r);
+      if (nc.cma && bytes >= read_from && blocks[r].contiguous()) {
+        entry[0] = in_place_mark | reinterpret_cast<std::uintptr_t>(blocks[r].base);
+        exposed = true;
+      } else {
+        entry[0] = message_mark;
+        by_message.push_back(r);
+      }
     } else {
       if (r != skip) typed_pack(blocks[r], run + total);
       total += bytes;
@@ -677,10 +687,12 @@ void post_table_run(node_collectives &nc, std::uint64_t s, const typed_buffer *b
   }
   me.bytes[s & 1U] = total;
   me.posted.store(s, std::memory_order_release);
+  return exposed;
 }
 
 // Takes this rank's block of rank `from`'s posted table run (post_table_run)
-// into `to`, or sets `as_message` when it comes as a message.
+// into `to`: from the run, or read where it lies in `from`'s memory; or sets
+// `as_message` when it comes as a message.
 int take_table_block(const node_collectives &nc, std::uint64_t s, int from, const typed_buffer &to,
                      bool &as_message, std::vector<std::byte> &scratch) {
   std::uint64_t entry[2] = {0, 0};
@@ -690,7 +702,18 @@ int take_table_block(const node_collectives &nc, std::uint64_t s, int from, cons
   if (!ok) return MPI_ERR_OTHER;
   if (as_message) return MPI_SUCCESS;
   if (entry[1] != to.packed_bytes()) return MPI_ERR_TRUNCATE;
-  return take_data(nc, s, from, entry[0], to, scratch) ? MPI_SUCCESS : MPI_ERR_OTHER;
+  if ((entry[0] & in_place_mark) == 0) {
+    return take_data(nc, s, from, entry[0], to, scratch) ? MPI_SUCCESS : MPI_ERR_OTHER;
+  }
+  const std::uint64_t at = entry[0] & ~in_place_mark;
+  const std::int64_t pid = nc.lines[from].pid;
+  if (to.contiguous()) {
+    return node_memory_read(pid, at, to.base, entry[1]) ? MPI_SUCCESS : MPI_ERR_OTHER;
+  }
+  scratch.resize(entry[1]);
+  if (!node_memory_read(pid, at, scratch.data(), entry[1])) return MPI_ERR_OTHER;
+  typed_unpack(scratch.data(), entry[1], to);
+  return MPI_SUCCESS;
 }
 
 int node_scatterv(node_collectives &nc, const typed_buffer *blocks, const typed_buffer *recv,
@@ -699,7 +722,7 @@ int node_scatterv(node_collectives &nc, const typed_buffer *blocks, const typed_
   rank_line &me = nc.mine();
   if (nc.rank == root) {
     // The others come as messages.
-    post_table_run(nc, s, blocks, root, by_message);
+    post_table_run(nc, s, blocks, root, by_message, SIZE_MAX);
     me.done.store(s, std::memory_order_release);  // the run is in the slot
     return MPI_SUCCESS;
   }
@@ -712,9 +735,10 @@ int node_scatterv(node_collectives &nc, const typed_buffer *blocks, const typed_
 }
 
 std::uint64_t node_alltoallv_post(node_collectives &nc, const typed_buffer *out,
-                                  std::vector<int> &to_message) {
+                                  std::size_t read_from, std::vector<int> &to_message,
+                                  bool &exposed) {
   const std::uint64_t s = begin_step(nc);
-  post_table_run(nc, s, out, nc.rank, to_message);
+  exposed = post_table_run(nc, s, out, nc.rank, to_message, read_from);
   return s;
 }
 
@@ -734,8 +758,16 @@ int node_alltoallv_take(node_collectives &nc, std::uint64_t s, const typed_buffe
   return err;
 }
 
-void node_alltoallv_end(node_collectives &nc, std::uint64_t s) {
-  nc.mine().done.store(s, std::memory_order_release);  // everything was in slots
+void node_alltoallv_end(node_collectives &nc, std::uint64_t s, bool exposed) {
+  if (exposed) {
+    end_large_step(nc, s);  // its blocks are read where they lie
+  } else {
+    nc.mine().done.store(s, std::memory_order_release);  // everything was in its slot
+  }
+}
+
+bool node_alltoallv_reads(const node_collectives &nc, std::size_t bytes, std::size_t read_from) {
+  return nc.cma && bytes > node_alltoallv_room(nc) && bytes >= read_from;
 }
 
 std::size_t node_alltoallv_room(const node_collectives &nc) {

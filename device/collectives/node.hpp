@@ -134,22 +134,29 @@ bool node_scatterv_takes(const node_collectives &nc);
 
 // Alltoallv in two calls, so that the caller may start its messages in
 // between. node_alltoallv_post: this rank posts a run as Scatterv's root
-// does (`out` its n blocks, its own left out: the caller copies it) and
-// learns in `to_message` the ranks whose blocks did not fit its slot (the
-// caller sends them). node_alltoallv_take: takes block `rank` of every
-// other rank's run into from[r] (`recv`'s block r), and returns in
-// `from_message` the ranks whose block comes as a message (the caller
-// receives them). node_alltoallv_end: this rank is done with step s (its
-// slot may be written again two steps on, so no rank starts step s + 2
-// before it). The same condition as Scatterv's (node_scatterv_takes).
-// MPI_ERR_TRUNCATE where a rank's block for this one has another byte
-// count than from[r]. node_alltoallv_room: the largest block that can go
-// in a slot (a larger one always comes as a message).
+// does (`out` its n blocks, its own left out: the caller copies it); a
+// block past its slot of at least `read_from` bytes in one run is read
+// where it lies by its rank (`exposed` set), any other goes as a message,
+// and `to_message` lists their ranks (the caller sends them).
+// node_alltoallv_take: takes block `rank` of every other rank's run into
+// from[r] (`recv`'s block r), and returns in `from_message` the ranks whose
+// block comes as a message (the caller receives them).
+// node_alltoallv_end: this rank is done with step s (its slot may be
+// written again two steps on, so no rank starts step s + 2 before it);
+// `exposed`: it also waits until every rank is done reading its blocks.
+// The same condition as Scatterv's (node_scatterv_takes). MPI_ERR_TRUNCATE
+// where a rank's block for this one has another byte count than from[r].
+// node_alltoallv_room: the largest block that can go in a slot (a larger
+// one is read in place or comes as a message). node_alltoallv_reads:
+// whether a block of `bytes` from a sender whose block is one run is read
+// in place (else, past the room, it comes as a message).
 std::uint64_t node_alltoallv_post(node_collectives &nc, const typed_buffer *out,
-                                  std::vector<int> &to_message);
+                                  std::size_t read_from, std::vector<int> &to_message,
+                                  bool &exposed);
 int node_alltoallv_take(node_collectives &nc, std::uint64_t s, const typed_buffer *from,
                         std::vector<int> &from_message);
-void node_alltoallv_end(node_collectives &nc, std::uint64_t s);
+void node_alltoallv_end(node_collectives &nc, std::uint64_t s, bool exposed);
+bool node_alltoallv_reads(const node_collectives &nc, std::size_t bytes, std::size_t read_from);
 std::size_t node_alltoallv_room(const node_collectives &nc);
 
 // The segment of `comm` if a blocking collective already made it, else

@@ -23,6 +23,9 @@ constexpr std::size_t reduce_split_min = 256 * 1024;
 constexpr std::uint64_t failed_mark = std::uint64_t{1} << 63;
 // In a Gatherv rank's byte count: its block goes to the root as a message.
 constexpr std::uint64_t message_mark = node_gatherv_message;
+// In an Alltoallv table's offset: the block is read in place, at the address
+// the rest of the entry holds (user space addresses stay below 2^47).
+constexpr std::uint64_t in_place_mark = std::uint64_t{1} << 61;
 
 // The barrier: ranks count themselves in; once all of barrier b are in,
 // rank 0 releases it.

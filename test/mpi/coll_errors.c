@@ -205,16 +205,19 @@ void errors(void) {
           "scatterv after a mismatch: %d", block[0]);
     /* Alltoallv where the last rank's block for rank 0 is longer or shorter
      * than rank 0 takes: through the node segment, rank 0 posts its receive
-     * of a block too large for a slot before the others' runs are in, and
-     * must withdraw it when the block came through the slot after all. Rank
-     * 0 is told when the block is longer (and may be when shorter), nobody
-     * waits forever, and a matching Alltoallv then works. */
+     * of a block too large for a slot (24 KB: past a slot, read in place
+     * from 32 KiB) before the others' runs are in, and must withdraw it
+     * when the block came through the slot after all; a 280 KB block is
+     * read where it lies, and one longer than taken must be refused before
+     * it is read. Rank 0 is told when the block is longer (and may be when
+     * shorter), nobody waits forever, and a matching Alltoallv then works. */
     int *sent_to = malloc((size_t)size * kBig * sizeof(int));
     int vcounts[64], rcounts[64];
-    for (int pass = 0; pass < 3; ++pass) {
-      const int longer = pass == 0, matching = pass == 2;
-      const int expected = matching ? kBig : longer ? kSmall : kBig;
-      const int sent = matching ? kBig : longer ? kBig : kSmall;
+    for (int pass = 0; pass < 6; ++pass) {
+      const int big = pass < 3 ? 6000 : kBig;
+      const int longer = pass % 3 == 0, matching = pass % 3 == 2;
+      const int expected = matching ? big : longer ? kSmall : big;
+      const int sent = matching ? big : longer ? big : kSmall;
       for (int r = 0; r < size && r < 64; ++r) {
         vcounts[r] = rank == size - 1 && r == 0 ? sent : 1;
         rcounts[r] = rank == 0 && r == size - 1 ? expected : 1;

@@ -54,6 +54,13 @@ device::node_collectives *node_segment(const communicator &c, std::size_t bytes,
 inline constexpr std::size_t alltoall_read_min = 32 * 1024;
 inline constexpr int alltoall_read_ranks = 16;
 inline constexpr std::size_t alltoall_read_all = 256 * 1024;
+// The smallest block of an all-to-all among n ranks read in place (the
+// rule above); Alltoallv's blocks past a slot follow it one by one.
+inline std::size_t alltoall_read_from(int n) {
+  if (n <= alltoall_read_ranks) return alltoall_read_min;
+  const auto ranks = static_cast<std::size_t>(n);
+  return std::min(alltoall_read_min, (alltoall_read_all + ranks - 1) / ranks);
+}
 bool alltoall_takes(const device::node_collectives &nc, std::size_t block, int n);
 
 // The largest of `blocks`' packed sizes (0 for none): it decides how an

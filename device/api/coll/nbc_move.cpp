@@ -239,9 +239,8 @@ int iallgatherv(const char *call, bool vector, const void *sendbuf, int sendcoun
 
 bool alltoall_takes(const device::node_collectives &nc, std::size_t block, int n) {
   const std::size_t all = block * static_cast<std::size_t>(n);
-  const bool read_in_place =
-      block >= alltoall_read_min || (n > alltoall_read_ranks && all >= alltoall_read_all);
-  return device::node_fits_slot(nc, all) || (read_in_place && device::node_takes(nc, all));
+  return device::node_fits_slot(nc, all) ||
+         (block >= alltoall_read_from(n) && device::node_takes(nc, all));
 }
 
 int ialltoall(const char *call, const void *sendbuf, int sendcount, MPI_Datatype sendtype,
