@@ -113,13 +113,31 @@ void stats_print(runtime &r) {
 // The launcher's client of MPI's first start in this process. MPI may end
 // and start again (MPI-4 sessions), but the launcher's connection opens only
 // once: it stays open until the process exits, and each later start takes
-// a client_restarted over it. Ended at exit (std::atexit).
+// a client_restarted over it. Ended at exit (on_exit: the exit status).
 std::unique_ptr<pmi::client> launcher;
 int starts = 0;              // runtime_init calls that opened or reused the client
 bool launcher_left = false;  // finalized for good (MPI_Finalize ended MPI)
+pid_t launcher_pid = 0;      // the process that opened it (a forked child leaves it alone)
 
-void launcher_close() {
-  if (!launcher || launcher_left) return;
+void launcher_close(int status, void *) {
+  if (!launcher) return;
+  if (::getpid() != launcher_pid) {
+    // A forked child that exits: the connection is the parent's, and
+    // PMIx_Finalize here would wait for ever for a progress thread that
+    // fork did not copy. Left to the exit.
+    (void)launcher.release();
+    return;
+  }
+  if (launcher_left) return;
+  // Exiting with 0 while MPI runs (no MPI_Finalize): the others may wait for
+  // this rank for ever (MPI_Finalize's barrier), and the launcher would see
+  // a rank that finished. The job ends, as Open MPI's does. Under recovery
+  // the survivors are told and go on; a non-zero code already ends the job.
+  if (status == 0 && rt != nullptr && !rt->config.recovery && !launcher->singleton()) {
+    fatal("exit",
+          "the process exited with code 0 without calling MPI_Finalize; ending the job, "
+          "whose other ranks could wait for it for ever");
+  }
   try {
     launcher->finalize();
   } catch (const std::exception &e) {
@@ -136,7 +154,8 @@ std::unique_ptr<pmi::client> launcher_client() {
   }
   if (starts++ > 0) return pmi::client_restarted(*launcher, starts - 1);
   launcher = pmi::client_open();
-  std::atexit(launcher_close);
+  launcher_pid = ::getpid();
+  ::on_exit(launcher_close, nullptr);
   return pmi::client_restarted(*launcher, 0);
 }
 

@@ -6,9 +6,14 @@
  *   errors before-init  MPI_Send before MPI_Init
  *   errors abort N      rank 1 (or 0 alone) calls MPI_Abort with code N
  *   errors abort-handler  rank 0 makes an invalid send under MPI_ERRORS_ABORT
- *   errors unsupported  rank 0 calls MPI_File_open under the default handler */
+ *   errors unsupported  rank 0 calls MPI_File_open under the default handler
+ *   errors no-finalize  rank 1 returns from main without MPI_Finalize (code 0)
+ *   errors forked-child every rank forks a child that calls exit(0): the job
+ *                       goes on and ends well */
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "check.h"
 
@@ -243,6 +248,27 @@ int main(int argc, char **argv) {
     int v = 0;
     if (rank == 0) MPI_Send(&v, 1, MPI_INT, -7, 0, MPI_COMM_WORLD);
     MPI_Barrier(MPI_COMM_WORLD);
+    return 0;
+  }
+  if (strcmp(mode, "no-finalize") == 0) {
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (rank == 1) return 0; /* erroneous: the job must end, not hang */
+    MPI_Finalize();
+    return 0;
+  }
+  if (strcmp(mode, "forked-child") == 0) {
+    /* The child runs the process's exit handlers, MPI's among them: they
+     * must leave the parent's job alone. */
+    const pid_t child = fork();
+    if (child == 0) exit(0);
+    int status = -1;
+    CHECK(child > 0 && waitpid(child, &status, 0) == child, "fork or wait failed");
+    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0, "child status %d", status);
+    int v = rank, sum = 0;
+    MPI_Allreduce(&v, &sum, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+    CHECK(sum == size * (size - 1) / 2, "allreduce after the fork gave %d", sum);
+    MPI_Finalize();
+    if (rank == 0) printf("errors: forked children left the job alone\n");
     return 0;
   }
   if (strcmp(mode, "unsupported") == 0) {

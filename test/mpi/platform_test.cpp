@@ -65,6 +65,34 @@ TEST_F(FailureTest, AbortEndsTheJobWithItsCode) {
       << r.output;
 }
 
+// A rank that exits with code 0 without MPI_Finalize: the others waited in
+// MPI_Finalize's barrier for ever, and mpiexec saw a rank that finished
+// (the launcher's connection was closed at exit). Now the job ends with one
+// line, as Open MPI's does; under the other launchers too
+// (OtherLaunchers.*).
+TEST_F(FailureTest, ExitWithoutFinalizeEndsTheJob) {
+  const run_result r = job(3, "errors", {"no-finalize"}, {}, 60);
+  EXPECT_FALSE(r.timed_out) << r.output;
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("iris: rank 1: exit: the process exited with code 0 without calling "
+                          "MPI_Finalize"),
+            std::string::npos)
+      << r.output;
+}
+
+// A child forked by a rank runs the process's exit handlers: it must leave
+// the parent's launcher connection alone (PMIx_Finalize in the child waited
+// for ever for a thread fork did not copy) and the job go on.
+TEST_F(FailureTest, ForkedChildThatExitsLeavesTheJobAlone) {
+  for (const env_list &env : {env_list{}, env_list{{"IRIS_SHM", "0"}, {"IRIS_NETMOD", "tcp"}}}) {
+    const run_result r = job(3, "errors", {"forked-child"}, env, 60);
+    EXPECT_FALSE(r.timed_out) << r.output;
+    EXPECT_EQ(r.exit_code, 0) << r.output;
+    EXPECT_NE(r.output.find("errors: forked children left the job alone"), std::string::npos)
+        << r.output;
+  }
+}
+
 TEST_F(FailureTest, MalformedTunableIsAClearError) {
   const run_result r = job(2, "ring", {}, {{"IRIS_SHM_RING_SIZE", "1000"}}, 30);
   EXPECT_NE(r.exit_code, 0) << r.output;
@@ -544,6 +572,18 @@ TEST(OtherLaunchers, RunIrisProgramsUnchanged) {
       EXPECT_NE(r.output.find(expected), std::string::npos) << l.name << "\n" << r.output;
       ++ran;
     }
+    // A rank leaving without MPI_Finalize ends the job there too; a forked
+    // child's exit does not.
+    std::vector<std::string> argv = l.argv;
+    argv.insert(argv.end(), {"-n", "3", programs + "/errors", "no-finalize"});
+    run_result r = run(argv, 60);
+    EXPECT_FALSE(r.timed_out) << l.name << "\n" << r.output;
+    EXPECT_NE(r.exit_code, 0) << l.name << "\n" << r.output;
+    EXPECT_NE(r.output.find("without calling MPI_Finalize"), std::string::npos) << l.name << "\n"
+                                                                                << r.output;
+    argv.back() = "forked-child";
+    r = run(argv, 60);
+    EXPECT_EQ(r.exit_code, 0) << l.name << "\n" << r.output;
   }
   EXPECT_EQ(shm_leftovers(), std::vector<std::string>{}) << "left in /dev/shm";
   if (ran == 0) GTEST_SKIP() << "neither mpirun.openmpi nor mpiexec.hydra is installed";
