@@ -910,18 +910,17 @@ int MPI_Alltoallv(const void *sendbuf, const int sendcounts[], const int sdispls
     for (int i = 0; i < n; ++i) in[i] = from_block(i);
     std::vector<int> to_message;
     std::vector<int> from_message;
-    // The blocks past a slot move as messages, started before this rank
-    // waits for the others' runs: its sends, and its receives of blocks too
-    // large for any slot (64 KiB blocks at 8 ranks: 243 us by messages
-    // alone, 321-420 when they waited for the segment). A receive posted
-    // early whose block came through the slot after all (an erroneous
-    // program: the sender's block is smaller) is withdrawn before this rank
-    // ends the step; the tags alternate by step, and no rank starts the
-    // step after next before this one ends it, so it could meet no other
-    // step's message.
-    // Blocks from alltoall_read_from(n) in one run are read where they lie,
-    // as Alltoall's are (interleaved, 8 ranks: 64 KiB 261 -> 247 us, 128 KiB 487 -> 396; 4 ranks 1
-    // MiB 1100 -> 906).
+    // The blocks past a slot that are not read in place (blocks from
+    // alltoall_read_from(n) in one run are, as Alltoall's: 8 ranks 64 KiB
+    // 261 -> 247 us, 4 ranks 1 MiB 1100 -> 906) move as messages, started
+    // before this rank waits for the others' runs: its sends, and its
+    // receives of blocks too large for any slot (64 KiB blocks at 8 ranks:
+    // 243 us by messages alone, 321-420 when they waited for the segment).
+    // A receive posted early whose block came through the slot after all
+    // (an erroneous program: the sender's block is smaller) is withdrawn
+    // before this rank ends the step; the tags alternate by step, and no
+    // rank starts the step after next before this one ends it, so it could
+    // meet no other step's message.
     const std::size_t read_from = nbc::alltoall_read_from(n);
     bool exposed = false;
     const std::uint64_t step =
@@ -929,38 +928,34 @@ int MPI_Alltoallv(const void *sendbuf, const int sendcounts[], const int sdispls
     const coll::channel big{*c, (step & 1U) != 0 ? coll::tag_alltoallv_odd : coll::tag_alltoallv};
     const std::size_t room = device::node_alltoallv_room(*nc);
     std::vector<device::request *> pending;
-    std::vector<std::pair<int, device::request *>> early;
+    std::vector<device::request *> early(static_cast<std::size_t>(n));  // by rank
     int posted = MPI_SUCCESS;
+    const auto keep = [&posted](int e) {
+      if (posted == MPI_SUCCESS) posted = e;
+    };
     for (int k = 1; k < n; ++k) {
       const int r = (me - k + n) % n;
       const std::size_t bytes = in[r].packed_bytes();
       if (bytes <= room || device::node_alltoallv_reads(*nc, bytes, read_from)) continue;
-      device::request *q = nullptr;
-      const int e = coll::post_recv(big, in[r], r, q);
-      if (q != nullptr) early.emplace_back(r, q);
-      if (posted == MPI_SUCCESS) posted = e;
+      keep(coll::post_recv(big, in[r], r, early[static_cast<std::size_t>(r)]));
     }
-    for (const int r : to_message) {
-      const int e = post_send_from(big, out[r], r, pending);
-      if (posted == MPI_SUCCESS) posted = e;
-    }
+    for (const int r : to_message) keep(post_send_from(big, out[r], r, pending));
     const int err = device::node_alltoallv_take(*nc, step, in.data(), from_message);
-    for (const auto &[r, q] : early) {
-      if (std::find(from_message.begin(), from_message.end(), r) != from_message.end()) {
-        pending.push_back(q);
+    // The blocks that come as messages: received early, or now.
+    for (const int r : from_message) {
+      device::request *&q = early[static_cast<std::size_t>(r)];
+      if (q != nullptr) {
+        pending.push_back(std::exchange(q, nullptr));
       } else {
-        device::request_cancel(*q);
-        coll::wait(q);
+        keep(post_recv_into(big, in[r], r, pending));
       }
     }
-    device::node_alltoallv_end(*nc, step, exposed);
-    for (const int r : from_message) {
-      const bool already =
-          std::any_of(early.begin(), early.end(), [r](const auto &e) { return e.first == r; });
-      if (already) continue;
-      const int e = post_recv_into(big, in[r], r, pending);
-      if (posted == MPI_SUCCESS) posted = e;
+    for (device::request *q : early) {
+      if (q == nullptr) continue;
+      device::request_cancel(*q);
+      coll::wait(q);
     }
+    device::node_alltoallv_end(*nc, step, exposed);
     const int waited = wait_all(pending);
     const int first = err != MPI_SUCCESS ? err : posted;
     return coll::result(call, *c, first != MPI_SUCCESS ? first : waited);
