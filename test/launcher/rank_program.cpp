@@ -178,11 +178,16 @@ long long now_us() {
 }
 
 // Written by the client's event thread: which rank died, and when we heard.
+// Only the victim's reports count: a survivor that finished and exited
+// first is reported too (mpiexec tells the others it is gone, so that an
+// agreement in MPI_Finalize does not wait for it).
+std::atomic<int> victim_rank{-1};
 std::atomic<int> failed_rank{-1};
 std::atomic<long long> failed_at_us{0};
 std::atomic<int> failures_seen{0};
 
 void on_failure(int rank, void *) {
+  if (rank != victim_rank.load()) return;
   failed_at_us.store(now_us());
   failed_rank.store(rank);
   failures_seen.fetch_add(1);
@@ -216,6 +221,7 @@ int recover(pmi::client &c, const std::vector<std::string_view> &args) {
       i += 2;
     }
   }
+  victim_rank.store(victim);
   const char *recovery = std::getenv("IRIS_RECOVERY");
   say("recovery %d %s watching %d", c.rank(), recovery ? recovery : "(unset)",
       c.watch_failures(&on_failure, nullptr) ? 1 : 0);
