@@ -253,7 +253,7 @@ TEST(CollectiveAlgorithms, AllreduceEachAlgorithmForced) {
 
 // The blocking Allgather and Alltoall through messages with each algorithm
 // forced (IRIS_COLL_ALLGATHER, IRIS_COLL_ALLTOALL,
-// device/api/coll/coll_gather.cpp): coll.c (every count, in place, split
+// device/api/coll/coll_gather.cpp and coll_alltoall.cpp): coll.c (every count, in place, split
 // communicators) and derived.c (derived layouts, their gaps untouched) over
 // shm at 2, 3, 5 and 8 ranks (not 8 under a sanitizer), over tcp at 5, and
 // with auto across 2 simulated nodes at 4, where auto takes Bruck's or the

@@ -1,5 +1,5 @@
-// Collectives built on point-to-point: what coll.cpp (reductions, bcast) and
-// coll_gather.cpp (gather, scatter, allgather, alltoall) share.
+// Collectives built on point-to-point: what coll.cpp (reductions, bcast),
+// coll_gather.cpp (gather, scatter, allgather) and coll_alltoall.cpp share.
 //
 // Every collective runs on its communicator's collective context, so it never
 // matches user messages, with one fixed tag per kind (100..999; the device's
@@ -16,11 +16,17 @@
 // through device::op_apply, the one element loop.
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstring>
+#include <vector>
 
 #include "device/api/check.hpp"
 #include "device/datatypes/op.hpp"
+
+namespace iris::device {
+struct node_collectives;
+}
 
 namespace iris::api::coll {
 
@@ -197,5 +203,50 @@ int gather_tree(const channel &ch, const typed_buffer &mine, const typed_buffer 
 // order; this rank's block lands in `mine` (skipped when nullptr).
 int scatter_tree(const channel &ch, const typed_buffer *in, const typed_buffer *mine,
                  std::size_t block, int root);
+
+// Block i of a v-variant: counts[i] elements at displs[i] extents into `buf`.
+inline typed_buffer block_at(const typed_buffer &buf, const int displs[], const int counts[],
+                             int i) {
+  return buf.slice(displs[i], counts[i]);
+}
+
+// The blocks of a v-collective, one per rank: on the stack up to 64 ranks,
+// so that the small path through the node segment allocates nothing.
+class root_blocks {
+ public:
+  explicit root_blocks(int n) {
+    if (n > inline_ranks) many_.resize(static_cast<std::size_t>(n));
+  }
+  typed_buffer *data() { return many_.empty() ? few_.data() : many_.data(); }
+  typed_buffer &operator[](int i) { return data()[i]; }
+
+ private:
+  static constexpr int inline_ranks = 64;
+  std::array<typed_buffer, inline_ranks> few_{};
+  std::vector<typed_buffer> many_;
+};
+
+// Waits for every request; returns the first error.
+int wait_all(std::vector<device::request *> &requests);
+
+// Posts a receive or send and keeps its request in `pending`; returns
+// MPI_ERR_NO_MEM when the device could not pack.
+int post_recv_into(const channel &ch, const typed_buffer &where, int from,
+                   std::vector<device::request *> &pending);
+int post_send_from(const channel &ch, const typed_buffer &what, int to,
+                   std::vector<device::request *> &pending);
+
+// Send and receive sides of an all-to-all collective with uniform counts
+// (Allgather: one send block, Alltoall: `all_to_all`, size of them). In
+// place, `send` is left empty.
+int all_checks(const char *call, MPI_Comm comm, const void *sendbuf, int sendcount,
+               MPI_Datatype sendtype, const void *recvbuf, int recvcount, MPI_Datatype recvtype,
+               communicator *&c, typed_buffer &send, typed_buffer &recv, bool all_to_all);
+
+// The node segment where a root's table of blocks (Scatterv, Alltoallv)
+// goes through it: its blocks that fit the slot with it, the others as
+// messages, which the table marks. nullptr: not this way (no segment, or
+// the table alone would not fit a slot), the same answer at every rank.
+device::node_collectives *scatterv_node_of(communicator &c);
 
 }  // namespace iris::api::coll
