@@ -93,6 +93,14 @@ class supervisor {
     return n;
   }
 
+  // "N other ranks": the ranks still running but `rank`, which may or may
+  // not have been reaped yet.
+  std::string count_others(int rank) const {
+    std::size_t n = 0;
+    for (const rank_process &r : ranks_) n += r.reaped || r.rank == rank ? 0 : 1;
+    return std::to_string(n) + " other " + (n == 1 ? "rank" : "ranks");
+  }
+
   void wait_for_event() {
     std::optional<clock::time_point> next = job_deadline_;
     for (const auto &d : {kill_deadline_, give_up_deadline_}) {
@@ -135,7 +143,7 @@ class supervisor {
       const std::string pid = rank != nullptr ? std::to_string(rank->pid) : "?";
       report("rank " + std::to_string(request.rank) + " (pid " + pid +
              ") aborted the job with code " + std::to_string(request.status) + ": " +
-             one_line(request.message) + "; killing " + count_ranks(alive()));
+             one_line(request.message) + "; killing " + count_others(request.rank));
       decide(abort_exit_code(request.status));
       kill_all(SIGKILL);
     }
@@ -199,11 +207,8 @@ class supervisor {
     // only when its connection drops, so the others would wait for this one
     // in their first fence (MPI_Init's) forever.
     if (recovery_) how += " before connecting to PMIx";
-    const std::size_t others = alive();
     report("rank " + std::to_string(rank.rank) + " (pid " + std::to_string(rank.pid) + ") " + how +
-           (others > 0 ? "; killing " + std::to_string(others) + " other " +
-                             (others == 1 ? "rank" : "ranks")
-                       : ""));
+           (alive() > 0 ? "; killing " + count_others(rank.rank) : ""));
     decide(code);
     kill_all(SIGKILL);
   }

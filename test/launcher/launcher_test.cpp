@@ -378,7 +378,7 @@ TEST_P(failing_job, abort_ends_job_with_its_code) {
   ASSERT_EQ(r.exit_code, 7) << r.describe();
   expect_one_report(r, "mpiexec: rank 1 (pid " + pid_of_rank(r, 1) +
                            ") aborted the job with code 7: test abort from rank 1; killing " +
-                           std::to_string(n) + " ranks");
+                           std::to_string(n - 1) + (n == 2 ? " other rank" : " other ranks"));
   expect_all_ranks_gone(r, n);
 }
 
