@@ -129,11 +129,20 @@ void launcher_close(int status, void *) {
     return;
   }
   if (launcher_left) return;
+  // Under recovery a rank that exits while MPI runs has failed, whatever its
+  // code: it leaves without finalizing the launcher, which then reports a
+  // death and tells the survivors, who go on. (Finalized, the launcher would
+  // take it for a rank that finished its part: "exited with code 3 after
+  // finalizing", and the job's exit code.)
+  if (rt != nullptr && rt->config.recovery && !launcher->singleton()) {
+    (void)launcher.release();
+    return;
+  }
   // Exiting with 0 while MPI runs (no MPI_Finalize): the others may wait for
   // this rank for ever (MPI_Finalize's barrier), and the launcher would see
-  // a rank that finished. The job ends, as Open MPI's does. Under recovery
-  // the survivors are told and go on; a non-zero code already ends the job.
-  if (status == 0 && rt != nullptr && !rt->config.recovery && !launcher->singleton()) {
+  // a rank that finished. The job ends, as Open MPI's does. A non-zero code
+  // already ends the job.
+  if (status == 0 && rt != nullptr && !launcher->singleton()) {
     fatal("exit",
           "the process exited with code 0 without calling MPI_Finalize; ending the job, "
           "whose other ranks could wait for it for ever");

@@ -122,6 +122,27 @@ TEST_F(Recovery, ErrorsAreFatalEndTheJobWithOneLineNamingTheDeadRank) {
       << r.output;
 }
 
+// A rank that exits without MPI_Finalize has failed, whatever its code: one
+// line of mpiexec's says so and the others go on; the job ends 0. Before,
+// it finalized the launcher on its way out, and exit(3) was taken for a
+// rank that had finished: "exited with code 3 after finalizing", the job's
+// exit code 3. Over shm and tcp.
+TEST_F(Recovery, ARankThatExitsWithoutFinalizeDiesAndTheOthersGoOn) {
+  for (const env_list &env : {env_list{}, env_list{{"IRIS_SHM", "0"}}}) {
+    for (const std::string code : {"3", "0"}) {
+      const run_result r = recovery_job(4, 1, {"exit" + code, "2"}, env);
+      EXPECT_FALSE(r.timed_out) << r.output;
+      EXPECT_EQ(r.exit_code, 0) << r.output;
+      EXPECT_EQ(occurrences(r.output, "exited with code " + code +
+                                          " without finalizing PMIx; 3 other ranks go on"),
+                1U)
+          << r.output;
+      EXPECT_NE(r.output.find("ulfm: 3 survivors went on after exit" + code), std::string::npos)
+          << r.output;
+    }
+  }
+}
+
 // Without --enable-recovery a death still ends the whole job at once.
 TEST_F(Recovery, WithoutTheOptionADeathEndsTheJob) {
   const run_result r = recovery_job(4, 1, {"idle", "2"}, {}, false);

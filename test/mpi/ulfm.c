@@ -16,6 +16,9 @@
  *       finalize    the victim (rank 0) in the middle of MPI_Finalize's
  *                   agreement, the same way, after the rest ran with it
  *                   alive: the others must still finalize;
+ *       exit3       at once after a barrier, by exit(3) without
+ *                   MPI_Finalize: a failure too, reported as a death;
+ *       exit0       the same with exit(0);
  *       fatal       at once, while the survivors keep MPI_ERRORS_ARE_FATAL:
  *                   rank 0's receive from it ends the job with one line;
  *       none        nobody (VICTIMS "-"): revoke, shrink and agree work
@@ -108,7 +111,9 @@ static void meet_failure(const char *where) {
     CHECK(world_size > 30 || flag == ~((1 << world_size) - 1), "iagree gave 0x%x", flag);
     CHECK(MPIX_Comm_revoke(MPI_COMM_NULL) != MPI_SUCCESS, "revoking MPI_COMM_NULL succeeded");
   } else if (strcmp(where, "idle") == 0 || strcmp(where, "shrink") == 0 ||
-             strcmp(where, "fatal") == 0) {
+             strcmp(where, "fatal") == 0 || strncmp(where, "exit", 4) == 0) {
+    if (is_victim(me) && strcmp(where, "exit3") == 0) exit(3);
+    if (is_victim(me) && strcmp(where, "exit0") == 0) exit(0);
     if (is_victim(me) && (strcmp(where, "shrink") != 0 || me == victims[0])) raise(SIGKILL);
     if (is_victim(me)) return; /* dies in the shrink */
     int x = 0;
