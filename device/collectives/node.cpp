@@ -516,6 +516,25 @@ int node_detail::exchange_take(const node_collectives &nc, std::uint64_t s,
   return ok ? MPI_SUCCESS : MPI_ERR_OTHER;
 }
 
+bool node_detail::exchange_take_from(const node_collectives &nc, std::uint64_t s, int r,
+                                     const typed_buffer &recv, bool personal, bool own_in_place,
+                                     const typed_buffer *blocks, std::vector<std::byte> &scratch,
+                                     int &err) {
+  const rank_line &l = nc.lines[r];
+  if (l.posted.load(std::memory_order_acquire) < s) return false;
+  const std::size_t block = recv.packed_bytes();
+  const std::size_t want = blocks != nullptr ? blocks[r].packed_bytes()
+                           : personal        ? block * static_cast<std::size_t>(nc.size)
+                                             : block;
+  if (l.bytes[s & 1U] != want) err = MPI_ERR_TRUNCATE;
+  if (err == MPI_ERR_TRUNCATE || (r == nc.rank && own_in_place)) return true;
+  const std::size_t at = personal ? block * static_cast<std::size_t>(nc.rank) : 0;
+  if (!take_data(nc, s, r, at, blocks != nullptr ? blocks[r] : recv.block(r), scratch)) {
+    err = MPI_ERR_OTHER;
+  }
+  return true;
+}
+
 int node_detail::gather_take(const node_collectives &nc, std::uint64_t s, const typed_buffer &recv,
                              bool own_in_place) {
   if (!same_bytes(nc, s, recv.packed_bytes())) return MPI_ERR_TRUNCATE;
@@ -558,8 +577,36 @@ int node_exchange(node_collectives &nc, const typed_buffer &mine, bool aside,
   const std::uint64_t s = begin_step(nc);
   std::vector<std::byte> packed;
   post_data(nc, s, mine, aside, packed);
-  wait_all_posted(nc, s);
-  const int err = exchange_take(nc, s, recv, personal, own_in_place, blocks);
+  int err = MPI_SUCCESS;
+  if (mine.packed_bytes() <= nc.slot) {
+    wait_all_posted(nc, s);
+    err = exchange_take(nc, s, recv, personal, own_in_place, blocks);
+  } else {
+    // A large step reads each rank's data as soon as it has posted: the
+    // ranks that wait for a core are read last, not waited for first
+    // (1 MiB blocks, us: 8 ranks Alltoall 6216 -> 5240, Allgather 4815 ->
+    // 4220; 4 ranks 935 -> 810, 719 -> 563). Small steps keep the one wait
+    // for all: taking them one by one was no faster.
+    std::vector<char> taken(static_cast<std::size_t>(nc.size), 0);
+    std::vector<std::byte> scratch;
+    for (int left = nc.size; left > 0;) {
+      wait_shared([&] {
+        bool took = false;
+        for (int k = 0; k < nc.size; ++k) {
+          const int r = (nc.rank + 1 + k) % nc.size;  // the next rank first, as exchange_take
+          if (taken[static_cast<std::size_t>(r)] != 0 ||
+              !exchange_take_from(nc, s, r, recv, personal, own_in_place, blocks, scratch, err)) {
+            continue;
+          }
+          taken[static_cast<std::size_t>(r)] = 1;
+          --left;
+          took = true;
+        }
+        return took;
+      });
+    }
+    nc.known_done = std::max(nc.known_done, s - 1);
+  }
   if (mine.packed_bytes() > nc.slot) {
     end_large_step(nc, s);
   } else {

@@ -65,7 +65,9 @@ void finish_nonblocking(node_collectives &nc, std::uint64_t s) {
 }
 
 // The phases of a nonblocking step (its `phase`, kept by the caller).
-enum : int { to_post, to_fold, to_end, to_gather };
+// to_gather + k (node_reduce_poll) and to_take + k (node_exchange_poll):
+// k ranks' parts taken.
+enum : int { to_post, to_fold, to_end, to_gather, to_take };
 
 // Finishes step s once every rank is done with it (phase to_end).
 bool finish_when_all_done(node_collectives &nc, std::uint64_t s) {
@@ -191,11 +193,26 @@ bool node_exchange_poll(node_collectives &nc, std::uint64_t s, int &phase, const
   if (phase == to_post) {
     if (!may_post(nc, s, true)) return false;
     publish(nc, s, mine, aside, packed);
-    phase = to_fold;
+    err = MPI_SUCCESS;
+    // A large step reads each rank's data as soon as it has posted, the
+    // next rank first (as node_exchange), counting the ranks read in the
+    // phase: to_take + k.
+    phase = mine.packed_bytes() <= nc.slot ? to_fold : to_take;
   }
   if (phase == to_fold) {
     if (!all_posted(nc, s)) return false;
     err = exchange_take(nc, s, recv, personal, own_in_place, blocks);
+    return finish_posted(nc, s, mine.packed_bytes(), phase);
+  }
+  if (phase >= to_take) {
+    std::vector<std::byte> scratch;
+    for (; phase < to_take + nc.size; ++phase) {
+      const int r = (nc.rank + 1 + phase - to_take) % nc.size;
+      if (!exchange_take_from(nc, s, r, recv, personal, own_in_place, blocks, scratch, err)) {
+        return false;
+      }
+    }
+    nc.known_done = std::max(nc.known_done, s - 1);
     return finish_posted(nc, s, mine.packed_bytes(), phase);
   }
   return finish_when_all_done(nc, s);

@@ -106,6 +106,13 @@ bool take_data(const node_collectives &nc, std::uint64_t s, int r, std::size_t a
 // once it posted).
 int exchange_take(const node_collectives &nc, std::uint64_t s, const typed_buffer &recv,
                   bool personal, bool own_in_place, const typed_buffer *blocks);
+// exchange_take's part from rank r alone, once r posted step s (false
+// while it has not): a large step's reader takes each rank's data as soon
+// as it is there, not once all are. `err` gathers the error class as
+// exchange_take's (after MPI_ERR_TRUNCATE nothing more is read).
+bool exchange_take_from(const node_collectives &nc, std::uint64_t s, int r,
+                        const typed_buffer &recv, bool personal, bool own_in_place,
+                        const typed_buffer *blocks, std::vector<std::byte> &scratch, int &err);
 int gather_take(const node_collectives &nc, std::uint64_t s, const typed_buffer &recv,
                 bool own_in_place);
 int scatter_take(const node_collectives &nc, std::uint64_t s, int root, const typed_buffer &recv);
