@@ -78,19 +78,52 @@ using kernel = void (*)(const void *in, void *inout, std::size_t count);
 // an element-wise loop computes alike in any order; so the loops vectorize
 // without run-time alias checks. The build's -O2 keeps GCC's "very cheap"
 // vectorizer, which gives up on loops that need a remainder loop: these ask
-// for the dynamic cost model (8x on MPI_CHAR sums, 2x on int). Each loop is
-// built twice, for AVX2 and for the baseline, and the loader picks one by
-// the processor (an ifunc): SSE2 has no 32- or 64-bit integer max, min or
+// for the dynamic cost model (8x on MPI_CHAR sums, 2x on int). On x86-64
+// each loop is built twice, for AVX2 and for the baseline, and `loop` takes
+// the one the processor runs: SSE2 has no 32- or 64-bit integer max, min or
 // multiply, nor a byte multiply (bench/ops.c, 256 KiB in cache, us: long
 // max 15.9 -> 7.5, int max 8.9 -> 5.4, int prod 11.1 -> 5.4, long land
-// 18.0 -> 5.9; none slower).
+// 18.0 -> 5.9; none slower). The choice is made in the program, not by
+// the loader (an ifunc, target_clones): an ifunc's resolver runs before
+// ThreadSanitizer's runtime has started, and crashed under it.
 template <typename T, typename F>
-[[gnu::optimize("tree-vectorize", "vect-cost-model=dynamic"),
-  gnu::target_clones("avx2", "default")]] void
-loop(const void *in, void *inout, std::size_t count) {
+[[gnu::always_inline]] inline void loop_body(const void *in, void *inout, std::size_t count) {
   const T *__restrict a = static_cast<const T *>(in);
   T *__restrict b = static_cast<T *>(inout);
   for (std::size_t i = 0; i < count; ++i) b[i] = F::apply(a[i], b[i]);
+}
+
+template <typename T, typename F>
+[[gnu::optimize("tree-vectorize", "vect-cost-model=dynamic")]] void loop_baseline(
+    const void *in, void *inout, std::size_t count) {
+  loop_body<T, F>(in, inout, count);
+}
+
+#if defined(__x86_64__)
+template <typename T, typename F>
+[[gnu::optimize("tree-vectorize", "vect-cost-model=dynamic"), gnu::target("avx2")]] void loop_avx2(
+    const void *in, void *inout, std::size_t count) {
+  loop_body<T, F>(in, inout, count);
+}
+
+bool cpu_has_avx2() {
+  static const bool yes = [] {
+    __builtin_cpu_init();  // may run before libgcc's own constructor
+    return __builtin_cpu_supports("avx2") != 0;
+  }();
+  return yes;
+}
+#endif
+
+template <typename T, typename F>
+void loop(const void *in, void *inout, std::size_t count) {
+#if defined(__x86_64__)
+  if (cpu_has_avx2()) {
+    loop_avx2<T, F>(in, inout, count);
+    return;
+  }
+#endif
+  loop_baseline<T, F>(in, inout, count);
 }
 
 // Integer sums and products wrap (in unsigned arithmetic, at least as wide as
