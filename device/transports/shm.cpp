@@ -176,12 +176,13 @@ xfer shm_transport::send(vc &to, const packet_header &h, std::span<const iovec> 
 xfer shm_transport::send_filled(vc &to, const packet_header &h, std::size_t bytes,
                                 const payload_filler &f, std::byte *staging) {
   (void)staging;
-  shm::ring_sender &tx = peers_[static_cast<std::size_t>(to.slot)].tx;
-  std::byte *slot = tx.reserve(sizeof(h) + bytes);
+  peer &p = peers_[static_cast<std::size_t>(to.slot)];
+  std::byte *slot = p.tx.reserve(sizeof(h) + bytes);
   if (slot == nullptr) return xfer::retry;
   std::memcpy(slot, &h, sizeof(h));
   f.fill(f.context, slot + sizeof(h));
-  tx.commit();
+  p.tx.commit();
+  shm::bell_wake(*p.bell);  // as every packet: the peer may sleep waiting for this one
   return xfer::done;
 }
 

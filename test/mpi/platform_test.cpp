@@ -300,7 +300,9 @@ long long stats_sum(const std::string &output, const std::string &what) {
 // Ranks that sleep as soon as they are idle, with a 10-minute safety timeout:
 // a lost wake-up would hang the job past its 120 s limit. Over both shm
 // transports (per-pair rings, receive queues), in the programs with the
-// most waiting: every sleep must end by a wake.
+// most waiting, and derived's typed rendezvous fragments (packed straight
+// into a ring record: that send once rang no bell, and derived hung every
+// time): every sleep must end by a wake.
 TEST_F(FailureTest, IdleRanksSleepAndEveryWakeArrives) {
   const env_list sleepy = {{"IRIS_SLEEP", "1"},
                            {"IRIS_SLEEP_AFTER", "0"},
@@ -309,7 +311,7 @@ TEST_F(FailureTest, IdleRanksSleepAndEveryWakeArrives) {
                            {"IRIS_STATS", "1"}};
   for (const env_list &layout :
        {env_list{}, env_list{{"IRIS_SHM_DENSE_RANKS", "0"}, {"IRIS_SHM_BUSY_PACKETS", "4"}}}) {
-    for (const char *program : {"storm", "p2p", "coll", "modes"}) {
+    for (const char *program : {"storm", "p2p", "coll", "modes", "derived"}) {
       env_list env = sleepy;
       env.insert(env.end(), layout.begin(), layout.end());
       const run_result r = job(8, program, {}, env, 120);
