@@ -26,6 +26,10 @@ namespace iris::shm {
 
 struct alignas(cache_line) bell {
   std::atomic<std::uint32_t> asleep{0};  // 1 while its rank sleeps or is about to
+  // 1 once its rank finished MPI (MPI_Finalize's last barrier): its process
+  // may end now without having failed. Written once by its rank (release),
+  // read by the others' liveness watch (acquire).
+  std::atomic<std::uint32_t> finished{0};
   // A word its rank publishes to the ranks of its node, beside the bell
   // because each rank has one line here (the device keeps the version of
   // what it exposed to put and get in it). Written rarely by its rank

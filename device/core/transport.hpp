@@ -333,6 +333,11 @@ class transport {
   // `peer`, reached through this transport, died (recovery,
   // protocols/recovery.hpp): nothing more is owed to it or awaited from it.
   virtual void peer_gone(vc &peer) { (void)peer; }
+  // Recovery (MPI_Init, once recovery_start ran): watch the peers'
+  // processes where this transport can see them end, and report each that
+  // ends before finishing MPI (recovery_report), whatever the launcher
+  // says. The shm transports do (transports/liveness.hpp); finalize stops it.
+  virtual void watch_peers() {}
   // Called once after the last barrier of MPI_Finalize: flush and close.
   virtual void finalize() {}
 };

@@ -3,8 +3,9 @@
 // --enable-recovery sets it). Without it a lost peer ends the job, as
 // before.
 //
-// A death is reported by the launcher (a PMIx event, on its own thread) or
-// by a netmod that lost the peer (recovery_report); the next progress pass
+// A death is reported by the launcher (a PMIx event, on its own thread), by
+// a netmod that lost the peer, or by the shm transports' watch of the node's
+// processes (transports/liveness.hpp) (recovery_report); the next progress pass
 // makes it known here. Then every operation that involves the dead rank
 // ends with MPIX_ERR_PROC_FAILED: sends to it and receives from it (posted,
 // queued, half-way through a rendezvous), and every operation on the

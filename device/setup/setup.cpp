@@ -115,9 +115,10 @@ void stats_print(runtime &r) {
 // once: it stays open until the process exits, and each later start takes
 // a client_restarted over it. Ended at exit (on_exit: the exit status).
 std::unique_ptr<pmi::client> launcher;
-int starts = 0;              // runtime_init calls that opened or reused the client
-bool launcher_left = false;  // finalized for good (MPI_Finalize ended MPI)
-pid_t launcher_pid = 0;      // the process that opened it (a forked child leaves it alone)
+int starts = 0;                 // runtime_init calls that opened or reused the client
+bool launcher_left = false;     // finalized for good (MPI_Finalize ended MPI)
+bool launcher_reports = false;  // recovery: the launcher reports deaths to this rank
+pid_t launcher_pid = 0;         // the process that opened it (a forked child leaves it alone)
 
 void launcher_close(int status, void *) {
   if (!launcher) return;
@@ -212,17 +213,27 @@ int runtime_init(int required_thread_level) {
     // on a node's shared segment could not tell (protocols/recovery.hpp).
     r->config.coll_shm = false;
     bool told = false;
+    // IRIS_TEST_DEAF_TO_LAUNCHER=1 (tests): as under a launcher that tells
+    // of no death (Hydra, srun), the node's own watch alone must tell.
+    const char *deaf = std::getenv("IRIS_TEST_DEAF_TO_LAUNCHER");
+    const bool ask = deaf == nullptr || deaf[0] != '1';
     try {
-      told = r->pmi->watch_failures(
-          [](int rank, void *) { recovery_report(rank, "the launcher reported its end"); },
-          nullptr);
+      if (ask) {
+        told = r->pmi->watch_failures(
+            [](int rank, void *) { recovery_report(rank, "the launcher reported its end"); },
+            nullptr);
+      }
     } catch (const std::exception &e) {
       fatal("MPI_Init", "IRIS_RECOVERY=1: %s", e.what());
     }
+    // The processes on this node are watched whatever the launcher tells.
+    for (const auto &t : r->transports) t->watch_peers();
+    launcher_reports = told;
     if (!told && r->rank == 0) {
       std::fprintf(stderr,
                    "iris: rank 0: MPI_Init: IRIS_RECOVERY=1, but the launcher (%s) does not "
-                   "report deaths: only a netmod's lost connection will tell of one\n",
+                   "report deaths: only a netmod's lost connection or, on this node, a peer's "
+                   "process that ends will tell of one\n",
                    std::string(r->pmi->backend()).c_str());
     }
   }
@@ -307,7 +318,8 @@ int runtime_finalize(bool may_start_again) {
   }
   request_cache_drop();
   // No report of the launcher's thread may reach the runtime past here.
-  if (rt->config.recovery) rt->pmi->watch_failures(nullptr, nullptr);
+  if (launcher_reports) rt->pmi->watch_failures(nullptr, nullptr);
+  launcher_reports = false;
   recovery_stop();
   if (rt->config.stats) stats_print(*rt);
   // Messages nobody received: erroneous but legal to leave behind.

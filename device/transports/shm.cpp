@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <cstdio>
 #include <cstring>
+#include <exception>
 
 #include "device/protocols/credit.hpp"
 #include "device/protocols/dispatch.hpp"
@@ -341,6 +343,33 @@ void shm_transport::stream_timed(vc &from, std::size_t bytes, std::size_t timed,
 void shm_transport::alone_timed(vc &from, std::size_t bytes, std::uint64_t ns) {
   peers_[static_cast<std::size_t>(from.slot)].engines.measured(bytes, bytes, false, ns,
                                                                monotonic_ns(), flow::alone);
+}
+
+void start_watch(liveness_watch &watch, const std::vector<std::pair<int, shm::bell *>> &peers) {
+  std::vector<liveness_watch::peer> cards;
+  for (const auto &[world, bell] : peers) {
+    try {
+      cards.push_back({world, rt->pmi->get(world, "iris.cma"), &bell->finished});
+    } catch (const std::exception &) {
+      // No card: that peer is left to the launcher's word.
+    }
+  }
+  const int watched = watch.start(cards);
+  if (rt->config.debug) {
+    std::fprintf(stderr, "iris: rank %d: recovery watches %d of %zu processes on this node\n",
+                 rt->rank, watched, peers.size());
+  }
+}
+
+void finish_watch(sleeper_bell &own, liveness_watch &watch) {
+  if (own.held()) own.own().finished.store(1, std::memory_order_release);
+  watch.stop();
+}
+
+void shm_transport::watch_peers() {
+  std::vector<std::pair<int, shm::bell *>> peers;
+  for (const peer &p : peers_) peers.emplace_back(p.world_rank, p.bell);
+  start_watch(watch_, peers);
 }
 
 xfer cma_read_scattered(bool &cma, std::int64_t pid, read_plan &plan) {

@@ -25,6 +25,7 @@
 #include "device/core/transport.hpp"
 #include "device/core/vc.hpp"
 #include "device/protocols/engine_choice.hpp"
+#include "device/transports/liveness.hpp"
 #include "device/transports/shm_common.hpp"
 #include "shm/bell.hpp"
 #include "shm/node.hpp"
@@ -56,6 +57,12 @@ class sleeper_bell {
  private:
   shm::bell *bell_ = nullptr;
 };
+
+// Recovery: starts `watch` over the local peers (world rank, bell) whose
+// CMA cards the launcher has, in any order.
+void start_watch(liveness_watch &watch, const std::vector<std::pair<int, shm::bell *>> &peers);
+// MPI_Finalize: this rank finished (its bell says so), and the watch stops.
+void finish_watch(sleeper_bell &own, liveness_watch &watch);
 
 class shm_transport : public transport {
  public:
@@ -114,6 +121,10 @@ class shm_transport : public transport {
   void wake_self() override {
     if (bell_.held()) bell_.ring();
   }
+  void watch_peers() override;
+  // Marks this rank finished on its bell (its process may end now), and
+  // stops the liveness watch.
+  void finalize() override { finish_watch(bell_, watch_); }
 
  private:
   struct peer {
@@ -156,8 +167,9 @@ class shm_transport : public transport {
   std::vector<peer> peers_;         // indexed by vc.slot
   const peer *draining_ = nullptr;  // whose ring drain() is reading
   std::uint64_t cma_messages_ = 0;  // rendezvous messages read with CMA
-  aside_switch aside_;  // MULTIPLE: whether threads without the call lock read the rings
-  block_maps blocks_;   // MPI_Alloc_mem's blocks (transport::block_alloc)
+  aside_switch aside_;    // MULTIPLE: whether threads without the call lock read the rings
+  block_maps blocks_;     // MPI_Alloc_mem's blocks (transport::block_alloc)
+  liveness_watch watch_;  // recovery: the peers' processes (liveness.hpp)
 
  protected:
   // poll, giving credits back under each VC's lock (packet_deliver_shared),
@@ -260,6 +272,10 @@ class shm_queue_transport : public transport {
   void wake_self() override {
     if (bell_.held()) bell_.ring();
   }
+  void watch_peers() override;
+  // Marks this rank finished on its bell (its process may end now), and
+  // stops the liveness watch.
+  void finalize() override { finish_watch(bell_, watch_); }
 
  private:
   // How this rank sends to one peer.
@@ -321,6 +337,7 @@ class shm_queue_transport : public transport {
   std::atomic<std::size_t> announced_count_{0};
   aside_switch aside_;
   block_maps blocks_;     // MPI_Alloc_mem's blocks (transport::block_alloc)
+  liveness_watch watch_;  // recovery: the peers' processes (liveness.hpp)
   spin_lock inbox_lock_;  // held by whoever reads inbox_ once aside passes are on
   std::uint64_t busy_packets_ = 0;
   std::uint64_t cma_messages_ = 0;  // rendezvous messages read with CMA

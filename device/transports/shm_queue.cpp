@@ -77,6 +77,12 @@ void shm_queue_transport::connect(runtime &r) {
   bell_.attach(segment_->bell_of(local_index_));
 }
 
+void shm_queue_transport::watch_peers() {
+  std::vector<std::pair<int, shm::bell *>> peers;
+  for (const peer &p : peers_) peers.emplace_back(p.world_rank, p.bell);
+  start_watch(watch_, peers);
+}
+
 // A pair is busy once it sent busy_packets_ packets through the queue, or
 // at once for a packet longer than a cell. A ring that cannot be had (pool
 // spent, /dev/shm full) leaves the pair on the queue for good.

@@ -67,6 +67,14 @@ TEST_F(Recovery, OverOfiTheSurvivorsGoOnAndFinalizeWithoutWaitingForTheDead) {
   survivors_go_on(4, 2, "1,2", 2, ofi_rxm);
 }
 
+// Under a launcher that tells of no death (IRIS_TEST_DEAF_TO_LAUNCHER
+// stands for Hydra or srun), the ranks of the node see a peer's process end
+// (device/transports/liveness.hpp) and go on as with mpiexec's reports.
+// Before, they waited for the dead rank until the job's time ran out.
+TEST_F(Recovery, OverSharedMemoryTheNodeSeesADeathNoLauncherReports) {
+  survivors_go_on(4, 1, "2", 1, {{"IRIS_TEST_DEAF_TO_LAUNCHER", "1"}});
+}
+
 TEST_F(Recovery, ThreeRanksGoOnAsTwo) {
   survivors_go_on(3, 1, "2", 1);
 }
