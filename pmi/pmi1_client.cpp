@@ -8,6 +8,7 @@
 // PMI_process_mapping, e.g. "(vector,(0,2,4))": blocks of (first node, node
 // count, ranks per node), dealt out cyclically.
 #include <netdb.h>
+#include <signal.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -84,6 +85,24 @@ class pmi1_client final : public client {
   std::string_view job_id() const override { return kvsname_; }
   std::string_view backend() const override { return "pmi1"; }
   bool singleton() const override { return false; }
+
+  // PMI-1 has no word for a death. Hydra under -disable-auto-cleanup sends
+  // SIGUSR1 to the ranks left when one ends badly (MPICH's notice of a
+  // failure), whose default action would end them too: under recovery it
+  // is caught and ignored, unless the program chose its own action (the
+  // transports tell who died). Returns false: no reports.
+  bool watch_failures(void (*fn)(int rank, void *arg), void *arg) override {
+    (void)arg;
+    struct sigaction now = {};
+    if (fn != nullptr && sigaction(SIGUSR1, nullptr, &now) == 0 && now.sa_handler == SIG_DFL) {
+      struct sigaction take = {};
+      take.sa_handler = [](int) {};
+      take.sa_flags = SA_RESTART;
+      sigemptyset(&take.sa_mask);
+      sigaction(SIGUSR1, &take, nullptr);
+    }
+    return false;
+  }
 
   void put(std::string_view key, std::string_view value) override {
     check_card(key, value);

@@ -6,6 +6,7 @@
 // Each survivor revokes, shrinks, agrees and checks every byte of its
 // traffic afterwards (ulfm.c); /dev/shm is clean after each job.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <string>
 #include <vector>
@@ -73,6 +74,23 @@ TEST_F(Recovery, OverOfiTheSurvivorsGoOnAndFinalizeWithoutWaitingForTheDead) {
 // Before, they waited for the dead rank until the job's time ran out.
 TEST_F(Recovery, OverSharedMemoryTheNodeSeesADeathNoLauncherReports) {
   survivors_go_on(4, 1, "2", 1, {{"IRIS_TEST_DEAF_TO_LAUNCHER", "1"}});
+}
+
+// Under MPICH's Hydra with -disable-auto-cleanup: a rank that exits
+// without MPI_Finalize. Hydra tells nobody, but sends the others SIGUSR1,
+// which under recovery the PMI-1 client catches (before, it ended them:
+// "signal 10"), and the node's liveness watch tells the survivors. (Hydra
+// 4.0.2 still ends the whole job when a rank is killed by a signal.)
+TEST_F(Recovery, UnderHydraARankThatExitsDiesAndTheOthersGoOn) {
+  const std::string hydra = "/usr/bin/mpiexec.hydra";
+  if (access(hydra.c_str(), X_OK) != 0) GTEST_SKIP() << "MPICH's mpiexec.hydra is not installed";
+  const run_result r = run({hydra, "-disable-auto-cleanup", "-genv", "IRIS_RECOVERY", "1", "-n",
+                            "4", programs + "/ulfm", "exit3", "2"},
+                           60);
+  EXPECT_FALSE(r.timed_out) << r.output;
+  EXPECT_EQ(r.exit_code, 3) << r.output;  // Hydra's: the worst of the ranks'
+  EXPECT_NE(r.output.find("ulfm: 3 survivors went on after exit3"), std::string::npos) << r.output;
+  EXPECT_EQ(shm_leftovers(), std::vector<std::string>{}) << "left in /dev/shm";
 }
 
 TEST_F(Recovery, ThreeRanksGoOnAsTwo) {
