@@ -320,6 +320,17 @@ TEST_F(FailureTest, IdleRanksSleepAndEveryWakeArrives) {
       EXPECT_EQ(stats_sum(r.output, "times ("), 0) << program << "\n" << r.output;
     }
   }
+  // A PSCW notice to a rank that maps the window is a store to shared
+  // memory, which rings no bell: a rank waiting for one must not sleep
+  // (rma's late post and late complete; without the progress thread, which
+  // would keep the program's thread from sleeping). It slept through them
+  // before, and rma hung.
+  env_list env = sleepy;
+  env.push_back({"IRIS_ASYNC_PROGRESS", "off"});
+  const run_result r = job(2, "rma", {}, env, 120);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("rma: all checks passed on 2 ranks"), std::string::npos) << r.output;
+  EXPECT_EQ(stats_sum(r.output, "times ("), 0) << r.output;
 }
 
 // IRIS_SLEEP=0 keeps every rank awake; with a peer on another node (the

@@ -5,6 +5,7 @@
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "rma.h"
 
@@ -72,6 +73,22 @@ void test_pscw(void) {
 #endif
     }
     CHECK(rank != 0 || seen == 4, "I: the get in a PSCW epoch read %d, want 4", seen);
+    /* A late post, then a late complete: the rank that waits for the
+     * notice idles first, so a rank that sleeps while idle must be woken by
+     * it (rank 0 maps rank 1: the notice is a store to shared memory). */
+    const struct timespec late = {0, 30 * 1000 * 1000};
+    const int nine = 9;
+    if (rank == 1) {
+      nanosleep(&late, NULL);
+      MPI_Win_post(zero, 0, win);
+      MPI_Win_wait(win);
+      CHECK(mem[1] == 9, "I: a late PSCW epoch left %d, want 9", mem[1]);
+    } else {
+      MPI_Win_start(one, 0, win);
+      MPI_Put(&nine, 1, MPI_INT, 1, 1, 1, MPI_INT, win);
+      nanosleep(&late, NULL);
+      MPI_Win_complete(win);
+    }
     MPI_Group_free(&zero);
     MPI_Group_free(&one);
   }

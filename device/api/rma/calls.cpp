@@ -69,16 +69,10 @@ int sync_error(window &w, const char *call, int err, const std::string &why) {
   return raise(w, call, err, "%s", why.c_str());
 }
 
-// Between two tries of a lock another holds: progress (its release may
-// be a message to this rank's handler), and the core to the others.
-void lock_wait() {
-  if (device::progress_poll() == 0) sched_yield();
-}
-
 // Every rank of the window, in order, one lock step.
 void lock_all_targets(window &w, std::int64_t step) {
   for (int r = 0; r < w.comm->size; ++r) {
-    while (!lock_step(w, r, step)) lock_wait();
+    while (!lock_step(w, r, step)) rma::shared_wait_pass();
   }
 }
 
@@ -341,7 +335,7 @@ int MPI_Win_lock(int lock_type, int rank, int assert, MPI_Win win) {
     batch_begin(*w, rank, checked ? lock_type : 0);
   } else if (checked) {
     const std::int64_t step = lock_type == MPI_LOCK_EXCLUSIVE ? try_exclusive : try_shared;
-    while (!lock_step(*w, rank, step)) lock_wait();
+    while (!lock_step(*w, rank, step)) rma::shared_wait_pass();
   }
   t.lock = (assert &MPI_MODE_NOCHECK) != 0 ? -lock_type : lock_type;
   ++w->locks;

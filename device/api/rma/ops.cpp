@@ -652,6 +652,14 @@ bool take_notices(window &w, const std::vector<int> &from, bool post) {
   return true;
 }
 
+void notices_wait(window &w, const std::vector<int> &from, bool post) {
+  while (!take_notices(w, from, post)) shared_wait_pass();
+}
+
+void shared_wait_pass() {
+  if (device::progress_poll() == 0) sched_yield();
+}
+
 // A lock step on rank's control block: by its mapping, or by a message and
 // its answer. Returns whether it was granted (releases always are).
 bool lock_step(window &w, int rank, std::int64_t step) {

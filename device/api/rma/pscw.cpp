@@ -78,7 +78,7 @@ int MPI_Win_start(MPI_Group group, int assert, MPI_Win win) {
   std::vector<int> ranks;
   if (int err = ranks_of(call, *w, group, ranks)) return err;
   if ((assert &MPI_MODE_NOCHECK) == 0) {
-    device::progress_until([&] { return take_notices(*w, ranks, true); });
+    notices_wait(*w, ranks, true);
   }
   for (const int r : ranks) {
     target &t = w->targets[static_cast<std::size_t>(r)];
@@ -130,7 +130,7 @@ int MPI_Win_wait(MPI_Win win) {
   if (!w->exposure_open) {
     return raise(*w, call, MPI_ERR_RMA_SYNC, "no exposure epoch of MPI_Win_post is open");
   }
-  device::progress_until([&] { return take_notices(*w, w->exposure, false); });
+  notices_wait(*w, w->exposure, false);
   w->exposure.clear();
   w->exposure_open = false;
   return MPI_SUCCESS;

@@ -250,6 +250,15 @@ bool batch_complete(window &w, int rank);
 // Whether a notice of the kind from every rank of `from` arrived; if so,
 // one from each is taken.
 bool take_notices(window &w, const std::vector<int> &from, bool post);
+// take_notices until it holds. A rank that maps its peer's control block
+// gets the notice as a store to shared memory, which rings no bell: this
+// waits as the lock waits do (shared_wait_pass) and never sleeps.
+void notices_wait(window &w, const std::vector<int> &from, bool post);
+// One pass of a wait for a store to shared memory (a lock another holds, a
+// PSCW notice): progress (it may also come as a message to this rank's
+// handler), then the core to the others when nothing came; never a sleep on
+// the bell, which no such store rings.
+void shared_wait_pass();
 
 // A predefined window attribute (MPI_WIN_BASE ... MPI_WIN_MODEL, window.cpp):
 // whether `keyval` is one, and its value into `*out`.
