@@ -352,6 +352,10 @@ bool recovery_failed(int w) {
   return is_failed(w);
 }
 
+bool recovery_comm_failed(const communicator &comm) {
+  return holds_failure(comm);
+}
+
 int recovery_refusal(const communicator &comm, std::uint32_t context, int peer) {
   if (comm.revoked) return MPI_ERR_REVOKED;
   if (peer >= 0 && is_failed(world_of(comm, context, peer))) return MPI_ERR_PROC_FAILED;

@@ -63,6 +63,9 @@ bool recovery_idle();
 void recovery_report(int w, const char *why);
 // Whether world rank `w` is known dead here.
 bool recovery_failed(int w);
+// Whether a member of `comm` is known dead here (a wait on all of them,
+// such as a one-sided epoch's, might never end).
+bool recovery_comm_failed(const communicator &comm);
 
 // Call lock, rt->troubled set: the error class (MPIX_ERR_PROC_FAILED,
 // MPIX_ERR_REVOKED) an operation on `context` of `comm` with `peer` (a rank

@@ -1,7 +1,9 @@
 // Survivors go on after ranks die (ULFM; device/protocols/recovery.hpp),
 // through test/mpi/ulfm.c under mpiexec --enable-recovery: ranks killed
 // with SIGKILL idle, inside a receive, in the middle of a 64 MiB
-// rendezvous, inside a collective, and during the shrink itself, over
+// rendezvous, inside a collective, during the shrink itself, and holding
+// an exclusive lock on a window (the survivors' lock, lock_all and PSCW
+// start end with MPIX_ERR_PROC_FAILED; before, they waited for ever), over
 // shared memory, tcp, ofi and two simulated nodes, at 3, 4 and 8 ranks.
 // Each survivor revokes, shrinks, agrees and checks every byte of its
 // traffic afterwards (ulfm.c); /dev/shm is clean after each job.
@@ -16,7 +18,8 @@
 namespace iris::test {
 namespace {
 
-const std::vector<std::string> places = {"idle", "recv", "rendezvous", "collective", "shrink"};
+const std::vector<std::string> places = {"idle",       "recv",   "rendezvous",
+                                         "collective", "shrink", "window"};
 
 run_result recovery_job(int ranks, int nodes, const std::vector<std::string> &args,
                         const env_list &env = {}, bool recovery = true, double limit = 120) {

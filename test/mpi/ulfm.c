@@ -16,6 +16,10 @@
  *       finalize    the victim (rank 0) in the middle of MPI_Finalize's
  *                   agreement, the same way, after the rest ran with it
  *                   alive: the others must still finalize;
+ *       window      at once after the first victim took an exclusive lock on
+ *                   rank 0's window and wrote there: each survivor's lock
+ *                   on it, its lock_all and a PSCW start that waits for the
+ *                   victim's post end with MPIX_ERR_PROC_FAILED, not a hang;
  *       exit3       at once after a barrier, by exit(3) without
  *                   MPI_Finalize: a failure too, reported as a death;
  *       exit0       the same with exit(0);
@@ -187,6 +191,42 @@ static void meet_failure(const char *where) {
       }
       CHECK(sum == world_size, "Allreduce round %ld: %ld, not %d", round, sum, world_size);
     }
+  } else if (strcmp(where, "window") == 0) {
+    int *mem = NULL;
+    MPI_Win win;
+    MPI_Win_allocate(sizeof(int), sizeof(int), MPI_INFO_NULL, MPI_COMM_WORLD, &mem, &win);
+    MPI_Win_set_errhandler(win, MPI_ERRORS_RETURN);
+    *mem = 0;
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (me == victims[0]) {
+      /* Holds the lock for good: the flush makes sure it has it. */
+      const int five = 5;
+      MPI_Win_lock(MPI_LOCK_EXCLUSIVE, first_survivor, 0, win);
+      MPI_Put(&five, 1, MPI_INT, first_survivor, 0, 1, MPI_INT, win);
+      MPI_Win_flush(first_survivor, win);
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (is_victim(me)) raise(SIGKILL);
+    int err = MPI_Win_lock(MPI_LOCK_SHARED, first_survivor, 0, win);
+    if (err == MPI_SUCCESS) { /* a lock asked for with the epoch's first completion */
+      int x = 0;
+      MPI_Get(&x, 1, MPI_INT, first_survivor, 0, 1, MPI_INT, win);
+      err = MPI_Win_unlock(first_survivor, win);
+    }
+    CHECK(failure(err), "a lock that dead rank %d holds ended with %d", victims[0], err);
+    err = MPI_Win_lock_all(0, win);
+    if (err == MPI_SUCCESS) err = MPI_Win_unlock_all(win);
+    CHECK(failure(err), "lock_all beside dead rank %d's lock ended with %d", victims[0], err);
+    MPI_Group world_group, dead;
+    MPI_Comm_group(MPI_COMM_WORLD, &world_group);
+    MPI_Group_incl(world_group, 1, &victims[0], &dead);
+    err = MPI_Win_start(dead, 0, win);
+    CHECK(failure(err), "a PSCW start waiting for dead rank %d's post ended with %d", victims[0],
+          err);
+    MPI_Group_free(&dead);
+    MPI_Group_free(&world_group);
+    MPI_Win_free(&win);
+    CHECK(win == MPI_WIN_NULL, "the window was not freed");
   } else {
     CHECK(0, "unknown WHERE %s", where);
   }

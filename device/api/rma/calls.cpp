@@ -69,11 +69,20 @@ int sync_error(window &w, const char *call, int err, const std::string &why) {
   return raise(w, call, err, "%s", why.c_str());
 }
 
-// Every rank of the window, in order, one lock step.
-void lock_all_targets(window &w, std::int64_t step) {
+// Every rank of the window, in order, one lock step (releases are always
+// granted). A rank of the window known dead while a lock is not granted
+// ends the wait (failure_of): the shared locks taken are given back.
+int lock_all_targets(window &w, std::int64_t step) {
   for (int r = 0; r < w.comm->size; ++r) {
-    while (!lock_step(w, r, step)) rma::shared_wait_pass();
+    while (!lock_step(w, r, step)) {
+      if (int err = rma::failure_of(w)) {
+        for (int back = 0; back < r; ++back) lock_step(w, back, release_shared);
+        return err;
+      }
+      rma::shared_wait_pass();
+    }
   }
+  return MPI_SUCCESS;
 }
 
 // The common case of MPI_Put and MPI_Get, checked and done in one step:
@@ -335,7 +344,10 @@ int MPI_Win_lock(int lock_type, int rank, int assert, MPI_Win win) {
     batch_begin(*w, rank, checked ? lock_type : 0);
   } else if (checked) {
     const std::int64_t step = lock_type == MPI_LOCK_EXCLUSIVE ? try_exclusive : try_shared;
-    while (!lock_step(*w, rank, step)) rma::shared_wait_pass();
+    while (!lock_step(*w, rank, step)) {
+      if (int err = rma::failure_of(*w)) return raise(*w, call, err, "%s", rma::failure_text);
+      rma::shared_wait_pass();
+    }
   }
   t.lock = (assert &MPI_MODE_NOCHECK) != 0 ? -lock_type : lock_type;
   ++w->locks;
@@ -377,7 +389,11 @@ int MPI_Win_lock_all(int assert, MPI_Win win) {
     return raise(*w, call, MPI_ERR_RMA_SYNC, "a passive-target epoch is open already");
   }
   const bool checked = (assert &MPI_MODE_NOCHECK) == 0;
-  if (checked) lock_all_targets(*w, try_shared);
+  if (checked) {
+    if (int err = lock_all_targets(*w, try_shared)) {
+      return raise(*w, call, err, "%s", rma::failure_text);
+    }
+  }
   w->lock_all = true;
   for (std::size_t r = 0; r < w->targets.size(); ++r) {
     target &t = w->targets[r];
@@ -398,7 +414,7 @@ int MPI_Win_unlock_all(MPI_Win win) {
   std::string why;
   const int err = complete(*w, -1, why);
   for (int r = 0; r < w->comm->size; ++r) batch_settle(*w, r, true);  // empty now: ends them
-  if (w->targets.empty() || w->targets[0].lock > 0) lock_all_targets(*w, release_shared);
+  if (w->targets.empty() || w->targets[0].lock > 0) (void)lock_all_targets(*w, release_shared);
   for (target &t : w->targets) t.lock = 0;
   w->lock_all = false;
   return sync_error(*w, call, err, why);

@@ -20,6 +20,7 @@
 #include "device/api/rma/atomics.hpp"
 #include "device/api/rma/messages.hpp"
 #include "device/datatypes/op.hpp"
+#include "device/protocols/recovery.hpp"
 #include "device/runtime/progress.hpp"
 #include "device/runtime/runtime.hpp"
 
@@ -652,8 +653,19 @@ bool take_notices(window &w, const std::vector<int> &from, bool post) {
   return true;
 }
 
-void notices_wait(window &w, const std::vector<int> &from, bool post) {
-  while (!take_notices(w, from, post)) shared_wait_pass();
+int notices_wait(window &w, const std::vector<int> &from, bool post) {
+  while (!take_notices(w, from, post)) {
+    if (int err = failure_of(w)) return err;
+    shared_wait_pass();
+  }
+  return MPI_SUCCESS;
+}
+
+int failure_of(const window &w) {
+  if (!device::rt->troubled) [[likely]] {
+    return MPI_SUCCESS;
+  }
+  return device::recovery_comm_failed(*w.comm) ? MPI_ERR_PROC_FAILED : MPI_SUCCESS;
 }
 
 void shared_wait_pass() {
@@ -677,10 +689,11 @@ bool lock_step(window &w, int rank, std::int64_t step) {
     w.fetches[token].free_on_reply = true;
     return true;
   }
-  device::progress_until([&] { return w.fetches[token].replied; });
-  const bool granted = w.fetches[token].lock_answer != 0;
+  // A dead target never answers: the caller's failure_of ends its wait.
+  device::progress_until([&] { return w.fetches[token].replied || failure_of(w) != MPI_SUCCESS; });
+  const bool granted = w.fetches[token].replied && w.fetches[token].lock_answer != 0;
   fetch_free(w, token);
-  --t.unsettled;  // answered: nothing of it is left for a completion
+  --t.unsettled;  // answered (or never will be): nothing of it is left for a completion
   return granted;
 }
 
@@ -725,14 +738,26 @@ bool batch_settle(window &w, int rank, bool release, bool lock_now) {
     if (releases || !batch_lone(w, rank)) batch_send(w, rank);  // completion waits for its answer
     return releases;
   }
-  // Until the lock is granted: a refused batch ran nothing and goes again.
+  // Until the lock is granted: a refused batch ran nothing and goes again;
+  // until a rank of the window is known dead (its lock may never be given
+  // back, or the target never answer): then the epoch's completion says so.
   std::uint32_t token = batch_send(w, rank);
   const std::size_t kept = w.keep.size() - 1;
   for (;;) {
-    device::progress_until([&] { return w.fetches[token].replied; });
-    const bool granted = w.fetches[token].lock_answer != 0;
+    int failed = MPI_SUCCESS;
+    device::progress_until(
+        [&] { return w.fetches[token].replied || (failed = failure_of(w)) != MPI_SUCCESS; });
+    const bool granted = failed == MPI_SUCCESS && w.fetches[token].lock_answer != 0;
     fetch_free(w, token);
     if (granted) break;
+    if (failed == MPI_SUCCESS) failed = failure_of(w);
+    if (failed != MPI_SUCCESS) {
+      if (w.error == MPI_SUCCESS) {
+        w.error = failed;
+        w.why = failure_text;
+      }
+      break;
+    }
     if (device::progress_poll() == 0) sched_yield();
     token = batch_post(w, rank, w.keep[kept].second);
   }
@@ -755,13 +780,18 @@ int complete(window &w, int rank, std::string &why, bool notice) {
   for (int r = from; r < to; ++r) batch_settle(w, r, false);
   if (settled(w, rank)) return MPI_SUCCESS;
   for (int r = from; r < to; ++r) w.targets[static_cast<std::size_t>(r)].unsettled = 0;
+  int failed = MPI_SUCCESS;
   device::progress_until([&] {
     for (int r = from; r < to; ++r) {
       const target &t = w.targets[static_cast<std::size_t>(r)];
-      if (t.replies > 0 || t.rma.busy > 0) return false;
+      if (t.replies > 0 || t.rma.busy > 0) return (failed = failure_of(w)) != MPI_SUCCESS;
     }
     return true;
   });
+  if (failed != MPI_SUCCESS) {
+    why = failure_text;
+    return failed;
+  }
   for (int r = from; r < to; ++r) {
     target &t = w.targets[static_cast<std::size_t>(r)];
     if (t.rma.error.empty()) continue;

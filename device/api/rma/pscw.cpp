@@ -78,7 +78,7 @@ int MPI_Win_start(MPI_Group group, int assert, MPI_Win win) {
   std::vector<int> ranks;
   if (int err = ranks_of(call, *w, group, ranks)) return err;
   if ((assert &MPI_MODE_NOCHECK) == 0) {
-    notices_wait(*w, ranks, true);
+    if (int err = notices_wait(*w, ranks, true)) return raise(*w, call, err, "%s", failure_text);
   }
   for (const int r : ranks) {
     target &t = w->targets[static_cast<std::size_t>(r)];
@@ -130,9 +130,10 @@ int MPI_Win_wait(MPI_Win win) {
   if (!w->exposure_open) {
     return raise(*w, call, MPI_ERR_RMA_SYNC, "no exposure epoch of MPI_Win_post is open");
   }
-  notices_wait(*w, w->exposure, false);
+  const int err = notices_wait(*w, w->exposure, false);
   w->exposure.clear();
   w->exposure_open = false;
+  if (err != MPI_SUCCESS) return raise(*w, call, err, "%s", failure_text);
   return MPI_SUCCESS;
 }
 

@@ -252,8 +252,17 @@ bool batch_complete(window &w, int rank);
 bool take_notices(window &w, const std::vector<int> &from, bool post);
 // take_notices until it holds. A rank that maps its peer's control block
 // gets the notice as a store to shared memory, which rings no bell: this
-// waits as the lock waits do (shared_wait_pass) and never sleeps.
-void notices_wait(window &w, const std::vector<int> &from, bool post);
+// waits as the lock waits do (shared_wait_pass) and never sleeps. Returns
+// failure_of(w) if that ends the wait first, else MPI_SUCCESS.
+int notices_wait(window &w, const std::vector<int> &from, bool post);
+// Recovery (IRIS_RECOVERY=1): MPI_ERR_PROC_FAILED once a rank of the
+// window is known dead here, else MPI_SUCCESS (one load while nothing
+// failed). Every wait of a one-sided call that another rank must end (a
+// lock it holds, its notice, its replies) stops then instead of hanging.
+int failure_of(const window &w);
+// The text that goes with failure_of's error.
+inline constexpr const char *failure_text =
+    "a rank of the window died while this rank waited for it (MPIX_ERR_PROC_FAILED)";
 // One pass of a wait for a store to shared memory (a lock another holds, a
 // PSCW notice): progress (it may also come as a message to this rank's
 // handler), then the core to the others when nothing came; never a sleep on
