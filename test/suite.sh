@@ -37,7 +37,9 @@
 #      origins' CPU atomics on mapped windows) at 2 ranks over the same
 #      four, and test/mpi/coll_node.c (the node's collective segment) at 4
 #      ranks, test/mpi/ulfm.c (recovery: a death reported on libpmix's
-#      thread) at 4 ranks over shm and tcp, and test/mpi/levels.c (ranks at
+#      thread, and on the node's liveness watch thread alone with
+#      one-sided waits on the dead rank's lock) at 4 ranks over shm and
+#      tcp, and test/mpi/levels.c (ranks at
 #      different thread levels) at 4, a few seconds
 # The normal build uses link-time optimisation (meson.build); the sanitizer
 # builds do not (they look for bugs, not speed, and build faster without).
@@ -130,6 +132,10 @@ for transport in "IRIS_SHM=1" "IRIS_SHM=0"; do
 done
 TSAN_OPTIONS=halt_on_error=1 build/pmi/mpiexec --enable-recovery -n 4 \
   build-tsan/test/mpi/ulfm deciding 0 2>&1 | grep -q "ulfm: 3 survivors went on after deciding"
+# The node's liveness watch (its own thread) alone tells of the death, and
+# the one-sided waits on the dead rank's lock end.
+IRIS_TEST_DEAF_TO_LAUNCHER=1 TSAN_OPTIONS=halt_on_error=1 build/pmi/mpiexec --enable-recovery \
+  -n 4 build-tsan/test/mpi/ulfm window 2 2>&1 | grep -q "ulfm: 3 survivors went on after window"
 # Ranks at different thread levels (rank 0 at MULTIPLE) agreeing on contexts.
 TSAN_OPTIONS=halt_on_error=1 \
   build/pmi/mpiexec -n 4 build-tsan/test/mpi/levels | grep -q "levels: all checks passed"
