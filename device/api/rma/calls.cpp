@@ -74,12 +74,9 @@ int sync_error(window &w, const char *call, int err, const std::string &why) {
 // ends the wait (failure_of): the shared locks taken are given back.
 int lock_all_targets(window &w, std::int64_t step) {
   for (int r = 0; r < w.comm->size; ++r) {
-    while (!lock_step(w, r, step)) {
-      if (int err = rma::failure_of(w)) {
-        for (int back = 0; back < r; ++back) lock_step(w, back, release_shared);
-        return err;
-      }
-      rma::shared_wait_pass();
+    if (int err = rma::lock_until_granted(w, r, step)) {
+      for (int back = 0; back < r; ++back) lock_step(w, back, release_shared);
+      return err;
     }
   }
   return MPI_SUCCESS;
@@ -344,9 +341,8 @@ int MPI_Win_lock(int lock_type, int rank, int assert, MPI_Win win) {
     batch_begin(*w, rank, checked ? lock_type : 0);
   } else if (checked) {
     const std::int64_t step = lock_type == MPI_LOCK_EXCLUSIVE ? try_exclusive : try_shared;
-    while (!lock_step(*w, rank, step)) {
-      if (int err = rma::failure_of(*w)) return raise(*w, call, err, "%s", rma::failure_text);
-      rma::shared_wait_pass();
+    if (int err = rma::lock_until_granted(*w, rank, step)) {
+      return raise(*w, call, err, "%s", rma::failure_text);
     }
   }
   t.lock = (assert &MPI_MODE_NOCHECK) != 0 ? -lock_type : lock_type;

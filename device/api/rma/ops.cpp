@@ -672,6 +672,14 @@ void shared_wait_pass() {
   if (device::progress_poll() == 0) sched_yield();
 }
 
+int lock_until_granted(window &w, int rank, std::int64_t step) {
+  while (!lock_step(w, rank, step)) {
+    if (int err = failure_of(w)) return err;
+    shared_wait_pass();
+  }
+  return MPI_SUCCESS;
+}
+
 // A lock step on rank's control block: by its mapping, or by a message and
 // its answer. Returns whether it was granted (releases always are).
 bool lock_step(window &w, int rank, std::int64_t step) {
@@ -744,14 +752,12 @@ bool batch_settle(window &w, int rank, bool release, bool lock_now) {
   std::uint32_t token = batch_send(w, rank);
   const std::size_t kept = w.keep.size() - 1;
   for (;;) {
-    int failed = MPI_SUCCESS;
     device::progress_until(
-        [&] { return w.fetches[token].replied || (failed = failure_of(w)) != MPI_SUCCESS; });
-    const bool granted = failed == MPI_SUCCESS && w.fetches[token].lock_answer != 0;
+        [&] { return w.fetches[token].replied || failure_of(w) != MPI_SUCCESS; });
+    const bool granted = w.fetches[token].replied && w.fetches[token].lock_answer != 0;
     fetch_free(w, token);
     if (granted) break;
-    if (failed == MPI_SUCCESS) failed = failure_of(w);
-    if (failed != MPI_SUCCESS) {
+    if (const int failed = failure_of(w)) {
       if (w.error == MPI_SUCCESS) {
         w.error = failed;
         w.why = failure_text;

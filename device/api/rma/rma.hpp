@@ -268,6 +268,9 @@ inline constexpr const char *failure_text =
 // handler), then the core to the others when nothing came; never a sleep on
 // the bell, which no such store rings.
 void shared_wait_pass();
+// lock_step until it is granted (shared_wait_pass between tries), or
+// failure_of(w) says a rank of the window died: its error.
+int lock_until_granted(window &w, int rank, std::int64_t step);
 
 // A predefined window attribute (MPI_WIN_BASE ... MPI_WIN_MODEL, window.cpp):
 // whether `keyval` is one, and its value into `*out`.
