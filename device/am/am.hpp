@@ -81,6 +81,12 @@ int am_fence(int target, const char **why);
 // there. A message sent after it is handled there after its bytes landed.
 void am_sent(int target);
 
+// Recovery: world rank `w` died (known here now). Every op of this process
+// to it ends with MPIX_ERR_PROC_FAILED (its counters lose their count, the
+// next fence covering it reports it), what was queued for it is dropped,
+// and the stream arriving from it is forgotten (its target counter loses).
+void am_peer_failed(int w);
+
 // The dispatch table's handler of packet_type::active.
 const char *am_on_packet(vc &from, const packet_header &h, const std::byte *payload);
 

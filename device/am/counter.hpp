@@ -12,6 +12,10 @@
 struct iris_counter {
   std::atomic<std::int64_t> value{0};
   std::atomic<std::uint64_t> magic{0};  // counter_magic while alive (counter_valid)
+  // An op that would have counted here ended at a rank that died
+  // (recovery): MPIX_Counter_wait short of its value ends with
+  // MPIX_ERR_PROC_FAILED until MPIX_Counter_set.
+  std::atomic<bool> lost{false};
 };
 
 namespace iris::device {
@@ -37,6 +41,11 @@ iris_counter *counter_at(std::uint64_t address);
 // reader's load: what the operation wrote is visible once it sees the count.
 inline void counter_bump(iris_counter *c) {
   if (c != nullptr) c->value.fetch_add(1, std::memory_order_release);
+}
+
+// An increment that will never come: its op ended at a dead rank.
+inline void counter_lose(iris_counter *c) {
+  if (c != nullptr) c->lost.store(true, std::memory_order_release);
 }
 
 // Subtracts `v` once the value is at least `v`; false while it is not.

@@ -392,6 +392,41 @@ void am_sent(int target) {
   progress_until([&] { return p.streams.empty(); });
 }
 
+void am_peer_failed(int w) {
+  if (am == nullptr) return;
+  am_state &s = *am;
+  am_peer &p = s.peers[static_cast<std::size_t>(w)];
+  p.control.clear();
+  p.streams.clear();
+  // What it was sending here never ends: its completion handler never runs.
+  if (p.incoming.active) counter_lose(counter_at(p.incoming.first.counter));
+  p.incoming = am_incoming{};
+  bool ended = p.unfenced;  // ops went that no ack will ever cover
+  p.unfenced = false;
+  for (am_op &op : s.ops) {
+    if (!op.live || op.target != w) continue;
+    const std::uint64_t id = am_op_id(s, op);
+    if (op.kind != active_kind::get_data) {
+      ended = true;
+      // The origin counter counted if the stream left whole (a carried
+      // message or put) or the bytes moved (a shared put or get nulls it).
+      const std::uint64_t total = op.pulled ? op.head.size() : op.step.total;
+      const bool left = op.first_sent && op.sent >= total;
+      const bool counted = left && !op.pulled && op.kind != active_kind::get;
+      if (!counted) counter_lose(op.origin_counter);
+      counter_lose(op.completion_counter);
+    }
+    if (op.acked && op.kind != active_kind::get_data) {
+      --p.outstanding;
+      --s.outstanding;
+    }
+    am_op_free(s, id);
+  }
+  if (ended) {
+    am_refusal_keep(s, w, MPIX_ERR_PROC_FAILED, "it died before they completed");
+  }
+}
+
 int am_fence(int target, const char **why) {
   if (am == nullptr) return MPI_SUCCESS;
   am_state &s = *am;

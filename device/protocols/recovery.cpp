@@ -10,6 +10,7 @@
 #include <memory>
 #include <optional>
 
+#include "device/am/am.hpp"
 #include "device/core/transport.hpp"
 #include "device/protocols/credit.hpp"
 #include "device/protocols/send.hpp"
@@ -164,6 +165,7 @@ void failure_known(int w) {
   vc &gone = rt->vcs[static_cast<std::size_t>(w)];
   gone.backlog.clear();
   if (gone.via != nullptr) gone.via->peer_gone(gone);
+  am_peer_failed(w);
 }
 
 // Rank w (world) is dead by another rank's word (a coordinator's query, a

@@ -10,7 +10,8 @@
 // ends with MPIX_ERR_PROC_FAILED: sends to it and receives from it (posted,
 // queued, half-way through a rendezvous), and every operation on the
 // collective context of a communicator that holds it, so that no collective
-// waits for a rank that left it early. A pending receive from
+// waits for a rank that left it early, and every active-message op to it
+// (am_peer_failed). A pending receive from
 // MPI_ANY_SOURCE on such a communicator is not ended: the completion calls
 // answer MPIX_ERR_PROC_FAILED_PENDING for it until the failure is
 // acknowledged (recovery_blocks). New operations are refused the same way

@@ -10,7 +10,11 @@
  * origin after the target counter. Put and get move bytes to and from
  * memory the target exposed. Operations complete while the target computes
  * without calling MPI (a progress thread, IRIS_ASYNC_PROGRESS; shared
- * memory needs none for put and get). The top README has an example. */
+ * memory needs none for put and get). Under recovery (IRIS_RECOVERY=1) an
+ * op to a rank that died ends with MPIX_ERR_PROC_FAILED: MPIX_Counter_wait
+ * on a counter it would have bumped, short of its value, returns that
+ * (until MPIX_Counter_set), and so does the next MPIX_Am_fence covering the
+ * rank. The top README has an example. */
 #ifndef IRIS_MPI_AM_H_INCLUDED
 #define IRIS_MPI_AM_H_INCLUDED
 

@@ -18,8 +18,8 @@
 namespace iris::test {
 namespace {
 
-const std::vector<std::string> places = {"idle",       "recv",   "rendezvous",
-                                         "collective", "shrink", "window"};
+const std::vector<std::string> places = {"idle",   "recv",   "rendezvous", "collective",
+                                         "shrink", "window", "am"};
 
 run_result recovery_job(int ranks, int nodes, const std::vector<std::string> &args,
                         const env_list &env = {}, bool recovery = true, double limit = 120) {

@@ -20,6 +20,11 @@
  *                   rank 0's window and wrote there: each survivor's lock
  *                   on it, its lock_all and a PSCW start that waits for the
  *                   victim's post end with MPIX_ERR_PROC_FAILED, not a hang;
+ *       am          inside the header handler of the first survivor's active
+ *                   message, before any ack: its completion counter's wait,
+ *                   its fence and a message queued behind end with
+ *                   MPIX_ERR_PROC_FAILED, and a new message to the dead
+ *                   rank is refused at the call;
  *       exit3       at once after a barrier, by exit(3) without
  *                   MPI_Finalize: a failure too, reported as a death;
  *       exit0       the same with exit(0);
@@ -89,6 +94,15 @@ static int failure(int err) {
   MPI_Error_class(err, &cls);
   return cls == MPIX_ERR_PROC_FAILED || cls == MPIX_ERR_REVOKED ||
          cls == MPIX_ERR_PROC_FAILED_PENDING;
+}
+
+/* "am": a victim dies as a message reaches it, before anything answers. */
+static void *dies_here(MPI_Comm comm, int origin, const void *uhdr, int uhdr_len, MPI_Aint data_len,
+                       MPIX_Am_completion_fn **completion, void **user_info) {
+  (void)comm, (void)origin, (void)uhdr, (void)uhdr_len, (void)data_len, (void)completion;
+  (void)user_info;
+  if (is_victim(me)) raise(SIGKILL);
+  return NULL;
 }
 
 /* The victims die where WHERE says; the survivors meet it. */
@@ -190,6 +204,54 @@ static void meet_failure(const char *where) {
         break;
       }
       CHECK(sum == world_size, "Allreduce round %ld: %ld, not %d", round, sum, world_size);
+    }
+  } else if (strcmp(where, "am") == 0) {
+    int handler = -1;
+    MPIX_Am_register(dies_here, &handler);
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (is_victim(me)) {
+      int x = 0; /* waits (on a communicator no revocation ends): the message kills it */
+      MPI_Recv(&x, 1, MPI_INT, 0, 99, MPI_COMM_SELF, MPI_STATUS_IGNORE);
+      CHECK(0, "victim %d's receive returned", me);
+    }
+    if (me == first_survivor) {
+      static char payload[3][4096];
+      for (int v = 0; v < victim_count; ++v) {
+        MPIX_Counter sent, done, behind;
+        MPIX_Counter_create(&sent);
+        MPIX_Counter_create(&done);
+        MPIX_Counter_create(&behind);
+        const int target = victims[v];
+        CHECK(MPIX_Amsend(handler, NULL, 0, payload[0], 8, target, MPI_COMM_WORLD, 0, sent, done) ==
+                  MPI_SUCCESS,
+              "an active message to rank %d failed at once", target);
+        /* Behind it, large enough to go in pieces or be pulled. */
+        const int err = MPIX_Amsend(handler, NULL, 0, payload[1], sizeof payload[1], target,
+                                    MPI_COMM_WORLD, 0, MPIX_COUNTER_NULL, behind);
+        CHECK(err == MPI_SUCCESS || failure(err), "a queued active message returned %d", err);
+        int e = MPIX_Counter_wait(done, 1);
+        CHECK(failure(e), "a completion counter at dead rank %d ended with %d", target, e);
+        e = MPIX_Counter_wait(behind, 1);
+        CHECK(failure(e), "a message behind it ended with %d", e);
+        e = MPIX_Am_fence(MPI_COMM_WORLD, target);
+        CHECK(failure(e), "the fence on dead rank %d ended with %d", target, e);
+        CHECK(MPIX_Am_fence(MPI_COMM_WORLD, target) == MPI_SUCCESS,
+              "a second fence reported the death again");
+        e = MPIX_Amsend(handler, NULL, 0, payload[2], 8, target, MPI_COMM_WORLD, 0,
+                        MPIX_COUNTER_NULL, MPIX_COUNTER_NULL);
+        CHECK(failure(e), "a new message to dead rank %d was not refused (%d)", target, e);
+        MPIX_Counter_set(done, 0);
+        MPI_Count value = -1;
+        MPIX_Counter_get(done, &value);
+        CHECK(value == 0, "a counter set to 0 reads %lld", (long long)value);
+        MPIX_Counter_free(&sent);
+        MPIX_Counter_free(&done);
+        MPIX_Counter_free(&behind);
+      }
+    } else {
+      int x = 0;
+      const int err = MPI_Recv(&x, 1, MPI_INT, victims[0], 7, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+      CHECK(failure(err), "a receive from dead rank %d returned %d", victims[0], err);
     }
   } else if (strcmp(where, "window") == 0) {
     int *mem = NULL;

@@ -8,6 +8,7 @@
 #include "device/am/counter.hpp"
 #include "device/am/exposure.hpp"
 #include "device/api/check.hpp"
+#include "device/protocols/recovery.hpp"
 #include "device/runtime/progress.hpp"
 
 using namespace iris;
@@ -26,6 +27,9 @@ int route_checks(const char *call, MPI_Comm handle, int target, communicator *&c
                                target, c->size);
   }
   to = {c->world_rank[static_cast<std::size_t>(target)], c->handle, c->context, c->rank};
+  if (device::rt->troubled && device::recovery_failed(to.target_world)) [[unlikely]] {
+    return device::error_raise(c, call, MPIX_ERR_PROC_FAILED, "target rank %d died", target);
+  }
   return MPI_SUCCESS;
 }
 
@@ -69,7 +73,8 @@ bool mapped_fast(MPI_Comm handle, int target, bool write, const void *local, MPI
                  MPI_Aint address, MPI_Aint target_counter, MPIX_Counter origin_counter,
                  MPIX_Counter completion_counter) {
   const device::runtime *r = device::rt;
-  if (r == nullptr || target_counter != 0 || bytes < 0 || (local == nullptr && bytes > 0)) {
+  if (r == nullptr || r->troubled || target_counter != 0 || bytes < 0 ||
+      (local == nullptr && bytes > 0)) {
     return false;
   }
   const communicator *c = device::comm_lookup_published(*r, handle);
@@ -234,6 +239,7 @@ int MPIX_Counter_set(MPIX_Counter counter, MPI_Count value) {
   const char *call = "MPIX_Counter_set";
   if (int err = live_counter(call, counter)) return err;
   counter->value.store(value, std::memory_order_release);
+  counter->lost.store(false, std::memory_order_release);
   return MPI_SUCCESS;
 }
 
@@ -245,8 +251,16 @@ int MPIX_Counter_wait(MPIX_Counter counter, MPI_Count value) {
   if (value < 0) {
     return device::error_raise(nullptr, call, MPI_ERR_ARG, "negative value %lld", value);
   }
-  device::progress_until([&] { return device::counter_take(counter, value); });
-  return MPI_SUCCESS;
+  bool taken = false;
+  device::progress_until([&] {
+    taken = device::counter_take(counter, value);
+    return taken || counter->lost.load(std::memory_order_acquire);
+  });
+  if (taken) return MPI_SUCCESS;
+  return device::error_raise(nullptr, call, MPIX_ERR_PROC_FAILED,
+                             "counter %p is short of %lld: an operation it counts ended at a rank "
+                             "that died",
+                             static_cast<void *>(counter), value);
 }
 
 int MPIX_Counter_address(MPIX_Counter counter, MPI_Aint *address) {
