@@ -160,7 +160,7 @@ std::uint32_t inter_max(const communicator &local, int leader, const inter_link 
                              {static_cast<int>(value)});
   }
   group_bcast(local, leader, theirs);
-  return std::max(value, static_cast<std::uint32_t>(theirs.at(0)));
+  return std::max(value, static_cast<std::uint32_t>(heard(theirs, 0)));
 }
 
 }  // namespace

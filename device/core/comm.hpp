@@ -201,6 +201,11 @@ communicator inter_local_group(const communicator &inter);
 // `tag` and returns what the peer sent the same way (any length).
 std::vector<int> leader_exchange(const communicator &channel, std::uint32_t context, int peer,
                                  int tag, const std::vector<int> &mine);
+// Element `i` of what leader_exchange or group_bcast gave, or 0 where it is
+// shorter (recovery: the exchange with a rank that died ended early).
+inline int heard(const std::vector<int> &v, std::size_t i) {
+  return i < v.size() ? v[i] : 0;
+}
 // Collective over `group`: `data` of rank `root` reaches every member
 // (linear, on the collective context, tag_inter_bcast).
 void group_bcast(const communicator &group, int root, std::vector<int> &data);

@@ -19,7 +19,7 @@ namespace iris::test {
 namespace {
 
 const std::vector<std::string> places = {"idle",   "recv",   "rendezvous", "collective",
-                                         "shrink", "window", "am"};
+                                         "shrink", "window", "am",         "constructors"};
 
 run_result recovery_job(int ranks, int nodes, const std::vector<std::string> &args,
                         const env_list &env = {}, bool recovery = true, double limit = 120) {

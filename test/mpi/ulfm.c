@@ -25,6 +25,13 @@
  *                   its fence and a message queued behind end with
  *                   MPIX_ERR_PROC_FAILED, and a new message to the dead
  *                   rank is refused at the call;
+ *       constructors at once after a barrier, the survivors holding an
+ *                   intercommunicator between the even and odd ranks of
+ *                   the world: MPI_Comm_dup, _split, _create,
+ *                   _split_type and MPI_Cart_create of the world, and
+ *                   MPI_Comm_dup and MPI_Intercomm_merge of the
+ *                   intercommunicator, return MPIX_ERR_PROC_FAILED and
+ *                   MPI_COMM_NULL (a shrink first makes one without it);
  *       exit3       at once after a barrier, by exit(3) without
  *                   MPI_Finalize: a failure too, reported as a death;
  *       exit0       the same with exit(0);
@@ -253,6 +260,53 @@ static void meet_failure(const char *where) {
       const int err = MPI_Recv(&x, 1, MPI_INT, victims[0], 7, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
       CHECK(failure(err), "a receive from dead rank %d returned %d", victims[0], err);
     }
+  } else if (strcmp(where, "constructors") == 0) {
+    MPI_Comm half, inter;
+    MPI_Comm_split(MPI_COMM_WORLD, me % 2, me, &half);
+    MPI_Intercomm_create(half, 0, MPI_COMM_WORLD, me % 2 == 0 ? 1 : 0, 17, &inter);
+    MPI_Comm_set_errhandler(inter, MPI_ERRORS_RETURN);
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (is_victim(me)) raise(SIGKILL);
+    int x = 0;
+    int err = MPI_Recv(&x, 1, MPI_INT, victims[0], 7, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    CHECK(failure(err), "a receive from dead rank %d returned %d", victims[0], err);
+    MPI_Group world_group;
+    MPI_Comm_group(MPI_COMM_WORLD, &world_group);
+    const int dims[1] = {world_size}, periods[1] = {0};
+    const char *names[7] = {"MPI_Comm_dup",        "MPI_Comm_split",  "MPI_Comm_create",
+                            "MPI_Comm_split_type", "MPI_Cart_create", "MPI_Comm_dup (inter)",
+                            "MPI_Intercomm_merge"};
+    for (int k = 0; k < 7; ++k) {
+      MPI_Comm made = MPI_COMM_SELF; /* must become MPI_COMM_NULL */
+      switch (k) {
+        case 0:
+          err = MPI_Comm_dup(MPI_COMM_WORLD, &made);
+          break;
+        case 1:
+          err = MPI_Comm_split(MPI_COMM_WORLD, me % 2, me, &made);
+          break;
+        case 2:
+          err = MPI_Comm_create(MPI_COMM_WORLD, world_group, &made);
+          break;
+        case 3:
+          err = MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, me, MPI_INFO_NULL, &made);
+          break;
+        case 4:
+          err = MPI_Cart_create(MPI_COMM_WORLD, 1, dims, periods, 0, &made);
+          break;
+        case 5:
+          err = MPI_Comm_dup(inter, &made);
+          break;
+        default:
+          err = MPI_Intercomm_merge(inter, me % 2, &made);
+          break;
+      }
+      CHECK(failure(err), "%s over a dead rank returned %d", names[k], err);
+      CHECK(made == MPI_COMM_NULL, "%s over a dead rank made a communicator", names[k]);
+    }
+    MPI_Group_free(&world_group);
+    MPI_Comm_free(&inter);
+    MPI_Comm_free(&half);
   } else if (strcmp(where, "window") == 0) {
     int *mem = NULL;
     MPI_Win win;

@@ -42,16 +42,20 @@ MPI_Comm inter_dup(communicator *c) {
   device::group_bcast(local, 0, theirs);
   const std::uint32_t context = device::context_agree_inter(
       local, 0, {c, c->collective_context(), 0, device::tag_inter_leaders},
-      std::max(mine, static_cast<std::uint32_t>(theirs.at(0))) + 2);
+      std::max(mine, static_cast<std::uint32_t>(device::heard(theirs, 0))) + 2);
   --device::rt->agreeing;
   return device::comm_register_inter(c->local_world_rank, c->world_rank, context, mine,
                                      c->errhandler);
 }
 
 int dup_common(const char *call, communicator *c, api::info_entries hints, MPI_Comm *newcomm) {
-  const MPI_Comm made =
+  MPI_Comm made =
       c->inter ? inter_dup(c)
                : device::comm_register(c->world_rank, device::context_agree(*c), c->errhandler);
+  if (int err = api::made_despite_failure(call, *c, made)) {
+    *newcomm = MPI_COMM_NULL;
+    return err;
+  }
   api::comm_inherit(made, *c);
   device::comm_lookup(made)->hints = std::move(hints);
   device::topology_copy(*c, *device::comm_lookup(made));  // a duplicate keeps the topology
@@ -274,10 +278,10 @@ int MPI_Comm_split(MPI_Comm comm, int color, int key, MPI_Comm *newcomm) {
   if (c->inter) {
     device::communicator local = device::inter_local_group(*c);
     *newcomm = api::inter_split(*c, device::comm_allgather_pairs(local, color, key), color);
-    return MPI_SUCCESS;
+    return api::made_despite_failure(call, *c, *newcomm);
   }
   *newcomm = split_common(c, color, key);
-  return MPI_SUCCESS;
+  return api::made_despite_failure(call, *c, *newcomm);
 }
 
 // The node is the only resource Iris knows: MPI_COMM_TYPE_SHARED, and the
@@ -324,6 +328,7 @@ int MPI_Comm_split_type(MPI_Comm comm, int split_type, int key, MPI_Info info, M
   }
   *newcomm = c->inter ? api::inter_split(*c, device::comm_allgather_pairs(own, color, key), color)
                       : split_common(c, color, key);
+  if (int err = api::made_despite_failure(call, *c, *newcomm)) return err;
   if (*newcomm != MPI_COMM_NULL && split_type != MPI_COMM_TYPE_SHARED) {
     device::comm_lookup(*newcomm)->hints = {{"mpi_hw_resource_type", "mpi_shared_memory"}};
   }
@@ -348,12 +353,13 @@ int MPI_Comm_create(MPI_Comm comm, MPI_Group handle, MPI_Comm *newcomm) {
     }
     const int color = g->rank_of(device::rt->rank) < 0 ? MPI_UNDEFINED : 0;
     *newcomm = api::inter_split(*c, table, color);
-    return MPI_SUCCESS;
+    return api::made_despite_failure(call, *c, *newcomm);
   }
   const std::uint32_t context = device::context_agree(*c);
   *newcomm = g->rank_of(device::rt->rank) < 0
                  ? MPI_COMM_NULL
                  : device::comm_register(g->world_ranks, context, c->errhandler);
+  if (int err = api::made_despite_failure(call, *c, *newcomm)) return err;
   api::comm_inherit(*newcomm, *c);
   return MPI_SUCCESS;
 }
@@ -382,6 +388,7 @@ int MPI_Comm_create_group(MPI_Comm comm, MPI_Group handle, int tag, MPI_Comm *ne
       device::tag_create_group_base + tag % (device::tag_nbc_base - device::tag_create_group_base);
   const std::uint32_t context = device::context_agree_among(*c, members, agree_tag);
   *newcomm = device::comm_register(g->world_ranks, context, c->errhandler);
+  if (int err = api::made_despite_failure(call, *c, *newcomm, false)) return err;
   api::comm_inherit(*newcomm, *c);
   return MPI_SUCCESS;
 }

@@ -82,6 +82,7 @@ int MPI_Graph_create(MPI_Comm comm_old, int nnodes, const int index[], const int
   const int rank = c->rank;
   MPI_Comm made = MPI_COMM_NULL;
   if (int err = MPI_Comm_split(comm_old, rank < nnodes ? 0 : MPI_UNDEFINED, rank, &made)) {
+    *comm_graph = MPI_COMM_NULL;
     return err;
   }
   if (made != MPI_COMM_NULL) {
@@ -223,7 +224,10 @@ int MPI_Cart_sub(MPI_Comm comm, const int remain_dims[], MPI_Comm *newcomm) {
     }
   }
   MPI_Comm made = MPI_COMM_NULL;
-  if (int err = MPI_Comm_split(comm, color, c->rank, &made)) return err;
+  if (int err = MPI_Comm_split(comm, color, c->rank, &made)) {
+    *newcomm = MPI_COMM_NULL;
+    return err;
+  }
   device::cart_attach(*device::comm_lookup(made), std::move(sub));
   *newcomm = made;
   return MPI_SUCCESS;

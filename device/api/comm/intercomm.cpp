@@ -75,7 +75,7 @@ MPI_Comm iris::api::inter_split(device::communicator &inter,
   device::group_bcast(local, 0, theirs);
   const std::uint32_t context = device::context_agree_inter(
       local, 0, {&inter, inter.collective_context(), 0, device::tag_inter_leaders},
-      std::max(mine, static_cast<std::uint32_t>(theirs.at(0))) + 2);
+      std::max(mine, static_cast<std::uint32_t>(device::heard(theirs, 0))) + 2);
   --device::rt->agreeing;
   if (color == MPI_UNDEFINED) return MPI_COMM_NULL;
   std::vector<std::pair<int, int>> remote_table;
@@ -143,7 +143,7 @@ int MPI_Intercomm_create(MPI_Comm local_comm, int local_leader, MPI_Comm peer_co
   device::group_bcast(*local, local_leader, theirs);
   const std::uint32_t context = device::context_agree_inter(
       *local, local_leader, {peer, peer != nullptr ? peer->context : 0, remote_leader, tag},
-      std::max(mine, static_cast<std::uint32_t>(theirs.at(0))) + 2);
+      std::max(mine, static_cast<std::uint32_t>(device::heard(theirs, 0))) + 2);
   --device::rt->agreeing;
   std::vector<std::pair<std::uint64_t, int>> named;  // the other group, (job, rank)
   for (std::size_t i = 1; i + 2 < theirs.size(); i += 3) {
@@ -151,6 +151,12 @@ int MPI_Intercomm_create(MPI_Comm local_comm, int local_leader, MPI_Comm peer_co
                                   << 32 |
                               static_cast<std::uint32_t>(theirs[i + 1]);
     named.emplace_back(job, theirs[i + 2]);
+  }
+  if (named.empty()) {  // a group has a member: the leaders' exchange failed
+    return device::error_raise(
+        local, call, device::rt->troubled ? MPIX_ERR_PROC_FAILED : MPI_ERR_OTHER,
+        "the other group's leader (rank %d of peer_comm at the local leader) gave no members",
+        remote_leader);
   }
   // Processes of more than one job in the two groups: a member may never
   // have met some of the other group (MPICH's spaiccreate: only the
@@ -187,6 +193,7 @@ int MPI_Intercomm_create(MPI_Comm local_comm, int local_leader, MPI_Comm peer_co
   }
   *newintercomm = device::comm_register_inter(local->world_rank, std::move(remote), context, mine,
                                               local->errhandler);
+  if (int err = api::made_despite_failure(call, *local, *newintercomm)) return err;
   api::comm_inherit(*newintercomm, *local);
   return MPI_SUCCESS;
 }
@@ -214,10 +221,10 @@ int MPI_Intercomm_merge(MPI_Comm intercomm, int high, MPI_Comm *newintracomm) {
   }
   device::group_bcast(local, 0, theirs);
   const std::uint32_t context = device::context_agree_inter(
-      local, 0, link, std::max(mine, static_cast<std::uint32_t>(theirs.at(0))));
+      local, 0, link, std::max(mine, static_cast<std::uint32_t>(device::heard(theirs, 0))));
   --device::rt->agreeing;
   const bool mine_high = high != 0;
-  const bool theirs_high = theirs.at(1) != 0;
+  const bool theirs_high = device::heard(theirs, 1) != 0;
   const bool tie_local_first = c->merge_first != 0
                                    ? c->merge_first == 1
                                    : c->local_world_rank.front() < c->world_rank.front();
@@ -226,6 +233,7 @@ int MPI_Intercomm_merge(MPI_Comm intercomm, int high, MPI_Comm *newintracomm) {
   const std::vector<int> &second = local_first ? c->world_rank : c->local_world_rank;
   members.insert(members.end(), second.begin(), second.end());
   *newintracomm = device::comm_register(std::move(members), context, c->errhandler);
+  if (int err = api::made_despite_failure(call, *c, *newintracomm)) return err;
   api::comm_inherit(*newintracomm, *c);
   return MPI_SUCCESS;
 }

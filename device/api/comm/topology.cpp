@@ -87,7 +87,10 @@ int MPI_Cart_create(MPI_Comm comm_old, int ndims, const int dims[], const int pe
   }
   const int rank = c->rank;
   MPI_Comm made = MPI_COMM_NULL;
-  if (int err = MPI_Comm_split(comm_old, rank < n ? 0 : MPI_UNDEFINED, rank, &made)) return err;
+  if (int err = MPI_Comm_split(comm_old, rank < n ? 0 : MPI_UNDEFINED, rank, &made)) {
+    *comm_cart = MPI_COMM_NULL;
+    return err;
+  }
   if (made != MPI_COMM_NULL) device::cart_attach(*device::comm_lookup(made), std::move(grid));
   *comm_cart = made;
   return MPI_SUCCESS;
@@ -248,7 +251,7 @@ bool weighted(const int weights[]) {
 }
 
 int attach_to_dup(MPI_Comm comm_old, device::graph_topology graph, MPI_Comm *made) {
-  if (int err = MPI_Comm_dup(comm_old, made)) return err;
+  if (int err = MPI_Comm_dup(comm_old, made)) return err;  // *made is MPI_COMM_NULL then
   device::graph_attach(*device::comm_lookup(*made), std::move(graph));
   return MPI_SUCCESS;
 }
