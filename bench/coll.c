@@ -6,9 +6,10 @@
  *
  *   coll OP [max_bytes] [iters]
  *   OP: allreduce bcast reduce allgather alltoall gather scatter barrier,
- *       allgatherv, gatherv, scatterv, alltoallv (every count the size, as
- *       osu_alltoallv), or iallreduce ireduce ibcast ibarrier iallgather
- *       iallgatherv ialltoall igather iscatter (nonblocking, below)
+ *       allgatherv, gatherv, scatterv, alltoallv, alltoallw (every count the
+ *       size, as osu_alltoallv; alltoallw with MPI_CHAR everywhere), or
+ *       iallreduce ireduce ibcast ibarrier iallgather iallgatherv ialltoall
+ *       igather iscatter igatherv iscatterv ialltoallv (nonblocking, below)
  *
  * Sizes are per rank's contribution (allgather, alltoall, gather, scatter:
  * per block; root 0):
@@ -37,6 +38,7 @@ static int rank, size;
  * and osu_gatherv's: every rank
  * `bytes`, in rank order. */
 static int counts[1024], displs[1024];
+static MPI_Datatype chars[1024]; /* alltoallw's types: MPI_CHAR each */
 static const int *counts_of(int bytes) {
   for (int i = 0; i < size; ++i) counts[i] = bytes;
   return counts;
@@ -64,6 +66,15 @@ static void start(const char *op, char *a, char *b, int bytes, MPI_Request *r) {
                     MPI_COMM_WORLD, r);
   } else if (strcmp(op, "iscatter") == 0) {
     MPI_Iscatter(a, bytes, MPI_CHAR, b, bytes, MPI_CHAR, 0, MPI_COMM_WORLD, r);
+  } else if (strcmp(op, "igatherv") == 0) {
+    MPI_Igatherv(a, bytes, MPI_CHAR, b, counts_of(bytes), displs_of(bytes), MPI_CHAR, 0,
+                 MPI_COMM_WORLD, r);
+  } else if (strcmp(op, "iscatterv") == 0) {
+    MPI_Iscatterv(a, counts_of(bytes), displs_of(bytes), MPI_CHAR, b, bytes, MPI_CHAR, 0,
+                  MPI_COMM_WORLD, r);
+  } else if (strcmp(op, "ialltoallv") == 0) {
+    MPI_Ialltoallv(a, counts_of(bytes), displs_of(bytes), MPI_CHAR, b, counts_of(bytes),
+                   displs_of(bytes), MPI_CHAR, MPI_COMM_WORLD, r);
   } else {
     MPI_Ibarrier(MPI_COMM_WORLD, r);
   }
@@ -100,6 +111,9 @@ static void run(const char *op, char *a, char *b, int bytes) {
   } else if (strcmp(op, "alltoallv") == 0) {
     MPI_Alltoallv(a, counts_of(bytes), displs_of(bytes), MPI_CHAR, b, counts_of(bytes),
                   displs_of(bytes), MPI_CHAR, MPI_COMM_WORLD);
+  } else if (strcmp(op, "alltoallw") == 0) {
+    MPI_Alltoallw(a, counts_of(bytes), displs_of(bytes), chars, b, counts_of(bytes),
+                  displs_of(bytes), chars, MPI_COMM_WORLD);
   } else {
     MPI_Barrier(MPI_COMM_WORLD);
   }
@@ -156,13 +170,15 @@ int main(int argc, char **argv) {
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
   const char *op = argc > 1 ? argv[1] : "allreduce";
+  for (int i = 0; i < size && i < 1024; ++i) chars[i] = MPI_CHAR;
   const long max = argc > 2 ? atol(argv[2]) : 1 << 20;
   const int iters = argc > 3 ? atoi(argv[3]) : 1000;
   const char *plain = op[0] == 'i' && strcmp(op, "ibarrier") != 0 ? op + 1 : op;
   const int blocks = strcmp(plain, "allgather") == 0 || strcmp(plain, "alltoall") == 0 ||
                              strcmp(plain, "allgatherv") == 0 || strcmp(plain, "gather") == 0 ||
                              strcmp(plain, "gatherv") == 0 || strcmp(plain, "scatter") == 0 ||
-                             strcmp(plain, "scatterv") == 0 || strcmp(plain, "alltoallv") == 0
+                             strcmp(plain, "scatterv") == 0 || strcmp(plain, "alltoallv") == 0 ||
+                             strcmp(plain, "alltoallw") == 0
                          ? size
                          : 1;
   char *a = malloc((size_t)max * blocks);

@@ -249,4 +249,11 @@ int all_checks(const char *call, MPI_Comm comm, const void *sendbuf, int sendcou
 // the table alone would not fit a slot), the same answer at every rank.
 device::node_collectives *scatterv_node_of(communicator &c);
 
+// The blocking all-to-all of one block per rank each way, each block of its
+// own type and length (MPI_Alltoallv, and MPI_Alltoallw over an
+// intracommunicator): through the node segment (scatterv_node_of), else
+// linear or pairwise messages as Alltoall picks by the largest block sent.
+// This rank's own block is copied from out into in already.
+int alltoall_blocks(const char *call, communicator &c, root_blocks &out, root_blocks &in);
+
 }  // namespace iris::api::coll

@@ -197,6 +197,33 @@ int alltoallv_node(const communicator &c, device::node_collectives &nc, coll::ro
 
 }  // namespace
 
+int iris::api::coll::alltoall_blocks(const char *call, communicator &c, root_blocks &out,
+                                     root_blocks &in) {
+  const int n = c.size;
+  auto chosen = static_cast<alltoall_algorithm>(device::rt->config.coll_alltoall);
+  // On one node through the segment; a forced algorithm skips it.
+  device::node_collectives *nc =
+      chosen == alltoall_algorithm::automatic ? scatterv_node_of(c) : nullptr;
+  if (nc != nullptr) return result(call, c, alltoallv_node(c, *nc, out, in));
+  // As Alltoall chooses by its block (IRIS_COLL_ALLTOALL forces pairwise or
+  // linear here too; Bruck's needs blocks of one size): by the largest block
+  // this rank sends. Pairwise on a node of 8 oversubscribed ranks made every
+  // step wait for its peer's turn on a core (8 B: 71 us, Open MPI 21).
+  if (chosen != alltoall_algorithm::pairwise && chosen != alltoall_algorithm::linear) {
+    std::size_t largest = 0;
+    for (int i = 0; i < n; ++i) largest = std::max(largest, out[i].packed_bytes());
+    chosen = alltoall_pick(largest, n) == alltoall_algorithm::pairwise
+                 ? alltoall_algorithm::pairwise
+                 : alltoall_algorithm::linear;
+  }
+  const channel ch{c, tag_alltoallv};
+  const auto to_block = [&](int r) { return out[r]; };
+  const auto from_block = [&](int r) { return in[r]; };
+  return result(call, c,
+                chosen == alltoall_algorithm::linear ? exchange_linear(ch, to_block, from_block)
+                                                     : exchange_pairwise(ch, to_block, from_block));
+}
+
 extern "C" {
 
 int MPI_Alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
@@ -299,35 +326,10 @@ int MPI_Alltoallv(const void *sendbuf, const int sendcounts[], const int sdispls
     }
     for (int i = 0; i < n; ++i) out[i] = coll::block_at(send, sdispls, sendcounts, i);
   }
-  const int me = c->rank;
-  device::typed_copy(out[me], coll::block_at(recv, rdispls, recvcounts, me));
-  const coll::channel ch{*c, coll::tag_alltoallv};
-  const auto to_block = [&](int r) { return out[r]; };
-  const auto from_block = [&](int r) { return coll::block_at(recv, rdispls, recvcounts, r); };
-  auto chosen = static_cast<alltoall_algorithm>(device::rt->config.coll_alltoall);
-  // On one node through the segment; a forced algorithm skips it.
-  device::node_collectives *nc =
-      chosen == alltoall_algorithm::automatic ? coll::scatterv_node_of(*c) : nullptr;
-  if (nc != nullptr) {
-    coll::root_blocks in(n);
-    for (int i = 0; i < n; ++i) in[i] = from_block(i);
-    return coll::result(call, *c, alltoallv_node(*c, *nc, out, in));
-  }
-  // As Alltoall chooses by its block (IRIS_COLL_ALLTOALL forces pairwise or
-  // linear here too; Bruck's needs blocks of one size): by the largest block
-  // this rank sends. Pairwise on a node of 8 oversubscribed ranks made every
-  // step wait for its peer's turn on a core (8 B: 71 us, Open MPI 21).
-  if (chosen != alltoall_algorithm::pairwise && chosen != alltoall_algorithm::linear) {
-    std::size_t largest = 0;
-    for (int i = 0; i < n; ++i) largest = std::max(largest, out[i].packed_bytes());
-    chosen = alltoall_pick(largest, n) == alltoall_algorithm::pairwise
-                 ? alltoall_algorithm::pairwise
-                 : alltoall_algorithm::linear;
-  }
-  return coll::result(call, *c,
-                      chosen == alltoall_algorithm::linear
-                          ? exchange_linear(ch, to_block, from_block)
-                          : exchange_pairwise(ch, to_block, from_block));
+  coll::root_blocks in(n);
+  for (int i = 0; i < n; ++i) in[i] = coll::block_at(recv, rdispls, recvcounts, i);
+  device::typed_copy(out[c->rank], in[c->rank]);
+  return coll::alltoall_blocks(call, *c, out, in);
 }
 
 }  // extern "C"

@@ -371,6 +371,33 @@ int ialltoallw(const char *call, const void *sendbuf, const int sendcounts[], co
       }
     }
   }
+  if (m == mode::blocking) {
+    // MPI_Alltoallw: as MPI_Alltoallv, each block with its own type (the
+    // node segment, else messages picked by size). In place, the blocks
+    // go from a packed copy of the receive buffer.
+    const int n = c->size;
+    coll::root_blocks out(n);
+    coll::root_blocks in(n);
+    std::vector<std::byte> saved;
+    std::size_t total = 0;
+    for (int i = 0; i < n; ++i) {
+      in[i] = w_block(recvbuf, recvcounts, rdispls, recvtypes, i);
+      total += in[i].packed_bytes();
+    }
+    if (in_place) saved.resize(total);
+    std::size_t at = 0;
+    for (int i = 0; i < n; ++i) {
+      if (!in_place) {
+        out[i] = w_block(sendbuf, sendcounts, sdispls, sendtypes, i);
+        continue;
+      }
+      device::typed_pack(in[i], saved.data() + at);
+      out[i] = coll::bytes(saved.data() + at, in[i].packed_bytes());
+      at += in[i].packed_bytes();
+    }
+    device::typed_copy(out[c->rank], in[c->rank]);
+    return coll::alltoall_blocks(call, *c, out, in);
+  }
   if (int err = check_request(call, *c, m, info, request)) return err;
   auto s = std::make_unique<schedule>(*c);
   for (int i = 0; i < c->size; ++i) {
