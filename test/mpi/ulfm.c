@@ -265,11 +265,20 @@ static void meet_failure(const char *where) {
     MPI_Comm_split(MPI_COMM_WORLD, me % 2, me, &half);
     MPI_Intercomm_create(half, 0, MPI_COMM_WORLD, me % 2 == 0 ? 1 : 0, 17, &inter);
     MPI_Comm_set_errhandler(inter, MPI_ERRORS_RETURN);
+    /* A copy of the world that nobody revokes: a receive from each victim
+     * on it ends only once this rank knows that victim died (one on the
+     * world may end first by another survivor's revocation). */
+    MPI_Comm watch;
+    MPI_Comm_dup(MPI_COMM_WORLD, &watch);
+    MPI_Comm_set_errhandler(watch, MPI_ERRORS_RETURN);
     MPI_Barrier(MPI_COMM_WORLD);
     if (is_victim(me)) raise(SIGKILL);
-    int x = 0;
-    int err = MPI_Recv(&x, 1, MPI_INT, victims[0], 7, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-    CHECK(failure(err), "a receive from dead rank %d returned %d", victims[0], err);
+    int x = 0, err = MPI_SUCCESS;
+    for (int v = 0; v < victim_count; ++v) {
+      err = MPI_Recv(&x, 1, MPI_INT, victims[v], 7, watch, MPI_STATUS_IGNORE);
+      CHECK(failure(err), "a receive from dead rank %d returned %d", victims[v], err);
+    }
+    MPI_Comm_free(&watch);
     MPI_Group world_group;
     MPI_Comm_group(MPI_COMM_WORLD, &world_group);
     const int dims[1] = {world_size}, periods[1] = {0};
