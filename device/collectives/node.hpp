@@ -210,6 +210,20 @@ bool node_scatter_poll(node_collectives &nc, std::uint64_t s, int &phase, const 
                        const typed_buffer *recv, int root, std::vector<std::byte> &packed,
                        int &err);
 
+// MPI_Ialltoallv and its _init form in two polls, Alltoallv's table runs
+// with nothing read in place (node_alltoallv_post's, read_from SIZE_MAX):
+// node_alltoallv_post_poll posts this rank's run once step s may (`out`
+// its blocks, its own left out) and lists in `to_message` the ranks whose
+// block goes as a message; node_alltoallv_take_poll, once every rank
+// posted, takes this rank's block of each run into in[r], lists in
+// `from_message` the ranks whose block comes as a message (MPI_ERR_TRUNCATE
+// in `err` as node_alltoallv_take) and finishes the step. false: not yet.
+// The caller moves the messages.
+bool node_alltoallv_post_poll(node_collectives &nc, std::uint64_t s, const typed_buffer *out,
+                              std::vector<int> &to_message);
+bool node_alltoallv_take_poll(node_collectives &nc, std::uint64_t s, const typed_buffer *in,
+                              std::vector<int> &from_message, int &err);
+
 // Frees what node_collectives_of made (with the communicator).
 void node_collectives_free(node_collectives *nc);
 

@@ -218,6 +218,30 @@ bool node_exchange_poll(node_collectives &nc, std::uint64_t s, int &phase, const
   return finish_when_all_done(nc, s);
 }
 
+bool node_alltoallv_post_poll(node_collectives &nc, std::uint64_t s, const typed_buffer *out,
+                              std::vector<int> &to_message) {
+  if (!may_post(nc, s, true)) return false;
+  (void)post_table_run(nc, s, out, nc.rank, to_message, SIZE_MAX);
+  return true;
+}
+
+bool node_alltoallv_take_poll(node_collectives &nc, std::uint64_t s, const typed_buffer *in,
+                              std::vector<int> &from_message, int &err) {
+  if (!all_posted(nc, s)) return false;
+  std::vector<std::byte> scratch;
+  err = MPI_SUCCESS;
+  // Each rank starts with the next one's run, as node_alltoallv_take.
+  for (int k = 1; k < nc.size; ++k) {
+    const int r = (nc.rank + k) % nc.size;
+    bool as_message = false;
+    const int taken = take_table_block(nc, s, r, in[r], as_message, scratch);
+    if (as_message) from_message.push_back(r);
+    if (err == MPI_SUCCESS) err = taken;
+  }
+  finish_nonblocking(nc, s);
+  return true;
+}
+
 bool node_gather_poll(node_collectives &nc, std::uint64_t s, int &phase, const typed_buffer &mine,
                       const typed_buffer *recv, int root, bool own_in_place, int &err) {
   if (phase == to_post) {

@@ -300,6 +300,79 @@ int ialltoall(const char *call, const void *sendbuf, int sendcount, MPI_Datatype
   return post(call, *c, std::move(s), m, request);
 }
 
+namespace {
+
+// Ialltoallv through the node segment (node_alltoallv_post_poll and
+// _take_poll): in place, the blocks go from copies the schedule makes at
+// each start; the blocks past the slot move as messages on Alltoallv's
+// tags (the step's parity, as the blocking one), and the step's request
+// completes once they have.
+void alltoallv_node_steps(schedule &s, const communicator &c, const typed_buffer &send,
+                          const int sendcounts[], const int sdispls[], const typed_buffer &recv,
+                          const int recvcounts[], const int rdispls[], bool in_place) {
+  struct blocks_state {
+    std::vector<typed_buffer> out, in;
+    std::vector<int> to_message, from_message;
+    std::vector<device::request *> pending;
+    int posted = MPI_SUCCESS;
+  };
+  auto st = std::make_shared<blocks_state>();
+  const int n = c.size;
+  st->out.resize(static_cast<std::size_t>(n));
+  st->in.resize(static_cast<std::size_t>(n));
+  for (int i = 0; i < n; ++i) {
+    typed_buffer &in = st->in[static_cast<std::size_t>(i)];
+    typed_buffer &out = st->out[static_cast<std::size_t>(i)];
+    in = recv.slice(rdispls[i], recvcounts[i]);
+    if (i == c.rank) {
+      if (!in_place) s.copy(send.slice(sdispls[i], sendcounts[i]), in);
+    } else if (in_place) {
+      out = s.scratch(recvcounts[i], *recv.type);
+      s.copy(in, out);
+    } else {
+      out = send.slice(sdispls[i], sendcounts[i]);
+    }
+  }
+  const communicator *comm = &c;
+  node_steps(s, [st, comm](device::node_collectives &nc, std::uint64_t step, int &phase, int &err) {
+    const coll::channel ch{*comm, (step & 1U) != 0 ? coll::tag_alltoallv_odd : coll::tag_alltoallv};
+    const auto keep = [&st](int e) {
+      if (st->posted == MPI_SUCCESS) st->posted = e;
+    };
+    if (phase == 0) {
+      st->to_message.clear();
+      st->from_message.clear();
+      st->posted = MPI_SUCCESS;
+      if (!device::node_alltoallv_post_poll(nc, step, st->out.data(), st->to_message)) {
+        return false;
+      }
+      for (const int r : st->to_message) {
+        keep(coll::post_send_from(ch, st->out[static_cast<std::size_t>(r)], r, st->pending));
+      }
+      phase = 1;
+    }
+    if (phase == 1) {
+      int taken = MPI_SUCCESS;
+      if (!device::node_alltoallv_take_poll(nc, step, st->in.data(), st->from_message, taken)) {
+        return false;
+      }
+      keep(taken);
+      for (const int r : st->from_message) {
+        keep(coll::post_recv_into(ch, st->in[static_cast<std::size_t>(r)], r, st->pending));
+      }
+      phase = 2;
+    }
+    for (const device::request *q : st->pending) {
+      if (!q->complete) return false;
+    }
+    const int waited = coll::wait_all(st->pending);  // all complete: released
+    err = st->posted != MPI_SUCCESS ? st->posted : waited;
+    return true;
+  });
+}
+
+}  // namespace
+
 int ialltoallv(const char *call, const void *sendbuf, const int sendcounts[], const int sdispls[],
                MPI_Datatype sendtype, void *recvbuf, const int recvcounts[], const int rdispls[],
                MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, mode m, MPI_Request *request) {
@@ -329,6 +402,15 @@ int ialltoallv(const char *call, const void *sendbuf, const int sendcounts[], co
   }
   if (int err = check_request(call, *c, m, info, request)) return err;
   auto s = std::make_unique<schedule>(*c);
+  // Through the node's segment when it has one whose slot holds the table
+  // and no algorithm is forced, as MPI_Alltoallv: each rank posts its
+  // blocks that fit its slot with a table, the others go as messages
+  // (none is read in place), and takes its block of every run.
+  device::node_collectives *nc = node_segment(*c, 0);
+  if (device::rt->config.coll_alltoall == 0 && nc != nullptr && device::node_scatterv_takes(*nc)) {
+    alltoallv_node_steps(*s, *c, send, sendcounts, sdispls, recv, recvcounts, rdispls, in_place);
+    return post(call, *c, std::move(s), m, request);
+  }
   for (int i = 0; i < c->size; ++i) {
     const typed_buffer in = recv.slice(rdispls[i], recvcounts[i]);
     if (i == c->rank) {
