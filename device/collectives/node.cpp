@@ -805,6 +805,11 @@ std::uint64_t node_alltoallv_post(node_collectives &nc, const typed_buffer *out,
 int node_alltoallv_take(node_collectives &nc, std::uint64_t s, const typed_buffer *from,
                         std::vector<int> &from_message) {
   wait_all_posted(nc, s);
+  return take_table_blocks(nc, s, from, from_message);
+}
+
+int take_table_blocks(const node_collectives &nc, std::uint64_t s, const typed_buffer *from,
+                      std::vector<int> &from_message) {
   std::vector<std::byte> scratch;
   int err = MPI_SUCCESS;
   // Each rank starts with the next one's run, as node_exchange does.

@@ -228,16 +228,7 @@ bool node_alltoallv_post_poll(node_collectives &nc, std::uint64_t s, const typed
 bool node_alltoallv_take_poll(node_collectives &nc, std::uint64_t s, const typed_buffer *in,
                               std::vector<int> &from_message, int &err) {
   if (!all_posted(nc, s)) return false;
-  std::vector<std::byte> scratch;
-  err = MPI_SUCCESS;
-  // Each rank starts with the next one's run, as node_alltoallv_take.
-  for (int k = 1; k < nc.size; ++k) {
-    const int r = (nc.rank + k) % nc.size;
-    bool as_message = false;
-    const int taken = take_table_block(nc, s, r, in[r], as_message, scratch);
-    if (as_message) from_message.push_back(r);
-    if (err == MPI_SUCCESS) err = taken;
-  }
+  err = take_table_blocks(nc, s, in, from_message);
   finish_nonblocking(nc, s);
   return true;
 }
