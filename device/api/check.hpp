@@ -172,13 +172,13 @@ inline void comm_inherit(MPI_Comm made, const communicator &parent) {
 // Recovery: a communicator constructor, collective over `parent` (both
 // groups of an intercommunicator; only the new communicator's members when
 // `whole_parent` is false, as MPI_Comm_create_group), that a member's death
-// cut short: what the members exchanged lacks that rank's part (and what
-// passed through it), so the result could differ from member to member.
-// The new communicator's own members are checked too. Releases `made`
-// (MPI_COMM_NULL after) and raises MPIX_ERR_PROC_FAILED; MPI_SUCCESS when
-// none of them is known dead (MPIX_ERR_REVOKED, when `parent` is revoked:
-// its exchanges were all refused). A member that learns of the death only later
-// returns success: as ULFM has it, the program tells them apart with
+// or a revocation cut short: what the members exchanged lacks that rank's
+// part (and what passed through it), so the result could differ from
+// member to member. The new communicator's own members are checked too.
+// Releases `made` (MPI_COMM_NULL after) and raises MPIX_ERR_PROC_FAILED
+// (MPIX_ERR_REVOKED when `parent` is revoked); MPI_SUCCESS when none of
+// them is known dead. A member that learns of the death only later returns
+// success: as ULFM has it, the program tells them apart with
 // MPIX_Comm_agree (or shrinks first).
 inline int made_despite_failure(const char *call, const communicator &parent, MPI_Comm &made,
                                 bool whole_parent = true) {
@@ -201,8 +201,8 @@ inline int made_despite_failure(const char *call, const communicator &parent, MP
                              "without it)");
 }
 
-// The runtime's users: the World model// The runtime's users: the World model (MPI_Init ..
-// MPI_Finalize) and each session (MPI_Session_init .. MPI_Session_finalize), init.cpp. The first
+// The runtime's users: the World model (MPI_Init .. MPI_Finalize) and each
+// session (MPI_Session_init .. MPI_Session_finalize), init.cpp. The first
 // makes the runtime at `required` thread level (a later one finds it made,
 // at the level of the first); the last ends it, which is collective over
 // the job as MPI_Finalize is.

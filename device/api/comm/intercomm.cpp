@@ -153,6 +153,7 @@ int MPI_Intercomm_create(MPI_Comm local_comm, int local_leader, MPI_Comm peer_co
     named.emplace_back(job, theirs[i + 2]);
   }
   if (named.empty()) {  // a group has a member: the leaders' exchange failed
+    *newintercomm = MPI_COMM_NULL;
     return device::error_raise(
         local, call, device::rt->troubled ? MPIX_ERR_PROC_FAILED : MPI_ERR_OTHER,
         "the other group's leader (rank %d of peer_comm at the local leader) gave no members",
