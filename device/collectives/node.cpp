@@ -686,6 +686,13 @@ int node_gatherv_end(node_collectives &nc, std::uint64_t s, int root, const type
     return MPI_SUCCESS;
   }
   wait_all_posted(nc, s);  // seen already: sets known_done
+  const int err = gatherv_take_posted(nc, s, root, blocks);
+  me.done.store(s, std::memory_order_release);
+  return err;
+}
+
+int node_detail::gatherv_take_posted(const node_collectives &nc, std::uint64_t s, int root,
+                                     const typed_buffer *blocks) {
   std::vector<std::byte> scratch;
   int err = MPI_SUCCESS;
   for (int r = 0; r < nc.size; ++r) {
@@ -697,7 +704,6 @@ int node_gatherv_end(node_collectives &nc, std::uint64_t s, int root, const type
       err = MPI_ERR_OTHER;
     }
   }
-  me.done.store(s, std::memory_order_release);
   return err;
 }
 

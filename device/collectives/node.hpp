@@ -224,6 +224,20 @@ bool node_alltoallv_post_poll(node_collectives &nc, std::uint64_t s, const typed
 bool node_alltoallv_take_poll(node_collectives &nc, std::uint64_t s, const typed_buffer *in,
                               std::vector<int> &from_message, int &err);
 
+// MPI_Igatherv and its _init form in polls, Gatherv's steps
+// (node_gatherv_post's): node_gatherv_post_poll posts this rank's block
+// `mine` (the root: nothing) in its slot, or its byte count marked when
+// `by_message`, once step s may; a rank other than the root then finishes
+// the step (its block is in its slot or the caller sends it). The root
+// then learns of each rank's block by node_gatherv_posted (posting the
+// receives of those that come as messages) and, once every rank posted,
+// node_gatherv_end_poll takes the rest into blocks[r] and finishes the
+// step (MPI_ERR_TRUNCATE in `err` as node_gatherv_end). false: not yet.
+bool node_gatherv_post_poll(node_collectives &nc, std::uint64_t s, const typed_buffer &mine,
+                            bool by_message, int root);
+bool node_gatherv_end_poll(node_collectives &nc, std::uint64_t s, int root,
+                           const typed_buffer *blocks, int &err);
+
 // Frees what node_collectives_of made (with the communicator).
 void node_collectives_free(node_collectives *nc);
 

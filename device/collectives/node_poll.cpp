@@ -233,6 +233,29 @@ bool node_alltoallv_take_poll(node_collectives &nc, std::uint64_t s, const typed
   return true;
 }
 
+bool node_gatherv_post_poll(node_collectives &nc, std::uint64_t s, const typed_buffer &mine,
+                            bool by_message, int root) {
+  if (!may_post(nc, s, true)) return false;
+  if (by_message) {
+    rank_line &me = nc.mine();
+    me.bytes[s & 1U] = mine.packed_bytes() | message_mark;
+    me.posted.store(s, std::memory_order_release);
+  } else {
+    std::vector<std::byte> unused;  // a block that fits a slot is packed there
+    publish(nc, s, mine, false, unused);
+  }
+  if (nc.rank != root) finish_nonblocking(nc, s);  // the root reads the slot before reuse
+  return true;
+}
+
+bool node_gatherv_end_poll(node_collectives &nc, std::uint64_t s, int root,
+                           const typed_buffer *blocks, int &err) {
+  if (!all_posted(nc, s)) return false;
+  err = gatherv_take_posted(nc, s, root, blocks);
+  finish_nonblocking(nc, s);
+  return true;
+}
+
 bool node_gather_poll(node_collectives &nc, std::uint64_t s, int &phase, const typed_buffer &mine,
                       const typed_buffer *recv, int root, bool own_in_place, int &err) {
   if (phase == to_post) {

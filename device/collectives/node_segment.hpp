@@ -135,6 +135,12 @@ bool same_bytes(const node_collectives &nc, std::uint64_t s, std::size_t bytes);
 // The first element of rank r's share of a large reduction of `count`.
 std::size_t share_of(const node_collectives &nc, std::size_t count, int r);
 
+// Gatherv's root, once every rank posted step s: takes each block posted in
+// a slot into blocks[r] (node_gatherv_end's work; MPI_ERR_TRUNCATE where a
+// rank posted another byte count than blocks[r] takes).
+int gatherv_take_posted(const node_collectives &nc, std::uint64_t s, int root,
+                        const typed_buffer *blocks);
+
 // One reduction through the segment: `count` elements of `extent` bytes.
 struct fold {
   node_collectives &nc;

@@ -311,6 +311,48 @@ static void vector_variants(void) {
       MPI_Gatherv(rank == root ? MPI_IN_PLACE : mine, n, MPI_INT, every, counts, displs, MPI_INT,
                   root, MPI_COMM_WORLD);
       if (rank == root) check_layout(every, counts, displs, "in-place gatherv");
+      /* Nonblocking (through the node segment's steps too: a block past a
+       * slot as a message), two at once (the second into a copy, waited
+       * for first), and persistent, started twice; in place at the root. */
+      int *every2 = ints(total);
+      for (int kind = 0; kind < 3; ++kind) {
+        for (int start = 0; start < (kind == 2 ? 2 : 1); ++start) {
+          for (int j = 0; j < total; ++j) every[j] = every2[j] = -1;
+          if (rank == root) {
+            for (int i = 0; i < n; ++i)
+              every[displs[rank] + i] = every2[displs[rank] + i] = gval(rank, i);
+          }
+          const void *from = rank == root ? MPI_IN_PLACE : mine;
+          MPI_Request r[2];
+          static MPI_Request persistent = MPI_REQUEST_NULL;
+          if (kind < 2) {
+            MPI_Igatherv(from, n, MPI_INT, every, counts, displs, MPI_INT, root, MPI_COMM_WORLD,
+                         &r[0]);
+            if (kind == 1) {
+              MPI_Igatherv(from, n, MPI_INT, every2, counts, displs, MPI_INT, root, MPI_COMM_WORLD,
+                           &r[1]);
+              MPI_Wait(&r[1], MPI_STATUS_IGNORE);
+            }
+            MPI_Wait(&r[0], MPI_STATUS_IGNORE);
+          } else {
+            if (start == 0) {
+              MPI_Gatherv_init(from, n, MPI_INT, every, counts, displs, MPI_INT, root,
+                               MPI_COMM_WORLD, MPI_INFO_NULL, &persistent);
+            }
+            MPI_Start(&persistent);
+            MPI_Wait(&persistent, MPI_STATUS_IGNORE);
+            if (start == 1) MPI_Request_free(&persistent);
+          }
+          if (rank == root) {
+            check_layout(every, counts, displs,
+                         kind == 0   ? "igatherv"
+                         : kind == 1 ? "two igatherv"
+                                     : "gatherv_init");
+            if (kind == 1) check_layout(every2, counts, displs, "the second of two igatherv");
+          }
+        }
+      }
+      free(every2);
     }
     for (int j = 0; j < total; ++j) every[j] = -1;
     MPI_Allgatherv(mine, n, MPI_INT, every, counts, displs, MPI_INT, MPI_COMM_WORLD);

@@ -52,6 +52,91 @@ int check_apart(const char *call, const communicator &c, const typed_buffer &one
   return MPI_SUCCESS;
 }
 
+// The end of a node step's messages (Igatherv's, Ialltoallv's): false while
+// one still moves; then releases them and sets `err` to the first error,
+// `posted` (an error from posting them or from the segment) first.
+bool messages_moved(std::vector<device::request *> &pending, int posted, int &err) {
+  for (const device::request *q : pending) {
+    if (!q->complete) return false;
+  }
+  const int waited = coll::wait_all(pending);  // all complete: released
+  err = posted != MPI_SUCCESS ? posted : waited;
+  return true;
+}
+
+// Igatherv through the node segment (node_gatherv_post_poll, then at the
+// root node_gatherv_posted and node_gatherv_end_poll), as MPI_Gatherv's
+// gatherv_node_send and gatherv_node_root: the root posts the receive of a
+// block that comes as a message as soon as its rank's count says so (one
+// of another length aside, reported as MPI_ERR_TRUNCATE), and the request
+// completes once the messages have moved.
+void gatherv_node_steps(schedule &s, const communicator &c, const typed_buffer &send,
+                        const typed_buffer &recv, const int recvcounts[], const int displs[],
+                        int root, bool in_place) {
+  struct gatherv_state {
+    std::vector<typed_buffer> blocks;  // the root's
+    std::vector<char> seen;
+    std::vector<std::vector<std::byte>> aside;
+    std::vector<device::request *> pending;
+    int left = 0;
+    int posted = MPI_SUCCESS;
+  };
+  auto st = std::make_shared<gatherv_state>();
+  const bool is_root = c.rank == root;
+  if (is_root) {
+    for (int i = 0; i < c.size; ++i)
+      st->blocks.push_back(block_of(recv, true, recvcounts, displs, i));
+    if (!in_place) s.copy(send, st->blocks[static_cast<std::size_t>(root)]);
+  }
+  const typed_buffer mine = is_root ? device::typed_bytes(nullptr, 0) : send;
+  const communicator *comm = &c;
+  nbc::node_steps(s, [st, mine, comm, root, is_root](device::node_collectives &nc,
+                                                     std::uint64_t step, int &phase, int &err) {
+    const coll::channel ch{*comm, coll::tag_gatherv};
+    const auto keep = [&st](int e) {
+      if (st->posted == MPI_SUCCESS) st->posted = e;
+    };
+    if (phase == 0) {
+      st->seen.assign(static_cast<std::size_t>(comm->size), 0);
+      st->aside.clear();
+      st->left = comm->size - 1;
+      st->posted = MPI_SUCCESS;
+      const bool by_message = !is_root && !device::node_fits_slot(nc, mine.packed_bytes());
+      if (!device::node_gatherv_post_poll(nc, step, mine, by_message, root)) return false;
+      if (by_message) keep(coll::post_send_from(ch, mine, root, st->pending));
+      phase = 1;
+    }
+    if (phase == 1 && is_root) {
+      for (int r = 0; r < comm->size && st->left > 0; ++r) {
+        std::uint64_t posted = 0;
+        if (r == root || st->seen[static_cast<std::size_t>(r)] != 0 ||
+            !device::node_gatherv_posted(nc, step, r, posted)) {
+          continue;
+        }
+        st->seen[static_cast<std::size_t>(r)] = 1;
+        --st->left;
+        if ((posted & device::node_gatherv_message) == 0) continue;
+        const std::size_t bytes = posted & ~device::node_gatherv_message;
+        const typed_buffer &block = st->blocks[static_cast<std::size_t>(r)];
+        if (bytes == block.packed_bytes()) {
+          keep(coll::post_recv_into(ch, block, r, st->pending));
+        } else {
+          st->aside.emplace_back(bytes);
+          keep(coll::post_recv_into(ch, device::typed_bytes(st->aside.back().data(), bytes), r,
+                                    st->pending));
+          keep(MPI_ERR_TRUNCATE);
+        }
+      }
+      if (st->left > 0) return false;
+      int taken = MPI_SUCCESS;
+      if (!device::node_gatherv_end_poll(nc, step, root, st->blocks.data(), taken)) return false;
+      keep(taken);
+      phase = 2;
+    }
+    return messages_moved(st->pending, st->posted, err);
+  });
+}
+
 }  // namespace
 
 namespace iris::api::nbc {
@@ -100,6 +185,13 @@ int igatherv(const char *call, bool vector, const void *sendbuf, int sendcount,
       return device::node_gather_poll(nc, step, phase, mine, is_root ? &recv : nullptr, root,
                                       in_place, err);
     });
+    return post(call, *c, std::move(s), m, request);
+  }
+  // Igatherv through the segment when the communicator has one, as
+  // MPI_Gatherv: each rank's block in its slot, or as a message where its
+  // own byte count is past a slot (the root learns which from the counts).
+  if (vector && node_segment(*c, 0) != nullptr) {
+    gatherv_node_steps(*s, *c, send, recv, recvcounts, displs, root, in_place);
     return post(call, *c, std::move(s), m, request);
   }
   if (!is_root) {
@@ -362,12 +454,7 @@ void alltoallv_node_steps(schedule &s, const communicator &c, const typed_buffer
       }
       phase = 2;
     }
-    for (const device::request *q : st->pending) {
-      if (!q->complete) return false;
-    }
-    const int waited = coll::wait_all(st->pending);  // all complete: released
-    err = st->posted != MPI_SUCCESS ? st->posted : waited;
-    return true;
+    return messages_moved(st->pending, st->posted, err);
   });
 }
 
