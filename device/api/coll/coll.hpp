@@ -236,6 +236,15 @@ int post_recv_into(const channel &ch, const typed_buffer &where, int from,
 int post_send_from(const channel &ch, const typed_buffer &what, int to,
                    std::vector<device::request *> &pending);
 
+// Gatherv's root (blocking and nonblocking): posts the receive of rank
+// `from`'s block, which comes as a message of `bytes` (its posted count):
+// into `block` when the lengths agree, else into a buffer kept in `aside`,
+// returning MPI_ERR_TRUNCATE (the message is still taken: its sender waits
+// for the match).
+int post_gatherv_message(const channel &ch, const typed_buffer &block, int from, std::size_t bytes,
+                         std::vector<std::vector<std::byte>> &aside,
+                         std::vector<device::request *> &pending);
+
 // Send and receive sides of an all-to-all collective with uniform counts
 // (Allgather: one send block, Alltoall: `all_to_all`, size of them). In
 // place, `send` is left empty.

@@ -138,6 +138,16 @@ int wait_all(std::vector<device::request *> &requests) {
   return first;
 }
 
+int post_gatherv_message(const coll::channel &ch, const typed_buffer &block, int from,
+                         std::size_t bytes, std::vector<std::vector<std::byte>> &aside,
+                         std::vector<device::request *> &pending) {
+  if (bytes == block.packed_bytes()) return coll::post_recv_into(ch, block, from, pending);
+  aside.emplace_back(bytes);
+  const int err =
+      coll::post_recv_into(ch, device::typed_bytes(aside.back().data(), bytes), from, pending);
+  return err != MPI_SUCCESS ? err : MPI_ERR_TRUNCATE;
+}
+
 int post_recv_into(const coll::channel &ch, const typed_buffer &where, int from,
                    std::vector<device::request *> &pending) {
   device::request *r = nullptr;
@@ -237,15 +247,7 @@ int gatherv_node_root(const coll::channel &ch, device::node_collectives &nc,
       --left;
       if ((posted & device::node_gatherv_message) == 0) continue;
       const std::size_t bytes = posted & ~device::node_gatherv_message;
-      int posted_err = MPI_SUCCESS;
-      if (bytes == blocks[r].packed_bytes()) {
-        posted_err = coll::post_recv_into(ch, blocks[r], r, pending);
-      } else {
-        aside.emplace_back(bytes);
-        posted_err =
-            coll::post_recv_into(ch, device::typed_bytes(aside.back().data(), bytes), r, pending);
-        if (posted_err == MPI_SUCCESS) posted_err = MPI_ERR_TRUNCATE;
-      }
+      const int posted_err = coll::post_gatherv_message(ch, blocks[r], r, bytes, aside, pending);
       if (err == MPI_SUCCESS) err = posted_err;
     }
     return left == 0;

@@ -117,15 +117,8 @@ void gatherv_node_steps(schedule &s, const communicator &c, const typed_buffer &
         --st->left;
         if ((posted & device::node_gatherv_message) == 0) continue;
         const std::size_t bytes = posted & ~device::node_gatherv_message;
-        const typed_buffer &block = st->blocks[static_cast<std::size_t>(r)];
-        if (bytes == block.packed_bytes()) {
-          keep(coll::post_recv_into(ch, block, r, st->pending));
-        } else {
-          st->aside.emplace_back(bytes);
-          keep(coll::post_recv_into(ch, device::typed_bytes(st->aside.back().data(), bytes), r,
-                                    st->pending));
-          keep(MPI_ERR_TRUNCATE);
-        }
+        keep(coll::post_gatherv_message(ch, st->blocks[static_cast<std::size_t>(r)], r, bytes,
+                                        st->aside, st->pending));
       }
       if (st->left > 0) return false;
       int taken = MPI_SUCCESS;
