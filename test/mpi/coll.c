@@ -353,6 +353,47 @@ static void vector_variants(void) {
         }
       }
       free(every2);
+      /* Iscatterv the same ways from the layout the root holds now (its
+       * persistent form in place at the root). */
+      int *mine2 = ints(n);
+      for (int kind = 0; kind < 3; ++kind) {
+        for (int start = 0; start < (kind == 2 ? 2 : 1); ++start) {
+          for (int i = 0; i < n; ++i) mine[i] = mine2[i] = -1;
+          void *into = kind == 2 && rank == root ? MPI_IN_PLACE : mine;
+          MPI_Request r[2];
+          static MPI_Request persistent = MPI_REQUEST_NULL;
+          if (kind < 2) {
+            MPI_Iscatterv(every, counts, displs, MPI_INT, into, n, MPI_INT, root, MPI_COMM_WORLD,
+                          &r[0]);
+            if (kind == 1) {
+              MPI_Iscatterv(every, counts, displs, MPI_INT, mine2, n, MPI_INT, root, MPI_COMM_WORLD,
+                            &r[1]);
+              MPI_Wait(&r[1], MPI_STATUS_IGNORE);
+            }
+            MPI_Wait(&r[0], MPI_STATUS_IGNORE);
+          } else {
+            if (start == 0) {
+              MPI_Scatterv_init(every, counts, displs, MPI_INT, into, n, MPI_INT, root,
+                                MPI_COMM_WORLD, MPI_INFO_NULL, &persistent);
+            }
+            MPI_Start(&persistent);
+            MPI_Wait(&persistent, MPI_STATUS_IGNORE);
+            if (start == 1) MPI_Request_free(&persistent);
+          }
+          int bad = 0;
+          for (int i = 0; i < n && into != MPI_IN_PLACE; ++i) {
+            bad += mine[i] != gval(rank, i);
+            bad += kind == 1 && mine2[i] != gval(rank, i);
+          }
+          CHECK(bad == 0, "%s root %d, %d ints: %d wrong",
+                kind == 0   ? "iscatterv"
+                : kind == 1 ? "two iscatterv"
+                            : "scatterv_init",
+                root, n, bad);
+        }
+      }
+      free(mine2);
+      for (int i = 0; i < n; ++i) mine[i] = gval(rank, i);
     }
     for (int j = 0; j < total; ++j) every[j] = -1;
     MPI_Allgatherv(mine, n, MPI_INT, every, counts, displs, MPI_INT, MPI_COMM_WORLD);
