@@ -810,23 +810,33 @@ std::uint64_t node_alltoallv_post(node_collectives &nc, const typed_buffer *out,
 
 int node_alltoallv_take(node_collectives &nc, std::uint64_t s, const typed_buffer *from,
                         std::vector<int> &from_message) {
-  wait_all_posted(nc, s);
-  return take_table_blocks(nc, s, from, from_message);
+  std::vector<char> taken(static_cast<std::size_t>(nc.size), 0);
+  int err = MPI_SUCCESS;
+  if (!node_alltoallv_as_posted(nc, from)) wait_all_posted(nc, s);
+  wait_shared([&] { return take_posted_blocks(nc, s, from, taken, from_message, err); });
+  return err;
 }
 
-int take_table_blocks(const node_collectives &nc, std::uint64_t s, const typed_buffer *from,
-                      std::vector<int> &from_message) {
+bool take_posted_blocks(node_collectives &nc, std::uint64_t s, const typed_buffer *from,
+                        std::vector<char> &taken, std::vector<int> &from_message, int &err) {
   std::vector<std::byte> scratch;
-  int err = MPI_SUCCESS;
+  bool all = true;
   // Each rank starts with the next one's run, as node_exchange does.
   for (int k = 1; k < nc.size; ++k) {
     const int r = (nc.rank + k) % nc.size;
+    if (taken[static_cast<std::size_t>(r)] != 0) continue;
+    if (nc.lines[r].posted.load(std::memory_order_acquire) < s) {
+      all = false;
+      continue;
+    }
+    taken[static_cast<std::size_t>(r)] = 1;
     bool as_message = false;
-    const int taken = take_table_block(nc, s, r, from[r], as_message, scratch);
+    const int t = take_table_block(nc, s, r, from[r], as_message, scratch);
     if (as_message) from_message.push_back(r);
-    if (err == MPI_SUCCESS) err = taken;
+    if (err == MPI_SUCCESS) err = t;
   }
-  return err;
+  if (all) nc.known_done = std::max(nc.known_done, s - 1);  // every rank posted s
+  return all;
 }
 
 void node_alltoallv_end(node_collectives &nc, std::uint64_t s, bool exposed) {
@@ -843,6 +853,14 @@ bool node_alltoallv_reads(const node_collectives &nc, std::size_t bytes, std::si
 
 std::size_t node_alltoallv_room(const node_collectives &nc) {
   return nc.slot - scatterv_table(nc);
+}
+
+bool node_alltoallv_as_posted(const node_collectives &nc, const typed_buffer *from) {
+  const std::size_t room = node_alltoallv_room(nc);
+  for (int r = 0; r < nc.size; ++r) {
+    if (r != nc.rank && from[r].packed_bytes() > room) return true;
+  }
+  return false;
 }
 
 int node_scatter(node_collectives &nc, const typed_buffer *all, const typed_buffer *recv,

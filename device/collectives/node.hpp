@@ -158,6 +158,13 @@ int node_alltoallv_take(node_collectives &nc, std::uint64_t s, const typed_buffe
 void node_alltoallv_end(node_collectives &nc, std::uint64_t s, bool exposed);
 bool node_alltoallv_reads(const node_collectives &nc, std::size_t bytes, std::size_t read_from);
 std::size_t node_alltoallv_room(const node_collectives &nc);
+// Whether node_alltoallv_take takes each rank's block as soon as that rank
+// posted, as node_exchange's large steps do (us, 8 ranks: 1 MiB blocks
+// Alltoallv 6284 -> 5644, 64 KiB Alltoallw 330 -> 244; bench/results/
+// 2026-12-01-issue43-alltoallv-as-posted.md): when a block it takes is past
+// a slot. Else it waits for every rank first (4 ranks 1 KiB Alltoallw 3.5
+// against 5.2 us one by one).
+bool node_alltoallv_as_posted(const node_collectives &nc, const typed_buffer *from);
 
 // The segment of `comm` if a blocking collective already made it, else
 // nullptr (never makes one: a nonblocking call may not wait for the other
@@ -210,19 +217,26 @@ bool node_scatter_poll(node_collectives &nc, std::uint64_t s, int &phase, const 
                        const typed_buffer *recv, int root, std::vector<std::byte> &packed,
                        int &err);
 
-// MPI_Ialltoallv and its _init form in two polls, Alltoallv's table runs
-// with nothing read in place (node_alltoallv_post's, read_from SIZE_MAX):
-// node_alltoallv_post_poll posts this rank's run once step s may (`out`
-// its blocks, its own left out) and lists in `to_message` the ranks whose
-// block goes as a message; node_alltoallv_take_poll, once every rank
-// posted, takes this rank's block of each run into in[r], lists in
-// `from_message` the ranks whose block comes as a message (MPI_ERR_TRUNCATE
-// in `err` as node_alltoallv_take) and finishes the step. false: not yet.
-// The caller moves the messages.
+// MPI_Ialltoallv and its _init form in three polls, Alltoallv's steps
+// (node_alltoallv_post's and _take's): node_alltoallv_post_poll posts this
+// rank's run once step s may (`out` its blocks, its own left out; blocks of
+// `read_from` bytes or more read in place, `exposed` set) and lists in
+// `to_message` the ranks whose block goes as a message.
+// node_alltoallv_take_poll takes this rank's block of each run into in[r]
+// as soon as its rank posted when `as_posted` (node_alltoallv_as_posted's
+// answer), else once every rank posted (`taken`: a flag per rank, cleared
+// by the caller before the first poll), and lists in `from_message` the
+// ranks whose block comes as a message (MPI_ERR_TRUNCATE in `err` as
+// node_alltoallv_take); true once every block is taken. Then
+// node_alltoallv_end_poll finishes the step: at once, or when `exposed`
+// once every rank is done reading. false: not yet. The caller moves the
+// messages.
 bool node_alltoallv_post_poll(node_collectives &nc, std::uint64_t s, const typed_buffer *out,
-                              std::vector<int> &to_message);
+                              std::size_t read_from, std::vector<int> &to_message, bool &exposed);
 bool node_alltoallv_take_poll(node_collectives &nc, std::uint64_t s, const typed_buffer *in,
+                              bool as_posted, std::vector<char> &taken,
                               std::vector<int> &from_message, int &err);
+bool node_alltoallv_end_poll(node_collectives &nc, std::uint64_t s, bool exposed);
 
 // MPI_Igatherv and its _init form in polls, Gatherv's steps
 // (node_gatherv_post's): node_gatherv_post_poll posts this rank's block

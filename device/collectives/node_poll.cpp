@@ -219,18 +219,26 @@ bool node_exchange_poll(node_collectives &nc, std::uint64_t s, int &phase, const
 }
 
 bool node_alltoallv_post_poll(node_collectives &nc, std::uint64_t s, const typed_buffer *out,
-                              std::vector<int> &to_message) {
+                              std::size_t read_from, std::vector<int> &to_message, bool &exposed) {
   if (!may_post(nc, s, true)) return false;
-  (void)post_table_run(nc, s, out, nc.rank, to_message, SIZE_MAX);
+  exposed = post_table_run(nc, s, out, nc.rank, to_message, read_from);
   return true;
 }
 
 bool node_alltoallv_take_poll(node_collectives &nc, std::uint64_t s, const typed_buffer *in,
+                              bool as_posted, std::vector<char> &taken,
                               std::vector<int> &from_message, int &err) {
-  if (!all_posted(nc, s)) return false;
-  err = take_table_blocks(nc, s, in, from_message);
-  finish_nonblocking(nc, s);
-  return true;
+  if (!as_posted && !all_posted(nc, s)) return false;
+  return take_posted_blocks(nc, s, in, taken, from_message, err);
+}
+
+bool node_alltoallv_end_poll(node_collectives &nc, std::uint64_t s, bool exposed) {
+  if (!exposed) {
+    finish_nonblocking(nc, s);  // everything was in its slot
+    return true;
+  }
+  nc.mine().done.store(s, std::memory_order_release);  // its blocks are read where they lie
+  return finish_when_all_done(nc, s);
 }
 
 bool node_gatherv_post_poll(node_collectives &nc, std::uint64_t s, const typed_buffer &mine,

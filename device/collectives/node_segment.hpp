@@ -170,14 +170,15 @@ struct fold {
 // when one run of at least `read_from` bytes, else listed in `by_message`),
 // returning whether any is read in place; take_table_block takes this
 // rank's block of rank `from`'s run into `to`, or sets `as_message`;
-// take_table_blocks does so for every other rank, the next one first,
-// listing in `from_message` those whose block comes as a message, and
-// returns the first error.
+// take_posted_blocks does so for every other rank that posted step s and
+// whose block is not taken yet (`taken`: a flag per rank), the next one
+// first, listing in `from_message` those whose block comes as a message
+// and keeping the first error in `err`; true once every block is taken.
 bool post_table_run(node_collectives &nc, std::uint64_t s, const typed_buffer *blocks, int skip,
                     std::vector<int> &by_message, std::size_t read_from);
 int take_table_block(const node_collectives &nc, std::uint64_t s, int from, const typed_buffer &to,
                      bool &as_message, std::vector<std::byte> &scratch);
-int take_table_blocks(const node_collectives &nc, std::uint64_t s, const typed_buffer *from,
-                      std::vector<int> &from_message);
+bool take_posted_blocks(node_collectives &nc, std::uint64_t s, const typed_buffer *from,
+                        std::vector<char> &taken, std::vector<int> &from_message, int &err);
 
 }  // namespace iris::device

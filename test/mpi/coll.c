@@ -411,8 +411,9 @@ static void vector_variants(void) {
 /* Alltoallv: rank s sends vcount(s + d) elements to rank d; block d of s
  * holds gval(s * 8 + d, i). */
 static void alltoallv(void) {
-  const int bigs[] = {0, 4, large / 16};
-  for (int b = 0; b < 3; ++b) {
+  /* large / 2: 200 KB blocks, read where they lie on one node. */
+  const int bigs[] = {0, 4, large / 16, large / 2};
+  for (int b = 0; b < 4; ++b) {
     int scounts[8], sdispls[8], rcounts[8], rdispls[8];
     int sat = 1, rat = 2;
     for (int d = 0; d < size; ++d) {
@@ -429,7 +430,7 @@ static void alltoallv(void) {
       for (int i = 0; i < scounts[d]; ++i) out[sdispls[d] + i] = gval(rank * 8 + d, i);
     }
     /* Blocking, nonblocking (through the node segment's steps too: blocks
-     * past a slot go as messages), two nonblocking at once (the second
+     * past a slot read in place or as messages), two nonblocking at once (the second
      * into a copy, waited for first), and persistent, started twice. */
     const char *kinds[4] = {"alltoallv", "ialltoallv", "two ialltoallv", "alltoallv_init"};
     int *in2 = ints(rat);

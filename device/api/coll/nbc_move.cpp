@@ -8,6 +8,7 @@
 // blocking calls).
 #include <algorithm>
 #include <memory>
+#include <utility>
 #include <vector>
 
 #include "device/api/coll/nbc.hpp"
@@ -398,8 +399,13 @@ void alltoallv_node_steps(schedule &s, const communicator &c, const typed_buffer
   struct blocks_state {
     std::vector<typed_buffer> out, in;
     std::vector<int> to_message, from_message;
+    std::vector<char> taken;               // by rank: its block taken
+    std::vector<device::request *> early;  // by rank: its block's receive, posted early
     std::vector<device::request *> pending;
+    bool exposed = false;
+    bool as_posted = false;  // node_alltoallv_as_posted
     int posted = MPI_SUCCESS;
+    int taken_err = MPI_SUCCESS;
   };
   auto st = std::make_shared<blocks_state>();
   const int n = c.size;
@@ -419,17 +425,37 @@ void alltoallv_node_steps(schedule &s, const communicator &c, const typed_buffer
     }
   }
   const communicator *comm = &c;
-  node_steps(s, [st, comm](device::node_collectives &nc, std::uint64_t step, int &phase, int &err) {
+  // As MPI_Alltoallv's alltoallv_node: blocks of alltoall_read_from(n) in
+  // one run are read in place; the other blocks past a slot move as
+  // messages, their receives posted with this rank's run (8 ranks 1 MiB
+  // 7017 -> 4960 us; bench/results/2026-12-01-issue43-alltoallv-as-posted.md).
+  const std::size_t read_from = alltoall_read_from(n);
+  node_steps(s, [st, comm, read_from](device::node_collectives &nc, std::uint64_t step, int &phase,
+                                      int &err) {
     const coll::channel ch{*comm, (step & 1U) != 0 ? coll::tag_alltoallv_odd : coll::tag_alltoallv};
     const auto keep = [&st](int e) {
       if (st->posted == MPI_SUCCESS) st->posted = e;
     };
+    const int size = comm->size;
     if (phase == 0) {
       st->to_message.clear();
       st->from_message.clear();
+      st->taken.assign(static_cast<std::size_t>(size), 0);
+      st->early.assign(static_cast<std::size_t>(size), nullptr);
       st->posted = MPI_SUCCESS;
-      if (!device::node_alltoallv_post_poll(nc, step, st->out.data(), st->to_message)) {
+      st->taken_err = MPI_SUCCESS;
+      if (!device::node_alltoallv_post_poll(nc, step, st->out.data(), read_from, st->to_message,
+                                            st->exposed)) {
         return false;
+      }
+      st->as_posted = device::node_alltoallv_as_posted(nc, st->in.data());
+      const std::size_t room = device::node_alltoallv_room(nc);
+      for (int k = 1; k < size && st->as_posted; ++k) {
+        const int r = (comm->rank - k + size) % size;
+        const std::size_t bytes = st->in[static_cast<std::size_t>(r)].packed_bytes();
+        if (bytes <= room || device::node_alltoallv_reads(nc, bytes, read_from)) continue;
+        keep(coll::post_recv(ch, st->in[static_cast<std::size_t>(r)], r,
+                             st->early[static_cast<std::size_t>(r)]));
       }
       for (const int r : st->to_message) {
         keep(coll::post_send_from(ch, st->out[static_cast<std::size_t>(r)], r, st->pending));
@@ -437,15 +463,32 @@ void alltoallv_node_steps(schedule &s, const communicator &c, const typed_buffer
       phase = 1;
     }
     if (phase == 1) {
-      int taken = MPI_SUCCESS;
-      if (!device::node_alltoallv_take_poll(nc, step, st->in.data(), st->from_message, taken)) {
+      if (!device::node_alltoallv_take_poll(nc, step, st->in.data(), st->as_posted, st->taken,
+                                            st->from_message, st->taken_err)) {
         return false;
       }
-      keep(taken);
+      keep(st->taken_err);
+      // The blocks that come as messages: received early, or now; an early
+      // receive whose block came through the slot after all (an erroneous
+      // program) is withdrawn.
       for (const int r : st->from_message) {
-        keep(coll::post_recv_into(ch, st->in[static_cast<std::size_t>(r)], r, st->pending));
+        device::request *&q = st->early[static_cast<std::size_t>(r)];
+        if (q != nullptr) {
+          st->pending.push_back(std::exchange(q, nullptr));
+        } else {
+          keep(coll::post_recv_into(ch, st->in[static_cast<std::size_t>(r)], r, st->pending));
+        }
+      }
+      for (device::request *&q : st->early) {
+        if (q == nullptr) continue;
+        device::request_cancel(*q);
+        coll::wait(std::exchange(q, nullptr));
       }
       phase = 2;
+    }
+    if (phase == 2) {
+      if (!device::node_alltoallv_end_poll(nc, step, st->exposed)) return false;
+      phase = 3;
     }
     return messages_moved(st->pending, st->posted, err);
   });
