@@ -164,16 +164,17 @@ struct fold {
 
 }  // namespace node_detail
 
-// Scatterv's and Alltoallv's table runs (node.cpp): post_table_run writes
-// this rank's table and the blocks that fit into its slot for step s and
-// posts it (`skip`'s block left out; a block past the slot is read in place
-// when one run of at least `read_from` bytes, else listed in `by_message`),
-// returning whether any is read in place; take_table_block takes this
-// rank's block of rank `from`'s run into `to`, or sets `as_message`;
-// take_posted_blocks does so for every other rank that posted step s and
-// whose block is not taken yet (`taken`: a flag per rank), the next one
-// first, listing in `from_message` those whose block comes as a message
-// and keeping the first error in `err`; true once every block is taken.
+// Scatterv's and Alltoallv's table runs (node_table.cpp): post_table_run
+// writes this rank's table and the blocks that fit into its slot for step
+// s (the caller made sure it is free) and posts it (`skip`'s block left
+// out; a block past the slot is read in place when one run of at least
+// `read_from` bytes, else listed in `by_message`), returning whether any is
+// read in place; take_table_block takes this rank's block of rank `from`'s
+// run into `to`, or sets `as_message`; take_posted_blocks does so for every
+// other rank that posted step s and whose block is not taken yet (`taken`:
+// a flag per rank), the next one first, listing in `from_message` those
+// whose block comes as a message and keeping the first error in `err`;
+// true once every block is taken.
 bool post_table_run(node_collectives &nc, std::uint64_t s, const typed_buffer *blocks, int skip,
                     std::vector<int> &by_message, std::size_t read_from);
 int take_table_block(const node_collectives &nc, std::uint64_t s, int from, const typed_buffer &to,

@@ -258,6 +258,22 @@ int all_checks(const char *call, MPI_Comm comm, const void *sendbuf, int sendcou
 // the table alone would not fit a slot), the same answer at every rank.
 device::node_collectives *scatterv_node_of(communicator &c);
 
+// Alltoallv through the node segment (blocking and nonblocking): the
+// blocks past a slot that are not read in place (node_alltoallv_reads)
+// move as messages. alltoallv_post_early posts the receives of those too
+// large for any slot before the runs are taken, into `early` (by rank,
+// nullptr where none). Once the runs are taken, alltoallv_settle_early
+// receives the blocks `from_message` lists: early, or posted now into
+// `pending`; an early receive whose block came through the slot after all
+// (an erroneous program: the sender's block is smaller) is withdrawn. Both
+// return the first error.
+int alltoallv_post_early(const channel &ch, device::node_collectives &nc, const typed_buffer in[],
+                         std::size_t read_from, std::vector<device::request *> &early);
+int alltoallv_settle_early(const channel &ch, const typed_buffer in[],
+                           const std::vector<int> &from_message,
+                           std::vector<device::request *> &early,
+                           std::vector<device::request *> &pending);
+
 // The blocking all-to-all of one block per rank each way, each block of its
 // own type and length (MPI_Alltoallv, and MPI_Alltoallw over an
 // intracommunicator): through the node segment (scatterv_node_of), else

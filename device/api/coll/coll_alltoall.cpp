@@ -141,7 +141,6 @@ int alltoall_bruck(const coll::channel &ch, const typed_buffer &send, const type
 int alltoallv_node(const communicator &c, device::node_collectives &nc, coll::root_blocks &out,
                    coll::root_blocks &in) {
   const int n = c.size;
-  const int me = c.rank;
   std::vector<int> to_message;
   std::vector<int> from_message;
   // The blocks past a slot that are not read in place (blocks from
@@ -150,45 +149,23 @@ int alltoallv_node(const communicator &c, device::node_collectives &nc, coll::ro
   // before this rank waits for the others' runs: its sends, and its
   // receives of blocks too large for any slot (64 KiB blocks at 8 ranks:
   // 243 us by messages alone, 321-420 when they waited for the segment).
-  // A receive posted early whose block came through the slot after all
-  // (an erroneous program: the sender's block is smaller) is withdrawn
-  // before this rank ends the step; the tags alternate by step, and no
-  // rank starts the step after next before this one ends it, so it could
-  // meet no other step's message.
+  // The tags alternate by step, and no rank starts the step after next
+  // before this one ends it, so an early receive (withdrawn before this
+  // rank ends the step if unused) could meet no other step's message.
   const std::size_t read_from = nbc::alltoall_read_from(n);
   bool exposed = false;
   const std::uint64_t step =
       device::node_alltoallv_post(nc, out.data(), read_from, to_message, exposed);
   const coll::channel big{c, (step & 1U) != 0 ? coll::tag_alltoallv_odd : coll::tag_alltoallv};
-  const std::size_t room = device::node_alltoallv_room(nc);
   std::vector<device::request *> pending;
-  std::vector<device::request *> early(static_cast<std::size_t>(n));  // by rank
-  int posted = MPI_SUCCESS;
+  std::vector<device::request *> early;
+  int posted = coll::alltoallv_post_early(big, nc, in.data(), read_from, early);
   const auto keep = [&posted](int e) {
     if (posted == MPI_SUCCESS) posted = e;
   };
-  for (int k = 1; k < n; ++k) {
-    const int r = (me - k + n) % n;
-    const std::size_t bytes = in[r].packed_bytes();
-    if (bytes <= room || device::node_alltoallv_reads(nc, bytes, read_from)) continue;
-    keep(coll::post_recv(big, in[r], r, early[static_cast<std::size_t>(r)]));
-  }
   for (const int r : to_message) keep(coll::post_send_from(big, out[r], r, pending));
   const int err = device::node_alltoallv_take(nc, step, in.data(), from_message);
-  // The blocks that come as messages: received early, or now.
-  for (const int r : from_message) {
-    device::request *&q = early[static_cast<std::size_t>(r)];
-    if (q != nullptr) {
-      pending.push_back(std::exchange(q, nullptr));
-    } else {
-      keep(coll::post_recv_into(big, in[r], r, pending));
-    }
-  }
-  for (device::request *q : early) {
-    if (q == nullptr) continue;
-    device::request_cancel(*q);
-    coll::wait(q);
-  }
+  keep(coll::alltoallv_settle_early(big, in.data(), from_message, early, pending));
   device::node_alltoallv_end(nc, step, exposed);
   const int waited = coll::wait_all(pending);
   const int first = err != MPI_SUCCESS ? err : posted;
@@ -196,6 +173,45 @@ int alltoallv_node(const communicator &c, device::node_collectives &nc, coll::ro
 }
 
 }  // namespace
+
+int iris::api::coll::alltoallv_post_early(const channel &ch, device::node_collectives &nc,
+                                          const typed_buffer in[], std::size_t read_from,
+                                          std::vector<device::request *> &early) {
+  const int n = ch.comm.size;
+  const std::size_t room = device::node_alltoallv_room(nc);
+  early.assign(static_cast<std::size_t>(n), nullptr);
+  int first = MPI_SUCCESS;
+  for (int k = 1; k < n; ++k) {
+    const int r = (ch.comm.rank - k + n) % n;
+    const std::size_t bytes = in[r].packed_bytes();
+    if (bytes <= room || device::node_alltoallv_reads(nc, bytes, read_from)) continue;
+    const int err = post_recv(ch, in[r], r, early[static_cast<std::size_t>(r)]);
+    if (first == MPI_SUCCESS) first = err;
+  }
+  return first;
+}
+
+int iris::api::coll::alltoallv_settle_early(const channel &ch, const typed_buffer in[],
+                                            const std::vector<int> &from_message,
+                                            std::vector<device::request *> &early,
+                                            std::vector<device::request *> &pending) {
+  int first = MPI_SUCCESS;
+  for (const int r : from_message) {
+    device::request *&q = early[static_cast<std::size_t>(r)];
+    if (q != nullptr) {
+      pending.push_back(std::exchange(q, nullptr));
+      continue;
+    }
+    const int err = post_recv_into(ch, in[r], r, pending);
+    if (first == MPI_SUCCESS) first = err;
+  }
+  for (device::request *&q : early) {
+    if (q == nullptr) continue;
+    device::request_cancel(*q);
+    wait(std::exchange(q, nullptr));
+  }
+  return first;
+}
 
 int iris::api::coll::alltoall_blocks(const char *call, communicator &c, root_blocks &out,
                                      root_blocks &in) {

@@ -449,13 +449,8 @@ void alltoallv_node_steps(schedule &s, const communicator &c, const typed_buffer
         return false;
       }
       st->as_posted = device::node_alltoallv_as_posted(nc, st->in.data());
-      const std::size_t room = device::node_alltoallv_room(nc);
-      for (int k = 1; k < size && st->as_posted; ++k) {
-        const int r = (comm->rank - k + size) % size;
-        const std::size_t bytes = st->in[static_cast<std::size_t>(r)].packed_bytes();
-        if (bytes <= room || device::node_alltoallv_reads(nc, bytes, read_from)) continue;
-        keep(coll::post_recv(ch, st->in[static_cast<std::size_t>(r)], r,
-                             st->early[static_cast<std::size_t>(r)]));
+      if (st->as_posted) {
+        keep(coll::alltoallv_post_early(ch, nc, st->in.data(), read_from, st->early));
       }
       for (const int r : st->to_message) {
         keep(coll::post_send_from(ch, st->out[static_cast<std::size_t>(r)], r, st->pending));
@@ -468,22 +463,8 @@ void alltoallv_node_steps(schedule &s, const communicator &c, const typed_buffer
         return false;
       }
       keep(st->taken_err);
-      // The blocks that come as messages: received early, or now; an early
-      // receive whose block came through the slot after all (an erroneous
-      // program) is withdrawn.
-      for (const int r : st->from_message) {
-        device::request *&q = st->early[static_cast<std::size_t>(r)];
-        if (q != nullptr) {
-          st->pending.push_back(std::exchange(q, nullptr));
-        } else {
-          keep(coll::post_recv_into(ch, st->in[static_cast<std::size_t>(r)], r, st->pending));
-        }
-      }
-      for (device::request *&q : st->early) {
-        if (q == nullptr) continue;
-        device::request_cancel(*q);
-        coll::wait(std::exchange(q, nullptr));
-      }
+      keep(coll::alltoallv_settle_early(ch, st->in.data(), st->from_message, st->early,
+                                        st->pending));
       phase = 2;
     }
     if (phase == 2) {
@@ -527,8 +508,8 @@ int ialltoallv(const char *call, const void *sendbuf, const int sendcounts[], co
   auto s = std::make_unique<schedule>(*c);
   // Through the node's segment when it has one whose slot holds the table
   // and no algorithm is forced, as MPI_Alltoallv: each rank posts its
-  // blocks that fit its slot with a table, the others go as messages
-  // (none is read in place), and takes its block of every run.
+  // blocks that fit its slot with a table, large ones are read in place,
+  // the others go as messages, and it takes its block of every run.
   device::node_collectives *nc = node_segment(*c, 0);
   if (device::rt->config.coll_alltoall == 0 && nc != nullptr && device::node_scatterv_takes(*nc)) {
     alltoallv_node_steps(*s, *c, send, sendcounts, sdispls, recv, recvcounts, rdispls, in_place);
