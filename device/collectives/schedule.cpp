@@ -26,15 +26,22 @@ bool advancing = false;
 
 }  // namespace
 
+// Room for a small schedule's steps from the start (a node step is two,
+// a doubling allreduce at 8 ranks twelve), so that it grows once, not five
+// times.
+constexpr std::size_t steps_reserved = 16;
+
 schedule::schedule(communicator &comm)
     : comm_(&comm),
       tag_(tag_nbc_base + static_cast<int>((comm.nbc_sequence++ & nbc_sequence_mask) << 8)) {
   if (comm.inter) local_ = std::make_unique<communicator>(inter_local_group(comm));
+  steps_.reserve(steps_reserved);
 }
 
 schedule::schedule(const communicator &comm, int tag)
     : comm_(const_cast<communicator *>(&comm)), tag_(tag) {
   if (comm.inter) local_ = std::make_unique<communicator>(inter_local_group(comm));
+  steps_.reserve(steps_reserved);
 }
 
 void schedule::send(const typed_buffer &what, int to, int sub) {
@@ -263,11 +270,14 @@ int schedule_progress() {
   int done = 0;
   std::vector<request *> &list = started();
   // Completing a request may release it (MPI_Request_free), so the finished
-  // ones leave the list first.
-  std::vector<request *> finished;
+  // ones leave the list first (into a list kept for the next call: no
+  // allocation per completed collective; `advancing` keeps out a second
+  // caller).
+  static std::vector<request *> finished;
+  finished.clear();
   std::size_t polling = 0;
   list.erase(std::remove_if(list.begin(), list.end(),
-                            [&finished, &polling](request *r) {
+                            [&polling](request *r) {
                               if (!r->sched->advance()) {
                                 polling += r->sched->polling() ? 1 : 0;
                                 return false;

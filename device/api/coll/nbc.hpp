@@ -80,16 +80,20 @@ template <typename Poll>
 void node_steps(schedule &s, Poll poll) {
   struct call_state {
     std::shared_ptr<device::node_collectives> keep;  // mapped while the request lives
+    Poll poll;
     std::uint64_t step = 0;
     int phase = 0;
   };
-  auto state = std::make_shared<call_state>();
-  state->keep = s.comm().node_coll;
-  s.call([state](schedule &) {
-    state->step = device::node_step_begin(*state->keep);
-    state->phase = 0;
+  auto state = std::make_shared<call_state>(s.comm().node_coll, std::move(poll));
+  // The poll step owns the state; the call step, which the same schedule
+  // holds, only points at it (a std::function keeps a pointer in place,
+  // where a shared_ptr copy would be allocated: one malloc less a call).
+  call_state *at = state.get();
+  s.call([at](schedule &) {
+    at->step = device::node_step_begin(*at->keep);
+    at->phase = 0;
   });
-  s.poll([state, poll](int &err) { return poll(*state->keep, state->step, state->phase, err); });
+  s.poll([state](int &err) { return state->poll(*state->keep, state->step, state->phase, err); });
 }
 
 // Building blocks over s.group() (nbc.cpp). reduce_tree: binomial reduction

@@ -85,6 +85,7 @@ void gatherv_node_steps(schedule &s, const communicator &c, const typed_buffer &
   auto st = std::make_shared<gatherv_state>();
   const bool is_root = c.rank == root;
   if (is_root) {
+    st->blocks.reserve(static_cast<std::size_t>(c.size));
     for (int i = 0; i < c.size; ++i)
       st->blocks.push_back(block_of(recv, true, recvcounts, displs, i));
     if (!in_place) s.copy(send, st->blocks[static_cast<std::size_t>(root)]);
