@@ -36,7 +36,10 @@ int progress_poll() {
 
 int progress_poll_aside() {
   int events = 0;
-  for (transport *t : rt->polled) events += t->poll_aside(rt->config.poll_batch);
+  // Not rt->polled's size: the call lock's holder may be adding to it.
+  const std::size_t n = rt->polled_aside.load(std::memory_order_acquire);
+  transport *const *polled = rt->polled.data();
+  for (std::size_t i = 0; i < n; ++i) events += polled[i]->poll_aside(rt->config.poll_batch);
   return events;
 }
 

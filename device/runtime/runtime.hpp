@@ -118,21 +118,28 @@ struct runtime {
   // know (MPI_Comm_connect/accept): reserved at init for all of them
   // (IRIS_DYNAMIC_PEERS), so that adding one moves no VC.
   std::vector<vc> vcs;
-  int others = 0;  // VCs of other jobs' processes, after the world's
+  // VCs of other jobs' processes, after the world's: grown under the call
+  // lock, read by aside deliveries without it (MULTIPLE).
+  std::atomic<int> others{0};
   // The bound of a message's source rank: a group of another job may be
   // larger than the world, but never than the processes known here.
-  int source_bound() const { return size + others; }
+  int source_bound() const { return size + others.load(std::memory_order_relaxed); }
   // The VC of each process of another job, by (job hash, rank there).
   std::map<std::pair<std::uint64_t, int>, int> foreign;
   std::vector<port_message> port_inbox;
   std::set<int> ports_open;  // MPI_Open_port's ports of this process, by number
   std::vector<std::unique_ptr<transport>> transports;  // those in use; own their state
   std::vector<transport *> polled;                     // those with anything to poll
-  std::vector<vc *> sending;                           // VCs with something to push
-  int pipeline_receives = 0;                           // rendezvous receives streaming data packets
-  int rendezvous_sends = 0;                            // rendezvous sends not yet complete
-  bool polling = false;  // inside progress_poll (which a send may call)
-  int agreeing = 0;      // context_agree calls under way (see packet_deliver)
+  // How many of `polled` aside passes walk (MULTIPLE), stored with a
+  // release once an entry is in (setup; dynamic.cpp's poll_from_now):
+  // `polled` is reserved at setup so that a netmod polled later for other
+  // jobs' processes moves none of it.
+  std::atomic<std::size_t> polled_aside{0};
+  std::vector<vc *> sending;  // VCs with something to push
+  int pipeline_receives = 0;  // rendezvous receives streaming data packets
+  int rendezvous_sends = 0;   // rendezvous sends not yet complete
+  bool polling = false;       // inside progress_poll (which a send may call)
+  int agreeing = 0;           // context_agree calls under way (see packet_deliver)
   matcher matching;
   statistics stats;
   request_pool requests;

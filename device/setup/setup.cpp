@@ -201,6 +201,7 @@ int runtime_init(int required_thread_level) {
     r->pmi->commit();
     r->pmi->fence();
     transports_connect(*r);
+    r->polled_aside.store(r->polled.size(), std::memory_order_release);
   } catch (const std::exception &e) {
     fatal("MPI_Init", "%s", e.what());
   }

@@ -235,7 +235,10 @@ void transports_open(runtime &r) {
 
 void transports_connect(runtime &r) {
   // Polled in this order: the rings (cheap to look at) before the netmods.
-  // Self has nothing to poll.
+  // Self has nothing to poll. Room for a netmod that net_for_others polls
+  // later too (each of IRIS_NETMOD's, or one opened then), so that `polled`
+  // never moves under aside passes (MULTIPLE).
+  r.polled.reserve(r.transports.size() + r.transport_config.net.netmods.size() + 1);
   std::vector<net_transport *> nets;
   for (const auto &t : r.transports) {
     if (auto *shm = dynamic_cast<shm_transport *>(t.get())) {

@@ -19,10 +19,22 @@ void log_note(const std::string &what) {
   std::fprintf(stderr, "iris: rank %d: dynamic processes: %s\n", rt->rank, what.c_str());
 }
 
+namespace {
+
+// Polls `net` from now on. Under MULTIPLE other threads walk the polled
+// list in aside passes without the call lock: it was reserved at setup
+// (transports_connect), so it does not move, and they walk only what
+// polled_aside says, stored once the entry is there.
+void poll_from_now(net_transport *net) {
+  rt->polled.push_back(net);
+  rt->polled_aside.store(rt->polled.size(), std::memory_order_release);
+}
+
+}  // namespace
+
 net_transport *net_for_others(std::string &why) {
   // The first open netmod that reaches other jobs (tcp; not ofi yet), polled
-  // from now on if no peer of the world had made it so: only while no other
-  // thread may walk the polled list.
+  // from now on if no peer of the world had made it so.
   net_transport *open = nullptr;
   for (const auto &t : rt->transports) {
     auto *net = dynamic_cast<net_transport *>(t.get());
@@ -30,25 +42,17 @@ net_transport *net_for_others(std::string &why) {
     if (open == nullptr) open = net;
     if (net->dynamic_card().empty()) continue;
     if (std::find(rt->polled.begin(), rt->polled.end(), net) == rt->polled.end()) {
-      if (threads_enabled) {
-        why = "not supported at MPI_THREAD_MULTIPLE yet";
-        return nullptr;
-      }
       if (am_started()) {
         why =
             "this process's netmod for other jobs reaches no rank of its own job, and cannot be "
             "polled from now on while the progress thread runs";
         return nullptr;
       }
-      rt->polled.push_back(net);
+      poll_from_now(net);
     }
     return net;
   }
   if (open != nullptr) return open;  // its empty card is refused with a clear line
-  if (threads_enabled) {
-    why = "not supported at MPI_THREAD_MULTIPLE yet";
-    return nullptr;
-  }
   if (rt->transport_config.net.dynamic_peers == 0) {
     why = "IRIS_DYNAMIC_PEERS is 0";
     return nullptr;
@@ -79,8 +83,8 @@ net_transport *net_for_others(std::string &why) {
       return nullptr;
     }
     net_transport *made = net.get();
-    rt->polled.push_back(made);
     rt->transports.push_back(std::move(net));
+    poll_from_now(made);
     // The sleeping wait was chosen for the transports of MPI_Init, whose
     // arrivals ring the bell: the netmod's do not.
     rt->sleeper = nullptr;
@@ -145,7 +149,7 @@ int peer_of(std::uint64_t job, int rank, std::string_view card, std::string &why
     return -1;
   }
   rt->foreign.emplace(key, index);
-  rt->others = index + 1 - rt->size;
+  rt->others.store(index + 1 - rt->size, std::memory_order_relaxed);
   return index;
 }
 

@@ -3,7 +3,8 @@
 // through the net transport. A process of this job is its world VC. Both
 // ways of meeting one end at peer_of: a group's table read from a port
 // (with its card), and a connection it opened to this rank (without).
-// Not under MPI_THREAD_MULTIPLE yet: the netmod then refuses strangers.
+// Under MPI_THREAD_MULTIPLE too: what aside passes walk grows without
+// moving (README.md, "Processes of other jobs").
 #pragma once
 
 #include <cstdint>

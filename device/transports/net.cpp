@@ -21,7 +21,7 @@ netmod::config netmod_config(const transport_settings &s) {
                  std::max({s.net.eager_limit, s.net.fragment_size, sizeof(rts_payload)});
   c.record_head = sizeof(packet_header);
   c.concurrent_sends = threads_enabled;
-  c.dynamic_peers = threads_enabled ? 0 : s.net.dynamic_peers;  // not under MULTIPLE yet
+  c.dynamic_peers = s.net.dynamic_peers;
   return c;
 }
 

@@ -153,6 +153,7 @@ bool tcp_netmod::peer_add(int peer, std::uint64_t job, int rank, std::string_vie
     p.peer_card = std::move(*parsed);
     p.card_known = true;
   }
+  peers_published_.store(peers_.size(), std::memory_order_release);  // for poll_aside
   return true;
 }
 

@@ -195,7 +195,11 @@ int tcp_netmod::frames_left(record_sink &sink) {
 int tcp_netmod::poll_aside(aside_sink &sink) {
   if (polling_.load(std::memory_order_relaxed) || !aside_.on_or_ask()) return 0;
   int taken = 0;
-  for (peer_link &p : peers_) {
+  // Within what peer_add published: peers_ never moves (reserved), but a
+  // dynamic peer may be joining it under the call lock meanwhile.
+  const std::size_t published = peers_published_.load(std::memory_order_acquire);
+  for (std::size_t i = 0; i < published; ++i) {
+    peer_link &p = peers_.data()[i];
     connection *c = p.reading.get();
     if (c == nullptr || !c->in_lock.try_lock()) continue;
     if (p.reading.get() == c) taken += frames_aside(*c, sink);  // else released meanwhile

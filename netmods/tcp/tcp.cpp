@@ -21,6 +21,7 @@ void tcp_netmod::init(pmi::client &pmi, const config &conf) {
   job_ = job_hash(pmi.job_id());
   peers_.reserve(static_cast<std::size_t>(size_) + conf.dynamic_peers);
   peers_.resize(static_cast<std::size_t>(size_));
+  peers_published_.store(peers_.size(), std::memory_order_release);
   losses_.resize(static_cast<std::size_t>(size_));
   if (getrandom(mine_.tok.data(), mine_.tok.size(), 0) != static_cast<ssize_t>(token_size)) {
     throw error("tcp: cannot draw a random connection token: " + errno_text(errno));

@@ -267,6 +267,10 @@ class tcp_netmod final : public netmod_base {
   // them, so that a peer added later moves none (their connections are
   // published to other threads).
   std::vector<peer_link> peers_;
+  // How many of peers_ an aside pass walks (MULTIPLE): stored with a
+  // release once a peer added later is made, so that a pass never reads
+  // the vector's size while it grows, nor an entry still being made.
+  std::atomic<std::size_t> peers_published_{0};
   peer_losses losses_;                              // indexed by rank
   std::vector<std::unique_ptr<connection>> conns_;  // slots, reused; the epoll tag is the index
   int waiting_ = 0;                                 // dials and hellos with a deadline

@@ -638,13 +638,24 @@ TEST_P(SpawnTest, IntercommCreateWithoutCardsIsRefused) {
   if (std::string(config().name) != "defaults" || ranks() < 2) {
     GTEST_SKIP() << "shm jobs of 2 or more ranks only";
   }
-  // Then parent rank 1 refuses by running at MPI_THREAD_MULTIPLE, the others
-  // at SINGLE: this hung in the first context agreement (see levels.c).
+  // Then parent rank 1 at MPI_THREAD_MULTIPLE too, the others at SINGLE:
+  // this hung in the first context agreement (see levels.c).
   for (const char *mode : {"", "multiple"}) {
     const run_result r = job(ranks(), "spawn", {"refused", mode}, config().env, 60, config().nodes);
     ASSERT_EQ(r.exit_code, 0) << mode << "\n" << r.output;
     EXPECT_NE(r.output.find("spawn refused: all checks passed"), std::string::npos) << r.output;
   }
+}
+
+// `spawn threads`: parents and children at MPI_THREAD_MULTIPLE (mpi4py's
+// default), two threads a process working over their own dups of the
+// spawn's intercommunicator while the main thread runs inter.h's exercise
+// over it (before, dynamic processes were refused there: "MPI_Open_port:
+// not supported at MPI_THREAD_MULTIPLE yet").
+TEST_P(SpawnTest, ThreadsWorkOverTheSpawnAtMultiple) {
+  const run_result r = job(ranks(), "spawn", {"threads"}, config().env, 120, config().nodes);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("spawn threads: all checks passed"), std::string::npos) << r.output;
 }
 
 // Ranks at different thread levels in one job (levels.c: rank 0 at

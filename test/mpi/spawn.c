@@ -13,9 +13,11 @@
  * the whole parent world and them: every parent sends to every child,
  * though only rank 0 met them. MPI_UNIVERSE_SIZE follows
  * IRIS_UNIVERSE_SIZE (7 unless set). Prints "spawn: all checks passed on N ranks" from the parents'
- * rank 0. */
+ * rank 0. `spawn threads`: the same spawn at MPI_THREAD_MULTIPLE, worked
+ * over by several threads at once (threaded(), below). */
 #define _DEFAULT_SOURCE
 #include <limits.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -132,9 +134,9 @@ static int child_alone(MPI_Comm parent) {
 }
 
 /* `spawn refused` (2 or more parents): parent rank 1 has
- * IRIS_DYNAMIC_PEERS=0 (`spawn refused multiple`: runs at
- * MPI_THREAD_MULTIPLE, where dynamic processes are not supported yet, while
- * the others run at SINGLE), so it cannot reach other jobs; rank 0
+ * IRIS_DYNAMIC_PEERS=0 (`spawn refused multiple`: and runs at
+ * MPI_THREAD_MULTIPLE while the others run at SINGLE), so it cannot reach
+ * other jobs; rank 0
  * alone spawns a child, and the Intercomm_create of both worlds fails with
  * MPI_ERR_OTHER everywhere (the parents cannot send their cards, so the
  * child cannot reach parent rank 1), without a hang; then the spawn's
@@ -165,24 +167,140 @@ static int refused(MPI_Comm parent) {
   return finish();
 }
 
+/* `threads`: every process at MPI_THREAD_MULTIPLE (mpi4py's default, and
+ * mpi4py.futures' pools of spawned workers run so). The parents spawn
+ * three children; on each side `workers` threads work at once, thread t
+ * over its own dup of the spawn's intercommunicator: child c is served by
+ * parent c % parents, which sends it a task (an int) and a 256 KiB block
+ * (a rendezvous over tcp), task_rounds times; the child's thread checks
+ * the block, answers task * 2 + t and sends the block back inverted, which
+ * the parent's thread checks. Meanwhile each side's main thread runs
+ * inter.h's exercise over the spawn's intercommunicator itself. */
+enum { workers = 2, task_rounds = 40, block_bytes = 1 << 18 };
+
+struct worker {
+  MPI_Comm comm;
+  int is_parent;
+  int t;
+  int failures;
+};
+
+static unsigned char pattern(int round, int child, int t, int inverted) {
+  const unsigned char v = (unsigned char)(round * 7 + child * 3 + t + 1);
+  return inverted ? (unsigned char)~v : v;
+}
+
+static int block_is(const unsigned char *block, unsigned char v) {
+  for (int i = 0; i < block_bytes; ++i) {
+    if (block[i] != v) return 0;
+  }
+  return 1;
+}
+
+static void *work(void *arg) {
+  struct worker *w = arg;
+  int lrank = -1;
+  int lsize = -1;
+  int rsize = -1;
+  MPI_Comm_rank(w->comm, &lrank);
+  MPI_Comm_size(w->comm, &lsize);
+  MPI_Comm_remote_size(w->comm, &rsize);
+  unsigned char *block = malloc(block_bytes);
+  for (int round = 0; round < task_rounds && block != NULL; ++round) {
+    if (w->is_parent) {
+      for (int c = lrank; c < rsize; c += lsize) {
+        const int task = round * 100 + c;
+        int answer = -1;
+        memset(block, pattern(round, c, w->t, 0), block_bytes);
+        MPI_Send(&task, 1, MPI_INT, c, w->t, w->comm);
+        MPI_Send(block, block_bytes, MPI_BYTE, c, 10 + w->t, w->comm);
+        MPI_Recv(&answer, 1, MPI_INT, c, w->t, w->comm, MPI_STATUS_IGNORE);
+        MPI_Recv(block, block_bytes, MPI_BYTE, c, 10 + w->t, w->comm, MPI_STATUS_IGNORE);
+        if (answer != task * 2 + w->t || !block_is(block, pattern(round, c, w->t, 1))) {
+          fprintf(stderr, "parent %d thread %d: round %d, child %d answered %d (want %d)%s\n",
+                  lrank, w->t, round, c, answer, task * 2 + w->t,
+                  block_is(block, pattern(round, c, w->t, 1)) ? "" : ", its block differs");
+          ++w->failures;
+        }
+      }
+    } else {
+      const int p = lrank % rsize;
+      int task = -1;
+      MPI_Recv(&task, 1, MPI_INT, p, w->t, w->comm, MPI_STATUS_IGNORE);
+      MPI_Recv(block, block_bytes, MPI_BYTE, p, 10 + w->t, w->comm, MPI_STATUS_IGNORE);
+      if (task != round * 100 + lrank || !block_is(block, pattern(round, lrank, w->t, 0))) {
+        fprintf(stderr, "child %d thread %d: round %d, task %d (want %d)%s\n", lrank, w->t, round,
+                task, round * 100 + lrank,
+                block_is(block, pattern(round, lrank, w->t, 0)) ? "" : ", its block differs");
+        ++w->failures;
+      }
+      const int answer = task * 2 + w->t;
+      memset(block, pattern(round, lrank, w->t, 1), block_bytes);
+      MPI_Send(&answer, 1, MPI_INT, p, w->t, w->comm);
+      MPI_Send(block, block_bytes, MPI_BYTE, p, 10 + w->t, w->comm);
+    }
+  }
+  if (block == NULL) ++w->failures;
+  free(block);
+  return NULL;
+}
+
+static int threaded(MPI_Comm parent, const char *program, int provided) {
+  const int is_parent = parent == MPI_COMM_NULL;
+  int rank = -1;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  CHECK(provided == MPI_THREAD_MULTIPLE, "provided thread level %d", provided);
+  MPI_Comm ic = parent;
+  if (is_parent) {
+    char self[PATH_MAX] = "";
+    char *args[] = {"threads", NULL};
+    int errcodes[children] = {-1, -1, -1};
+    CHECK(realpath(program, self) != NULL, "realpath %s", program);
+    CHECK(MPI_Comm_spawn(self, args, children, MPI_INFO_NULL, 0, MPI_COMM_WORLD, &ic, errcodes) ==
+              MPI_SUCCESS,
+          "spawn at MPI_THREAD_MULTIPLE");
+    for (int i = 0; i < children; ++i) {
+      CHECK(errcodes[i] == MPI_SUCCESS, "errcode %d is %d", i, errcodes[i]);
+    }
+  }
+  if (ic == MPI_COMM_NULL) return finish();
+  struct worker w[workers];
+  pthread_t threads[workers];
+  for (int t = 0; t < workers; ++t) {
+    w[t] = (struct worker){MPI_COMM_NULL, is_parent, t, 0};
+    CHECK(MPI_Comm_dup(ic, &w[t].comm) == MPI_SUCCESS, "dup %d of the spawn's", t);
+  }
+  for (int t = 0; t < workers; ++t) pthread_create(&threads[t], NULL, work, &w[t]);
+  /* It ends with the disconnect of the spawn's intercommunicator (its
+   * copy of the handle): the dups stay. */
+  exercise(ic, is_parent, 0,
+           is_parent ? "parent, beside its threads" : "child, beside its threads");
+  for (int t = 0; t < workers; ++t) {
+    pthread_join(threads[t], NULL);
+    CHECK(w[t].failures == 0, "thread %d: %d failures", t, w[t].failures);
+    MPI_Comm_disconnect(&w[t].comm);
+  }
+  if (is_parent && check_failures == 0 && rank == 0) printf("spawn threads: all checks passed\n");
+  return finish();
+}
+
 int main(int argc, char **argv) {
   setenv("IRIS_UNIVERSE_SIZE", "7", 0); /* room for the children, as launchers with slots give */
   const int refusal = argc > 1 && strcmp(argv[1], "refused") == 0;
   const char *launcher_rank = getenv("PMIX_RANK"); /* set by Iris's mpiexec */
   const int multiple = refusal && argc > 2 && strcmp(argv[2], "multiple") == 0;
-  int level = MPI_THREAD_SINGLE;
+  const int threads = argc > 1 && strcmp(argv[1], "threads") == 0;
+  int level = threads ? MPI_THREAD_MULTIPLE : MPI_THREAD_SINGLE;
   if (refusal && launcher_rank != NULL && atoi(launcher_rank) == 1) {
-    if (multiple) {
-      level = MPI_THREAD_MULTIPLE;
-    } else {
-      setenv("IRIS_DYNAMIC_PEERS", "0", 1);
-    }
+    setenv("IRIS_DYNAMIC_PEERS", "0", 1);
+    if (multiple) level = MPI_THREAD_MULTIPLE;
   }
   int provided = -1;
   MPI_Init_thread(&argc, &argv, level, &provided);
   MPI_Comm parent = MPI_COMM_WORLD;
   MPI_Comm_get_parent(&parent);
   if (refusal) return refused(parent);
+  if (threads) return threaded(parent, argv[0], provided);
   if (parent != MPI_COMM_NULL && argc > 1 && strcmp(argv[1], "alone") == 0) {
     return child_alone(parent);
   }
