@@ -172,7 +172,13 @@ static void join(void) {
 
 int main(int argc, char **argv) {
   if (getenv("IRIS_CONNECT_TIMEOUT") == NULL) setenv("IRIS_CONNECT_TIMEOUT", "1", 1);
-  MPI_Init(&argc, &argv);
+  /* TEST_THREAD_LEVEL=multiple: everything again at MPI_THREAD_MULTIPLE
+   * (mpi4py's default level). */
+  const char *level = getenv("TEST_THREAD_LEVEL");
+  int provided = -1;
+  const int multiple = level != NULL && strcmp(level, "multiple") == 0;
+  MPI_Init_thread(&argc, &argv, multiple ? MPI_THREAD_MULTIPLE : MPI_THREAD_SINGLE, &provided);
+  CHECK(!multiple || provided == MPI_THREAD_MULTIPLE, "provided thread level %d", provided);
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);

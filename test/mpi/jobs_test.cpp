@@ -596,18 +596,23 @@ INSTANTIATE_TEST_SUITE_P(Sessions, SessionsTest,
 // Dynamic processes within one job (dynamic.c): the halves of the world
 // connect through a port, two ranks join over a socket, and the refusals
 // (names, closed and malformed ports, a connect nobody accepts). At 1, 2
-// and 4 ranks over shm, tcp and two nodes.
+// and 4 ranks over shm, tcp and two nodes; then at MPI_THREAD_MULTIPLE
+// (TEST_THREAD_LEVEL=multiple), where MPI_Open_port was refused before.
 class DynamicTest : public SessionsTest {};
 
 TEST_P(DynamicTest, PortsNamesAndJoinWithinAJob) {
   const std::string dir = ::testing::TempDir() + "iris-names-" + std::to_string(getpid());
-  env_list env = config().env;
-  env.emplace_back("IRIS_NAMESERV_DIR", dir);
-  const run_result r = job(ranks(), "dynamic", {}, env, 120, config().nodes);
-  ASSERT_EQ(r.exit_code, 0) << r.output;
-  EXPECT_NE(r.output.find("dynamic: all checks passed on " + std::to_string(ranks()) + " ranks"),
-            std::string::npos)
-      << r.output;
+  for (const char *level : {"single", "multiple"}) {
+    env_list env = config().env;
+    env.emplace_back("IRIS_NAMESERV_DIR", dir);
+    env.emplace_back("TEST_THREAD_LEVEL", level);
+    const run_result r = job(ranks(), "dynamic", {}, env, 120, config().nodes);
+    ASSERT_EQ(r.exit_code, 0) << level << "\n" << r.output;
+    EXPECT_NE(r.output.find("dynamic: all checks passed on " + std::to_string(ranks()) + " ranks"),
+              std::string::npos)
+        << level << "\n"
+        << r.output;
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Dynamic, DynamicTest,
@@ -719,12 +724,14 @@ void two_jobs(int server_ranks, int client_ranks, const env_list &given, int nod
 TEST(DynamicProcesses, TwoJobsOnOneNodeConnectThroughAPublishedName) {
   two_jobs(2, 3, {}, 1);
   two_jobs(1, 1, {}, 1);
+  two_jobs(2, 3, {{"TEST_THREAD_LEVEL", "multiple"}}, 1);  // refused there before
 }
 
 TEST(DynamicProcesses, TwoJobsOverTcpConnect) {
   if (netmods_built.find(",tcp,") == std::string::npos) GTEST_SKIP() << "no tcp netmod";
   two_jobs(4, 2, {{"IRIS_SHM", "0"}, {"IRIS_NETMOD", "tcp"}}, 1);
   two_jobs(4, 4, {{"IRIS_NETMOD", "tcp"}}, 2);
+  two_jobs(4, 4, {{"IRIS_NETMOD", "tcp"}, {"TEST_THREAD_LEVEL", "multiple"}}, 2);
 }
 
 // 2^31 + 4099 MPI_BYTE elements in one MPI_Send_c, then past 2^31 bytes of
