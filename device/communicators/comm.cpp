@@ -6,6 +6,7 @@
 #include "device/base/threading.hpp"
 #include "device/collectives/schedule.hpp"
 #include "device/datatypes/dtype.hpp"
+#include "device/protocols/recovery.hpp"
 #include "device/protocols/recv.hpp"
 #include "device/protocols/send.hpp"
 #include "device/runtime/runtime.hpp"
@@ -212,6 +213,7 @@ int comm_register_slot(std::vector<int> world_ranks, std::uint32_t context, int 
 int comm_register(std::vector<int> world_ranks, std::uint32_t context, int errhandler) {
   const int handle = comm_register_slot(std::move(world_ranks), context, errhandler);
   comm_publish(*rt, handle_index(handle));
+  recovery_comm_made(*rt->comms[handle_index(handle)]);
   return handle;
 }
 
@@ -226,6 +228,7 @@ int comm_register_inter(std::vector<int> local, std::vector<int> remote, std::ui
   c->inter = true;
   c->local_world_rank = std::move(local);
   c->local_context = local_context;
+  if (context != pending_context) recovery_comm_made(*c);
   return handle;
 }
 
@@ -235,7 +238,7 @@ namespace {
 // The members are numbered 0 .. n-1: over an intracommunicator its ranks;
 // over an intercommunicator the group whose first member has the lower world
 // rank first, then the other (both sides number them alike).
-struct agreement {
+struct context_agreement {
   communicator *parent = nullptr;
   int n = 0;
   int me = 0;
@@ -268,8 +271,8 @@ bool block_clashes(std::uint32_t agreed) {
 
 // Dissemination rounds after which every member's a.*field is the maximum of
 // all members' (a.*heard receives).
-void plan_max(schedule &s, const std::shared_ptr<agreement> &a, std::uint32_t agreement::*field,
-              std::uint32_t agreement::*heard) {
+void plan_max(schedule &s, const std::shared_ptr<context_agreement> &a,
+              std::uint32_t context_agreement::*field, std::uint32_t context_agreement::*heard) {
   const dtype *word = dtype_lookup(MPI_UNSIGNED);
   for (int distance = 1; distance < a->n; distance *= 2) {
     const auto [to_local, to] = a->member((a->me + distance) % a->n);
@@ -288,7 +291,7 @@ void plan_max(schedule &s, const std::shared_ptr<agreement> &a, std::uint32_t ag
   }
 }
 
-void plan_attempt(schedule &s, const std::shared_ptr<agreement> &a) {
+void plan_attempt(schedule &s, const std::shared_ptr<context_agreement> &a) {
   s.call([a](schedule &) {
     // Above the next free block, by a spread that the parent and the attempt
     // pick (the same on every member), so that agreements on different
@@ -299,12 +302,12 @@ void plan_attempt(schedule &s, const std::shared_ptr<agreement> &a) {
     rt->next_nonblocking_context =
         std::max(rt->next_nonblocking_context, a->value + nonblocking_context_block);
   });
-  plan_max(s, a, &agreement::value, &agreement::heard);
+  plan_max(s, a, &context_agreement::value, &context_agreement::heard);
   s.call([a](schedule &) {
     a->clash = block_clashes(a->value) ? 1 : 0;
     rt->contexts_tentative.push_back(a->value);
   });
-  plan_max(s, a, &agreement::clash, &agreement::clash_heard);
+  plan_max(s, a, &context_agreement::clash, &context_agreement::clash_heard);
   s.call([a](schedule &next) {
     rt->contexts_tentative.erase(
         std::find(rt->contexts_tentative.begin(), rt->contexts_tentative.end(), a->value));
@@ -326,7 +329,7 @@ void plan_attempt(schedule &s, const std::shared_ptr<agreement> &a) {
 
 void context_agree_schedule(schedule &s, communicator &parent,
                             std::function<void(std::uint32_t)> done) {
-  auto a = std::make_shared<agreement>();
+  auto a = std::make_shared<context_agreement>();
   a->parent = &parent;
   a->done = std::move(done);
   if (parent.inter) {
@@ -352,6 +355,7 @@ int comm_register_pending(const communicator &parent) {
 
 void comm_activate(communicator &c, std::uint32_t context) {
   c.context = context;
+  recovery_comm_made(c);
   if (c.inter) {
     c.local_context = context + 2;
     return;

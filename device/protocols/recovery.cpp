@@ -9,6 +9,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 
 #include "device/am/am.hpp"
 #include "device/core/transport.hpp"
@@ -54,6 +55,12 @@ struct recovery_globals {
   std::vector<pending_packet> outbox;
   std::vector<std::shared_ptr<agreement_run>> running;  // nonblocking agreements
   std::map<std::uint32_t, agree_state> agreements;      // by the communicator's context
+  // Contexts whose revocation came before this process had made their
+  // communicator (recovery_comm_made revokes it then). A context is never
+  // used twice by one process (each agreed context is above every member's
+  // next_context), so one left by a communicator freed here already never
+  // revokes another.
+  std::set<std::uint32_t> revoked_early;
 };
 std::unique_ptr<recovery_globals> globals;
 // Where another thread's reports go (recovery_report), between
@@ -440,6 +447,13 @@ int comm_ack(communicator &c) {
   return static_cast<int>(comm_acked_ranks(c).size());
 }
 
+void recovery_comm_made(communicator &c) {
+  if (globals == nullptr || globals->revoked_early.empty()) [[likely]] {
+    return;
+  }
+  if (globals->revoked_early.erase(c.context) != 0) comm_revoke(c);
+}
+
 void comm_revoke(communicator &c) {
   if (c.revoked) return;
   progress_added.recovery = recovery_poll;  // its packets may wait for room
@@ -592,7 +606,11 @@ const char *recovery_on_packet(vc &from, const packet_header &h, const std::byte
   communicator *c = comm_of_context(h.context);
   if (h.tag == step_revoke) {
     if (h.length != 0) return "revocation with a payload";
-    if (c != nullptr) comm_revoke(*c);  // else freed here already, or not made yet
+    if (c != nullptr) {
+      comm_revoke(*c);
+    } else {
+      globals->revoked_early.insert(h.context);  // freed here already, or not made yet
+    }
     return nullptr;
   }
   return on_agreement(c, h, payload);

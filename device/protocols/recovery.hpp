@@ -88,6 +88,10 @@ std::vector<int> comm_acked_ranks(const communicator &c);
 int comm_ack(communicator &c);
 // MPIX_Comm_revoke.
 void comm_revoke(communicator &c);
+// A communicator just made here, or just given its context (MPI_Comm_idup):
+// revoked now when a revocation of its context came before it (a member
+// that made it first revoked it at once).
+void recovery_comm_made(communicator &c);
 
 // What an agreement combines: a flag (bitwise AND), a context id (maximum)
 // and the ranks of the communicator known dead (union, as bits).

@@ -40,7 +40,9 @@
  *       none        nobody (VICTIMS "-"): revoke, shrink and agree work
  *                   without a failure, with or without recovery on, and
  *                   an agreement while an MPIX_Comm_iagree on the same
- *                   communicator runs here is refused.
+ *                   communicator runs here is refused, and an
+ *                   intercommunicator revoked at once ends the receives
+ *                   waiting on it (revoke_intercomm).
  *     VICTIMS: world ranks, comma-separated, or "-".
  *
  * Every survivor: meets the failure as MPIX_ERR_PROC_FAILED (or
@@ -112,6 +114,41 @@ static void *dies_here(MPI_Comm comm, int origin, const void *uhdr, int uhdr_len
   return NULL;
 }
 
+/* An intercommunicator between the world's halves, revoked by the lower
+ * half's rank 0 while every other rank waits in a receive over it that
+ * nobody matches: each receive ends with MPIX_ERR_REVOKED, both groups see
+ * it revoked, and the world it was made from is not (checked before a
+ * barrier: after it, the survivors go on to revoke the world). */
+static void revoke_intercomm(void) {
+  int me = -1, n = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &me);
+  MPI_Comm_size(MPI_COMM_WORLD, &n);
+  if (n < 2) return;
+  const int low = me < n / 2;
+  MPI_Comm half = MPI_COMM_NULL, inter = MPI_COMM_NULL;
+  MPI_Comm_split(MPI_COMM_WORLD, low, me, &half);
+  MPI_Intercomm_create(half, 0, MPI_COMM_WORLD, low ? n / 2 : 0, 41, &inter);
+  MPI_Comm_set_errhandler(inter, MPI_ERRORS_RETURN);
+  if (me == 0) {
+    CHECK(MPIX_Comm_revoke(inter) == MPI_SUCCESS, "revoking an intercommunicator failed");
+  } else {
+    int x = 0;
+    const int err = MPI_Recv(&x, 1, MPI_INT, 0, 42, inter, MPI_STATUS_IGNORE);
+    int cls = err;
+    MPI_Error_class(err, &cls);
+    CHECK(cls == MPIX_ERR_REVOKED, "a receive on the revoked intercommunicator returned %d", err);
+  }
+  int revoked = 0;
+  MPIX_Comm_is_revoked(inter, &revoked);
+  CHECK(revoked, "the intercommunicator is not revoked here");
+  MPIX_Comm_is_revoked(MPI_COMM_WORLD, &revoked);
+  CHECK(!revoked, "revoking an intercommunicator revoked the world");
+  /* Before anyone goes on to revoke the world itself. */
+  MPI_Barrier(MPI_COMM_WORLD);
+  MPI_Comm_free(&inter);
+  MPI_Comm_free(&half);
+}
+
 /* The victims die where WHERE says; the survivors meet it. */
 static void meet_failure(const char *where) {
   const int first_survivor = 0;
@@ -135,6 +172,7 @@ static void meet_failure(const char *where) {
     CHECK(MPI_Wait(&req, MPI_STATUS_IGNORE) == MPI_SUCCESS, "waiting for the iagree failed");
     CHECK(world_size > 30 || flag == ~((1 << world_size) - 1), "iagree gave 0x%x", flag);
     CHECK(MPIX_Comm_revoke(MPI_COMM_NULL) != MPI_SUCCESS, "revoking MPI_COMM_NULL succeeded");
+    revoke_intercomm();
   } else if (strcmp(where, "idle") == 0 || strcmp(where, "shrink") == 0 ||
              strcmp(where, "fatal") == 0 || strncmp(where, "exit", 4) == 0) {
     if (is_victim(me) && strcmp(where, "exit3") == 0) exit(3);

@@ -113,10 +113,12 @@ int agreement_request(communicator &c, std::unique_ptr<agreement_ext> ext, MPI_R
 
 extern "C" {
 
+// Over an intercommunicator too: the notice goes to both groups
+// (each_member), whose members share its context.
 int MPIX_Comm_revoke(MPI_Comm comm) {
   const device::api_guard guard;
   communicator *c = nullptr;
-  if (int err = intracomm_of("MPIX_Comm_revoke", comm, c)) return err;
+  if (int err = api::check_comm("MPIX_Comm_revoke", comm, c)) return err;
   device::comm_revoke(*c);
   return MPI_SUCCESS;
 }
