@@ -91,6 +91,7 @@ node_hierarchy *make(communicator &c) {
   // the local numbering); then every rank learns whether all nodes did,
   // with CMA for their large steps.
   h->nc = h->local.size > 1 ? node_collectives_of(h->local) : nullptr;
+  if (h->nc != nullptr) node_serves(*h->nc, c);  // revocations name c
   const bool ready = h->local.size == 1 || (h->nc != nullptr && node_takes(*h->nc, SIZE_MAX));
   if (all_agree(c, ready ? 1 : 0) == 0) {
     delete h;

@@ -30,12 +30,21 @@ namespace {
 
 // Polls until done() holds, spinning first, then yielding the core. Never
 // sleeps on the transport's bell: what it waits for is a store to shared
-// memory, which no packet announces.
+// memory, which no packet announces. A revocation of the communicator,
+// which a poll may bring, ends the wait (node_revocation, node.hpp): the
+// rank waited for may never come. Read under the call lock, as it is set.
 template <typename Done>
-void wait_shared(Done done) {
+void wait_shared(const node_collectives &nc, Done done) {
   int idle = 0;
   while (!done()) {
-    if (progress_poll() > 0) {
+    const int polled = progress_poll();
+    if (node_revoked(nc)) [[unlikely]] {
+      // Told before this rank leaves: a rank reading what it published
+      // (a large step's buffers) may then fail, and says why (node_call).
+      nc.bar->revoked.store(1, std::memory_order_release);
+      throw node_revocation{};
+    }
+    if (polled > 0) {
       idle = 0;
       continue;
     }
@@ -57,7 +66,7 @@ void wait_slot_free(node_collectives &nc, std::uint64_t s) {
   if (s <= 2 || nc.known_done >= s - 2) return;
   for (int r = 0; r < nc.size; ++r) {
     const rank_line &l = nc.lines[r];
-    wait_shared([&] { return l.done.load(std::memory_order_acquire) >= s - 2; });
+    wait_shared(nc, [&] { return l.done.load(std::memory_order_acquire) >= s - 2; });
   }
   nc.known_done = s - 2;
 }
@@ -67,7 +76,7 @@ void wait_slot_free(node_collectives &nc, std::uint64_t s) {
 void wait_all_posted(node_collectives &nc, std::uint64_t s) {
   for (int r = 0; r < nc.size; ++r) {
     const rank_line &l = nc.lines[r];
-    wait_shared([&] { return l.posted.load(std::memory_order_acquire) >= s; });
+    wait_shared(nc, [&] { return l.posted.load(std::memory_order_acquire) >= s; });
   }
   nc.known_done = std::max(nc.known_done, s - 1);
 }
@@ -78,7 +87,7 @@ void wait_all_posted(node_collectives &nc, std::uint64_t s) {
 // wait_all_posted relies on, and a large step's buffers stay published
 // until every rank is done reading them.
 std::uint64_t begin_step(node_collectives &nc) {
-  if (nc.nbc_pending > 0) wait_shared([&] { return nc.nbc_pending == 0; });
+  if (nc.nbc_pending > 0) wait_shared(nc, [&] { return nc.nbc_pending == 0; });
   return ++nc.step;
 }
 
@@ -188,6 +197,7 @@ node_collectives *make(communicator &c) {
   nc->slot = slot;
   nc->size = c.size;
   nc->rank = c.rank;
+  nc->served = &c;
   nc->bar = static_cast<barrier_lines *>(base);
   nc->lines = line_of(base, 0);
   nc->slots = static_cast<std::byte *>(base) + lines_end;
@@ -222,6 +232,14 @@ void node_collectives_free(node_collectives *nc) {
   delete nc;
 }
 
+bool node_revoked(const node_collectives &nc) {
+  return nc.served->revoked || nc.bar->revoked.load(std::memory_order_acquire) != 0;
+}
+
+void node_serves(node_collectives &nc, const communicator &across) {
+  nc.served = &across;
+}
+
 bool node_takes(const node_collectives &nc, std::size_t bytes) {
   return bytes <= nc.slot || nc.cma;
 }
@@ -236,11 +254,11 @@ void node_barrier(node_collectives &nc) {
   const std::uint64_t everyone = b * static_cast<std::uint64_t>(nc.size);
   nc.bar->arrived.fetch_add(1, std::memory_order_acq_rel);
   if (nc.rank == 0) {
-    wait_shared([&] { return nc.bar->arrived.load(std::memory_order_acquire) >= everyone; });
+    wait_shared(nc, [&] { return nc.bar->arrived.load(std::memory_order_acquire) >= everyone; });
     nc.bar->released.store(b, std::memory_order_release);
     return;
   }
-  wait_shared([&] { return nc.bar->released.load(std::memory_order_acquire) >= b; });
+  wait_shared(nc, [&] { return nc.bar->released.load(std::memory_order_acquire) >= b; });
 }
 
 namespace {
@@ -251,7 +269,7 @@ void end_large_step(node_collectives &nc, std::uint64_t s) {
   nc.mine().done.store(s, std::memory_order_release);
   for (int r = 0; r < nc.size; ++r) {
     const rank_line &l = nc.lines[r];
-    wait_shared([&] { return l.done.load(std::memory_order_acquire) >= s; });
+    wait_shared(nc, [&] { return l.done.load(std::memory_order_acquire) >= s; });
   }
   nc.known_done = s;
 }
@@ -291,7 +309,7 @@ int node_bcast(node_collectives &nc, const typed_buffer &data, int root, std::si
     return MPI_SUCCESS;
   }
   const rank_line &from = nc.lines[root];
-  wait_shared([&] { return from.posted.load(std::memory_order_acquire) >= s; });
+  wait_shared(nc, [&] { return from.posted.load(std::memory_order_acquire) >= s; });
   const int err = take_broadcast(nc, s, root, data, root_bytes, packed);
   me.done.store(s, std::memory_order_release);
   return err;
@@ -439,7 +457,7 @@ int node_reduce(node_collectives &nc, const void *in, void *out, std::size_t cou
   for (int k = 1; gets_result && k < nc.size; ++k) {
     const int r = (nc.rank + k) % nc.size;
     const rank_line &l = nc.lines[r];
-    wait_shared([&] { return l.reduced.load(std::memory_order_acquire) >= s; });
+    wait_shared(nc, [&] { return l.reduced.load(std::memory_order_acquire) >= s; });
     const std::size_t at = share(r) * static_cast<std::size_t>(extent);
     const std::size_t len = (share(r + 1) - share(r)) * static_cast<std::size_t>(extent);
     ok = node_memory_read(l.pid, l.out + at, result + at, len) && ok;
@@ -571,7 +589,7 @@ int take_as_posted(node_collectives &nc, std::uint64_t s, const typed_buffer &re
   std::vector<std::byte> scratch;
   int err = MPI_SUCCESS;
   for (int left = nc.size; left > 0;) {
-    wait_shared([&] {
+    wait_shared(nc, [&] {
       bool took = false;
       for (int k = 0; k < nc.size; ++k) {
         const int r = (nc.rank + 1 + k) % nc.size;
@@ -631,7 +649,7 @@ int node_gather(node_collectives &nc, const typed_buffer &mine, const typed_buff
     // The root reads a large block where it lies.
     if (mine.packed_bytes() > nc.slot) {
       const rank_line &l = nc.lines[root];
-      wait_shared([&] { return l.done.load(std::memory_order_acquire) >= s; });
+      wait_shared(nc, [&] { return l.done.load(std::memory_order_acquire) >= s; });
     }
     return MPI_SUCCESS;
   }
@@ -667,8 +685,8 @@ void node_gatherv_wait_all(node_collectives &nc, std::uint64_t s) {
   wait_all_posted(nc, s);
 }
 
-void node_wait(const std::function<bool()> &done) {
-  wait_shared(done);
+void node_wait(const node_collectives &nc, const std::function<bool()> &done) {
+  wait_shared(nc, done);
 }
 
 bool node_gatherv_posted(const node_collectives &nc, std::uint64_t s, int r, std::uint64_t &bytes) {
@@ -719,7 +737,7 @@ int node_scatterv(node_collectives &nc, const typed_buffer *blocks, const typed_
     return MPI_SUCCESS;
   }
   const rank_line &from = nc.lines[root];
-  wait_shared([&] { return from.posted.load(std::memory_order_acquire) >= s; });
+  wait_shared(nc, [&] { return from.posted.load(std::memory_order_acquire) >= s; });
   std::vector<std::byte> scratch;
   const int err = take_table_block(nc, s, root, *recv, comes_as_message, scratch);
   me.done.store(s, std::memory_order_release);
@@ -740,7 +758,7 @@ int node_alltoallv_take(node_collectives &nc, std::uint64_t s, const typed_buffe
   std::vector<char> taken(static_cast<std::size_t>(nc.size), 0);
   int err = MPI_SUCCESS;
   if (!node_alltoallv_as_posted(nc, from)) wait_all_posted(nc, s);
-  wait_shared([&] { return take_posted_blocks(nc, s, from, taken, from_message, err); });
+  wait_shared(nc, [&] { return take_posted_blocks(nc, s, from, taken, from_message, err); });
   return err;
 }
 
@@ -768,7 +786,7 @@ int node_scatter(node_collectives &nc, const typed_buffer *all, const typed_buff
     return err;
   }
   const rank_line &from = nc.lines[root];
-  wait_shared([&] { return from.posted.load(std::memory_order_acquire) >= s; });
+  wait_shared(nc, [&] { return from.posted.load(std::memory_order_acquire) >= s; });
   const int err = scatter_take(nc, s, root, *recv);
   me.done.store(s, std::memory_order_release);
   return err;

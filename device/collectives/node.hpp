@@ -24,10 +24,12 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <type_traits>
 #include <vector>
 
 #include "device/core/comm.hpp"
 #include "device/protocols/typed.hpp"
+#include "include/mpi.h"
 
 namespace iris::device {
 
@@ -41,6 +43,50 @@ struct node_collectives;
 // could not be made (a full /dev/shm: then every rank keeps to messages,
 // and nothing is lost).
 node_collectives *node_collectives_of(communicator &comm);
+
+// A revocation (MPIX_Comm_revoke, here or at another rank) of the
+// communicator a segment serves, met while this rank waits in it for a rank
+// that will not come: the wait marks the segment revoked (every rank of the
+// node sees it at its next look, before its own notice may have come) and
+// throws node_revocation; node_call, around every call into the segment's
+// blocking steps, returns MPI_ERR_REVOKED then. Nothing after the wait
+// runs: the step's data are not read, and the segment is not used again
+// (the communicator takes no more collectives). A call that failed
+// otherwise while the segment is marked (a rank left while this one read
+// its buffers) returns MPI_ERR_REVOKED too. A nonblocking step's poll asks
+// node_revoked instead.
+struct node_revocation {};
+bool node_revoked(const node_collectives &nc);
+template <typename Fn>
+int node_call(const node_collectives &nc, Fn &&fn) {
+  int err = 0;
+  try {
+    if constexpr (std::is_void_v<decltype(fn())>) {
+      fn();
+    } else {
+      err = fn();
+    }
+  } catch (const node_revocation &) {
+    return MPI_ERR_REVOKED;
+  }
+  return err != 0 && node_revoked(nc) ? MPI_ERR_REVOKED : err;
+}
+// A hierarchy's node level: its waits end when `across` (the communicator
+// across nodes) is revoked.
+void node_serves(node_collectives &nc, const communicator &across);
+template <typename Fn>
+int node_call(int revoked, Fn &&fn) {
+  try {
+    if constexpr (std::is_void_v<decltype(fn())>) {
+      fn();
+      return 0;
+    } else {
+      return fn();
+    }
+  } catch (const node_revocation &) {
+    return revoked;
+  }
+}
 
 // Whether a call of `bytes` per rank goes through the segment: it fits a
 // slot, or every rank may read every other's memory (CMA) for a large one.
@@ -108,7 +154,7 @@ void node_gatherv_wait_all(node_collectives &nc, std::uint64_t s);
 // Waits until done() holds as the node steps wait: polls the device, then
 // yields, and never sleeps (what another rank posts in the segment rings
 // no bell, so a sleeping rank would not see it).
-void node_wait(const std::function<bool()> &done);
+void node_wait(const node_collectives &nc, const std::function<bool()> &done);
 int node_gatherv_end(node_collectives &nc, std::uint64_t s, int root, const typed_buffer *blocks);
 
 // Scatter: the root posts `all` (its n blocks in rank order, one packed

@@ -28,11 +28,15 @@ constexpr std::uint64_t message_mark = node_gatherv_message;
 constexpr std::uint64_t in_place_mark = std::uint64_t{1} << 61;
 
 // The barrier: ranks count themselves in; once all of barrier b are in,
-// rank 0 releases it.
+// rank 0 releases it. `revoked`, on a line of its own (read at every idle
+// look of a wait, written once): set by the first rank that leaves a wait
+// because the communicator was revoked, before it leaves (node_call).
 struct alignas(cache_line) barrier_lines {
   std::atomic<std::uint64_t> arrived;
   char pad[cache_line - sizeof(std::atomic<std::uint64_t>)];
   std::atomic<std::uint64_t> released;
+  char pad2[cache_line - sizeof(std::atomic<std::uint64_t>)];
+  std::atomic<std::uint32_t> revoked;
 };
 
 // Written by its rank only, read by every other.
@@ -69,6 +73,10 @@ struct node_collectives {
   std::uint64_t known_done = 0;    // every rank's `done` is at least this
   int nbc_pending = 0;             // nonblocking steps begun and not finished
   std::uint64_t finished = 0;      // this rank finished every step up to this one
+  // The communicator whose revocation ends this segment's waits: its own,
+  // or for a node level of a hierarchy, the communicator across nodes (the
+  // one revocations name). Communicators live until MPI_Finalize.
+  const communicator *served = nullptr;
 
   std::byte *slot_of(int r, std::uint64_t s) const {
     return slots + (static_cast<std::size_t>(r) * 2 + (s & 1U)) * slot;

@@ -118,6 +118,11 @@ struct request {
   // ends it). Recovery (protocols/recovery.hpp) reads both.
   bool piped = false;
   bool reading = false;
+  // recv: a transport reads a data packet's body straight into `buffer`
+  // (rendezvous_data_place) until it delivers the packet: a failure or
+  // revocation that ends the receive meanwhile leaves its completion to
+  // that delivery, unless the sender is dead (its connection gone).
+  bool placing = false;
   persistent_args persistent;  // persistent.op != none: made by MPI_*_init
   // A non-contiguous datatype. A send of at most the eager limit travels
   // packed whole through `scratch` (freed with the request). Receives and

@@ -89,6 +89,15 @@ bool is_collective(const communicator &comm, std::uint32_t context) {
   return context == comm.collective_context() || (comm.inter && context == comm.local_context + 1);
 }
 
+// Whether `comm` is revoked: it, or the communicator it is a level of (a
+// hierarchy's node and leader levels share their communicator's handle and
+// context and are not registered: revocations name the registered one).
+bool revoked(const communicator &comm) {
+  if (comm.revoked) return true;
+  const communicator *named = comm_lookup(comm.handle);
+  return named != nullptr && named != &comm && named->context == comm.context && named->revoked;
+}
+
 // Every process of `comm`, both groups of an intercommunicator.
 template <typename Fn>
 void each_member(const communicator &comm, Fn fn) {
@@ -357,6 +366,10 @@ void recovery_report(int w, const char *why) {
   if (transport *t = reports_wake.load(std::memory_order_acquire)) t->wake_self();
 }
 
+bool recovery_revoked(const communicator &comm) {
+  return revoked(comm);
+}
+
 bool recovery_failed(int w) {
   return is_failed(w);
 }
@@ -366,7 +379,7 @@ bool recovery_comm_failed(const communicator &comm) {
 }
 
 int recovery_refusal(const communicator &comm, std::uint32_t context, int peer) {
-  if (comm.revoked) return MPI_ERR_REVOKED;
+  if (revoked(comm)) return MPI_ERR_REVOKED;
   if (peer >= 0 && is_failed(world_of(comm, context, peer))) return MPI_ERR_PROC_FAILED;
   if (is_collective(comm, context) && holds_failure(comm)) return MPI_ERR_PROC_FAILED;
   return 0;
@@ -388,8 +401,9 @@ void recovery_fail(request &r, int error_class) {
       r.piped = false;
     }
     // A transport still reads into its buffer: it completes when the read
-    // ends (rendezvous_read_done), so the buffer is the user's again then.
-    if (r.reading) return;
+    // ends (rendezvous_read_done) or the placed packet is delivered
+    // (rendezvous_on_data), so the buffer is the user's again then.
+    if (r.reading || (r.placing && !is_failed(r.peer))) return;
     request_complete(r);
     return;
   }
@@ -465,7 +479,8 @@ void comm_revoke(communicator &c) {
   h.source = c.rank;
   each_member(c, [&](int w) { send_packet(w, h, nullptr, 0); });
   rt->requests.each_live([&](request &r) {
-    if (r.comm == &c && !r.complete && r.ext == nullptr && r.kind != request_kind::coll &&
+    if (r.comm != nullptr && (r.comm == &c || r.comm->context == c.context) && !r.complete &&
+        r.ext == nullptr && r.kind != request_kind::coll &&
         (r.persistent.op == persistent_op::none || r.active)) {
       recovery_fail(r, MPI_ERR_REVOKED);
     }

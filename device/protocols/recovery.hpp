@@ -72,6 +72,8 @@ bool recovery_comm_failed(const communicator &comm);
 // MPIX_ERR_REVOKED) an operation on `context` of `comm` with `peer` (a rank
 // of comm, or any_source) must end with at once, or 0.
 int recovery_refusal(const communicator &comm, std::uint32_t context, int peer);
+// Whether `comm` (or the communicator it is a level of) is revoked.
+bool recovery_revoked(const communicator &comm);
 // Ends the pending request `r` now with `error_class`: withdrawn from the
 // queue it waits in, its rendezvous forgotten.
 void recovery_fail(request &r, int error_class);

@@ -159,6 +159,15 @@ request *recv_start(const communicator &comm, std::uint32_t context, void *data,
     fatal("MPI_Irecv", "out of memory for the receive queues of context %u", context);
   }
   if (unexpected_msg *m = rt->matching.take_or_post(*q, r)) {
+    if (rt->troubled && m->type == packet_type::rts && recovery_revoked(comm)) [[unlikely]] {
+      // Its sender ended that send when it met the revocation (before this
+      // receive was posted, or at once): it will never answer a CTS.
+      rt->matching.release(m);
+      r->status_error = MPI_ERR_REVOKED;
+      r->status_bytes = 0;
+      request_complete(*r);
+      return r;
+    }
     recv_taken(*r, m);
   } else if (rt->troubled) [[unlikely]] {
     // A message its sender sent before it died still matches; anything

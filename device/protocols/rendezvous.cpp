@@ -289,7 +289,9 @@ request *data_receiver(const vc &from, const packet_header &h) {
 std::byte *rendezvous_data_place(const vc &from, const packet_header &h, std::size_t payload) {
   if (h.type != packet_type::data || h.length != payload) return nullptr;
   request *r = data_receiver(from, h);
-  return r != nullptr && !r->typed_stream ? r->buffer + h.offset : nullptr;
+  if (r == nullptr || r->typed_stream) return nullptr;
+  r->placing = true;
+  return r->buffer + h.offset;
 }
 
 namespace {
@@ -430,6 +432,13 @@ bool rendezvous_data_aside(vc &from, const packet_header &h, const std::byte *pa
 const char *rendezvous_on_data(vc &from, const packet_header &h, const std::byte *payload) {
   request *r = data_receiver(from, h);
   if (r == nullptr) return "data for no receive, or out of sequence";
+  if (r->placing) [[unlikely]] {
+    r->placing = false;
+    if (r->status_error == MPI_ERR_PROC_FAILED || r->status_error == MPI_ERR_REVOKED) {
+      request_complete(*r);  // ended while its body was placed (recovery_fail)
+      return nullptr;
+    }
+  }
   // One an aside pass answered (MULTIPLE) is neither counted nor timed.
   if (from.streaming_aside.holds(*r)) [[unlikely]] {
     data_copy(*r, h, payload);

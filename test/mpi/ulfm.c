@@ -42,7 +42,9 @@
  *                   an agreement while an MPIX_Comm_iagree on the same
  *                   communicator runs here is refused, and an
  *                   intercommunicator revoked at once ends the receives
- *                   waiting on it (revoke_intercomm).
+ *                   waiting on it (revoke_intercomm), and collectives
+ *                   with a rank that revokes instead of joining end
+ *                   (revoke_in_collectives).
  *     VICTIMS: world ranks, comma-separated, or "-".
  *
  * Every survivor: meets the failure as MPIX_ERR_PROC_FAILED (or
@@ -149,6 +151,83 @@ static void revoke_intercomm(void) {
   MPI_Comm_free(&half);
 }
 
+/* Revoked while the others are inside a collective: a duplicate of the
+ * world per collective, revoked by the last rank instead of joining it; every
+ * other rank's call ends (no hang) with MPIX_ERR_REVOKED, or with success
+ * where it could finish without the revoker (a root-0 Bcast's other ranks,
+ * a Gather's or Reduce's senders, a Scatter's receivers). The node segment's
+ * collectives (recovery off) and, over two nodes, both levels; small and
+ * large data; the nonblocking forms through MPI_Wait. */
+static void revoke_in_collectives(void) {
+  enum { kinds = 12 };
+  const int n = world_size, last = world_size - 1;
+  const size_t large = 1 << 20;
+  char *a = calloc(large * (size_t)n, 1), *b = calloc(large * (size_t)n, 1);
+  CHECK(a != NULL && b != NULL, "no memory");
+  for (int kind = 0; kind < kinds; ++kind) {
+    MPI_Comm c = MPI_COMM_NULL;
+    MPI_Comm_dup(MPI_COMM_WORLD, &c);
+    MPI_Comm_set_errhandler(c, MPI_ERRORS_RETURN);
+    MPI_Barrier(c); /* its segment made, every rank in */
+    int err = MPI_SUCCESS;
+    MPI_Request req = MPI_REQUEST_NULL;
+    if (me == last) {
+      CHECK(MPIX_Comm_revoke(c) == MPI_SUCCESS, "revoking a duplicate of the world failed");
+    } else {
+      switch (kind) {
+        case 0:
+          err = MPI_Allreduce(a, b, 2, MPI_INT, MPI_SUM, c);
+          break;
+        case 1:
+          err = MPI_Allreduce(a, b, (int)(large / 4), MPI_INT, MPI_SUM, c);
+          break;
+        case 2:
+          err = MPI_Bcast(a, 8, MPI_BYTE, last, c);
+          break;
+        case 3:
+          err = MPI_Bcast(a, (int)large, MPI_BYTE, 0, c);
+          break;
+        case 4:
+          err = MPI_Barrier(c);
+          break;
+        case 5:
+          err = MPI_Reduce(a, b, (int)(large / 4), MPI_INT, MPI_SUM, 0, c);
+          break;
+        case 6:
+          err = MPI_Allgather(a, 8, MPI_BYTE, b, 8, MPI_BYTE, c);
+          break;
+        case 7:
+          err = MPI_Alltoall(a, 64 << 10, MPI_BYTE, b, 64 << 10, MPI_BYTE, c);
+          break;
+        case 8:
+          err = MPI_Gather(a, 8, MPI_BYTE, b, 8, MPI_BYTE, 0, c);
+          break;
+        case 9:
+          err = MPI_Scatter(a, 8, MPI_BYTE, b, 8, MPI_BYTE, last, c);
+          break;
+        case 10:
+          err = MPI_Iallreduce(a, b, 2, MPI_INT, MPI_SUM, c, &req);
+          break;
+        default:
+          err = MPI_Ibcast(a, 8, MPI_BYTE, last, c, &req);
+          break;
+      }
+      if (err == MPI_SUCCESS && req != MPI_REQUEST_NULL) err = MPI_Wait(&req, MPI_STATUS_IGNORE);
+      int cls = err;
+      MPI_Error_class(err, &cls);
+      CHECK(cls == MPIX_ERR_REVOKED || cls == MPI_SUCCESS,
+            "collective %d on a communicator revoked under it returned class %d", kind, cls);
+      /* Those that must wait for the revoker cannot have succeeded. */
+      CHECK(cls == MPIX_ERR_REVOKED || kind == 3 || kind == 5 || kind == 8,
+            "collective %d succeeded without the rank that revoked instead", kind);
+    }
+    MPI_Comm_free(&c);
+  }
+  free(a);
+  free(b);
+  MPI_Barrier(MPI_COMM_WORLD);
+}
+
 /* The victims die where WHERE says; the survivors meet it. */
 static void meet_failure(const char *where) {
   const int first_survivor = 0;
@@ -173,6 +252,7 @@ static void meet_failure(const char *where) {
     CHECK(world_size > 30 || flag == ~((1 << world_size) - 1), "iagree gave 0x%x", flag);
     CHECK(MPIX_Comm_revoke(MPI_COMM_NULL) != MPI_SUCCESS, "revoking MPI_COMM_NULL succeeded");
     revoke_intercomm();
+    revoke_in_collectives();
   } else if (strcmp(where, "idle") == 0 || strcmp(where, "shrink") == 0 ||
              strcmp(where, "fatal") == 0 || strncmp(where, "exit", 4) == 0) {
     if (is_victim(me) && strcmp(where, "exit3") == 0) exit(3);

@@ -260,8 +260,9 @@ int bcast_levels(const communicator &c, const device::node_hierarchy &h, const t
   };
   std::size_t arrived = 0;
   if (root_here && h.nc != nullptr) {
-    const int e =
-        device::node_bcast(*h.nc, data, h.local_of[static_cast<std::size_t>(root)], arrived);
+    const int e = device::node_call(*h.nc, [&] {
+      return device::node_bcast(*h.nc, data, h.local_of[static_cast<std::size_t>(root)], arrived);
+    });
     keep(e, arrived);
   }
   // A leader passes on only what reached it (a short message stays short),
@@ -286,10 +287,14 @@ int bcast_levels(const communicator &c, const device::node_hierarchy &h, const t
     const int e = bcast_tree({h.leaders, coll::tag_levels_bcast}, what, root_node, arrived);
     keep(e, arrived);
   }
-  if (!root_here && h.nc != nullptr) {
+  // A leader that met a revocation leaves its node's ranks to meet it too
+  // (the revoker told each): a failed mark would tell them another error.
+  if (!root_here && h.nc != nullptr && err != MPI_ERR_REVOKED) {
     typed_buffer what = data;
     if (h.leader) reached(what);
-    const int e = device::node_bcast(*h.nc, what, 0, arrived, h.leader && err != MPI_SUCCESS);
+    const int e = device::node_call(*h.nc, [&] {
+      return device::node_bcast(*h.nc, what, 0, arrived, h.leader && err != MPI_SUCCESS);
+    });
     keep(e, arrived);
   }
   return err;
@@ -327,8 +332,10 @@ int reduce_levels(const communicator &c, const device::node_hierarchy &h, const 
     partial = own.data();
   }
   if (h.nc != nullptr) {
-    keep(device::node_reduce(*h.nc, in, partial, static_cast<std::size_t>(red.count), red.type,
-                             red.t->extent, red.op, 0));
+    keep(device::node_call(*h.nc, [&] {
+      return device::node_reduce(*h.nc, in, partial, static_cast<std::size_t>(red.count), red.type,
+                                 red.t->extent, red.op, 0);
+    }));
   } else if (partial != in) {
     std::memcpy(partial, in, bytes);
   }
@@ -356,11 +363,15 @@ int reduce_levels(const communicator &c, const device::node_hierarchy &h, const 
     }
   }
   // A leader that met an error passes it on: its node's ranks see a failed
-  // root (Allreduce), the root a longer message (Reduce).
+  // root (Allreduce), the root a longer message (Reduce); but a revocation
+  // they meet themselves (the revoker told each).
+  if (err == MPI_ERR_REVOKED) return err;
   if (all) {
     std::size_t sent = 0;
     if (h.nc != nullptr) {
-      keep(device::node_bcast(*h.nc, red.at(out), 0, sent, h.leader && err != MPI_SUCCESS));
+      keep(device::node_call(*h.nc, [&] {
+        return device::node_bcast(*h.nc, red.at(out), 0, sent, h.leader && err != MPI_SUCCESS);
+      }));
     }
   } else if (h.node_of[static_cast<std::size_t>(c.rank)] == root_node &&
              h.local_of[static_cast<std::size_t>(root)] != 0) {
@@ -393,8 +404,10 @@ int node_reduction(communicator &comm, const reduction &red, const void *in, voi
   if (nc != nullptr) {
     done = plain && device::node_takes(*nc, red.bytes());
     if (!done) return MPI_SUCCESS;
-    return device::node_reduce(*nc, in, out, static_cast<std::size_t>(red.count), red.type,
-                               t.extent, red.op, root);
+    return device::node_call(*nc, [&] {
+      return device::node_reduce(*nc, in, out, static_cast<std::size_t>(red.count), red.type,
+                                 t.extent, red.op, root);
+    });
   }
   done = h != nullptr && plain && (device::op_commutative(red.op) || h->runs);
   if (!done) return MPI_SUCCESS;
@@ -531,8 +544,9 @@ int MPI_Bcast(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm
   if (data.packed_bytes() == 0) return MPI_SUCCESS;
   if (nc != nullptr && device::node_takes(*nc, data.packed_bytes())) {
     std::size_t sent = 0;
-    const int err = device::node_bcast(*nc, data, root, sent);
-    if (err == MPI_SUCCESS || sent > data.packed_bytes()) return coll::result(call, *c, err);
+    const int err =
+        device::node_call(*nc, [&] { return device::node_bcast(*nc, data, root, sent); });
+    if (err != MPI_ERR_TRUNCATE || sent > data.packed_bytes()) return coll::result(call, *c, err);
     return short_bcast(call, *c, sent, data.packed_bytes());
   }
   const std::size_t want = data.packed_bytes();

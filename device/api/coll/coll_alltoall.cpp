@@ -154,8 +154,12 @@ int alltoallv_node(const communicator &c, device::node_collectives &nc, coll::ro
   // rank ends the step if unused) could meet no other step's message.
   const std::size_t read_from = nbc::alltoall_read_from(n);
   bool exposed = false;
-  const std::uint64_t step =
-      device::node_alltoallv_post(nc, out.data(), read_from, to_message, exposed);
+  std::uint64_t step = 0;
+  if (const int revoked = device::node_call(nc, [&] {
+        step = device::node_alltoallv_post(nc, out.data(), read_from, to_message, exposed);
+      })) {
+    return revoked;  // nothing posted yet
+  }
   const coll::channel big{c, (step & 1U) != 0 ? coll::tag_alltoallv_odd : coll::tag_alltoallv};
   std::vector<device::request *> pending;
   std::vector<device::request *> early;
@@ -164,9 +168,15 @@ int alltoallv_node(const communicator &c, device::node_collectives &nc, coll::ro
     if (posted == MPI_SUCCESS) posted = e;
   };
   for (const int r : to_message) keep(coll::post_send_from(big, out[r], r, pending));
-  const int err = device::node_alltoallv_take(nc, step, in.data(), from_message);
+  // A revocation met in the segment has ended (failed) every message
+  // posted on the communicator: they are waited for all the same.
+  int err = device::node_call(
+      nc, [&] { return device::node_alltoallv_take(nc, step, in.data(), from_message); });
   keep(coll::alltoallv_settle_early(big, in.data(), from_message, early, pending));
-  device::node_alltoallv_end(nc, step, exposed);
+  if (err != MPI_ERR_REVOKED &&
+      device::node_call(nc, [&] { device::node_alltoallv_end(nc, step, exposed); })) {
+    err = MPI_ERR_REVOKED;
+  }
   const int waited = coll::wait_all(pending);
   const int first = err != MPI_SUCCESS ? err : posted;
   return first != MPI_SUCCESS ? first : waited;
@@ -267,7 +277,9 @@ int MPI_Alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void
     const bool in_place = coll::in_place(sendbuf);
     const typed_buffer all = in_place ? typed_buffer{recv.base, recv.count * n, recv.type}
                                       : typed_buffer{send.base, send.count * n, send.type};
-    return coll::result(call, *c, device::node_exchange(*nc, all, in_place, recv, true, false));
+    return coll::result(call, *c, device::node_call(*nc, [&] {
+                          return device::node_exchange(*nc, all, in_place, recv, true, false);
+                        }));
   }
   // In place, the blocks to send are first copied out of the receive buffer
   // (its whole span, in its own layout).

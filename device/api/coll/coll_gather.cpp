@@ -218,17 +218,23 @@ int gatherv_node_send(const coll::channel &ch, device::node_collectives &nc,
   const std::size_t bytes = send.packed_bytes();
   const bool by_message = !device::node_fits_slot(nc, bytes);
   std::vector<std::byte> packed;
-  const std::uint64_t s = device::node_gatherv_post(nc, send, by_message, packed);
-  const int err = by_message ? coll::send(ch, send, root) : MPI_SUCCESS;
-  const int ended = device::node_gatherv_end(nc, s, root, nullptr);
-  return err != MPI_SUCCESS ? err : ended;
+  return device::node_call(nc, [&] {
+    const std::uint64_t s = device::node_gatherv_post(nc, send, by_message, packed);
+    const int err = by_message ? coll::send(ch, send, root) : MPI_SUCCESS;
+    const int ended = device::node_gatherv_end(nc, s, root, nullptr);
+    return err != MPI_SUCCESS ? err : ended;
+  });
 }
 
 int gatherv_node_root(const coll::channel &ch, device::node_collectives &nc,
                       const typed_buffer *blocks, int root) {
   std::vector<std::byte> packed;
-  const std::uint64_t s =
-      device::node_gatherv_post(nc, device::typed_bytes(nullptr, 0), false, packed);
+  std::uint64_t s = 0;
+  if (const int revoked = device::node_call(nc, [&] {
+        s = device::node_gatherv_post(nc, device::typed_bytes(nullptr, 0), false, packed);
+      })) {
+    return revoked;  // nothing posted yet
+  }
   // A message's receive is posted as soon as its rank has posted its
   // count, not once every rank has: the root reads the first ones while
   // the last arrive (waiting for all took 1 MiB blocks 25-40% longer).
@@ -257,9 +263,13 @@ int gatherv_node_root(const coll::channel &ch, device::node_collectives &nc,
     messages_due =
         messages_due || (r != root && !device::node_fits_slot(nc, blocks[r].packed_bytes()));
   }
-  if (!messages_due) device::node_gatherv_wait_all(nc, s);
-  if (!take_posted()) device::node_wait(take_posted);
-  const int ended = device::node_gatherv_end(nc, s, root, blocks);
+  // A revocation met in the segment has ended (failed) every receive
+  // posted on the communicator: they are waited for all the same.
+  const int ended = device::node_call(nc, [&] {
+    if (!messages_due) device::node_gatherv_wait_all(nc, s);
+    if (!take_posted()) device::node_wait(nc, take_posted);
+    return device::node_gatherv_end(nc, s, root, blocks);
+  });
   const int waited = coll::wait_all(pending);
   if (err != MPI_SUCCESS) return err;
   return ended != MPI_SUCCESS ? ended : waited;
@@ -312,9 +322,10 @@ int MPI_Gather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *
                          nullptr);
   }
   if (nc != nullptr && device::node_takes(*nc, block)) {
-    return coll::result(
-        call, *c,
-        device::node_gather(*nc, mine, is_root ? &recv : nullptr, root, coll::in_place(sendbuf)));
+    return coll::result(call, *c, device::node_call(*nc, [&] {
+                          return device::node_gather(*nc, mine, is_root ? &recv : nullptr, root,
+                                                     coll::in_place(sendbuf));
+                        }));
   }
   const coll::channel ch{*c, coll::tag_gather};
   return coll::result(call, *c,
@@ -363,9 +374,10 @@ int MPI_Scatter(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void 
   if (block == 0) return MPI_SUCCESS;
   if (nc != nullptr && device::node_takes(*nc, block * c->size)) {
     const typed_buffer all{send.base, send.count * c->size, send.type};
-    return coll::result(
-        call, *c,
-        device::node_scatter(*nc, is_root ? &all : nullptr, keep ? nullptr : &recv, root));
+    return coll::result(call, *c, device::node_call(*nc, [&] {
+                          return device::node_scatter(*nc, is_root ? &all : nullptr,
+                                                      keep ? nullptr : &recv, root);
+                        }));
   }
   const coll::channel ch{*c, coll::tag_scatter};
   return coll::result(
@@ -457,7 +469,8 @@ int MPI_Scatterv(const void *sendbuf, const int sendcounts[], const int displs[]
     if (nc == nullptr) return coll::result(call, *c, coll::recv(ch, recv, root));
     std::vector<int> none;
     bool message = false;
-    int err = device::node_scatterv(*nc, nullptr, &recv, root, none, message);
+    int err = device::node_call(
+        *nc, [&] { return device::node_scatterv(*nc, nullptr, &recv, root, none, message); });
     if (message && err == MPI_SUCCESS) err = coll::recv(ch, recv, root);
     return coll::result(call, *c, err);
   }
@@ -479,7 +492,9 @@ int MPI_Scatterv(const void *sendbuf, const int sendcounts[], const int displs[]
     if (!keep) device::typed_copy(blocks[root], recv);
     std::vector<int> by_message;
     bool unused = false;
-    err = device::node_scatterv(*nc, blocks.data(), nullptr, root, by_message, unused);
+    err = device::node_call(*nc, [&] {
+      return device::node_scatterv(*nc, blocks.data(), nullptr, root, by_message, unused);
+    });
     // The blocks past the slot: their ranks wait for them whatever else
     // happened.
     for (const int r : by_message) {
@@ -577,9 +592,10 @@ int MPI_Allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, voi
   if (recv.packed_bytes() == 0) return MPI_SUCCESS;
   const bool in_place = coll::in_place(sendbuf);
   if (nc != nullptr && device::node_takes(*nc, recv.packed_bytes())) {
-    return coll::result(call, *c,
-                        device::node_exchange(*nc, in_place ? recv.block(c->rank) : send, false,
-                                              recv, false, in_place));
+    return coll::result(call, *c, device::node_call(*nc, [&] {
+                          return device::node_exchange(*nc, in_place ? recv.block(c->rank) : send,
+                                                       false, recv, false, in_place);
+                        }));
   }
   if (!in_place) device::typed_copy(send, recv.block(c->rank));
   if (chosen == allgather_algorithm::automatic) {
@@ -636,9 +652,10 @@ int MPI_Allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, vo
     const std::size_t largest = nbc::largest_block(blocks);
     if (largest == 0) return MPI_SUCCESS;
     if (device::node_takes(*nc, largest)) {
-      return coll::result(call, *c,
-                          device::node_exchange(*nc, in_place ? mine : send, false, recv, false,
-                                                in_place, blocks.data()));
+      return coll::result(call, *c, device::node_call(*nc, [&] {
+                            return device::node_exchange(*nc, in_place ? mine : send, false, recv,
+                                                         false, in_place, blocks.data());
+                          }));
     }
   }
   if (!in_place) device::typed_copy(send, mine);

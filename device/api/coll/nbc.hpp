@@ -93,7 +93,14 @@ void node_steps(schedule &s, Poll poll) {
     at->step = device::node_step_begin(*at->keep);
     at->phase = 0;
   });
-  s.poll([state](int &err) { return state->poll(*state->keep, state->step, state->phase, err); });
+  s.poll([state](int &err) {
+    // A revoked communicator's segment: the other ranks may never post.
+    if (device::node_revoked(*state->keep)) [[unlikely]] {
+      err = MPI_ERR_REVOKED;
+      return true;
+    }
+    return state->poll(*state->keep, state->step, state->phase, err);
+  });
 }
 
 // Building blocks over s.group() (nbc.cpp). reduce_tree: binomial reduction

@@ -178,13 +178,23 @@ int MPI_Barrier(MPI_Comm comm) {
   device::node_hierarchy *h = device::node_hierarchy_of(*c);
   int err = MPI_SUCCESS;
   if (nc != nullptr) {
-    device::node_barrier(*nc);
+    err = device::node_call(*nc, [&] { device::node_barrier(*nc); });
+  } else if (h != nullptr && h->nc == nullptr) {
+    // Alone on its node: the leaders meet.
+    if (h->leaders.size > 1) err = device::barrier(h->leaders, api::coll::tag_levels_barrier);
   } else if (h != nullptr) {
     // Across nodes: each node gathers, the leaders meet, each node is let go.
-    if (h->nc != nullptr) device::node_barrier(*h->nc);
-    if (h->leader && h->leaders.size > 1)
-      err = device::barrier(h->leaders, api::coll::tag_levels_barrier);
-    if (h->nc != nullptr) device::node_barrier(*h->nc);
+    err = device::node_call(*h->nc, [&] {
+      device::node_barrier(*h->nc);
+      int met = MPI_SUCCESS;
+      if (h->leader && h->leaders.size > 1)
+        met = device::barrier(h->leaders, api::coll::tag_levels_barrier);
+      // A leader that met a revocation does not let its node go: its ranks
+      // meet the revocation themselves (the revoker told each).
+      if (met == MPI_ERR_REVOKED) return met;
+      device::node_barrier(*h->nc);
+      return met;
+    });
   } else {
     err = device::barrier(*c);
   }
