@@ -99,7 +99,10 @@ void node_steps(schedule &s, Poll poll) {
       err = MPI_ERR_REVOKED;
       return true;
     }
-    return state->poll(*state->keep, state->step, state->phase, err);
+    const bool done = state->poll(*state->keep, state->step, state->phase, err);
+    // A read that failed because a rank left on the revocation (node_call).
+    if (err != MPI_SUCCESS && device::node_revoked(*state->keep)) err = MPI_ERR_REVOKED;
+    return done;
   });
 }
 
