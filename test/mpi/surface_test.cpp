@@ -21,6 +21,16 @@ namespace {
 // calls sit above the protocols, which JobTest covers in every one.
 const char *const surface_configs[] = {"defaults", "starved", "tcp", "mixed"};
 
+// A job's test name: its configuration and rank count ("tcp_np4").
+std::string surface_name(const ::testing::TestParamInfo<std::tuple<int, int>> &info) {
+  return std::string(surface_configs[std::get<1>(info.param)]) + "_np" +
+         std::to_string(std::get<0>(info.param));
+}
+
+// Sessions, dynamic processes and spawn: 1, 2 and 4 ranks over defaults,
+// tcp and mixed (surface_configs 0, 2 and 3).
+const auto small_jobs = ::testing::Combine(::testing::Values(1, 2, 4), ::testing::Values(0, 2, 3));
+
 class SurfaceTest : public ::testing::TestWithParam<std::tuple<int, int>> {
  protected:
   int ranks() const { return std::get<0>(GetParam()); }
@@ -87,10 +97,7 @@ TEST_P(SurfaceTest, DatatypeConstructorsAndExternal32) {
 INSTANTIATE_TEST_SUITE_P(Surface, SurfaceTest,
                          ::testing::Combine(::testing::Values(2, 4, 8),
                                             ::testing::Range(0, int(std::size(surface_configs)))),
-                         [](const auto &info) {
-                           return std::string(surface_configs[std::get<1>(info.param)]) + "_np" +
-                                  std::to_string(std::get<0>(info.param));
-                         });
+                         surface_name);
 
 // MPI-4 sessions (sessions.c): process sets, communicators from their
 // groups, two sessions at once, session error handlers, MPI started again
@@ -109,13 +116,7 @@ TEST_P(SessionsTest, SessionsAndTheWorldModel) {
   expect_passes("sessions");
 }
 
-INSTANTIATE_TEST_SUITE_P(Sessions, SessionsTest,
-                         ::testing::Combine(::testing::Values(1, 2, 4),
-                                            ::testing::Values(0, 2, 3)),  // defaults, tcp, mixed
-                         [](const auto &info) {
-                           return std::string(surface_configs[std::get<1>(info.param)]) + "_np" +
-                                  std::to_string(std::get<0>(info.param));
-                         });
+INSTANTIATE_TEST_SUITE_P(Sessions, SessionsTest, small_jobs, surface_name);
 
 // Dynamic processes within one job (dynamic.c): the halves of the world
 // connect through a port, two ranks join over a socket, and the refusals
@@ -139,13 +140,7 @@ TEST_P(DynamicTest, PortsNamesAndJoinWithinAJob) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Dynamic, DynamicTest,
-                         ::testing::Combine(::testing::Values(1, 2, 4),
-                                            ::testing::Values(0, 2, 3)),  // defaults, tcp, mixed
-                         [](const auto &info) {
-                           return std::string(surface_configs[std::get<1>(info.param)]) + "_np" +
-                                  std::to_string(std::get<0>(info.param));
-                         });
+INSTANTIATE_TEST_SUITE_P(Dynamic, DynamicTest, small_jobs, surface_name);
 
 // MPI_Comm_spawn (spawn.c): the parents spawn three children with host,
 // wdir and soft; both sides check the intercommunicator and disconnect;
@@ -211,13 +206,7 @@ TEST(ThreadLevels, RanksAtDifferentLevelsMakeCommunicatorsTogether) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Spawn, SpawnTest,
-                         ::testing::Combine(::testing::Values(1, 2, 4),
-                                            ::testing::Values(0, 2, 3)),  // defaults, tcp, mixed
-                         [](const auto &info) {
-                           return std::string(surface_configs[std::get<1>(info.param)]) + "_np" +
-                                  std::to_string(std::get<0>(info.param));
-                         });
+INSTANTIATE_TEST_SUITE_P(Spawn, SpawnTest, small_jobs, surface_name);
 
 // Two jobs started apart: the server publishes a port under a name and
 // accepts, the client looks the name up and connects; both then talk over
