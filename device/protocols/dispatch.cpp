@@ -78,6 +78,7 @@ template <bool Shared>
   const auto w = static_cast<std::size_t>(from.world_rank);
   if (w < rt->recovery.failed.size() && rt->recovery.failed[w] != 0) return nullptr;
   credit_in<Shared>(from, h);
+  if (recovery_refuses(from, h)) return nullptr;
   const char *why = handlers[static_cast<std::size_t>(h.type)](from, h, payload);
   return is_message(h.type) || h.type == packet_type::recovery ? why : nullptr;
 }

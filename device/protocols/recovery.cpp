@@ -14,6 +14,7 @@
 #include "device/am/am.hpp"
 #include "device/core/transport.hpp"
 #include "device/protocols/credit.hpp"
+#include "device/protocols/rendezvous.hpp"
 #include "device/protocols/send.hpp"
 #include "device/runtime/progress.hpp"
 #include "device/runtime/runtime.hpp"
@@ -61,6 +62,10 @@ struct recovery_globals {
   // next_context), so one left by a communicator freed here already never
   // revokes another.
   std::set<std::uint32_t> revoked_early;
+  // Every context of each communicator revoked here (its point-to-point and
+  // collective ones, an intercommunicator's local ones too): an RTS on one
+  // is answered at once (recovery_refuses), as no receive will take it.
+  std::set<std::uint32_t> revoked_contexts;
 };
 std::unique_ptr<recovery_globals> globals;
 // Where another thread's reports go (recovery_report), between
@@ -366,6 +371,12 @@ void recovery_report(int w, const char *why) {
   if (transport *t = reports_wake.load(std::memory_order_acquire)) t->wake_self();
 }
 
+bool recovery_refuses(vc &from, const packet_header &h) {
+  if (h.type != packet_type::rts || !globals->revoked_contexts.contains(h.context)) return false;
+  rendezvous_refuse(from, h.sender_request);
+  return true;
+}
+
 bool recovery_revoked(const communicator &comm) {
   return revoked(comm);
 }
@@ -409,6 +420,16 @@ void recovery_fail(request &r, int error_class) {
   }
   if (r.peer >= 0) {
     vc &to = rt->vcs[static_cast<std::size_t>(r.peer)];
+    // A revoked rendezvous send whose receiver may be reading its buffer
+    // through the transport (a netmod's RMA) ends when the receiver
+    // answers: the program may free the buffer once it returns, and a read
+    // of freed memory never ends over some providers. The receiver answers
+    // every RTS of a revoked communicator (rendezvous_refuse), and a death
+    // of the receiver ends it here with MPI_ERR_PROC_FAILED.
+    if (error_class == MPI_ERR_REVOKED && r.protocol == packet_type::rts &&
+        r.state == send_state::wait_reply && r.exposure.exposed) {
+      return;
+    }
     if (r.state == send_state::queued) {
       to.send_queue.remove(&r);
       to.queued_sends.add(-1);
@@ -478,6 +499,19 @@ void comm_revoke(communicator &c) {
   h.context = c.context;
   h.source = c.rank;
   each_member(c, [&](int w) { send_packet(w, h, nullptr, 0); });
+  // The RTSs waiting here on its contexts are answered: their senders hold
+  // their buffers until then (recovery_fail). Eager messages stay, as
+  // before (their bytes are the matcher's).
+  auto &contexts = globals->revoked_contexts;
+  contexts.insert({c.context, c.collective_context()});
+  if (c.inter) contexts.insert({c.local_context, c.local_context + 1});
+  auto waiting_rts = [&](const unexpected_msg &u) {
+    return u.type == packet_type::rts && contexts.contains(u.key.context);
+  };
+  while (unexpected_msg *m = rt->matching.take_if(waiting_rts)) {
+    rendezvous_refuse(rt->vcs[static_cast<std::size_t>(m->from)], m->sender_request);
+    rt->matching.release(m);
+  }
   rt->requests.each_live([&](request &r) {
     if (r.comm != nullptr && (r.comm == &c || r.comm->context == c.context) && !r.complete &&
         r.ext == nullptr && r.kind != request_kind::coll &&

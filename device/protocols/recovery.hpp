@@ -20,7 +20,11 @@
 // A revocation (comm_revoke) travels as a recovery packet to every member,
 // each forwarding it once to all the others (so that it arrives even if
 // the revoker dies half-way); every pending and later operation on the
-// communicator then ends with MPIX_ERR_REVOKED.
+// communicator then ends with MPIX_ERR_REVOKED. One exception: a
+// rendezvous send whose receiver may be reading its buffer through a
+// netmod's RMA ends once the receiver answers (a FIN for every RTS of a
+// revoked communicator, and when a read under way ends), since the
+// program may free the buffer as soon as the send returns.
 //
 // An agreement (recovery_agree: MPIX_Comm_agree, and MPIX_Comm_shrink's
 // set of failed ranks and new context id) is fault tolerant: every rank
@@ -72,6 +76,9 @@ bool recovery_comm_failed(const communicator &comm);
 // MPIX_ERR_REVOKED) an operation on `context` of `comm` with `peer` (a rank
 // of comm, or any_source) must end with at once, or 0.
 int recovery_refusal(const communicator &comm, std::uint32_t context, int peer);
+// Call lock, rt->troubled set: whether packet `h` of `from` is an RTS on a
+// context revoked here; it is answered (a FIN ends its send) and dropped.
+bool recovery_refuses(vc &from, const packet_header &h);
 // Whether `comm` (or the communicator it is a level of) is revoked.
 bool recovery_revoked(const communicator &comm);
 // Ends the pending request `r` now with `error_class`: withdrawn from the

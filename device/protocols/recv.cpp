@@ -161,7 +161,8 @@ request *recv_start(const communicator &comm, std::uint32_t context, void *data,
   if (unexpected_msg *m = rt->matching.take_or_post(*q, r)) {
     if (rt->troubled && m->type == packet_type::rts && recovery_revoked(comm)) [[unlikely]] {
       // Its sender ended that send when it met the revocation (before this
-      // receive was posted, or at once): it will never answer a CTS.
+      // receive was posted, or at once), or holds it until answered.
+      rendezvous_refuse(rt->vcs[static_cast<std::size_t>(m->from)], m->sender_request);
       rt->matching.release(m);
       r->status_error = MPI_ERR_REVOKED;
       r->status_bytes = 0;

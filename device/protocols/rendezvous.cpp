@@ -9,6 +9,7 @@
 #include "device/base/threading.hpp"
 #include "device/datatypes/dtype.hpp"
 #include "device/protocols/engine_choice.hpp"
+#include "device/protocols/recovery.hpp"
 #include "device/protocols/recv.hpp"
 #include "device/protocols/send.hpp"
 #include "device/runtime/runtime.hpp"
@@ -231,11 +232,15 @@ void rendezvous_read_done(std::uint64_t receiver_request, const char *why) {
   request *r = rt->requests.from_id(receiver_request, request_kind::recv);
   if (r == nullptr || r->complete || r->peer < 0) return;  // cannot be: ours, started once
   r->reading = false;
+  vc &from = rt->vcs[static_cast<std::size_t>(r->peer)];
   if (r->status_error == MPI_ERR_PROC_FAILED || r->status_error == MPI_ERR_REVOKED) [[unlikely]] {
-    request_complete(*r);  // a failure ended it while the read ran (recovery_fail)
+    // A failure or revocation ended it while the read ran (recovery_fail).
+    // A live sender may still hold its buffer for the read: the FIN ends it.
+    const std::uint64_t sender_request = r->peer_request;  // `r` is its waiter's once complete
+    request_complete(*r);
+    rendezvous_refuse(from, sender_request);
     return;
   }
-  vc &from = rt->vcs[static_cast<std::size_t>(r->peer)];
   if (why != nullptr) {
     ask_for_data(*r, from);  // the sender's data is still there
     return;
@@ -246,11 +251,19 @@ void rendezvous_read_done(std::uint64_t receiver_request, const char *why) {
   reply(from, packet_type::fin, sender_request, 0, 0);
 }
 
+void rendezvous_refuse(vc &from, std::uint64_t sender_request) {
+  if (!recovery_failed(from.world_rank)) reply(from, packet_type::fin, sender_request, 0, 0);
+}
+
 const char *rendezvous_on_cts(vc &from, const packet_header &h, const std::byte *payload) {
   (void)payload;
   if (rendezvous_cts_aside(from, h)) return nullptr;
   request *s = send_awaiting(from, h.sender_request, send_state::wait_reply);
   if (s == nullptr) return "cts for a send that is not waiting for one";
+  if (s->status_error == MPI_ERR_REVOKED) [[unlikely]] {
+    send_done(*s);  // held for a read (recovery_fail); its receiver takes nothing now
+    return nullptr;
+  }
   s->expected = std::min<std::size_t>(h.length, s->bytes);
   s->peer_request = h.receiver_request;
   s->progress = 0;

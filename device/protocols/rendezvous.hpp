@@ -35,6 +35,11 @@ void rendezvous_matched(request &r, vc &from, std::uint64_t sender_request,
 // Receiver: the transport's read for receive `receiver_request` ended (why:
 // nullptr, or what failed: then the data is asked for as packets).
 void rendezvous_read_done(std::uint64_t receiver_request, const char *why);
+// Receiver: an RTS of `from` that no receive will take (its communicator
+// is revoked) is answered with a FIN, so that a sender holding its buffer
+// readable until answered (recovery_fail) ends its send. Not to a dead
+// sender.
+void rendezvous_refuse(vc &from, std::uint64_t sender_request);
 // Receiver: where the `payload` bytes of data packet `h` from `from` belong,
 // if it is one that rendezvous_on_data would take; else nullptr.
 std::byte *rendezvous_data_place(const vc &from, const packet_header &h, std::size_t payload);

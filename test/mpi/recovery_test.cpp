@@ -140,6 +140,21 @@ TEST_F(Recovery, RevokeShrinkAndAgreeWorkWithoutAFailure) {
   }
 }
 
+// The same over ofi alone, where the receiver reads a rendezvous send's
+// buffer by RMA: a send revoked while its receiver reads it returns only
+// once the read ended (revoke_during_read unmaps the buffer then). Before,
+// it returned at once, the read met unmapped memory and the receiver
+// waited for ever (every run of the test; one in five of the collectives).
+TEST_F(Recovery, OverOfiARevokedSendReturnsOnceItsReceiverStoppedReading) {
+  if (!ofi_built()) GTEST_SKIP() << "this build has no ofi netmod (-Dnetmods)";
+  env_list env = ofi_rxm;
+  env.emplace_back("IRIS_SHM", "0");
+  const run_result r = recovery_job(4, 1, {"none", "-"}, env, false, 60);
+  EXPECT_FALSE(r.timed_out) << r.output;
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("ulfm: 4 survivors went on after none"), std::string::npos) << r.output;
+}
+
 // A survivor that keeps MPI_ERRORS_ARE_FATAL ends the job with one line
 // naming its dead peer.
 TEST_F(Recovery, ErrorsAreFatalEndTheJobWithOneLineNamingTheDeadRank) {

@@ -44,7 +44,8 @@
  *                   intercommunicator revoked at once ends the receives
  *                   waiting on it (revoke_intercomm), and collectives
  *                   with a rank that revokes instead of joining end
- *                   (revoke_in_collectives).
+ *                   (revoke_in_collectives), and a send revoked while
+ *                   its receiver reads the buffer (revoke_during_read).
  *     VICTIMS: world ranks, comma-separated, or "-".
  *
  * Every survivor: meets the failure as MPIX_ERR_PROC_FAILED (or
@@ -56,6 +57,7 @@
  * ring of messages of 8 B and 1 MiB and an Allreduce and Bcast over it,
  * every byte checked; MPIX_Comm_get_failed of the world names the victims.
  * Rank 0 prints "ulfm: N survivors went on after WHERE". */
+#define _DEFAULT_SOURCE /* MAP_ANONYMOUS */
 #define _POSIX_C_SOURCE 200809L
 #include <mpi.h>
 #include <signal.h>
@@ -63,6 +65,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/time.h>
 #include <time.h>
 #include <unistd.h>
@@ -149,6 +152,49 @@ static void revoke_intercomm(void) {
   MPI_Barrier(MPI_COMM_WORLD);
   MPI_Comm_free(&inter);
   MPI_Comm_free(&half);
+}
+
+/* Revoked while its receiver reads the send buffer: rank 0 posts a 4 MiB
+ * receive, rank 1 starts the send, revokes the communicator at once and
+ * unmaps the buffer as soon as its send returns. A transport whose receiver
+ * reads the sender's memory itself (ofi's RMA) must be done reading by then:
+ * the send returns once the receiver says its read ended. Before, it
+ * returned at once, the read met unmapped memory and the receiver waited
+ * for it for ever. Both calls end with MPIX_ERR_REVOKED or success. */
+static void revoke_during_read(void) {
+  const size_t bytes = (size_t)4 << 20;
+  MPI_Comm c = MPI_COMM_NULL;
+  MPI_Comm_dup(MPI_COMM_WORLD, &c);
+  MPI_Comm_set_errhandler(c, MPI_ERRORS_RETURN);
+  MPI_Request req = MPI_REQUEST_NULL;
+  int err = MPI_SUCCESS, cls = MPI_SUCCESS;
+  if (me == 0) {
+    char *in = malloc(bytes);
+    CHECK(in != NULL, "no memory");
+    CHECK(MPI_Irecv(in, (int)bytes, MPI_BYTE, 1, 5, c, &req) == MPI_SUCCESS, "Irecv failed");
+    MPI_Barrier(MPI_COMM_WORLD);
+    err = MPI_Wait(&req, MPI_STATUS_IGNORE);
+    MPI_Error_class(err, &cls);
+    CHECK(cls == MPIX_ERR_REVOKED || cls == MPI_SUCCESS,
+          "a receive whose sender revoked returned class %d", cls);
+    free(in);
+  } else if (me == 1) {
+    char *out = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    CHECK(out != MAP_FAILED, "no memory");
+    memset(out, 7, bytes);
+    MPI_Barrier(MPI_COMM_WORLD);
+    CHECK(MPI_Isend(out, (int)bytes, MPI_BYTE, 0, 5, c, &req) == MPI_SUCCESS, "Isend failed");
+    CHECK(MPIX_Comm_revoke(c) == MPI_SUCCESS, "revoking a duplicate of the world failed");
+    err = MPI_Wait(&req, MPI_STATUS_IGNORE);
+    MPI_Error_class(err, &cls);
+    CHECK(cls == MPIX_ERR_REVOKED || cls == MPI_SUCCESS,
+          "a send revoked while its receiver read returned class %d", cls);
+    munmap(out, bytes);
+  } else {
+    MPI_Barrier(MPI_COMM_WORLD);
+  }
+  MPI_Comm_free(&c);
+  MPI_Barrier(MPI_COMM_WORLD);
 }
 
 /* Revoked while the others are inside a collective: a duplicate of the
@@ -252,6 +298,7 @@ static void meet_failure(const char *where) {
     CHECK(world_size > 30 || flag == ~((1 << world_size) - 1), "iagree gave 0x%x", flag);
     CHECK(MPIX_Comm_revoke(MPI_COMM_NULL) != MPI_SUCCESS, "revoking MPI_COMM_NULL succeeded");
     revoke_intercomm();
+    revoke_during_read();
     revoke_in_collectives();
   } else if (strcmp(where, "idle") == 0 || strcmp(where, "shrink") == 0 ||
              strcmp(where, "fatal") == 0 || strncmp(where, "exit", 4) == 0) {
