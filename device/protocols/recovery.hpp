@@ -81,8 +81,11 @@ int recovery_refusal(const communicator &comm, std::uint32_t context, int peer);
 bool recovery_refuses(vc &from, const packet_header &h);
 // Whether `comm` (or the communicator it is a level of) is revoked.
 bool recovery_revoked(const communicator &comm);
-// Ends the pending request `r` now with `error_class`: withdrawn from the
-// queue it waits in, its rendezvous forgotten.
+// Ends the pending request `r` with `error_class`: withdrawn from the
+// queue it waits in, its rendezvous forgotten. At once, unless a transport
+// may still move bytes into or out of its buffer (a receive whose read or
+// placed packet is under way; a revoked send its receiver may read, above):
+// then once that ends.
 void recovery_fail(request &r, int error_class);
 // A pending receive from any source whose communicator has a failure not
 // acknowledged (MPIX_ERR_PROC_FAILED_PENDING).
