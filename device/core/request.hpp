@@ -241,7 +241,7 @@ class request_pool {
     r->in_use = true;
     return r;
   }
-  void release(request *r) {
+  [[gnu::always_inline]] void release(request *r) {
     // Only typed, extended and collective requests own anything.
     if (r->scratch != nullptr || r->ext != nullptr || r->sched != nullptr) [[unlikely]] {
       release_owned(r);

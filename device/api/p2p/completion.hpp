@@ -17,12 +17,18 @@ inline int request_of(const char *call, MPI_Request handle, device::request *&ou
                              static_cast<unsigned>(handle));
 }
 
+// How many requests of an array check_requests remembers for its caller
+// (`remember`): one window of an OSU-style stream.
+inline constexpr int remembered_requests = 64;
+
 // Checks an array argument: every entry is MPI_REQUEST_NULL or live. With
 // `finished_prefix`, also counts the entries from the first on that are
 // null or complete ordinary requests (MPI_Waitall: one look at each handle
-// of a window of sends that completed at once, not two).
+// of a window of sends that completed at once, not two). With `remember`,
+// stores the first remembered_requests entries' requests there (nullptr for
+// MPI_REQUEST_NULL), so that the caller looks none of them up again.
 inline int check_requests(const char *call, int count, const MPI_Request requests[],
-                          int *finished_prefix = nullptr) {
+                          int *finished_prefix = nullptr, device::request **remember = nullptr) {
   if (int err = api::check_initialized(call)) return err;
   if (count < 0)
     return device::error_raise(nullptr, call, MPI_ERR_COUNT, "negative count %d", count);
@@ -35,6 +41,7 @@ inline int check_requests(const char *call, int count, const MPI_Request request
     if (requests[i] != MPI_REQUEST_NULL) {
       if (int err = request_of(call, requests[i], r)) return err;
     }
+    if (remember != nullptr && i < remembered_requests) remember[i] = r;
     if (!prefix) continue;
     // An extension is asked only once every handle is known to be good.
     if (r == nullptr || (r->ext == nullptr && device::request_done(*r))) {
@@ -73,17 +80,41 @@ inline bool is_done(device::request &r) {
   return device::request_done(r);
 }
 
+// Whether a request the Wait calls look at is finished: null (nullptr),
+// inactive, or done.
+inline bool finished(device::request *r) {
+  return r == nullptr || (r->persistent.op != device::persistent_op::none && !r->active) ||
+         is_done(*r);
+}
 inline bool finished(MPI_Request handle) {
-  if (handle == MPI_REQUEST_NULL) return true;
-  device::request &r = live(handle);  // one lookup for both questions
-  return (r.persistent.op != device::persistent_op::none && !r.active) || is_done(r);
+  return finished(handle == MPI_REQUEST_NULL ? nullptr : &live(handle));
 }
 
 // Hands back a completed request's outcome and returns its error class (a
 // receive's truncation). An ordinary request is freed; a persistent one
-// becomes inactive and keeps its handle.
-inline int request_finish(MPI_Request *handle, MPI_Status *status) {
-  device::request *live_request = *handle == MPI_REQUEST_NULL ? nullptr : &live(*handle);
+// becomes inactive and keeps its handle. `live_request` is the one `handle`
+// names, already looked up (nullptr for MPI_REQUEST_NULL).
+// The outcome of a complete request without an extension.
+inline int ordinary_outcome(const device::request &r, MPI_Status *status) {
+  api::status_fill(status, r);
+  // A send reports only what a failure or a revocation ended it with.
+  return r.kind != device::request_kind::send ? r.status_error
+         : r.status_error == MPI_ERR_PROC_FAILED || r.status_error == MPI_ERR_REVOKED
+             ? r.status_error
+             : MPI_SUCCESS;
+}
+
+[[gnu::always_inline]] inline int request_finish(device::request *live_request, MPI_Request *handle,
+                                                 MPI_Status *status) {
+  // The common case first: a done request, neither persistent nor extended.
+  if (live_request != nullptr && live_request->ext == nullptr &&
+      live_request->persistent.op == device::persistent_op::none &&
+      device::request_done(*live_request)) [[likely]] {
+    const int error = ordinary_outcome(*live_request, status);
+    device::rt->requests.release(live_request);
+    *handle = MPI_REQUEST_NULL;
+    return error;
+  }
   if (live_request == nullptr ||
       (live_request->persistent.op != device::persistent_op::none && !live_request->active)) {
     api::status_empty(status);  // null or inactive, as inactive() says
@@ -99,12 +130,7 @@ inline int request_finish(MPI_Request *handle, MPI_Status *status) {
   if (r.ext != nullptr) {
     error = r.ext->finish(r, status);
   } else {
-    api::status_fill(status, r);
-    // A send reports only what a failure or a revocation ended it with.
-    error = r.kind != device::request_kind::send ? r.status_error
-            : r.status_error == MPI_ERR_PROC_FAILED || r.status_error == MPI_ERR_REVOKED
-                ? r.status_error
-                : MPI_SUCCESS;
+    error = ordinary_outcome(r, status);
   }
   if (r.persistent.op != device::persistent_op::none) {
     r.active = false;
@@ -113,6 +139,9 @@ inline int request_finish(MPI_Request *handle, MPI_Status *status) {
   device::rt->requests.release(&r);
   *handle = MPI_REQUEST_NULL;
   return error;
+}
+inline int request_finish(MPI_Request *handle, MPI_Status *status) {
+  return request_finish(*handle == MPI_REQUEST_NULL ? nullptr : &live(*handle), handle, status);
 }
 
 inline int single_result(const char *call, const device::communicator *comm, int error) {

@@ -69,19 +69,32 @@ int finish_some(int count, MPI_Request requests[], int indices[], MPI_Status sta
                                                MPI_Status statuses[]) {
   const char *call = "MPI_Waitall";
   int first_open = 0;  // everything before it is complete
-  if (int err = check_requests(call, count, requests, &first_open)) return err;
+  // Each handle is looked up once (the first remembered_requests of them),
+  // and a done ordinary request is finished first: a window of 64 eager
+  // sends took the sender 144 instructions a request here, 99 now
+  // (callgrind; bench/README.md).
+  device::request *known[remembered_requests];
+  if (int err = check_requests(call, count, requests, &first_open, known)) return err;
+  // As a lookup would: a request finished already (a handle the array holds
+  // twice) counts as null.
+  const auto request_at = [&](int i) -> device::request * {
+    if (i >= remembered_requests) return device::rt->requests.from_handle(requests[i]);
+    device::request *r = known[i];
+    return r != nullptr && r->in_use ? r : nullptr;
+  };
   device::progress_until([&] {
-    while (first_open < count && finished(requests[first_open])) ++first_open;
+    while (first_open < count && finished(request_at(first_open))) ++first_open;
     return first_open == count;
   });
   bool any_error = false;
   for (int i = 0; i < count; ++i) {
     MPI_Status *status = status_at(statuses, i);
-    if (requests[i] == MPI_REQUEST_NULL) {
+    device::request *r = request_at(i);
+    if (r == nullptr) {
       api::status_empty(status);
       continue;
     }
-    const int error = request_finish(&requests[i], status);
+    const int error = request_finish(r, &requests[i], status);
     status_error_note(statuses, i, error, any_error);
   }
   return in_status_result(call, any_error);
