@@ -217,8 +217,11 @@ struct unexpected_msg {
   int from = 0;            // sender's rank in the world
   std::uint64_t sender_request = 0;
   rts_payload rts{};
-  bool claimed = false;       // taken by MPI_Mprobe: named by an MPI_Message handle
-  bool held = false;          // its eager bytes count against the sender's credits
+  bool claimed = false;  // taken by MPI_Mprobe: named by an MPI_Message handle
+  bool held = false;     // its eager bytes count against the sender's credits
+  // A claimed RTS that a revocation answered (comm_revoke): its sender no
+  // longer waits for it, and its MPI_Mrecv ends with MPIX_ERR_REVOKED.
+  bool refused = false;
   std::byte *data = nullptr;  // eager: inline_data, or a matcher buffer for longer messages
   std::byte inline_data[inline_capacity];
 };

@@ -307,6 +307,15 @@ class matcher {
   void release_all();
   // The message with pool index `index`, or nullptr (message handles).
   unexpected_msg *at(std::uint32_t index) const { return messages_.at(index); }
+  // Calls fn on every message a probe claimed that no receive took yet
+  // (a revocation: recovery.cpp).
+  template <typename Fn>
+  void each_claimed(Fn fn) const {
+    for (std::uint32_t i = 0, n = messages_.made(); i < n; ++i) {
+      unexpected_msg *m = messages_.at(i);
+      if (m != nullptr && m->claimed) fn(*m);
+    }
+  }
   // A communicator on `context` was freed: its queues go back to the free
   // list if all are empty (a message that still comes makes them again).
   void forget(std::uint32_t context);

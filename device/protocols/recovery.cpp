@@ -512,6 +512,14 @@ void comm_revoke(communicator &c) {
     rendezvous_refuse(rt->vcs[static_cast<std::size_t>(m->from)], m->sender_request);
     rt->matching.release(m);
   }
+  // So are those an MPI_Mprobe claimed: its MPI_Mrecv, if it comes, then
+  // reads nothing (recv_claimed). Before, an Mrecv that never came kept
+  // the sender waiting over ofi.
+  rt->matching.each_claimed([&](unexpected_msg &m) {
+    if (!waiting_rts(m) || m.refused) return;
+    rendezvous_refuse(rt->vcs[static_cast<std::size_t>(m.from)], m.sender_request);
+    m.refused = true;
+  });
   rt->requests.each_live([&](request &r) {
     if (r.comm != nullptr && (r.comm == &c || r.comm->context == c.context) && !r.complete &&
         r.ext == nullptr && r.kind != request_kind::coll &&

@@ -45,6 +45,15 @@ void message_into(request &r, const unexpected_msg &m) {
                m.sender_request, m.data, m.rts);
 }
 
+// A receive that takes an RTS of a revoked communicator, answered already:
+// it ends with MPIX_ERR_REVOKED, and nothing is read.
+void revoked_take(request &r, unexpected_msg *m) {
+  rt->matching.release(m);
+  r.status_error = MPI_ERR_REVOKED;
+  r.status_bytes = 0;
+  request_complete(r);
+}
+
 }  // namespace
 
 const char *message_arrived(vc &from, const packet_header &h, const std::byte *payload) {
@@ -163,10 +172,7 @@ request *recv_start(const communicator &comm, std::uint32_t context, void *data,
       // Its sender ended that send when it met the revocation (before this
       // receive was posted, or at once), or holds it until answered.
       rendezvous_refuse(rt->vcs[static_cast<std::size_t>(m->from)], m->sender_request);
-      rt->matching.release(m);
-      r->status_error = MPI_ERR_REVOKED;
-      r->status_bytes = 0;
-      request_complete(*r);
+      revoked_take(*r, m);
       return r;
     }
     recv_taken(*r, m);
@@ -205,6 +211,10 @@ request *recv_claimed(const communicator &comm, unexpected_msg *m, void *data, s
   r->key = m->key;
   r->buffer = static_cast<std::byte *>(data);
   r->bytes = capacity;
+  if (m->refused) [[unlikely]] {
+    revoked_take(*r, m);  // answered when its communicator was revoked
+    return r;
+  }
   recv_taken(*r, m);
   return r;
 }

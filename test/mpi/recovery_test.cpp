@@ -145,6 +145,8 @@ TEST_F(Recovery, RevokeShrinkAndAgreeWorkWithoutAFailure) {
 // once the read ended (revoke_during_read unmaps the buffer then). Before,
 // it returned at once, the read met unmapped memory and the receiver
 // waited for ever (every run of the test; one in five of the collectives).
+// And a send whose message was claimed by MPI_Mprobe, then revoked, returns
+// before the MPI_Mrecv (revoke_after_mprobe; before, it waited for it).
 TEST_F(Recovery, OverOfiARevokedSendReturnsOnceItsReceiverStoppedReading) {
   if (!ofi_built()) GTEST_SKIP() << "this build has no ofi netmod (-Dnetmods)";
   env_list env = ofi_rxm;

@@ -45,7 +45,10 @@
  *                   waiting on it (revoke_intercomm), and collectives
  *                   with a rank that revokes instead of joining end
  *                   (revoke_in_collectives), and a send revoked while
- *                   its receiver reads the buffer (revoke_during_read).
+ *                   its receiver reads the buffer (revoke_during_read),
+ *                   and one whose message its receiver claimed by
+ *                   MPI_Mprobe and receives only after the revocation
+ *                   (revoke_after_mprobe).
  *     VICTIMS: world ranks, comma-separated, or "-".
  *
  * Every survivor: meets the failure as MPIX_ERR_PROC_FAILED (or
@@ -197,6 +200,51 @@ static void revoke_during_read(void) {
   MPI_Barrier(MPI_COMM_WORLD);
 }
 
+/* A large message claimed by MPI_Mprobe, then its communicator revoked
+ * before the MPI_Mrecv: the sender's wait ends without that receive (over
+ * ofi its send waits for the receiver's answer: before, that came only with
+ * the MPI_Mrecv, which here comes after the sender's wait, and both waited
+ * for ever), and the MPI_Mrecv ends with MPIX_ERR_REVOKED, having read
+ * nothing of the freed buffer. */
+static void revoke_after_mprobe(void) {
+  const size_t bytes = (size_t)1 << 20;
+  MPI_Comm c = MPI_COMM_NULL;
+  MPI_Comm_dup(MPI_COMM_WORLD, &c);
+  MPI_Comm_set_errhandler(c, MPI_ERRORS_RETURN);
+  int cls = MPI_SUCCESS;
+  if (me == 0) {
+    MPI_Message msg = MPI_MESSAGE_NULL;
+    MPI_Status st;
+    CHECK(MPI_Mprobe(1, 8, c, &msg, &st) == MPI_SUCCESS, "Mprobe failed");
+    CHECK(MPIX_Comm_revoke(c) == MPI_SUCCESS, "revoking a duplicate of the world failed");
+    MPI_Barrier(MPI_COMM_WORLD); /* after the sender's wait */
+    char *in = malloc(bytes);
+    CHECK(in != NULL, "no memory");
+    memset(in, 0, bytes);
+    MPI_Error_class(MPI_Mrecv(in, (int)bytes, MPI_BYTE, &msg, &st), &cls);
+    CHECK(cls == MPIX_ERR_REVOKED, "an Mrecv after its communicator was revoked returned class %d",
+          cls);
+    CHECK(msg == MPI_MESSAGE_NULL, "the Mrecv left its message handle");
+    CHECK(in[0] == 0 && in[bytes - 1] == 0, "the revoked Mrecv wrote into its buffer");
+    free(in);
+  } else if (me == 1) {
+    char *out = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    CHECK(out != MAP_FAILED, "no memory");
+    memset(out, 9, bytes);
+    MPI_Request req = MPI_REQUEST_NULL;
+    CHECK(MPI_Isend(out, (int)bytes, MPI_BYTE, 0, 8, c, &req) == MPI_SUCCESS, "Isend failed");
+    MPI_Error_class(MPI_Wait(&req, MPI_STATUS_IGNORE), &cls);
+    CHECK(cls == MPIX_ERR_REVOKED || cls == MPI_SUCCESS,
+          "a send whose message was claimed, then revoked, returned class %d", cls);
+    munmap(out, bytes);
+    MPI_Barrier(MPI_COMM_WORLD);
+  } else {
+    MPI_Barrier(MPI_COMM_WORLD);
+  }
+  MPI_Comm_free(&c);
+  MPI_Barrier(MPI_COMM_WORLD);
+}
+
 /* Revoked while the others are inside a collective: a duplicate of the
  * world per collective, revoked by the last rank instead of joining it; every
  * other rank's call ends (no hang) with MPIX_ERR_REVOKED, or with success
@@ -299,6 +347,7 @@ static void meet_failure(const char *where) {
     CHECK(MPIX_Comm_revoke(MPI_COMM_NULL) != MPI_SUCCESS, "revoking MPI_COMM_NULL succeeded");
     revoke_intercomm();
     revoke_during_read();
+    revoke_after_mprobe();
     revoke_in_collectives();
   } else if (strcmp(where, "idle") == 0 || strcmp(where, "shrink") == 0 ||
              strcmp(where, "fatal") == 0 || strncmp(where, "exit", 4) == 0) {
