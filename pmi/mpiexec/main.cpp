@@ -46,6 +46,7 @@ struct job {
   fault_guard guard;
   std::unique_ptr<pmix_server> server;
   std::vector<rank_process> ranks;
+  spawned_jobs spawned;  // the jobs the ranks start (MPI_Comm_spawn)
 
   // Removes what the ranks may have left: their shared-memory objects, and
   // the PMIx directory. Only once every rank is gone, or a rank could
@@ -115,6 +116,7 @@ void start_ranks(job &j) {
     const std::string &wdir = j.opts.apps[app].wdir;
     std::vector<std::string> rank_env = base_env;
     if (j.opts.apps.size() > 1) rank_env.push_back("IRIS_APPNUM=" + std::to_string(app));
+    rank_env.push_back("IRIS_SPAWNED_FD=" + j.spawned.setting());  // MPI_Comm_spawn's report
     if (!wdir.empty()) {
       std::erase_if(rank_env, [](const std::string &e) { return e.starts_with("PWD="); });
       rank_env.push_back("PWD=" + wdir);
@@ -131,6 +133,7 @@ void start_ranks(job &j) {
         .stdin_fd = rank == 0 ? -1 : no_input.fd(),
         .signal_mask = &j.signals.original_mask(),
         .wdir = wdir.empty() ? nullptr : wdir.c_str(),
+        .keep_fd = j.spawned.write_fd(),
     });
     j.ranks.push_back({.rank = rank, .pid = pid, .reaped = false});
     j.guard.rank_started(rank, pid);
@@ -153,7 +156,8 @@ int run_job(options opts) {
                                  .signals = j.signals,
                                  .guard = j.guard,
                                  .timeout_s = j.opts.timeout_s,
-                                 .recovery = j.opts.recovery});
+                                 .recovery = j.opts.recovery,
+                                 .spawned = j.spawned});
   if (!end.clean) j.leave(end.exit_code);
   // Every rank finished well: should PMIx fault while shutting down, the
   // job still succeeded.

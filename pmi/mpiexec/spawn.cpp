@@ -1,5 +1,6 @@
 #include "pmi/mpiexec/spawn.hpp"
 
+#include <fcntl.h>
 #include <sys/prctl.h>
 #include <unistd.h>
 
@@ -24,10 +25,10 @@ namespace {
 bool is_outer_launcher_variable(std::string_view entry) {
   const std::string_view name = entry.substr(0, entry.find('='));
   if (name.starts_with("PMIX_")) return !name.starts_with("PMIX_MCA_");
-  // IRIS_APPNUM is this launcher's to set (several programs), not inherited
-  // from the launcher of a parent job.
+  // IRIS_APPNUM and IRIS_SPAWNED_FD are this launcher's to set, not
+  // inherited from the launcher of a parent job.
   return name == "PMI_FD" || name == "PMI_PORT" || name == "PMI_ID" || name == "PMI_RANK" ||
-         name == "PMI_SIZE" || name == "IRIS_APPNUM";
+         name == "PMI_SIZE" || name == "IRIS_APPNUM" || name == "IRIS_SPAWNED_FD";
 }
 
 void set_variable(std::vector<std::string> &env, const std::string &name,
@@ -112,6 +113,7 @@ pid_t spawn_rank(const spawn_request &request) {
   if (request.wdir != nullptr && ::chdir(request.wdir) != 0) {
     child_fail(request.rank, "cannot enter its -wdir to run", request.path);
   }
+  if (request.keep_fd >= 0) (void)::fcntl(request.keep_fd, F_SETFD, 0);
   if (request.stdin_fd >= 0 && ::dup2(request.stdin_fd, STDIN_FILENO) < 0) {
     child_fail(request.rank, "cannot redirect stdin to run", request.path);
   }

@@ -43,6 +43,7 @@ struct spawn_request {
   int stdin_fd = -1;                      // -1: inherit mpiexec's stdin
   const sigset_t *signal_mask = nullptr;  // the mask mpiexec started with
   const char *wdir = nullptr;             // nullptr: mpiexec's working directory
+  int keep_fd = -1;                       // a descriptor the rank keeps across exec
 };
 
 // Forks a rank and execs the program in it. mpiexec has PMIx threads, so

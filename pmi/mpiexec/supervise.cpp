@@ -1,7 +1,9 @@
 #include "pmi/mpiexec/supervise.hpp"
 
+#include <fcntl.h>
 #include <poll.h>
 #include <sys/signalfd.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -10,6 +12,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 
@@ -52,7 +55,8 @@ class supervisor {
         signals_(watch.signals),
         guard_(watch.guard),
         timeout_s_(watch.timeout_s),
-        recovery_(watch.recovery) {
+        recovery_(watch.recovery),
+        spawned_(watch.spawned) {
     if (timeout_s_) {
       job_deadline_ = clock::now() + std::chrono::duration_cast<clock::duration>(
                                          std::chrono::duration<double>(*timeout_s_));
@@ -66,6 +70,7 @@ class supervisor {
         break;
       }
       wait_for_event();
+      spawned_.take();
       read_signals();
       handle_aborts();
       reap();
@@ -95,10 +100,17 @@ class supervisor {
 
   // "N other ranks": the ranks still running but `rank`, which may or may
   // not have been reaped yet.
-  std::string count_others(int rank) const {
+  std::string count_others(int rank) {
     std::size_t n = 0;
     for (const rank_process &r : ranks_) n += r.reaped || r.rank == rank ? 0 : 1;
-    return std::to_string(n) + " other " + (n == 1 ? "rank" : "ranks");
+    return std::to_string(n) + " other " + (n == 1 ? "rank" : "ranks") + count_spawned();
+  }
+
+  // " and ending 2 spawned jobs", when the ranks spawned some that still run.
+  std::string count_spawned() {
+    const std::size_t n = spawned_.running();
+    if (n == 0) return "";
+    return " and ending " + std::to_string(n) + " spawned " + (n == 1 ? "job" : "jobs");
   }
 
   void wait_for_event() {
@@ -112,8 +124,9 @@ class supervisor {
       timeout_ms = static_cast<int>(std::max<std::chrono::milliseconds::rep>(0, left.count()));
     }
     pollfd fds[] = {{.fd = signals_.fd(), .events = POLLIN, .revents = 0},
-                    {.fd = server_.wake_fd(), .events = POLLIN, .revents = 0}};
-    ::poll(fds, 2, timeout_ms);  // EINTR or a timeout: the callers check everything anyway
+                    {.fd = server_.wake_fd(), .events = POLLIN, .revents = 0},
+                    {.fd = spawned_.read_fd(), .events = POLLIN, .revents = 0}};
+    ::poll(fds, 3, timeout_ms);  // EINTR or a timeout: the callers check everything anyway
   }
 
   void read_signals() {
@@ -131,7 +144,8 @@ class supervisor {
       return;
     }
     decide(128 + sig);
-    report("got " + signal_text(sig) + "; forwarding it to " + count_ranks(alive()));
+    report("got " + signal_text(sig) + "; forwarding it to " + count_ranks(alive()) +
+           count_spawned());
     kill_all(sig);
     kill_deadline_ = clock::now() + kill_grace;
   }
@@ -261,7 +275,7 @@ class supervisor {
         char seconds[32];
         std::snprintf(seconds, sizeof seconds, "%g", *timeout_s_);
         report(std::string("job timed out after ") + seconds + " s; killing " +
-               count_ranks(alive()));
+               count_ranks(alive()) + count_spawned());
         decide(timeout_code);
         kill_all(SIGTERM);
         kill_deadline_ = now + kill_grace;
@@ -274,6 +288,9 @@ class supervisor {
     for (const rank_process &r : ranks_) {
       if (!r.reaped) ::kill(r.pid, sig);
     }
+    // A spawned job's mpiexec forwards the signal to its ranks (SIGTERM in
+    // place of SIGKILL: it ends them, then removes what they left).
+    spawned_.signal_all(sig == SIGKILL ? SIGTERM : sig);
     if (sig == SIGKILL) {
       kill_deadline_.reset();
       job_deadline_.reset();
@@ -303,6 +320,7 @@ class supervisor {
   fault_guard &guard_;
   std::optional<double> timeout_s_;
   bool recovery_;
+  spawned_jobs &spawned_;
   std::size_t deaths_ = 0;                          // ranks that died, under recovery
   std::optional<int> first_death_code_;             // what the first death would have made the code
   std::optional<int> survivor_code_;                // the first c != 0 of a rank that did not die
@@ -334,6 +352,58 @@ job_signals::job_signals() {
 
 job_signals::~job_signals() {
   ::close(fd_);
+}
+
+spawned_jobs::spawned_jobs() {
+  if (::pipe2(fds_, O_CLOEXEC | O_NONBLOCK) != 0) {
+    throw launch_error(std::string("cannot make the pipe of spawned jobs: ") +
+                       std::strerror(errno));
+  }
+}
+
+spawned_jobs::~spawned_jobs() {
+  for (const int fd : jobs_) ::close(fd);
+  ::close(fds_[0]);
+  ::close(fds_[1]);
+}
+
+std::string spawned_jobs::setting() const {
+  return std::to_string(fds_[1]) + ":" + std::to_string(::getpid());
+}
+
+void spawned_jobs::take() {
+  char buffer[512];
+  for (;;) {
+    const ssize_t n = ::read(fds_[0], buffer, sizeof buffer);
+    if (n <= 0) break;  // EAGAIN: nothing more now
+    partial_.append(buffer, static_cast<std::size_t>(n));
+  }
+  for (std::size_t end = partial_.find('\n'); end != std::string::npos; end = partial_.find('\n')) {
+    const long pid = std::strtol(partial_.c_str(), nullptr, 10);
+    partial_.erase(0, end + 1);
+    // Gone already (ESRCH): nothing to end. Its pidfd names that process
+    // alone, even once its pid is another's.
+    // (System calls: glibc 2.36's <sys/pidfd.h> declares them without C
+    // linkage.)
+    const int fd = pid > 0 ? static_cast<int>(::syscall(SYS_pidfd_open, pid, 0)) : -1;
+    if (fd >= 0) jobs_.push_back(fd);
+  }
+  if (partial_.size() > 64) partial_.clear();  // not a pid: nobody of ours wrote it
+}
+
+std::size_t spawned_jobs::running() {
+  take();
+  std::erase_if(jobs_, [](int fd) {
+    pollfd p{.fd = fd, .events = POLLIN, .revents = 0};
+    if (::poll(&p, 1, 0) == 0) return false;  // readable once the process ended
+    ::close(fd);
+    return true;
+  });
+  return jobs_.size();
+}
+
+void spawned_jobs::signal_all(int sig) {
+  for (const int fd : jobs_) (void)::syscall(SYS_pidfd_send_signal, fd, sig, nullptr, 0);
 }
 
 job_end supervise(const job_watch &watch) {

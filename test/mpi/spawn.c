@@ -14,8 +14,13 @@
  * though only rank 0 met them. MPI_UNIVERSE_SIZE follows
  * IRIS_UNIVERSE_SIZE (7 unless set). Prints "spawn: all checks passed on N ranks" from the parents'
  * rank 0. `spawn threads`: the same spawn at MPI_THREAD_MULTIPLE, worked
- * over by several threads at once (threaded(), below). */
+ * over by several threads at once (threaded(), below). `spawn abort`: rank
+ * 0 spawns two children, which print their pids, send it a message and
+ * then sleep outside MPI for two minutes, and aborts the job with code 5
+ * once both messages came (the job test checks that the children end with
+ * it). */
 #define _DEFAULT_SOURCE
+#include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -125,6 +130,48 @@ static void alone_join(MPI_Comm peer, int is_parent) {
   }
   CHECK(MPI_Barrier(ic2) == MPI_SUCCESS, "barrier over the new intercommunicator");
   MPI_Comm_free(&ic2);
+}
+
+/* `spawn abort`'s children: their pids on stdout, then nothing on stdout or
+ * stderr; once they told the parents' root they are ready, no MPI call for
+ * two minutes. */
+static int abort_child(int argc, char **argv) {
+  printf("spawn abort: child pid %d\n", (int)getpid());
+  fflush(stdout);
+  const int none = open("/dev/null", O_WRONLY);
+  dup2(none, 1);
+  dup2(none, 2);
+  MPI_Init(&argc, &argv);
+  MPI_Comm parent = MPI_COMM_NULL;
+  MPI_Comm_get_parent(&parent);
+  const int ready = 1;
+  MPI_Send(&ready, 1, MPI_INT, 0, 9, parent);
+  for (int i = 0; i < 1200; ++i) usleep(100000);
+  MPI_Finalize();
+  return 0;
+}
+
+static int abort_parents(const char *program) {
+  char self[PATH_MAX] = "";
+  CHECK(realpath(program, self) != NULL, "realpath %s", program);
+  char *args[] = {"abort-child", NULL};
+  MPI_Comm ic = MPI_COMM_NULL;
+  int errcodes[2] = {-1, -1};
+  CHECK(
+      MPI_Comm_spawn(self, args, 2, MPI_INFO_NULL, 0, MPI_COMM_WORLD, &ic, errcodes) == MPI_SUCCESS,
+      "spawn");
+  int rank = -1;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  if (rank == 0) {
+    for (int child = 0; child < 2; ++child) {
+      int ready = 0;
+      MPI_Recv(&ready, 1, MPI_INT, child, 9, ic, MPI_STATUS_IGNORE);
+    }
+    MPI_Abort(MPI_COMM_WORLD, 5); /* the children sleep outside MPI now */
+  }
+  MPI_Barrier(MPI_COMM_WORLD); /* ended by the abort */
+  CHECK(0, "rank %d outlived the abort", rank);
+  return 1;
 }
 
 static int child_alone(MPI_Comm parent) {
@@ -285,6 +332,7 @@ static int threaded(MPI_Comm parent, const char *program, int provided) {
 }
 
 int main(int argc, char **argv) {
+  if (argc > 1 && strcmp(argv[1], "abort-child") == 0) return abort_child(argc, argv);
   setenv("IRIS_UNIVERSE_SIZE", "7", 0); /* room for the children, as launchers with slots give */
   const int refusal = argc > 1 && strcmp(argv[1], "refused") == 0;
   const char *launcher_rank = getenv("PMIX_RANK"); /* set by Iris's mpiexec */
@@ -300,6 +348,7 @@ int main(int argc, char **argv) {
   MPI_Comm parent = MPI_COMM_WORLD;
   MPI_Comm_get_parent(&parent);
   if (refusal) return refused(parent);
+  if (argc > 1 && strcmp(argv[1], "abort") == 0) return abort_parents(argv[0]);
   if (threads) return threaded(parent, argv[0], provided);
   if (parent != MPI_COMM_NULL && argc > 1 && strcmp(argv[1], "alone") == 0) {
     return child_alone(parent);

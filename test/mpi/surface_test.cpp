@@ -4,8 +4,11 @@
 // dynamic processes (ports, names, join, spawn, two jobs) and thread levels.
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <fstream>
 #include <future>
 #include <string>
+#include <thread>
 #include <tuple>
 #include <vector>
 
@@ -169,6 +172,44 @@ TEST_P(SpawnTest, IntercommCreateWithoutCardsIsRefused) {
     ASSERT_EQ(r.exit_code, 0) << mode << "\n" << r.output;
     EXPECT_NE(r.output.find("spawn refused: all checks passed"), std::string::npos) << r.output;
   }
+}
+
+// True once process `pid` ended (gone, or a zombie nobody reaped yet),
+// looking for up to `seconds`.
+bool process_ends(int pid, int seconds) {
+  for (int i = 0; i < seconds * 10; ++i) {
+    std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+    std::string line;
+    if (!std::getline(stat, line)) return true;
+    const std::size_t state = line.rfind(") ");
+    if (state != std::string::npos && line[state + 2] == 'Z') return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  return false;
+}
+
+// `spawn abort`: parent rank 0 aborts once the two children it spawned are
+// connected, the children sleeping outside MPI: the job ends with the
+// abort's code, mpiexec's line says it ends the spawned job, and the
+// children's launcher, told by SIGTERM, ends them. Before, they and their
+// launcher ran on after the parents had gone (here, past the job's limit).
+// Over shm at 2 parents.
+TEST_P(SpawnTest, AJobThatAbortsEndsTheJobItsRanksSpawned) {
+  if (std::string(config().name) != "defaults" || ranks() != 2) {
+    GTEST_SKIP() << "shm jobs of 2 ranks only";
+  }
+  const run_result r = job(ranks(), "spawn", {"abort"}, config().env, 60, config().nodes);
+  EXPECT_FALSE(r.timed_out) << r.output;
+  EXPECT_EQ(r.exit_code, 5) << r.output;
+  EXPECT_NE(r.output.find("and ending 1 spawned job"), std::string::npos) << r.output;
+  std::vector<int> pids;
+  const std::string mark = "spawn abort: child pid ";
+  for (std::size_t at = r.output.find(mark); at != std::string::npos;
+       at = r.output.find(mark, at + 1)) {
+    pids.push_back(std::stoi(r.output.substr(at + mark.size())));
+  }
+  EXPECT_EQ(pids.size(), 2U) << r.output;
+  for (const int pid : pids) EXPECT_TRUE(process_ends(pid, 20)) << "child " << pid << " runs on";
 }
 
 // `spawn threads`: parents and children at MPI_THREAD_MULTIPLE (mpi4py's

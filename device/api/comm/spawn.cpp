@@ -12,8 +12,11 @@
 //
 // The children outlive their parents once disconnected, as MPI says; while
 // connected, a parent that dies is a lost peer to them, and they end (as
-// their launcher then does). They run on this host, unbound (their cores
+// their launcher then does). When the parents' job fails, Iris's mpiexec
+// ends the children's too: the root tells it their launcher's pid
+// (IRIS_SPAWNED_FD, spawned_report_fd below). They run on this host, unbound (their cores
 // are the parents').
+#include <fcntl.h>
 #include <sched.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -22,6 +25,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <csignal>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <string>
@@ -98,6 +102,25 @@ struct app {
   std::string wdir;  // info "wdir"; empty: this process's working directory
 };
 
+// Where this rank tells its launcher the pid of each launcher it starts, so
+// that a job that fails ends the jobs it spawned (pmi/mpiexec/supervise.hpp):
+// IRIS_SPAWNED_FD, "<fd>:<pid>", from Iris's mpiexec, whose direct child this
+// rank must be (a program this rank runs sees the variable, not the
+// descriptor). -1: none. Marked close-on-exec, so that no program this
+// rank starts keeps it.
+int spawned_report_fd() {
+  static const int fd = [] {
+    const char *text = std::getenv("IRIS_SPAWNED_FD");
+    int n = -1;
+    long launcher = 0;
+    if (text == nullptr || std::sscanf(text, "%d:%ld", &n, &launcher) != 2) return -1;
+    if (n < 0 || launcher != static_cast<long>(::getppid())) return -1;
+    if (::fcntl(n, F_SETFD, FD_CLOEXEC) != 0) return -1;
+    return n;
+  }();
+  return fd;
+}
+
 // Starts the launcher: each app's copies in turn (`-n N [-wdir DIR] program
 // args : ...`). Its pid, or -1 with why.
 pid_t launch(const std::string &launcher, const std::vector<app> &apps, const std::string &port,
@@ -129,7 +152,8 @@ pid_t launch(const std::string &launcher, const std::vector<app> &apps, const st
     const std::string_view name = e.substr(0, e.find('='));
     const bool outer = (name.starts_with("PMIX_") && !name.starts_with("PMIX_MCA_")) ||
                        name == "PMI_FD" || name == "PMI_PORT" || name == "PMI_ID" ||
-                       name == "PMI_RANK" || name == "PMI_SIZE" || name == "IRIS_APPNUM";
+                       name == "PMI_RANK" || name == "PMI_SIZE" || name == "IRIS_APPNUM" ||
+                       name == "IRIS_SPAWNED_FD";
     if (!outer) env.push_back(*entry);
   }
   env.push_back(nullptr);
@@ -138,6 +162,7 @@ pid_t launch(const std::string &launcher, const std::vector<app> &apps, const st
   for (long cpu = 0; cpu < ::sysconf(_SC_NPROCESSORS_CONF) && cpu < CPU_SETSIZE; ++cpu) {
     CPU_SET(static_cast<int>(cpu), &all);
   }
+  const int report_fd = spawned_report_fd();  // before the fork: the launcher does not keep it
   const pid_t pid = ::fork();
   if (pid < 0) {
     why = std::string("cannot fork the launcher: ") + std::strerror(errno);
@@ -148,6 +173,11 @@ pid_t launch(const std::string &launcher, const std::vector<app> &apps, const st
     (void)::sched_setaffinity(0, sizeof all, &all);
     ::execve(raw[0], raw.data(), env.data());
     ::_exit(127);
+  }
+  if (report_fd >= 0) {
+    // One write of a short line: whole, whatever other ranks write.
+    const std::string line = std::to_string(pid) + "\n";
+    (void)!::write(report_fd, line.data(), line.size());
   }
   return pid;
 }
