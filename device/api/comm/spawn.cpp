@@ -14,8 +14,8 @@
 // connected, a parent that dies is a lost peer to them, and they end (as
 // their launcher then does). When the parents' job fails, Iris's mpiexec
 // ends the children's too: the root tells it their launcher's pid
-// (IRIS_SPAWNED_FD, spawned_report_fd below). They run on this host, unbound (their cores
-// are the parents').
+// (IRIS_SPAWNED_FD, spawned_report_fd below). They run on this host,
+// unbound (their cores are the parents').
 #include <fcntl.h>
 #include <sched.h>
 #include <sys/stat.h>

@@ -90,10 +90,6 @@ inline bool finished(MPI_Request handle) {
   return finished(handle == MPI_REQUEST_NULL ? nullptr : &live(handle));
 }
 
-// Hands back a completed request's outcome and returns its error class (a
-// receive's truncation). An ordinary request is freed; a persistent one
-// becomes inactive and keeps its handle. `live_request` is the one `handle`
-// names, already looked up (nullptr for MPI_REQUEST_NULL).
 // The outcome of a complete request without an extension.
 inline int ordinary_outcome(const device::request &r, MPI_Status *status) {
   api::status_fill(status, r);
@@ -104,6 +100,10 @@ inline int ordinary_outcome(const device::request &r, MPI_Status *status) {
              : MPI_SUCCESS;
 }
 
+// Hands back a completed request's outcome and returns its error class (a
+// receive's truncation). An ordinary request is freed; a persistent one
+// becomes inactive and keeps its handle. `live_request` is the one `handle`
+// names, already looked up (nullptr for MPI_REQUEST_NULL).
 [[gnu::always_inline]] inline int request_finish(device::request *live_request, MPI_Request *handle,
                                                  MPI_Status *status) {
   // The common case first: a done request, neither persistent nor extended.
