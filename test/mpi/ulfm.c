@@ -157,6 +157,14 @@ static void revoke_intercomm(void) {
   MPI_Comm_free(&half);
 }
 
+/* A duplicate of the world that returns its errors, to revoke. */
+static MPI_Comm revocable_world(void) {
+  MPI_Comm c = MPI_COMM_NULL;
+  MPI_Comm_dup(MPI_COMM_WORLD, &c);
+  MPI_Comm_set_errhandler(c, MPI_ERRORS_RETURN);
+  return c;
+}
+
 /* Revoked while its receiver reads the send buffer: rank 0 posts a 4 MiB
  * receive, rank 1 starts the send, revokes the communicator at once and
  * unmaps the buffer as soon as its send returns. A transport whose receiver
@@ -166,9 +174,7 @@ static void revoke_intercomm(void) {
  * for it for ever. Both calls end with MPIX_ERR_REVOKED or success. */
 static void revoke_during_read(void) {
   const size_t bytes = (size_t)4 << 20;
-  MPI_Comm c = MPI_COMM_NULL;
-  MPI_Comm_dup(MPI_COMM_WORLD, &c);
-  MPI_Comm_set_errhandler(c, MPI_ERRORS_RETURN);
+  MPI_Comm c = revocable_world();
   MPI_Request req = MPI_REQUEST_NULL;
   int err = MPI_SUCCESS, cls = MPI_SUCCESS;
   if (me == 0) {
@@ -208,9 +214,7 @@ static void revoke_during_read(void) {
  * nothing of the freed buffer. */
 static void revoke_after_mprobe(void) {
   const size_t bytes = (size_t)1 << 20;
-  MPI_Comm c = MPI_COMM_NULL;
-  MPI_Comm_dup(MPI_COMM_WORLD, &c);
-  MPI_Comm_set_errhandler(c, MPI_ERRORS_RETURN);
+  MPI_Comm c = revocable_world();
   int cls = MPI_SUCCESS;
   if (me == 0) {
     MPI_Message msg = MPI_MESSAGE_NULL;
@@ -259,9 +263,7 @@ static void revoke_in_collectives(void) {
   char *a = calloc(large * (size_t)n, 1), *b = calloc(large * (size_t)n, 1);
   CHECK(a != NULL && b != NULL, "no memory");
   for (int kind = 0; kind < kinds; ++kind) {
-    MPI_Comm c = MPI_COMM_NULL;
-    MPI_Comm_dup(MPI_COMM_WORLD, &c);
-    MPI_Comm_set_errhandler(c, MPI_ERRORS_RETURN);
+    MPI_Comm c = revocable_world();
     MPI_Barrier(c); /* its segment made, every rank in */
     int err = MPI_SUCCESS;
     MPI_Request req = MPI_REQUEST_NULL;
