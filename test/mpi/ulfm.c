@@ -644,7 +644,6 @@ int main(int argc, char **argv) {
     return 2;
   }
   const char *where = argv[1];
-  if (strcmp(where, "fatal") == 0) MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL);
   for (char *p = strtok(argv[2], ","); p != NULL && victim_count < most; p = strtok(NULL, ",")) {
     if (strcmp(p, "-") != 0) victims[victim_count++] = atoi(p);
   }
@@ -656,6 +655,9 @@ int main(int argc, char **argv) {
    * the barrier may meet its death there (ULFM promises no uniform end). */
   const int first = MPI_Barrier(MPI_COMM_WORLD);
   CHECK(first == MPI_SUCCESS || failure(first), "the first barrier returned %d", first);
+  /* Only now: a survivor that met the death in the barrier would end the
+   * job there, and the receive's line (the one `fatal` checks) never came. */
+  if (strcmp(where, "fatal") == 0) MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL);
   meet_failure(where);
   MPIX_Comm_revoke(MPI_COMM_WORLD);
   int revoked = 0;
