@@ -77,6 +77,13 @@ struct config {
   // processes: peer_add, record_sink::peer_joining): peers size ..
   // size + dynamic_peers - 1. 0: none, and every stranger is refused.
   std::size_t dynamic_peers = 0;
+  // IRIS_NETMOD=auto (the default when a build has several): this netmod is
+  // one of several the device measures and chooses among, none of them
+  // named by the user. A netmod that cannot be the better one on this host
+  // and whose start is costly (ofi with no fabric device) may decline:
+  // init() and preview() throw error saying why, and the job goes by the
+  // others.
+  bool among_others = false;
 };
 
 // A peer's memory that this rank may read: what an RTS carries.
@@ -301,7 +308,7 @@ inline std::uint64_t job_hash(std::string_view job_id) {
 // whenever this header changes what a netmod or the device sees. The
 // loader holds a lock while it opens a module: a module's static
 // constructors must not call into Iris.
-inline constexpr int contract_version = 3;
+inline constexpr int contract_version = 4;
 
 struct module_entry {
   int contract;      // the contract_version the module was built against; first, always

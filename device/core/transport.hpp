@@ -395,10 +395,16 @@ inline constexpr std::size_t shm_ring_floor = 256 * 1024;
 // (bench/results/, stop 23).
 std::size_t dense_ring_size(int local_size);
 
-// IRIS_NETMOD's list of netmods ("ofi,tcp"; empty: the build's default).
-// Throws std::runtime_error naming the variable when a name is empty, not
-// built, or listed twice.
+// Whether IRIS_NETMOD's `text` means auto: "auto", or empty in a build of
+// several netmods.
+bool netmod_auto(std::string_view text);
+// IRIS_NETMOD's list of netmods ("ofi,tcp"; auto: every netmod built;
+// empty: auto, or the build's one netmod). Throws std::runtime_error naming
+// the variable when a name is empty, not built, or listed twice.
 std::vector<std::string> netmod_list(std::string_view text);
+// MPI_Init's line when none of a list of netmods starts here; `failures`
+// says why each did not ("tcp: ...; ofi: ...").
+std::string netmods_none_start(const transport_settings &s, const std::string &failures);
 // Whether this build has the netmod called `name`.
 bool netmod_built(std::string_view name);
 

@@ -10,9 +10,9 @@
 // higher one offers too and that reaches (netmod::reaches: tcp's routes of
 // both hosts lead to the other's card). Both ranks compute the same choice
 // from the same cards, so a pair's records, RMA reads and windows always
-// meet one netmod at both ends. IRIS_NETMOD=auto offers every netmod
-// built, and a pair of nodes takes the one their leaders measured faster
-// (probe.cpp).
+// meet one netmod at both ends. IRIS_NETMOD=auto (the default of a build
+// of several) offers every netmod built that starts here, and a pair of
+// nodes takes the one their leaders measured faster (probe.cpp).
 #include "device/core/transport.hpp"
 
 #include <algorithm>
@@ -70,7 +70,7 @@ void nets_open(runtime &r) {
     }
   }
   if (offered.empty()) {
-    throw netmod::error("none of IRIS_NETMOD=" + join_names(names) + " starts here: " + failures);
+    throw netmod::error(netmods_none_start(r.transport_config, failures));
   }
   r.pmi->put(offer_key,
              (r.transport_config.net.probe ? std::string(probing_mark) : "") + join_names(offered));
@@ -84,9 +84,10 @@ void check_probing_agrees(runtime &r) {
   const bool first_probes = r.pmi->get(0, offer_key).starts_with(probing_mark);
   if (first_probes == r.transport_config.net.probe) return;
   const int prober = first_probes ? 0 : r.rank;
-  throw std::runtime_error("rank " + std::to_string(prober) + " sets IRIS_NETMOD=auto and rank " +
+  throw std::runtime_error("rank " + std::to_string(prober) + " takes IRIS_NETMOD=auto and rank " +
                            std::to_string(first_probes ? r.rank : 0) +
-                           " does not: auto must be every rank's setting or none's");
+                           " does not: auto must be every rank's setting or none's (an empty "
+                           "IRIS_NETMOD is auto in a build of several netmods)");
 }
 
 // The netmods of the pair (this rank, `peer`) that both offer and that

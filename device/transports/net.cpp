@@ -22,6 +22,7 @@ netmod::config netmod_config(const transport_settings &s) {
   c.record_head = sizeof(packet_header);
   c.concurrent_sends = threads_enabled;
   c.dynamic_peers = s.net.dynamic_peers;
+  c.among_others = s.net.probe;
   return c;
 }
 

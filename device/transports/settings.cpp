@@ -66,10 +66,11 @@ constexpr tunable table[] = {
     // The netmod adapter (transport_net.cpp, netmods/).
     {"IRIS_NETMOD", 0, 0, 0, "",
      "the network modules for ranks on other nodes, an ordered list of those this build has "
-     "(" IRIS_NETMOD_LIST "; the first is the default, meson setup -Dnetmods=... chooses "
-     "them): each peer gets the first one in the list of the lower of the two ranks that both "
-     "offer and that reaches it (one name: every peer through it); auto: every netmod built, "
-     "and each pair of nodes takes the faster of those it shares, measured at MPI_Init"},
+     "(" IRIS_NETMOD_LIST ", chosen by meson setup -Dnetmods=...): each peer gets the first one "
+     "in the list of the lower of the two ranks that both offer and that reaches it (one name: "
+     "every peer through it); auto: every netmod built that starts here (ofi only with a fabric "
+     "device or a provider named), and each pair of nodes takes the faster of those it shares, "
+     "measured at MPI_Init; empty: auto when the build has several, else its one"},
     {"IRIS_NETMOD_PATH", 0, 0, 0, "",
      "folders, colon-separated, searched for netmods loaded at run time "
      "(libiris-netmod-<name>.so) before <libdir>/iris and the build tree's netmods/ (read by "
@@ -114,10 +115,19 @@ std::int64_t value_of(std::string_view name) {
 
 }  // namespace
 
+bool netmod_auto(std::string_view text) {
+  return text == "auto" || (text.empty() && netmod::netmods_built().find(',') != std::string::npos);
+}
+
 std::vector<std::string> netmod_list(std::string_view text) {
   const std::string_view built = netmod::netmods_built();
-  if (text.empty()) text = built.substr(0, built.find(','));
-  if (text == "auto") text = built;
+  // auto: every netmod built; one that cannot start or load here is left
+  // out when the rank opens its netmods (nets_open), not refused.
+  if (netmod_auto(text)) {
+    std::vector<std::string> names;
+    for (const std::string_view name : split(built, ',')) names.emplace_back(name);
+    return names;
+  }
   std::vector<std::string> names;
   for (const std::string_view item : split(text, ',')) {
     const std::string name(item);
@@ -171,7 +181,7 @@ transport_settings transport_settings_load() {
   s.shm.scattered_min_block = static_cast<std::size_t>(value_of("IRIS_CMA_MIN_BLOCK"));
   const std::string netmods = tunable_text(tunable_named(table, "IRIS_NETMOD"));
   s.net.netmods = netmod_list(netmods);
-  s.net.probe = netmods == "auto" && s.net.netmods.size() > 1;
+  s.net.probe = netmod_auto(netmods) && s.net.netmods.size() > 1;
   s.net.fragment_size = static_cast<std::size_t>(value_of("IRIS_NET_FRAGMENT_SIZE"));
   s.net.eager_limit = static_cast<std::size_t>(value_of("IRIS_NET_EAGER_LIMIT"));
   s.net.eager_window = static_cast<int>(value_of("IRIS_NET_EAGER_WINDOW") / 64);
@@ -211,6 +221,14 @@ bool transport_statistic(std::span<const std::unique_ptr<transport>> in_use, std
   constexpr std::string_view peers_of = "net_peers_";
   return counted || name == "rendezvous_cma" || name == "rendezvous_rma" || name == "window_rma" ||
          (name.starts_with(peers_of) && netmod_built(name.substr(peers_of.size())));
+}
+
+std::string netmods_none_start(const transport_settings &s, const std::string &failures) {
+  std::string listed;
+  for (const std::string &name : s.net.netmods) listed += (listed.empty() ? "" : ",") + name;
+  if (s.net.probe)
+    return "no netmod starts here (IRIS_NETMOD=auto tried " + listed + "): " + failures;
+  return "none of IRIS_NETMOD=" + listed + " starts here: " + failures;
 }
 
 std::string transports_preview() {
@@ -256,7 +274,7 @@ std::string transports_preview() {
       failures += std::string(failures.empty() ? "" : "; ") + e.what();
     }
   }
-  if (!started) throw netmod::error("none of IRIS_NETMOD=" + listed + " starts here: " + failures);
+  if (!started) throw netmod::error(netmods_none_start(s, failures));
   return out;
 }
 

@@ -24,6 +24,7 @@ std::string fi_text(const library &lib, int rc) {
 void ofi_netmod::init(pmi::client &pmi, const config &conf) {
   join(pmi, conf);
   settings_ = settings_load();
+  decline_without_fabric(conf);
   if (getrandom(&token_, sizeof(token_), 0) != static_cast<ssize_t>(sizeof(token_))) {
     throw error("ofi: cannot draw a random token: " + std::string(std::strerror(errno)));
   }
@@ -98,6 +99,7 @@ std::string ofi_netmod::describe() const {
 std::string ofi_netmod::preview(const config &conf) {
   conf_ = conf;
   settings_ = settings_load();
+  decline_without_fabric(conf);
   lib_ = &load_library(settings_.library);
   choose_provider();
   return choice() + ", libfabric from " +

@@ -14,7 +14,8 @@
 // The class is defined by object, one file each:
 //   ofi.cpp         the netmod's entry points: init, finalize, describe
 //   settings.cpp    its tunables (IRIS_OFI_*)
-//   provider.cpp    which provider: the hints, and why none fits
+//   provider.cpp    whether to start under auto; which provider: the hints, and
+//                   why none fits
 //   endpoint.cpp    fabric, domain, endpoint, and the record buffers
 //   address.cpp     business cards and the address vector
 //   send.cpp        records out (and the goodbye)
@@ -167,6 +168,7 @@ class ofi_netmod final : public netmod_base {
   int report_lost(record_sink &sink) { return finalizing_ ? 0 : losses_.report(sink); }
 
   // provider.cpp
+  void decline_without_fabric(const config &conf) const;
   void choose_provider();
   std::string choice() const;
 

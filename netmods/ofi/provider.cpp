@@ -1,12 +1,15 @@
-// Which provider: the hints every provider must satisfy (RMA asked first,
-// then messages alone), what the chosen one allows, and when none fits, one
-// line naming each provider libfabric has here and what it lacks.
+// Which provider: whether to start at all under IRIS_NETMOD=auto, the hints
+// every provider must satisfy (RMA asked first, then messages alone), what
+// the chosen one allows, and when none fits, one line naming each provider
+// libfabric has here and what it lacks.
 #include <rdma/fabric.h>
 #include <rdma/fi_domain.h>
 #include <rdma/fi_endpoint.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <map>
 #include <string>
 #include <utility>
@@ -94,7 +97,36 @@ std::string why_none(const library &lib, const std::string &provider) {
          found;
 }
 
+// A device that a libfabric provider drives, or empty: an RDMA device
+// (verbs, efa, usnic, psm3), HPE Slingshot's cxi, Omni-Path's hfi1.
+std::string fabric_device() {
+  std::error_code ec;
+  for (const char *dir : {"/sys/class/infiniband", "/sys/class/cxi"}) {
+    for (const auto &entry : std::filesystem::directory_iterator(dir, ec)) {
+      return entry.path().string();
+    }
+  }
+  for (const auto &entry : std::filesystem::directory_iterator("/dev", ec)) {
+    if (entry.path().filename().string().starts_with("hfi1_")) return entry.path().string();
+  }
+  return {};
+}
+
 }  // namespace
+
+// Under IRIS_NETMOD=auto, on a host with no fabric device, only providers
+// over sockets (tcp;ofi_rxm, udp;ofi_rxd, shm) fit, and none beats the tcp
+// netmod; yet libfabric's start alone costs each rank about 0.5 s here
+// (README.md). So ofi declines, unless a provider is named.
+void ofi_netmod::decline_without_fabric(const config &conf) const {
+  if (!conf.among_others || !settings_.provider.empty()) return;
+  if (const char *named = std::getenv("FI_PROVIDER"); named != nullptr && *named != '\0') return;
+  if (!fabric_device().empty()) return;
+  throw error(
+      "ofi: no fabric device here (nothing in /sys/class/infiniband or /sys/class/cxi, no "
+      "/dev/hfi1_*), so IRIS_NETMOD=auto leaves ofi out: its start would cost each rank about "
+      "0.5 s for what tcp carries as fast (IRIS_OFI_PROVIDER or FI_PROVIDER offers it anyway)");
+}
 
 void ofi_netmod::choose_provider() {
   // RMA first: then rendezvous reads the sender's memory, and one-sided

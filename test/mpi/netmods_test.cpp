@@ -4,7 +4,10 @@
 // Part of the mpi-jobs binary (jobs.hpp).
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+#include <filesystem>
 #include <string>
+#include <system_error>
 #include <vector>
 
 #include "test/mpi/jobs.hpp"
@@ -134,9 +137,9 @@ TEST_F(FailureTest, AutoAtSomeRanksOnlyIsOneLine) {
     const char *line;
   };
   for (const mismatch &m :
-       {mismatch{"auto;tcp,ofi", "MPI_Init: rank 0 sets IRIS_NETMOD=auto and rank 1 does not"},
-        mismatch{"tcp;auto", "MPI_Init: rank 1 sets IRIS_NETMOD=auto and rank 0 does not"},
-        mismatch{"auto;auto;tcp", "MPI_Init: rank 0 sets IRIS_NETMOD=auto and rank 2 does not"}}) {
+       {mismatch{"auto;tcp,ofi", "MPI_Init: rank 0 takes IRIS_NETMOD=auto and rank 1 does not"},
+        mismatch{"tcp;auto", "MPI_Init: rank 1 takes IRIS_NETMOD=auto and rank 0 does not"},
+        mismatch{"auto;auto;tcp", "MPI_Init: rank 0 takes IRIS_NETMOD=auto and rank 2 does not"}}) {
     const run_result r = job(std::string(m.lists) == "auto;auto;tcp" ? 4 : 2, "netmods", {m.lists},
                              {{"IRIS_OFI_PROVIDER", "tcp;ofi_rxm"}}, 60, 2);
     EXPECT_NE(r.exit_code, 0) << r.output;
@@ -195,7 +198,7 @@ TEST_F(FailureTest, AModuleOfAnotherContractIsRefusedWithOneLine) {
                     "(built: " +
                     required_env("IRIS_TEST_NETMODS") + ") nor a loadable module: " + examples +
                     "/libiris-netmod-stale.so is a netmod of contract 999, and this Iris "
-                    "speaks contract 3: rebuild it against this Iris's iris/netmod.h"),
+                    "speaks contract 4: rebuild it against this Iris's iris/netmod.h"),
       std::string::npos)
       << r.output;
 }
@@ -281,14 +284,72 @@ TEST_F(FailureTest, NoFittingOfiProviderSaysWhyEachWasRefused) {
       << r.output;
 }
 
-// mpiexec --info shows the netmod a job would use and what it would choose.
+// A device that a libfabric provider drives, as netmods/ofi/provider.cpp
+// looks for one, or empty.
+std::string fabric_device_here() {
+  std::error_code ec;
+  for (const char *dir : {"/sys/class/infiniband", "/sys/class/cxi"}) {
+    for (const auto &entry : std::filesystem::directory_iterator(dir, ec)) {
+      return entry.path().string();
+    }
+  }
+  for (const auto &entry : std::filesystem::directory_iterator("/dev", ec)) {
+    if (entry.path().filename().string().starts_with("hfi1_")) return entry.path().string();
+  }
+  return {};
+}
+
+// mpiexec --info shows the netmods a job would use and what each would
+// choose: with several built, the default is auto, and without a fabric
+// device ofi says why it is left out.
 TEST(Info, ShowsTheDefaultNetmodAndWhatItWouldChoose) {
   const std::string first = netmods_built.substr(1, netmods_built.find(',', 1) - 1);
-  const run_result r = run({mpiexec, "--info"}, 30, {{"IRIS_NETMOD", ""}});
+  const std::string all = netmods_built.substr(1, netmods_built.size() - 2);
+  const run_result r =
+      run({mpiexec, "--info"}, 30, {{"IRIS_NETMOD", ""}, {"IRIS_OFI_PROVIDER", ""}});
   ASSERT_EQ(r.exit_code, 0) << r.output;
-  EXPECT_NE(r.output.find("netmod: " + first + " (the build's default"), std::string::npos)
-      << r.output;
   EXPECT_NE(r.output.find("\n" + first + ": "), std::string::npos) << r.output;
+  if (all == first) {
+    EXPECT_NE(r.output.find("netmod: " + first + " (the build's default"), std::string::npos)
+        << r.output;
+    return;
+  }
+  EXPECT_NE(r.output.find("netmods: " + all + " (the build's default"), std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("each pair of nodes: the faster of the netmods"), std::string::npos)
+      << r.output;
+  if (ofi_built() && fabric_device_here().empty() && std::getenv("FI_PROVIDER") == nullptr) {
+    EXPECT_NE(r.output.find("\nofi: not offered, it cannot start here: ofi: no fabric device "
+                            "here (nothing in /sys/class/infiniband or /sys/class/cxi, no "
+                            "/dev/hfi1_*), so IRIS_NETMOD=auto leaves ofi out"),
+              std::string::npos)
+        << r.output;
+  }
+}
+
+// With several netmods built an empty IRIS_NETMOD is auto. On a host with no
+// fabric device ofi declines before libfabric starts (its start costs each
+// rank about 0.5 s here, for what tcp carries as fast), every pair goes by
+// tcp, and no probe is run, as nothing is left to choose; a named provider
+// offers ofi again (the Auto* tests above).
+TEST(Netmods, TheDefaultIsAutoAndLeavesOfiOutWithoutAFabricDevice) {
+  if (!ofi_built()) GTEST_SKIP() << "this build has no ofi netmod (-Dnetmods)";
+  if (const std::string device = fabric_device_here(); !device.empty()) {
+    GTEST_SKIP() << "this host has a fabric device (" << device << "): auto offers ofi here";
+  }
+  if (std::getenv("FI_PROVIDER") != nullptr) GTEST_SKIP() << "FI_PROVIDER is set";
+  const run_result r = job(2, "ring", {},
+                           {{"IRIS_SHM", "0"},
+                            {"IRIS_NETMOD", ""},
+                            {"IRIS_OFI_PROVIDER", ""},
+                            {"IRIS_DEBUG", "1"},
+                            {"IRIS_STATS", "1"}},
+                           60);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(occurrences(r.output, "is not offered: ofi: no fabric device here"), 2U) << r.output;
+  EXPECT_EQ(occurrences(r.output, "net tcp: peers "), 2U) << r.output;
+  EXPECT_EQ(r.output.find("net ofi: peers"), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("probe of "), std::string::npos) << r.output;
 }
 
 TEST(Info, ShowsEachNetmodOfAListAndWhyOneIsLeftOut) {

@@ -31,7 +31,19 @@ TEST(Tunables, DefaultsAndSuffixes) {
 TEST(Tunables, TheNetmodListKeepsItsOrderAndRefusesWhatIsNotBuilt) {
   const std::string built(netmod::netmods_built());
   const std::string first = built.substr(0, built.find(','));
-  EXPECT_EQ(device::netmod_list(""), std::vector<std::string>{first});
+  // Empty: auto (every netmod built, and the probe) when there are several.
+  const bool several = built.find(',') != std::string::npos;
+  std::vector<std::string> all;
+  for (std::size_t at = 0; at <= built.size();) {
+    const std::size_t comma = std::min(built.find(',', at), built.size());
+    all.push_back(built.substr(at, comma - at));
+    at = comma + 1;
+  }
+  EXPECT_EQ(device::netmod_list(""), several ? all : std::vector<std::string>{first});
+  EXPECT_EQ(device::netmod_list("auto"), all);
+  EXPECT_EQ(device::netmod_auto(""), several);
+  EXPECT_TRUE(device::netmod_auto("auto"));
+  EXPECT_FALSE(device::netmod_auto("tcp"));
   EXPECT_EQ(device::netmod_list("tcp"), std::vector<std::string>{"tcp"});
   if (device::netmod_built("ofi")) {
     EXPECT_EQ(device::netmod_list("ofi,tcp"), (std::vector<std::string>{"ofi", "tcp"}));
@@ -51,7 +63,9 @@ TEST(Tunables, TheNetmodListKeepsItsOrderAndRefusesWhatIsNotBuilt) {
   EXPECT_THROW((void)device::transport_settings_load(), std::runtime_error);
   setenv("IRIS_NETMOD", "tcp", 1);
   EXPECT_EQ(device::transport_settings_load().net.netmods, std::vector<std::string>{"tcp"});
+  EXPECT_FALSE(device::transport_settings_load().net.probe);
   unsetenv("IRIS_NETMOD");
+  EXPECT_EQ(device::transport_settings_load().net.probe, several);
 }
 
 TEST(Tunables, MalformedValueNamesTheVariableAndTheRange) {
