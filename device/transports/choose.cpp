@@ -90,6 +90,13 @@ void check_probing_agrees(runtime &r) {
                            "IRIS_NETMOD is auto in a build of several netmods)");
 }
 
+// The netmods `peer` offers, in its order.
+std::vector<std::string> offer_of(runtime &r, int peer) {
+  std::string offer = r.pmi->get(peer, offer_key);
+  if (offer.starts_with(probing_mark)) offer.erase(0, probing_mark.size());
+  return split_names(offer);
+}
+
 // The netmods of the pair (this rank, `peer`) that both offer and that
 // reach it, in the lower rank's order: all of them when `all`, else the
 // first alone (each reaches() may read cards). `first` and `second` get
@@ -100,9 +107,7 @@ std::vector<net_transport *> pair_candidates(runtime &r, const std::vector<net_t
                                              std::string &unreached) {
   std::vector<std::string> mine;
   for (const net_transport *n : nets) mine.emplace_back(n->netmod_name());
-  std::string offer = r.pmi->get(peer, offer_key);
-  if (offer.starts_with(probing_mark)) offer.erase(0, probing_mark.size());
-  const std::vector<std::string> theirs = split_names(offer);
+  const std::vector<std::string> theirs = offer_of(r, peer);
   const bool lower = r.rank < peer;
   first = lower ? mine : theirs;
   second = lower ? theirs : mine;
@@ -130,6 +135,18 @@ net_transport *net_for_peer(runtime &r, const std::vector<net_transport *> &nets
   if (r.transport_config.net.netmods.size() == 1) {
     why = "the one netmod of IRIS_NETMOD";
     return nets.front();
+  }
+  // The others of the list did not start here (ofi declining under auto):
+  // every pair with this rank takes this one or none. It reads only the
+  // peer's offer, not the netmod's cards that reaches() reads (with them,
+  // auto started 64 ranks on one host 0.36 s slower than one name); a
+  // peer that lacks it stops MPI_Init below.
+  if (nets.size() == 1) {
+    const std::vector<std::string> theirs = offer_of(r, peer);
+    if (std::find(theirs.begin(), theirs.end(), nets.front()->netmod_name()) != theirs.end()) {
+      why = "the one netmod this rank offers";
+      return nets.front();
+    }
   }
   std::vector<std::string> first;
   std::vector<std::string> second;
