@@ -103,6 +103,11 @@ void control_send(vc &to, packet_header h) {
   // credit packet adds nothing but memory.
   if (h.type == packet_type::credit && !to.backlog.empty()) return;
   if (to.backlog.empty() && packet_write(to, h, nullptr, 0)) return;
+  // A dead rank never makes room: what waited for it would keep
+  // MPI_Finalize waiting for the backlog to empty (failure_known clears
+  // the backlog only at the moment of the death).
+  if (rt->troubled && recovery_failed(to.world_rank)) [[unlikely]]
+    return;
   to.backlog.push_back(h);  // rare: only when the transport is full
   sending_list_add(to);
 }

@@ -372,6 +372,32 @@ TEST_F(AsideDelivery, ACreditPacketIsTakenAsideWithItsCredits) {
   EXPECT_FALSE(packet_deliver_aside(peer(), h, nullptr, 0));
 }
 
+// A control packet (here a CTS) to a rank known dead that finds its
+// transport full is dropped, not left in the VC's backlog: a dead rank
+// never makes room, and MPI_Finalize waits for every backlog to empty. A
+// live rank's waits there as before.
+TEST_F(AsideDelivery, AControlPacketToADeadRankIsDroppedWhenItFindsNoRoom) {
+  sink_->full = true;
+  packet_header h{};
+  h.type = packet_type::cts;
+  h.source = 0;
+  rt->recovery.failed.assign(rt->vcs.size(), 0);
+  rt->recovery.failed[1] = 1;
+  rt->troubled = true;  // as failure_known leaves it
+  call_lock_enter();
+  control_send(peer(), h);
+  call_lock_leave();
+  EXPECT_TRUE(peer().backlog.empty()) << "a packet for a dead rank waits for room it never gets";
+  EXPECT_FALSE(peer().on_sending_list);
+  rt->recovery.failed[1] = 0;
+  call_lock_enter();
+  control_send(peer(), h);
+  call_lock_leave();
+  EXPECT_EQ(peer().backlog.size(), 1U);
+  EXPECT_TRUE(peer().on_sending_list);
+  peer().backlog.clear();
+}
+
 // Rendezvous into aside receives: packets built by hand, delivered as a
 // pair ring's readers would (packet_deliver_aside without the call lock,
 // packet_deliver_shared with it).
