@@ -7,12 +7,11 @@
 #      queue-to-ring switch
 #      (test/model/, about 25 s)
 #   2. the normal build with warnings as errors, all suites
-#   2b. a build with every netmod but tcp as a module (-Dnetmod_modules=true,
-#      without link-time optimisation): the netmod contract, the netmod
-#      jobs and failures, and the ofi_rxm job configuration at 2 and 4
-#      ranks (ofi_mixed and ofi_shm_starved reach no module code ofi_rxm
-#      does not, and run in the normal pass)
-#   3. AddressSanitizer + UndefinedBehaviorSanitizer build, all suites (the
+#   3. AddressSanitizer + UndefinedBehaviorSanitizer build, with every
+#      netmod but tcp as a module (-Dnetmod_modules=true: ofi in its own
+#      module, loaded at run time, which the normal build holds in libiris;
+#      ofi's own unit tests need its sources and run in the normal pass),
+#      all suites (the
 #      job tests at 1, 2 and 4 ranks, without the pipeline, all_rendezvous,
 #      tcp_starved, ofi_mixed and ofi_shm_starved configurations and the
 #      8-rank nonblocking-collective jobs, whose paths the others reach
@@ -20,8 +19,8 @@
 #      code 4 ranks do not; starved, tcp and ofi_rxm stop at 2 ranks, as
 #      4 ranks' paths of the rings, of tcp and of the ofi netmod run in
 #      defaults/crowded/queues and mixed at 4, and ofi_rxm at 4 in the
-#      modules pass; Netmods.AutoOnFourNodes*, three 8-rank jobs that each
-#      start libfabric 8 times, runs in the normal and modules passes; the
+#      normal pass; Netmods.AutoOnFourNodes*, three 8-rank jobs that each
+#      start libfabric 8 times, runs in the normal pass; the
 #      1-rank jobs run in defaults alone (each configuration's 1-rank job
 #      is the self transport and the same calls; 108 s of the pass in all
 #      on 2026-12-02), the spawn jobs in defaults alone (children are tcp
@@ -60,7 +59,7 @@
 # The normal build uses link-time optimisation (meson.build); the sanitizer
 # builds do not (they look for bugs, not speed, and build faster without).
 # Installs missing Debian packages first (.ci/deps). Build trees: build/,
-# build-modules/, build-asan/, build-tsan/ (reused when present).
+# build-asan/, build-tsan/ (reused when present).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -91,27 +90,29 @@ setup build
 meson compile -C build
 meson test -C build --print-errorlogs
 
-echo "== netmods as modules (-Dnetmod_modules=true: ofi in its own module, loaded at run time)"
-# The netmod contract and MULTIPLE's aside reads on every netmod and
-# provider, the netmod jobs and failures, and the ofi_rxm job configuration
-# at 2 and 4 ranks: what changes when ofi is a module instead of libiris's
-# own code. The rest of the device is the same code as in the normal build.
-setup build-modules -Dnetmod_modules=true -Db_lto=false
-meson compile -C build-modules
-meson test -C build-modules --print-errorlogs unit mpi-jobs \
-  --test-args='--gtest_filter=Netmods/*:NetmodRegistry*:NetmodSettings*:NetmodModules.*:Netmods.*:Netmod.*:Info.*:FailureTest.*Netmod*:FailureTest.*Module*:FailureTest.*Ofi*:FailureTest.*Libfabric*:Ranks/JobTest.*/ofi_rxm_np2:Ranks/JobTest.*/ofi_rxm_np4'
-
 echo "== ASan + UBSan"
-setup build-asan -Db_sanitize=address,undefined -Db_lundef=false -Db_lto=false -Dbuildtype=debugoptimized
+# ofi is a module here (-Dnetmod_modules=true), as in no other pass: the
+# module's loading, and the code it holds, run under the sanitizers, while
+# the normal pass runs ofi built into libiris. -g1: line tables are all a
+# report needs, and the heaviest files compile in two thirds of -g's time.
+setup build-asan -Db_sanitize=address,undefined -Db_lundef=false -Db_lto=false \
+  -Dbuildtype=debugoptimized -Dnetmod_modules=true -Dc_args=-g1 -Dcpp_args=-g1
 meson compile -C build-asan
+# symbolize=0: LeakSanitizer symbolizes the stack of every leak it finds
+# to match it against lsan.supp (libpmix leaves a few bytes in each rank),
+# and reading libasan's own compressed debug information for that took
+# half of each ASan process's time here (a 1-rank job 0.57 s against 0.31,
+# 2-rank jobs 32 s against 17). A report then names module+offset; rerun
+# the job with ASAN_OPTIONS=symbolize=1 for file and line (test/README.md).
 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
-ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 \
+ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:symbolize=0 \
 LSAN_OPTIONS=suppressions="$PWD/test/lsan.supp":print_suppressions=0 \
   meson test -C build-asan --print-errorlogs --timeout-multiplier 3 \
     --test-args='--gtest_filter=-Ranks/*_np8:Ranks/*/pipeline_*:Ranks/*/all_rendezvous_*:Ranks/*/tcp_starved_*:Ranks/*/ofi_mixed_*:Ranks/*/ofi_shm_starved_*:Ranks/*/starved_np4:Ranks/*/tcp_np4:Ranks/*/ofi_rxm_np4:Ranks/*/cma_np1:Ranks/*/crowded_np1:Ranks/*/mixed_np1:Ranks/*/ofi_rxm_np1:Ranks/*/queues_np1:Ranks/*/queues_starved_np1:Ranks/*/starved_np1:Ranks/*/tcp_np1:Spawn/*/tcp_*:Spawn/*/mixed_*:CollectiveAlgorithms.AllgatherAndAlltoallEachAlgorithmForced:NodeCollectives.SeededSequenceAgainstReferences:NodeCollectives.AcrossNodesInTwoLevels:FailureTest.IdleRanksSleepAndEveryWakeArrives:Netmods.AutoOnFourNodes*:NonblockingCollectives.EightRanks:Surface/*_np8:LargeCount.*:Scattered.*:LargeJobTest.RingAndAllPairsAt64And128Ranks:Netmod.AMessageOver2GiBCrossesIt'
 
 echo "== ThreadSanitizer (lock-free unit tests, MPI_THREAD_MULTIPLE)"
-setup build-tsan -Db_sanitize=thread -Db_lundef=false -Db_lto=false
+# -g1, as in the ASan pass: a report needs line tables, not types.
+setup build-tsan -Db_sanitize=thread -Db_lundef=false -Db_lto=false -Dc_args=-g1 -Dcpp_args=-g1
 ninja -C build-tsan test/unit/unit_test test/mpi/threads test/mpi/am test/mpi/rma test/mpi/coll_node \
   test/mpi/ulfm test/mpi/levels
 # Not the OFI cases: their parameters are named ofi_<provider> ("*/ofi_*"),
