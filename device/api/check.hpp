@@ -163,10 +163,15 @@ inline void status_probe_proc_null(MPI_Status *status) {
 }
 
 // What a communicator made from `parent` keeps of it besides the error
-// handler: the session it derives from (nothing for MPI_COMM_NULL).
+// handler: the session it derives from, and of an intercommunicator which
+// group comes first (nothing for MPI_COMM_NULL).
 inline void comm_inherit(MPI_Comm made, const communicator &parent) {
   if (made == MPI_COMM_NULL) return;
-  if (communicator *c = device::comm_lookup(made)) c->session = parent.session;
+  communicator *c = device::comm_lookup(made);
+  if (c == nullptr) return;
+  c->session = parent.session;
+  // Of an intercommunicator's groups (dup, split): the same group first.
+  if (c->inter && parent.inter) c->merge_first = parent.merge_first;
 }
 
 // Recovery: a communicator constructor, collective over `parent` (both

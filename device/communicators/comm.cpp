@@ -10,6 +10,7 @@
 #include "device/protocols/recv.hpp"
 #include "device/protocols/send.hpp"
 #include "device/runtime/runtime.hpp"
+#include "device/transports/dynamic.hpp"
 
 namespace iris::device {
 
@@ -228,6 +229,10 @@ int comm_register_inter(std::vector<int> local, std::vector<int> remote, std::ui
   c->inter = true;
   c->local_world_rank = std::move(local);
   c->local_context = local_context;
+  std::pair<std::uint64_t, int> mine, theirs;
+  process_id(c->local_world_rank.front(), mine.first, mine.second);
+  process_id(c->world_rank.front(), theirs.first, theirs.second);
+  c->merge_first = mine < theirs ? 1 : 2;
   if (context != pending_context) recovery_comm_made(*c);
   return handle;
 }
@@ -236,8 +241,8 @@ namespace {
 
 // One nonblocking agreement's state, shared by the calls of its schedule.
 // The members are numbered 0 .. n-1: over an intracommunicator its ranks;
-// over an intercommunicator the group whose first member has the lower world
-// rank first, then the other (both sides number them alike).
+// over an intercommunicator the group communicator::local_first names
+// first, then the other (both sides number them alike).
 struct context_agreement {
   communicator *parent = nullptr;
   int n = 0;
@@ -334,7 +339,7 @@ void context_agree_schedule(schedule &s, communicator &parent,
   a->done = std::move(done);
   if (parent.inter) {
     a->n = parent.local_size() + parent.size;
-    a->local_first = parent.local_world_rank.at(0) < parent.world_rank.at(0);
+    a->local_first = parent.local_first();
     a->me = a->local_first ? parent.rank : parent.size + parent.rank;
   } else {
     a->n = parent.size;

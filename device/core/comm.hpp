@@ -51,15 +51,18 @@ struct communicator {
   // rank in its own group, `local_world_rank`, whose members talk among
   // themselves (merge, dup) on `local_context` and `local_context + 1`.
   bool inter = false;
-  // An intercommunicator of MPI_Comm_connect/accept, whose groups number
-  // their processes apart: which group Intercomm_merge puts first when both
-  // pass the same `high` (1: this group, 2: the other; 0: the group whose
-  // first member has the lower world rank).
+  // Which group comes first where both are numbered as one (Intercomm_merge
+  // when both pass the same `high`, the nonblocking context agreement,
+  // recovery's agreements): 1 this group, 2 the other. comm_register_inter
+  // sets it from the first members' (job, rank) names, which read the same
+  // at both groups (VC indices do not across jobs); an intercommunicator of
+  // MPI_Comm_connect/accept puts the accepting group first.
   int merge_first = 0;
   std::vector<int> local_world_rank;
   std::uint32_t local_context = 0;
 
   int local_size() const { return inter ? static_cast<int>(local_world_rank.size()) : size; }
+  bool local_first() const { return merge_first == 1; }
 
   // Nonblocking and persistent collectives started on this communicator so
   // far: their messages' tags (device/schedule.hpp).

@@ -2,7 +2,8 @@
  * MPI_Comm_spawn made (dynamic.c, spawn.c): point-to-point both ways with
  * MPI_ANY_SOURCE, a large message each way between the roots, a broadcast
  * from each group's root, an allreduce across, a merge (the accepting group
- * first) with an allreduce and a barrier, a window across jobs refused
+ * first) with an allreduce and a barrier, the same merge of a duplicate,
+ * a window across jobs refused
  * (`same_job` 0), and MPI_Comm_disconnect. */
 #ifndef IRIS_TEST_INTER_H
 #define IRIS_TEST_INTER_H
@@ -74,6 +75,17 @@ static inline void exercise(MPI_Comm ic, int accepted, int same_job, const char 
   MPI_Allreduce(&mrank, &total, 1, MPI_INT, MPI_SUM, merged);
   CHECK(total == msize * (msize - 1) / 2, "%s: merged allreduce %d", what, total);
   MPI_Barrier(merged);
+  /* A duplicate merges in the same order (before, each job put the group
+   * with its lower connection index first, so that the two disagreed). */
+  MPI_Comm dup = MPI_COMM_NULL, dup_merged = MPI_COMM_NULL;
+  MPI_Comm_dup(ic, &dup);
+  MPI_Intercomm_merge(dup, 0, &dup_merged);
+  int dup_rank = -1;
+  MPI_Comm_rank(dup_merged, &dup_rank);
+  CHECK(dup_rank == mrank, "%s: merged rank %d from a duplicate, %d from the original", what,
+        dup_rank, mrank);
+  MPI_Comm_free(&dup_merged);
+  MPI_Comm_free(&dup);
   /* One-sided over processes of two jobs: refused for now, clearly. */
   if (!same_job) {
     MPI_Comm_set_errhandler(merged, MPI_ERRORS_RETURN);

@@ -199,8 +199,8 @@ int MPI_Intercomm_create(MPI_Comm local_comm, int local_leader, MPI_Comm peer_co
   return MPI_SUCCESS;
 }
 
-// The group that passed high = 0 comes first (both alike: the group whose
-// first member has the lower world rank); each group proposes its members'
+// The group that passed high = 0 comes first (both alike: the one
+// communicator::local_first names); each group proposes its members'
 // next free id and the larger is the context (no local context is kept),
 // confirmed over both groups under MULTIPLE (context_agree_inter).
 int MPI_Intercomm_merge(MPI_Comm intercomm, int high, MPI_Comm *newintracomm) {
@@ -226,10 +226,7 @@ int MPI_Intercomm_merge(MPI_Comm intercomm, int high, MPI_Comm *newintracomm) {
   --device::rt->agreeing;
   const bool mine_high = high != 0;
   const bool theirs_high = device::heard(theirs, 1) != 0;
-  const bool tie_local_first = c->merge_first != 0
-                                   ? c->merge_first == 1
-                                   : c->local_world_rank.front() < c->world_rank.front();
-  const bool local_first = mine_high != theirs_high ? !mine_high : tie_local_first;
+  const bool local_first = mine_high != theirs_high ? !mine_high : c->local_first();
   std::vector<int> members = local_first ? c->local_world_rank : c->world_rank;
   const std::vector<int> &second = local_first ? c->world_rank : c->local_world_rank;
   members.insert(members.end(), second.begin(), second.end());
