@@ -66,6 +66,9 @@ struct recovery_globals {
   // collective ones, an intercommunicator's local ones too): an RTS on one
   // is answered at once (recovery_refuses), as no receive will take it.
   std::set<std::uint32_t> revoked_contexts;
+  // Both groups of an intercommunicator as one, for its agreements
+  // (recovery_union), by its point-to-point context.
+  std::map<std::uint32_t, std::unique_ptr<communicator>> unions;
 };
 std::unique_ptr<recovery_globals> globals;
 // Where another thread's reports go (recovery_report), between
@@ -218,12 +221,18 @@ int recovery_poll() {
   return events;
 }
 
-// Agreements: the wire form of a value, and its combination.
+// Agreements: the wire form of a value (flag, context, second flag, 4
+// bytes of zeros, the failed ranks' words), and its combination.
+constexpr std::size_t value_head = 16;
+
 std::vector<std::byte> encode(const agreement &a) {
-  std::vector<std::byte> out(8 + 8 * a.failed.size());
+  std::vector<std::byte> out(value_head + 8 * a.failed.size());
   std::memcpy(out.data(), &a.flag, 4);
   std::memcpy(out.data() + 4, &a.context, 4);
-  if (!a.failed.empty()) std::memcpy(out.data() + 8, a.failed.data(), 8 * a.failed.size());
+  std::memcpy(out.data() + 8, &a.second_flag, 4);
+  if (!a.failed.empty()) {
+    std::memcpy(out.data() + value_head, a.failed.data(), 8 * a.failed.size());
+  }
   return out;
 }
 
@@ -232,16 +241,18 @@ std::size_t words_of(const communicator &c) {
 }
 
 bool decode(const std::byte *p, std::size_t bytes, agreement &a) {
-  if (bytes < 8 || bytes % 8 != 0) return false;
+  if (bytes < value_head || bytes % 8 != 0) return false;
   std::memcpy(&a.flag, p, 4);
   std::memcpy(&a.context, p + 4, 4);
-  a.failed.assign((bytes - 8) / 8, 0);
-  if (!a.failed.empty()) std::memcpy(a.failed.data(), p + 8, 8 * a.failed.size());
+  std::memcpy(&a.second_flag, p + 8, 4);
+  a.failed.assign((bytes - value_head) / 8, 0);
+  if (!a.failed.empty()) std::memcpy(a.failed.data(), p + value_head, 8 * a.failed.size());
   return true;
 }
 
 void combine(agreement &into, const agreement &a) {
   into.flag &= a.flag;
+  into.second_flag &= a.second_flag;
   into.context = std::max(into.context, a.context);
   for (std::size_t i = 0; i < into.failed.size() && i < a.failed.size(); ++i) {
     into.failed[i] |= a.failed[i];
@@ -658,6 +669,30 @@ bool recovery_agree(communicator &c, agreement &value) {
   return true;
 }
 
+bool recovery_first_group(const communicator &c) {
+  return !c.inter || c.local_first();
+}
+
+communicator &recovery_union(communicator &c) {
+  if (!c.inter) return c;
+  std::unique_ptr<communicator> &u = globals->unions[c.context];
+  if (!u) {
+    u = std::make_unique<communicator>();
+    const bool first = recovery_first_group(c);
+    const std::vector<int> &low = first ? c.local_world_rank : c.world_rank;
+    const std::vector<int> &high = first ? c.world_rank : c.local_world_rank;
+    u->world_rank = low;
+    u->world_rank.insert(u->world_rank.end(), high.begin(), high.end());
+    u->size = static_cast<int>(u->world_rank.size());
+    u->rank = (first ? 0 : static_cast<int>(low.size())) + c.rank;
+    u->context = c.context;
+    u->handle = c.handle;
+    u->errhandler = c.errhandler;
+  }
+  u->acked = c.acked;
+  return *u;
+}
+
 const char *recovery_on_packet(vc &from, const packet_header &h, const std::byte *payload) {
   (void)from;
   communicator *c = comm_of_context(h.context);
@@ -670,7 +705,7 @@ const char *recovery_on_packet(vc &from, const packet_header &h, const std::byte
     }
     return nullptr;
   }
-  return on_agreement(c, h, payload);
+  return on_agreement(c != nullptr ? &recovery_union(*c) : nullptr, h, payload);
 }
 
 }  // namespace iris::device

@@ -106,12 +106,25 @@ void comm_revoke(communicator &c);
 void recovery_comm_made(communicator &c);
 
 // What an agreement combines: a flag (bitwise AND), a context id (maximum)
-// and the ranks of the communicator known dead (union, as bits).
+// and the ranks of the communicator known dead (union, as bits). Over an
+// intercommunicator (recovery_union) each group's flag is ANDed apart:
+// `flag` the first group's, `second_flag` the second's.
 struct agreement {
   std::uint32_t flag = ~0U;
+  std::uint32_t second_flag = ~0U;
   std::uint32_t context = 0;
   std::vector<std::uint64_t> failed;  // bit r: rank r of the communicator
 };
+// What an agreement on `c` runs over: `c` itself, or for an
+// intercommunicator both its groups as one communicator, in the order
+// MPI_Intercomm_merge gives them when both pass the same `high` (the same
+// at every member of both groups), on its point-to-point context. Made
+// here at the first agreement on `c` (or the first packet of one), and
+// kept: a context is never used twice. Its `acked` is c's.
+communicator &recovery_union(communicator &c);
+// Whether this process is in the first group of recovery_union(c).
+bool recovery_first_group(const communicator &c);
+
 // Collective over the survivors of `c`, revoked or not: `value` becomes
 // the agreed one, the same at every rank that returns. False (nothing
 // done) while a nonblocking agreement on `c` is under way here: one at a

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "test/mpi/jobs.hpp"
@@ -94,6 +95,29 @@ TEST_F(Recovery, UnderHydraARankThatExitsDiesAndTheOthersGoOn) {
   EXPECT_EQ(r.exit_code, 3) << r.output;  // Hydra's: the worst of the ranks'
   EXPECT_NE(r.output.find("ulfm: 3 survivors went on after exit3"), std::string::npos) << r.output;
   EXPECT_EQ(shm_leftovers(), std::vector<std::string>{}) << "left in /dev/shm";
+}
+
+// Agreements and shrinks over an intercommunicator (ulfm.c `intercomm`):
+// a victim in each group, one in a group of two, the first rank (the
+// agreement's coordinator), a whole remote group, and nobody; over shm,
+// tcp and two nodes. Before, every MPIX_ call on an intercommunicator but
+// revoke was refused as unsupported.
+TEST_F(Recovery, IntercommunicatorsAgreeAndShrink) {
+  const std::vector<std::tuple<int, int, std::string, env_list>> cases = {
+      {4, 1, "1,2", {}}, {3, 1, "2", {}}, {4, 1, "0", {{"IRIS_SHM", "0"}}},
+      {4, 2, "2,3", {}}, {4, 1, "-", {}},
+  };
+  for (const auto &[ranks, nodes, victims, env] : cases) {
+    const run_result r = recovery_job(ranks, nodes, {"intercomm", victims}, env);
+    const int deaths = victims == "-" ? 0 : static_cast<int>(occurrences(victims, ",")) + 1;
+    EXPECT_FALSE(r.timed_out) << victims << "\n" << r.output;
+    EXPECT_EQ(r.exit_code, 0) << victims << "\n" << r.output;
+    EXPECT_NE(r.output.find("ulfm: " + std::to_string(ranks - deaths) +
+                            " survivors went on after intercomm"),
+              std::string::npos)
+        << victims << "\n"
+        << r.output;
+  }
 }
 
 TEST_F(Recovery, ThreeRanksGoOnAsTwo) {

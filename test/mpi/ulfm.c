@@ -32,6 +32,15 @@
  *                   MPI_Comm_dup and MPI_Intercomm_merge of the
  *                   intercommunicator, return MPIX_ERR_PROC_FAILED and
  *                   MPI_COMM_NULL (a shrink first makes one without it);
+ *       intercomm   at once after an intercommunicator between the
+ *                   world's lower and upper halves is made: the survivors
+ *                   agree over it (the flag is the AND of the remote
+ *                   group's bits; MPIX_ERR_PROC_FAILED until they
+ *                   acknowledge), MPIX_Comm_get_failed names the victims
+ *                   of both groups, and its shrink keeps each group's
+ *                   survivors in order, over which the leaders exchange a
+ *                   message and everyone an inter-Allreduce and an
+ *                   MPIX_Comm_iagree (intercomm_survives);
  *       exit3       at once after a barrier, by exit(3) without
  *                   MPI_Finalize: a failure too, reported as a death;
  *       exit0       the same with exit(0);
@@ -153,6 +162,114 @@ static void revoke_intercomm(void) {
   CHECK(!revoked, "revoking an intercommunicator revoked the world");
   /* Before anyone goes on to revoke the world itself. */
   MPI_Barrier(MPI_COMM_WORLD);
+  MPI_Comm_free(&inter);
+  MPI_Comm_free(&half);
+}
+
+/* The AND of ~bit(r) over the ranks r in [from, to) still alive. */
+static int bits_of_alive(int from, int to) {
+  int want = ~0;
+  for (int r = from; r < to; ++r) {
+    if (!is_victim(r)) want &= ~(1 << (r % 31));
+  }
+  return want;
+}
+
+static int alive_in(int from, int to) {
+  int n = 0;
+  for (int r = from; r < to; ++r) n += !is_victim(r);
+  return n;
+}
+
+/* "intercomm" (see the top): the victims die once the intercommunicator
+ * between the world's halves is made. */
+static void intercomm_survives(void) {
+  const int half_size = world_size / 2, low = me < half_size;
+  const int local_from = low ? 0 : half_size, local_to = low ? half_size : world_size;
+  const int remote_from = low ? half_size : 0, remote_to = low ? world_size : half_size;
+  MPI_Comm half = MPI_COMM_NULL, inter = MPI_COMM_NULL;
+  MPI_Comm_split(MPI_COMM_WORLD, low, me, &half);
+  CHECK(
+      MPI_Intercomm_create(half, 0, MPI_COMM_WORLD, low ? half_size : 0, 43, &inter) == MPI_SUCCESS,
+      "MPI_Intercomm_create failed");
+  MPI_Comm_set_errhandler(inter, MPI_ERRORS_RETURN);
+  /* Everyone is done making it before a victim dies (a survivor still in
+   * the barrier may meet the death there). */
+  const int barrier = MPI_Barrier(MPI_COMM_WORLD);
+  CHECK(barrier == MPI_SUCCESS || failure(barrier), "the barrier returned %d", barrier);
+  if (is_victim(me)) raise(SIGKILL);
+  int flag = ~(1 << (me % 31));
+  int err = MPIX_Comm_agree(inter, &flag);
+  int cls = err;
+  MPI_Error_class(err, &cls);
+  CHECK(err == MPI_SUCCESS || cls == MPIX_ERR_PROC_FAILED, "agree over the intercomm returned %d",
+        err);
+  CHECK(victim_count == 0 || err != MPI_SUCCESS,
+        "agree over the intercomm did not report the unacknowledged failure");
+  CHECK(flag == bits_of_alive(remote_from, remote_to),
+        "agree over the intercomm gave 0x%x, not the remote group's 0x%x", flag,
+        bits_of_alive(remote_from, remote_to));
+  int acked = -1;
+  CHECK(MPIX_Comm_ack_failed(inter, world_size, &acked) == MPI_SUCCESS, "ack_failed failed");
+  CHECK(acked == victim_count, "ack_failed over the intercomm acknowledged %d, not %d", acked,
+        victim_count);
+  MPI_Group failed = MPI_GROUP_NULL;
+  MPIX_Comm_get_failed(inter, &failed);
+  int nfailed = -1;
+  MPI_Group_size(failed, &nfailed);
+  CHECK(nfailed == victim_count, "the intercomm's failed group has %d processes, not %d", nfailed,
+        victim_count);
+  MPI_Group_free(&failed);
+  flag = ~(1 << (me % 31));
+  err = MPIX_Comm_agree(inter, &flag);
+  CHECK(err == MPI_SUCCESS, "agree over the intercomm after ack_failed returned %d", err);
+  CHECK(flag == bits_of_alive(remote_from, remote_to), "the second agree gave 0x%x", flag);
+  MPI_Comm s = MPI_COMM_NULL;
+  err = MPIX_Comm_shrink(inter, &s);
+  if (alive_in(remote_from, remote_to) == 0) {
+    /* Nothing to shrink it to: an error, and no communicator. */
+    MPI_Error_class(err, &cls);
+    CHECK(cls == MPIX_ERR_PROC_FAILED && s == MPI_COMM_NULL,
+          "shrinking an intercomm whose remote group all died returned %d", err);
+    MPI_Comm_free(&inter);
+    MPI_Comm_free(&half);
+    return;
+  }
+  CHECK(err == MPI_SUCCESS && s != MPI_COMM_NULL, "shrinking the intercomm failed");
+  int is_inter = 0, size = -1, remote_size = -1, rank = -1;
+  MPI_Comm_test_inter(s, &is_inter);
+  MPI_Comm_size(s, &size);
+  MPI_Comm_remote_size(s, &remote_size);
+  MPI_Comm_rank(s, &rank);
+  CHECK(is_inter, "the shrunk intercomm is not an intercommunicator");
+  CHECK(size == alive_in(local_from, local_to) && remote_size == alive_in(remote_from, remote_to),
+        "the shrunk intercomm has groups of %d and %d, not %d and %d", size, remote_size,
+        alive_in(local_from, local_to), alive_in(remote_from, remote_to));
+  CHECK(rank == alive_in(local_from, me), "rank %d in the shrunk intercomm, not %d", rank,
+        alive_in(local_from, me));
+  /* The leaders exchange their world ranks; everyone sums the remote group's. */
+  int first_remote = remote_from;
+  while (is_victim(first_remote)) ++first_remote;
+  if (rank == 0) {
+    int theirs = -1;
+    CHECK(MPI_Sendrecv(&me, 1, MPI_INT, 0, 5, &theirs, 1, MPI_INT, 0, 5, s, MPI_STATUS_IGNORE) ==
+              MPI_SUCCESS,
+          "the leaders' exchange over the shrunk intercomm failed");
+    CHECK(theirs == first_remote, "the remote leader is world rank %d, not %d", theirs,
+          first_remote);
+  }
+  int sum = -1, want_sum = 0;
+  for (int r = remote_from; r < remote_to; ++r) want_sum += is_victim(r) ? 0 : r;
+  CHECK(MPI_Allreduce(&me, &sum, 1, MPI_INT, MPI_SUM, s) == MPI_SUCCESS,
+        "an Allreduce over the shrunk intercomm failed");
+  CHECK(sum == want_sum, "the shrunk intercomm's Allreduce gave %d, not %d", sum, want_sum);
+  MPI_Request req = MPI_REQUEST_NULL;
+  flag = ~(1 << (me % 31));
+  CHECK(MPIX_Comm_iagree(s, &flag, &req) == MPI_SUCCESS, "iagree over the shrunk intercomm failed");
+  CHECK(MPI_Wait(&req, MPI_STATUS_IGNORE) == MPI_SUCCESS, "waiting for that iagree failed");
+  CHECK(flag == bits_of_alive(remote_from, remote_to), "iagree over the shrunk intercomm gave 0x%x",
+        flag);
+  MPI_Comm_free(&s);
   MPI_Comm_free(&inter);
   MPI_Comm_free(&half);
 }
@@ -351,6 +468,8 @@ static void meet_failure(const char *where) {
     revoke_during_read();
     revoke_after_mprobe();
     revoke_in_collectives();
+  } else if (strcmp(where, "intercomm") == 0) {
+    intercomm_survives();
   } else if (strcmp(where, "idle") == 0 || strcmp(where, "shrink") == 0 ||
              strcmp(where, "fatal") == 0 || strncmp(where, "exit", 4) == 0) {
     if (is_victim(me) && strcmp(where, "exit3") == 0) exit(3);
