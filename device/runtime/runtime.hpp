@@ -159,8 +159,10 @@ struct runtime {
   int thread_level = 0;
   std::string processor_name;
   // A failure or a revocation is known here: the paths that skip checks
-  // (the fast sends and receives, packet delivery) step aside for them.
-  bool troubled = false;
+  // (the fast sends and receives, packet delivery) step aside for them,
+  // and under MULTIPLE the paths without the call lock (which read it
+  // while the lock's holder sets it) leave everything to the locked ones.
+  std::atomic<bool> troubled{false};
   recovery_state recovery;
 };
 

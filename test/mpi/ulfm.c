@@ -68,10 +68,17 @@
  * over it (the AND of every survivor's bits, the same at all), then runs a
  * ring of messages of 8 B and 1 MiB and an Allreduce and Bcast over it,
  * every byte checked; MPIX_Comm_get_failed of the world names the victims.
- * Rank 0 prints "ulfm: N survivors went on after WHERE". */
+ * Rank 0 prints "ulfm: N survivors went on after WHERE".
+ *
+ * TEST_THREAD_LEVEL=multiple: at MPI_THREAD_MULTIPLE, with a second
+ * thread per rank running MPI_Allreduce over its own duplicate of the
+ * world in a loop, from before the death until it fails (with a failure
+ * class, as ULFM says) or the main thread revokes that duplicate at the
+ * end. */
 #define _DEFAULT_SOURCE /* MAP_ANONYMOUS */
 #define _POSIX_C_SOURCE 200809L
 #include <mpi.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -120,6 +127,26 @@ static int failure(int err) {
   MPI_Error_class(err, &cls);
   return cls == MPIX_ERR_PROC_FAILED || cls == MPIX_ERR_REVOKED ||
          cls == MPIX_ERR_PROC_FAILED_PENDING;
+}
+
+/* TEST_THREAD_LEVEL=multiple (see the top). */
+static MPI_Comm helper_comm = MPI_COMM_NULL;
+static pthread_t helper;
+
+static void *helper_main(void *arg) {
+  (void)arg;
+  const long want = (long)world_size * (world_size - 1) / 2;
+  for (;;) {
+    long mine = me, sum = -1;
+    const int err = MPI_Allreduce(&mine, &sum, 1, MPI_LONG, MPI_SUM, helper_comm);
+    if (err != MPI_SUCCESS) {
+      CHECK(failure(err), "the second thread's Allreduce returned %d", err);
+      return NULL;
+    }
+    CHECK(sum == want, "the second thread's Allreduce gave %ld, not %ld", sum, want);
+    const struct timespec pause = {0, 1000 * 1000};
+    nanosleep(&pause, NULL);
+  }
 }
 
 /* "am": a victim dies as a message reaches it, before anything answers. */
@@ -753,10 +780,19 @@ static void go_on(MPI_Comm c) {
 }
 
 int main(int argc, char **argv) {
-  MPI_Init(&argc, &argv);
+  const char *level = getenv("TEST_THREAD_LEVEL");
+  const int multiple = level != NULL && strcmp(level, "multiple") == 0;
+  int provided = -1;
+  MPI_Init_thread(&argc, &argv, multiple ? MPI_THREAD_MULTIPLE : MPI_THREAD_SINGLE, &provided);
   MPI_Comm_rank(MPI_COMM_WORLD, &me);
   MPI_Comm_size(MPI_COMM_WORLD, &world_size);
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+  CHECK(!multiple || provided == MPI_THREAD_MULTIPLE, "provided thread level %d", provided);
+  if (multiple) {
+    MPI_Comm_dup(MPI_COMM_WORLD, &helper_comm);
+    MPI_Comm_set_errhandler(helper_comm, MPI_ERRORS_RETURN);
+    pthread_create(&helper, NULL, helper_main, NULL);
+  }
   if (argc < 3) {
     if (me == 0) fprintf(stderr, "usage: ulfm WHERE VICTIMS\n");
     MPI_Finalize();
@@ -825,6 +861,11 @@ int main(int argc, char **argv) {
     fflush(stdout);
   }
   MPI_Comm_free(&c);
+  if (multiple) {
+    MPIX_Comm_revoke(helper_comm);
+    pthread_join(helper, NULL);
+    MPI_Comm_free(&helper_comm);
+  }
   if (me == dies_finalizing) setenv("IRIS_RECOVERY_DIE_DECIDING", "1", 1);
   MPI_Finalize();
   return check_failures == 0 ? 0 : 1;

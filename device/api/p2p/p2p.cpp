@@ -72,7 +72,7 @@ int probe_checks(const char *call, int source, int tag, MPI_Comm comm, communica
 bool send_unlocked(const void *buf, int count, MPI_Datatype type, int dest, int tag, MPI_Comm comm,
                    MPI_Request *request) {
   device::runtime *r = device::rt;
-  if (r == nullptr || count < 0 || tag < 0) return false;
+  if (r == nullptr || count < 0 || tag < 0 || r->troubled) return false;
   const communicator *c = device::comm_lookup_published(*r, comm);
   if (c == nullptr || dest < 0 || dest >= c->size) return false;
   device::vc &to = r->vcs[static_cast<std::size_t>(c->world_rank[static_cast<std::size_t>(dest)])];
@@ -102,7 +102,7 @@ bool send_unlocked(const void *buf, int count, MPI_Datatype type, int dest, int 
 // a request (or a locked wait), never correctness.
 bool streams_aside(const void *buf, int count, MPI_Datatype type, int dest, MPI_Comm comm) {
   device::runtime *r = device::rt;
-  if (r == nullptr || device::call_lock_held()) return false;
+  if (r == nullptr || device::call_lock_held() || r->troubled) return false;
   const communicator *c = device::comm_lookup_published(*r, comm);
   if (c == nullptr || dest < 0 || dest >= c->size) return false;
   const device::vc &to =
@@ -173,7 +173,8 @@ int send_blocking_aside(const char *call, const void *buf, int count, MPI_Dataty
 bool recv_unlocked(void *buf, int count, MPI_Datatype type, int source, int tag, MPI_Comm comm,
                    MPI_Request *request) {
   device::runtime *r = device::rt;
-  if (r == nullptr || request == nullptr || count < 0 || (tag < 0 && tag != MPI_ANY_TAG)) {
+  if (r == nullptr || request == nullptr || count < 0 || (tag < 0 && tag != MPI_ANY_TAG) ||
+      r->troubled) {
     return false;
   }
   const communicator *c = device::comm_lookup_published(*r, comm);
@@ -221,7 +222,9 @@ bool recv_unlocked(void *buf, int count, MPI_Datatype type, int source, int tag,
   if (!device::call_lock_held() && recv_unlocked(buf, count, type, source, tag, comm, &handle)) {
     device::request *r = device::rt->requests.from_handle(handle);
     if (api::wait_unlocked(&handle, status)) return MPI_SUCCESS;
-    const device::api_guard guard;  // complete: an error to raise, or a full cache
+    // Complete, with an error to raise or a full cache; or not yet, a
+    // failure or revocation having become known (wait_unlocked).
+    const device::api_guard guard;
     return recv_complete("MPI_Recv", r, status);
   }
   const device::api_guard guard;

@@ -127,9 +127,17 @@ device::request *unlocked_request(MPI_Request handle) {
   return r;
 }
 
-// Whether the arguments allow the unlocked path at all.
+// Whether the arguments allow the unlocked path at all. Not once a failure
+// or revocation is known (recovery): the locked paths answer for it
+// (MPIX_ERR_PROC_FAILED_PENDING for a wildcard receive, completion.hpp).
 bool unlocked_ok() {
-  return device::rt != nullptr && !device::call_lock_held();
+  return device::rt != nullptr && !device::call_lock_held() && !device::rt->troubled;
+}
+
+// A wait without the call lock leaves it for the locked one when a failure
+// or revocation becomes known meanwhile.
+bool troubled() {
+  return device::rt->troubled.load(std::memory_order_relaxed);
 }
 
 // One poll: the whole of it when the call lock is free, else what a thread
@@ -227,8 +235,9 @@ void test_found() {
 bool iris::api::wait_unlocked(MPI_Request *request, MPI_Status *status) {
   device::request *r = unlocked_request(*request);
   if (r == nullptr) return false;
-  unlocked_until([r] { return device::request_done(*r); }, [r] { return poll_for(*r); });
-  return finish_unlocked(request, *r, status);
+  unlocked_until([r] { return device::request_done(*r) || troubled(); },
+                 [r] { return poll_for(*r); });
+  return device::request_done(*r) && finish_unlocked(request, *r, status);
 }
 
 namespace {
@@ -476,9 +485,12 @@ int finish_some_unlocked(const char *call, int count, MPI_Request requests[], in
                                        MPI_Status *status) {
   if (index != nullptr && unlocked_array(count, requests)) {
     int found = -1;
-    unlocked_until([&] { return (found = first_done_unlocked(count, requests)) >= 0; });
-    *index = found;
-    return finish_one_unlocked("MPI_Waitany", requests, found, status);
+    unlocked_until(
+        [&] { return (found = first_done_unlocked(count, requests)) >= 0 || troubled(); });
+    if (found >= 0) {
+      *index = found;
+      return finish_one_unlocked("MPI_Waitany", requests, found, status);
+    }
   }
   const device::api_guard guard;
   return waitany_body<true>(count, requests, index, status);
@@ -513,10 +525,10 @@ int finish_some_unlocked(const char *call, int count, MPI_Request requests[], in
                   device::request_done(*device::rt->requests.from_handle(requests[first_open])))) {
             ++first_open;
           }
-          return first_open == count;
+          return first_open == count || troubled();
         },
         [&] { return poll_for(*device::rt->requests.from_handle(requests[first_open])); });
-    return finish_all_unlocked("MPI_Waitall", count, requests, statuses);
+    if (first_open == count) return finish_all_unlocked("MPI_Waitall", count, requests, statuses);
   }
   const device::api_guard guard;
   return waitall_body(count, requests, statuses);
@@ -544,8 +556,10 @@ int finish_some_unlocked(const char *call, int count, MPI_Request requests[], in
 [[gnu::noinline]] int waitsome_multiple(int incount, MPI_Request requests[], int *outcount,
                                         int indices[], MPI_Status statuses[]) {
   if (outcount != nullptr && indices != nullptr && unlocked_array(incount, requests)) {
-    unlocked_until([&] { return first_done_unlocked(incount, requests) >= 0; });
-    return finish_some_unlocked("MPI_Waitsome", incount, requests, outcount, indices, statuses);
+    unlocked_until([&] { return first_done_unlocked(incount, requests) >= 0 || troubled(); });
+    if (first_done_unlocked(incount, requests) >= 0) {
+      return finish_some_unlocked("MPI_Waitsome", incount, requests, outcount, indices, statuses);
+    }
   }
   const device::api_guard guard;
   return waitsome_body<true>(incount, requests, outcount, indices, statuses);
