@@ -1,7 +1,8 @@
 /* The checks of an intercommunicator that MPI_Comm_accept/connect or
  * MPI_Comm_spawn made (dynamic.c, spawn.c): point-to-point both ways with
  * MPI_ANY_SOURCE, a large message each way between the roots, a broadcast
- * from each group's root, an allreduce across, a merge (the accepting group
+ * from each group's root, an allreduce across, an MPIX_Comm_agree and
+ * MPIX_Comm_shrink over it, a merge (the accepting group
  * first) with an allreduce and a barrier, the same merge of a duplicate,
  * a window across jobs refused
  * (`same_job` 0), and MPI_Comm_disconnect. */
@@ -61,6 +62,20 @@ static inline void exercise(MPI_Comm ic, int accepted, int same_job, const char 
   int sum = -1;
   MPI_Allreduce(&lrank, &sum, 1, MPI_INT, MPI_SUM, ic);
   CHECK(sum == rsize * (rsize - 1) / 2, "%s: allreduce across gave %d", what, sum);
+  /* ULFM over it, without a failure: an agreement gives the AND of the
+   * remote group's flags, and a shrink keeps both groups whole. */
+  int agreed = accepted ? 0x3 : 0x5;
+  CHECK(MPIX_Comm_agree(ic, &agreed) == MPI_SUCCESS, "%s: agree failed", what);
+  CHECK(agreed == (accepted ? 0x5 : 0x3), "%s: agree gave 0x%x", what, agreed);
+  MPI_Comm shrunk = MPI_COMM_NULL;
+  CHECK(MPIX_Comm_shrink(ic, &shrunk) == MPI_SUCCESS && shrunk != MPI_COMM_NULL,
+        "%s: shrink failed", what);
+  int shrunk_size = -1, shrunk_remote = -1;
+  MPI_Comm_size(shrunk, &shrunk_size);
+  MPI_Comm_remote_size(shrunk, &shrunk_remote);
+  CHECK(shrunk_size == lsize && shrunk_remote == rsize, "%s: shrunk to %d and %d", what,
+        shrunk_size, shrunk_remote);
+  MPI_Comm_free(&shrunk);
   /* Merge: the accepting group first (both pass high = 0). */
   MPI_Comm merged = MPI_COMM_NULL;
   MPI_Intercomm_merge(ic, 0, &merged);
