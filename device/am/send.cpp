@@ -393,7 +393,8 @@ void am_sent(int target) {
 }
 
 void am_peer_failed(int w) {
-  if (am == nullptr) return;
+  // Active messages reach the world only (not processes of other jobs).
+  if (am == nullptr || static_cast<std::size_t>(w) >= am->peers.size()) return;
   am_state &s = *am;
   am_peer &p = s.peers[static_cast<std::size_t>(w)];
   p.control.clear();

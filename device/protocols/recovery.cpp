@@ -50,6 +50,8 @@ struct agree_state {
   std::optional<agreement> answer;  // the decision of seq, when it came
   std::uint32_t decided_seq = 0;    // the last decided here (0: none), kept for late queries
   agreement decided;
+  // Failures known here (recovery_state::order) at this rank's last step.
+  std::size_t failures_seen = 0;
 };
 
 struct recovery_globals {
@@ -327,6 +329,18 @@ const char *on_agreement(const communicator *c, const packet_header &h, const st
     return nullptr;
   }
   if (h.tag != step_contribute) return "recovery packet of an unknown step";
+  // Whom the contributor knows dead is dead (its launcher's word is the
+  // truth): over an intercommunicator with another job, only that job's
+  // launcher tells of its processes, and a coordinator waiting for every
+  // member it thinks alive would wait for ever for one that never
+  // connected here.
+  if (c != nullptr) {
+    for (int r = 0; r < c->size; ++r) {
+      if (((a.failed[static_cast<std::size_t>(r) / 64] >> (r % 64)) & 1U) != 0) {
+        known_dead(c->world_rank[static_cast<std::size_t>(r)]);
+      }
+    }
+  }
   if (c != nullptr && decided && !(st.active && seq == st.seq)) {
     send_value(*c, h.source, step_decide, seq, st.decided);
   } else if (c != nullptr && st.active && seq == st.seq && st.answer) {
@@ -343,9 +357,13 @@ const char *on_agreement(const communicator *c, const packet_header &h, const st
 
 void recovery_start() {
   auto &state = rt->recovery;
-  state.reported.reset(new std::atomic<bool>[rt->vcs.size()]);
-  for (std::size_t i = 0; i < rt->vcs.size(); ++i) state.reported[i].store(false);
-  state.failed.assign(rt->vcs.size(), 0);
+  // Every VC this process may have: the world's and those reserved for
+  // processes of other jobs (MPI_Comm_connect/accept, spawn), whose deaths
+  // the netmod reports as it does the world's.
+  const std::size_t vcs = rt->vcs.capacity();
+  state.reported.reset(new std::atomic<bool>[vcs]);
+  for (std::size_t i = 0; i < vcs; ++i) state.reported[i].store(false);
+  state.failed.assign(vcs, 0);
   globals = std::make_unique<recovery_globals>();
   reports_self.store(rt->rank, std::memory_order_relaxed);
   reports_to.store(&state, std::memory_order_release);
@@ -555,6 +573,7 @@ bool agreement_begin(communicator &c, const agreement &value) {
   st.got = std::move(st.early);
   st.early.clear();
   st.answer.reset();
+  st.failures_seen = rt->recovery.order.size();
   return true;
 }
 
@@ -584,6 +603,18 @@ bool agreement_step(communicator &c, int &coordinator, agreement &value) {
   if (st.answer && lowest != c.rank) {
     agreement_end(c, st, value);
     return true;
+  }
+  const std::size_t failures = rt->recovery.order.size();
+  const bool news = failures != st.failures_seen;
+  st.failures_seen = failures;
+  if (lowest == coordinator && coordinator != c.rank && news) {
+    // A failure became known here since this rank contributed: the
+    // coordinator may not know it (of a process of another job only that
+    // job's launcher tells), so the contribution goes again with it.
+    for (int r : comm_failed_ranks(c)) {
+      st.mine.failed[static_cast<std::size_t>(r) / 64] |= 1ULL << (r % 64);
+    }
+    send_value(c, coordinator, step_contribute, st.seq, st.mine);
   }
   if (lowest != coordinator) {
     coordinator = lowest;
@@ -663,7 +694,8 @@ bool recovery_agree(communicator &c, agreement &value) {
   while (!agreement_step(c, coordinator, value)) {
     progress_until([&] {
       return st.answer.has_value() || lowest_alive(c) != coordinator ||
-             (coordinator == c.rank && all_in(c, st));
+             (coordinator == c.rank && all_in(c, st)) ||
+             rt->recovery.order.size() != st.failures_seen;
     });
   }
   return true;

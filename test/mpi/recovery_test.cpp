@@ -131,6 +131,25 @@ TEST_F(Recovery, AtThreadMultipleWithASecondThread) {
   survivors_go_on(4, 1, "2", 1, {{"TEST_THREAD_LEVEL", "multiple"}, {"IRIS_SHM", "0"}});
 }
 
+// A spawned job loses a child (spawn.c `die`): the parents and the other
+// child agree over the spawn's intercommunicator and shrink it, and go on
+// with the child left. The children's launcher inherits recovery. Before,
+// the parents' agreement waited for ever for the dead child, whose death
+// only its own job's launcher tells of.
+TEST_F(Recovery, ASpawnedJobLosesAChildAndBothGoOn) {
+  for (const auto &[parents, env] : {std::pair{1, env_list{}}, std::pair{2, env_list{}},
+                                     std::pair{4, env_list{{"IRIS_SHM", "0"}}}}) {
+    const run_result r = run(
+        {mpiexec, "--enable-recovery", "-n", std::to_string(parents), programs + "/spawn", "die"},
+        60, env);
+    EXPECT_FALSE(r.timed_out) << parents << " parents\n" << r.output;
+    EXPECT_EQ(r.exit_code, 0) << parents << " parents\n" << r.output;
+    EXPECT_NE(r.output.find("spawn die: all checks passed"), std::string::npos)
+        << parents << " parents\n"
+        << r.output;
+  }
+}
+
 TEST_F(Recovery, ThreeRanksGoOnAsTwo) {
   survivors_go_on(3, 1, "2", 1);
 }

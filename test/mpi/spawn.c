@@ -18,11 +18,14 @@
  * 0 spawns two children, which print their pids, send it a message and
  * then sleep outside MPI for two minutes, and aborts the job with code 5
  * once both messages came (the job test checks that the children end with
- * it). */
+ * it). `spawn die` (under --enable-recovery): the second of two children
+ * dies at once, and the parents and the first child agree over the spawn's
+ * intercommunicator, shrink it and go on (die_parents, below). */
 #define _DEFAULT_SOURCE
 #include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -172,6 +175,86 @@ static int abort_parents(const char *program) {
   MPI_Barrier(MPI_COMM_WORLD); /* ended by the abort */
   CHECK(0, "rank %d outlived the abort", rank);
   return 1;
+}
+
+/* `spawn die` (under mpiexec --enable-recovery, whose children's launcher
+ * inherits it): the parents spawn two children and the second dies at
+ * once. The parents and the other child agree over the spawn's
+ * intercommunicator (the remote group's AND; MPIX_ERR_PROC_FAILED until
+ * acknowledged), acknowledge, agree again, and shrink it: one child is
+ * left, which gets every parent's rank and sends back the sum. Before, the
+ * netmod's report of a dead process of another job was dropped, and the
+ * agreement waited for it for ever. */
+static void die_agree(MPI_Comm ic, int mine, int want, const char *who) {
+  int flag = mine;
+  int err = MPIX_Comm_agree(ic, &flag);
+  int cls = err;
+  MPI_Error_class(err, &cls);
+  CHECK(err == MPI_SUCCESS || cls == MPIX_ERR_PROC_FAILED, "%s: agree returned %d", who, err);
+  CHECK(flag == want, "%s: agree gave 0x%x, not 0x%x", who, flag, want);
+  int acked = -1;
+  MPIX_Comm_ack_failed(ic, 8, &acked);
+  CHECK(acked == 1, "%s: acknowledged %d failures, not 1", who, acked);
+  flag = mine;
+  CHECK(MPIX_Comm_agree(ic, &flag) == MPI_SUCCESS && flag == want, "%s: the second agree", who);
+}
+
+static int die_child(MPI_Comm parent) {
+  MPI_Comm_set_errhandler(parent, MPI_ERRORS_RETURN);
+  int rank = -1;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  if (rank == 1) raise(SIGKILL);
+  int parents = -1;
+  MPI_Comm_remote_size(parent, &parents);
+  die_agree(parent, 0x6, 0x3, "child");
+  MPI_Comm s = MPI_COMM_NULL;
+  CHECK(MPIX_Comm_shrink(parent, &s) == MPI_SUCCESS, "child: shrink failed");
+  int size = -1, sum = 0;
+  MPI_Comm_size(s, &size);
+  CHECK(size == 1, "child: %d children left, not 1", size);
+  for (int p = 0; p < parents; ++p) {
+    int r = -1;
+    MPI_Recv(&r, 1, MPI_INT, p, 31, s, MPI_STATUS_IGNORE);
+    sum += r;
+  }
+  MPI_Send(&sum, 1, MPI_INT, 0, 32, s);
+  MPI_Comm_free(&s);
+  return finish();
+}
+
+static int die_parents(const char *program) {
+  char self[PATH_MAX] = "";
+  CHECK(realpath(program, self) != NULL, "realpath %s", program);
+  char *args[] = {"die-child", NULL};
+  MPI_Comm ic = MPI_COMM_NULL;
+  CHECK(MPI_Comm_spawn(self, args, 2, MPI_INFO_NULL, 0, MPI_COMM_WORLD, &ic, MPI_ERRCODES_IGNORE) ==
+            MPI_SUCCESS,
+        "spawn");
+  MPI_Comm_set_errhandler(ic, MPI_ERRORS_RETURN);
+  int rank = -1, size = -1;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  die_agree(ic, 0x3, 0x6, "parent");
+  MPI_Group failed = MPI_GROUP_NULL;
+  MPIX_Comm_get_failed(ic, &failed);
+  int nfailed = -1;
+  MPI_Group_size(failed, &nfailed);
+  CHECK(nfailed == 1, "parent: %d failed, not 1", nfailed);
+  MPI_Group_free(&failed);
+  MPI_Comm s = MPI_COMM_NULL;
+  CHECK(MPIX_Comm_shrink(ic, &s) == MPI_SUCCESS, "parent: shrink failed");
+  int children_left = -1;
+  MPI_Comm_remote_size(s, &children_left);
+  CHECK(children_left == 1, "parent: %d children left, not 1", children_left);
+  MPI_Send(&rank, 1, MPI_INT, 0, 31, s);
+  if (rank == 0) {
+    int sum = -1;
+    MPI_Recv(&sum, 1, MPI_INT, 0, 32, s, MPI_STATUS_IGNORE);
+    CHECK(sum == size * (size - 1) / 2, "parent: the child summed %d", sum);
+  }
+  MPI_Comm_free(&s);
+  if (rank == 0 && check_failures == 0) printf("spawn die: all checks passed\n");
+  return finish();
 }
 
 static int child_alone(MPI_Comm parent) {
@@ -349,6 +432,8 @@ int main(int argc, char **argv) {
   MPI_Comm_get_parent(&parent);
   if (refusal) return refused(parent);
   if (argc > 1 && strcmp(argv[1], "abort") == 0) return abort_parents(argv[0]);
+  if (argc > 1 && strcmp(argv[1], "die-child") == 0) return die_child(parent);
+  if (argc > 1 && strcmp(argv[1], "die") == 0) return die_parents(argv[0]);
   if (threads) return threaded(parent, argv[0], provided);
   if (parent != MPI_COMM_NULL && argc > 1 && strcmp(argv[1], "alone") == 0) {
     return child_alone(parent);

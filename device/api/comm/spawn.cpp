@@ -126,6 +126,9 @@ int spawned_report_fd() {
 pid_t launch(const std::string &launcher, const std::vector<app> &apps, const std::string &port,
              std::string &why) {
   std::vector<std::string> args = {launcher, "--bind-to", "none", "-x", "IRIS_PARENT_PORT=" + port};
+  // A job that goes on after a death spawns jobs that do too: a child's
+  // death then ends neither its job nor the parents' (ULFM).
+  if (device::rt->config.recovery) args.emplace_back("--enable-recovery");
   // The first command's -wdir is the launcher's default for the others: a
   // command without one is given this process's own.
   char here[4096] = {};
