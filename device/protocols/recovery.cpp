@@ -203,6 +203,13 @@ void known_dead(int w) {
   failure_known(w);
 }
 
+// The ranks of `c` an agreed value names dead are dead here too.
+void known_dead(const communicator &c, const agreement &a) {
+  for (int r = 0; r < c.size; ++r) {
+    if (a.has_failed(r)) known_dead(c.world_rank[static_cast<std::size_t>(r)]);
+  }
+}
+
 int step_running();
 
 int recovery_poll() {
@@ -334,13 +341,7 @@ const char *on_agreement(const communicator *c, const packet_header &h, const st
   // launcher tells of its processes, and a coordinator waiting for every
   // member it thinks alive would wait for ever for one that never
   // connected here.
-  if (c != nullptr) {
-    for (int r = 0; r < c->size; ++r) {
-      if (((a.failed[static_cast<std::size_t>(r) / 64] >> (r % 64)) & 1U) != 0) {
-        known_dead(c->world_rank[static_cast<std::size_t>(r)]);
-      }
-    }
-  }
+  if (c != nullptr) known_dead(*c, a);
   if (c != nullptr && decided && !(st.active && seq == st.seq)) {
     send_value(*c, h.source, step_decide, seq, st.decided);
   } else if (c != nullptr && st.active && seq == st.seq && st.answer) {
@@ -485,6 +486,11 @@ bool recovery_blocks(const request &r) {
   return false;
 }
 
+void agreement::add_failed(const communicator &c) {
+  failed.resize(words_of(c), 0);
+  for (int r : comm_failed_ranks(c)) failed[static_cast<std::size_t>(r) / 64] |= 1ULL << (r % 64);
+}
+
 std::vector<int> comm_failed_ranks(const communicator &c) {
   std::vector<int> out;
   for (int r = 0; r < c.size; ++r) {
@@ -567,9 +573,7 @@ bool agreement_begin(communicator &c, const agreement &value) {
   ++st.seq;
   st.active = true;
   st.mine = value;
-  st.mine.failed.resize(words_of(c), 0);
-  for (int r : comm_failed_ranks(c))
-    st.mine.failed[static_cast<std::size_t>(r) / 64] |= 1ULL << (r % 64);
+  st.mine.add_failed(c);
   st.got = std::move(st.early);
   st.early.clear();
   st.answer.reset();
@@ -582,11 +586,7 @@ void agreement_end(communicator &c, agree_state &st, agreement &value) {
   value = *st.answer;
   // What the decision says is dead, is dead here too (MPIX_Comm_get_failed
   // agrees with a shrink's result even before the launcher's word comes).
-  for (int r = 0; r < c.size; ++r) {
-    if (((value.failed[static_cast<std::size_t>(r) / 64] >> (r % 64)) & 1U) != 0) {
-      known_dead(c.world_rank[static_cast<std::size_t>(r)]);
-    }
-  }
+  known_dead(c, value);
   st.active = false;
   st.decided_seq = st.seq;
   st.decided = value;
@@ -611,9 +611,7 @@ bool agreement_step(communicator &c, int &coordinator, agreement &value) {
     // A failure became known here since this rank contributed: the
     // coordinator may not know it (of a process of another job only that
     // job's launcher tells), so the contribution goes again with it.
-    for (int r : comm_failed_ranks(c)) {
-      st.mine.failed[static_cast<std::size_t>(r) / 64] |= 1ULL << (r % 64);
-    }
+    st.mine.add_failed(c);
     send_value(c, coordinator, step_contribute, st.seq, st.mine);
   }
   if (lowest != coordinator) {
@@ -641,9 +639,7 @@ bool agreement_step(communicator &c, int &coordinator, agreement &value) {
     result = *st.answer;
   } else {
     for (const auto &[rank, a] : st.got) combine(result, a);
-    for (int r : comm_failed_ranks(c)) {
-      result.failed[static_cast<std::size_t>(r) / 64] |= 1ULL << (r % 64);
-    }
+    result.add_failed(c);
   }
   const int die_after = dies_deciding();
   int told = 0;
@@ -705,6 +701,10 @@ bool recovery_first_group(const communicator &c) {
   return !c.inter || c.local_first();
 }
 
+int recovery_local_start(const communicator &c) {
+  return recovery_first_group(c) ? 0 : c.size;  // after the remote group
+}
+
 communicator &recovery_union(communicator &c) {
   if (!c.inter) return c;
   std::unique_ptr<communicator> &u = globals->unions[c.context];
@@ -716,7 +716,7 @@ communicator &recovery_union(communicator &c) {
     u->world_rank = low;
     u->world_rank.insert(u->world_rank.end(), high.begin(), high.end());
     u->size = static_cast<int>(u->world_rank.size());
-    u->rank = (first ? 0 : static_cast<int>(low.size())) + c.rank;
+    u->rank = recovery_local_start(c) + c.rank;
     u->context = c.context;
     u->handle = c.handle;
     u->errhandler = c.errhandler;

@@ -114,6 +114,12 @@ struct agreement {
   std::uint32_t second_flag = ~0U;
   std::uint32_t context = 0;
   std::vector<std::uint64_t> failed;  // bit r: rank r of the communicator
+
+  bool has_failed(int r) const {
+    return ((failed[static_cast<std::size_t>(r) / 64] >> (r % 64)) & 1U) != 0;
+  }
+  // Sets the bit of every rank of `c` known dead here (sized to c).
+  void add_failed(const communicator &c);
 };
 // What an agreement on `c` runs over: `c` itself, or for an
 // intercommunicator both its groups as one communicator, in the order
@@ -124,6 +130,9 @@ struct agreement {
 communicator &recovery_union(communicator &c);
 // Whether this process is in the first group of recovery_union(c).
 bool recovery_first_group(const communicator &c);
+// Where c's local group starts among the ranks of recovery_union(c) (0 for
+// an intracommunicator); the remote group starts at the other end.
+int recovery_local_start(const communicator &c);
 
 // Collective over the survivors of `c`, revoked or not: `value` becomes
 // the agreed one, the same at every rank that returns. False (nothing

@@ -18,10 +18,6 @@ int group_of_ranks(const communicator &c, const std::vector<int> &ranks) {
   return device::group_register(std::move(world));
 }
 
-bool bit(const device::agreement &a, int r) {
-  return ((a.failed[static_cast<std::size_t>(r) / 64] >> (r % 64)) & 1U) != 0;
-}
-
 // This rank's contribution to an agreement on `c`: over an
 // intercommunicator, to its own group's flag (recovery.hpp).
 device::agreement contribution(const communicator &c, int flag) {
@@ -48,7 +44,7 @@ int unacknowledged(communicator &c, const device::agreement &a) {
   const communicator &u = device::recovery_union(c);
   const std::vector<int> acked = device::comm_acked_ranks(u);
   for (int r = 0; r < u.size; ++r) {
-    if (bit(a, r) && !std::binary_search(acked.begin(), acked.end(), r)) return r;
+    if (a.has_failed(r) && !std::binary_search(acked.begin(), acked.end(), r)) return r;
   }
   return -1;
 }
@@ -57,10 +53,10 @@ int agree_result(const char *call, communicator &c, const device::agreement &a) 
   const int r = unacknowledged(c, a);
   if (r < 0) return MPI_SUCCESS;
   if (c.inter) {
-    const int local = static_cast<int>(c.local_world_rank.size());
-    const bool first = device::recovery_first_group(c);
-    const bool in_local = first ? r < local : r >= c.size;
-    const int rank = first ? (in_local ? r : r - local) : (in_local ? r - c.size : r);
+    const int local_start = device::recovery_local_start(c);
+    const int local_size = static_cast<int>(c.local_world_rank.size());
+    const bool in_local = r >= local_start && r < local_start + local_size;
+    const int rank = in_local ? r - local_start : r - (local_start == 0 ? local_size : 0);
     return device::error_raise(&c, call, MPI_ERR_PROC_FAILED,
                                "rank %d of the %s group failed and this rank has not "
                                "acknowledged it (MPIX_Comm_ack_failed); the flag is agreed",
@@ -90,18 +86,18 @@ MPI_Comm shrunk(communicator &c, const device::agreement &a) {
     device::rt->next_context = std::max(device::rt->next_context, a.context + 2);
     std::vector<int> members;
     for (int r = 0; r < c.size; ++r) {
-      if (!bit(a, r)) members.push_back(c.world_rank[static_cast<std::size_t>(r)]);
+      if (!a.has_failed(r)) members.push_back(c.world_rank[static_cast<std::size_t>(r)]);
     }
     return device::comm_register(std::move(members), a.context, c.errhandler);
   }
   device::rt->next_context = std::max(device::rt->next_context, a.context + 4);
   const communicator &u = device::recovery_union(c);
   const int local_size = static_cast<int>(c.local_world_rank.size());
-  const int local_start = device::recovery_first_group(c) ? 0 : c.size;
+  const int local_start = device::recovery_local_start(c);
   const int remote_start = local_start == 0 ? local_size : 0;
   std::vector<int> local, remote;
   for (int r = 0; r < u.size; ++r) {
-    if (bit(a, r)) continue;
+    if (a.has_failed(r)) continue;
     const int w = u.world_rank[static_cast<std::size_t>(r)];
     if (r >= local_start && r < local_start + local_size) local.push_back(w);
     if (r >= remote_start && r < remote_start + c.size) remote.push_back(w);
