@@ -49,7 +49,7 @@ int all_agree(const communicator &c, int mine) {
   return all;
 }
 
-node_hierarchy *make(communicator &c) {
+node_hierarchy *make_hierarchy(communicator &c) {
   auto h = new node_hierarchy;
   std::vector<int> node_ids;  // the process manager's node of each level-2 node
   std::vector<int> members_here;
@@ -107,7 +107,7 @@ node_hierarchy *node_hierarchy_of(communicator &comm) {
     return nullptr;  // as node_collectives_of
   }
   if (comm.hierarchy_state == 0) {
-    node_hierarchy *h = worth_it(comm) ? make(comm) : nullptr;
+    node_hierarchy *h = worth_it(comm) ? make_hierarchy(comm) : nullptr;
     comm.hierarchy_state = h != nullptr ? 1 : -1;
     if (h != nullptr) comm.hierarchy.reset(h);
   }

@@ -129,7 +129,7 @@ constexpr int have_cma = 2;
 // to each, removes the name and tells every rank whether all have the
 // segment and CMA both ways. Three linear rounds on the collective context,
 // once per communicator.
-node_collectives *make(communicator &c) {
+node_collectives *make_node_collectives(communicator &c) {
   const std::size_t slot = slot_for(c.size);
   const std::size_t lines_end =
       sizeof(barrier_lines) + static_cast<std::size_t>(c.size) * sizeof(rank_line);
@@ -215,7 +215,7 @@ node_collectives *node_collectives_of(communicator &comm) {
     return nullptr;
   }
   if (comm.node_coll_state == 0) {
-    node_collectives *nc = eligible(comm) ? make(comm) : nullptr;
+    node_collectives *nc = eligible(comm) ? make_node_collectives(comm) : nullptr;
     comm.node_coll_state = nc != nullptr ? 1 : -1;
     if (nc != nullptr) comm.node_coll.reset(nc, node_collectives_free);
   }

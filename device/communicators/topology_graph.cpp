@@ -10,7 +10,7 @@
 namespace iris::device {
 namespace {
 
-std::map<int, std::pair<std::uint32_t, general_graph>> &graphs() {
+std::map<int, std::pair<std::uint32_t, general_graph>> &general_graphs() {
   static std::map<int, std::pair<std::uint32_t, general_graph>> map;
   return map;
 }
@@ -18,13 +18,13 @@ std::map<int, std::pair<std::uint32_t, general_graph>> &graphs() {
 }  // namespace
 
 const general_graph *general_graph_of(const communicator &comm) {
-  const auto it = graphs().find(comm.handle);
-  if (it == graphs().end() || it->second.first != comm.context) return nullptr;
+  const auto it = general_graphs().find(comm.handle);
+  if (it == general_graphs().end() || it->second.first != comm.context) return nullptr;
   return &it->second.second;
 }
 
 void general_graph_attach(const communicator &comm, general_graph graph) {
-  graphs()[comm.handle] = {comm.context, std::move(graph)};
+  general_graphs()[comm.handle] = {comm.context, std::move(graph)};
 }
 
 void topology_copy(const communicator &from, const communicator &to) {

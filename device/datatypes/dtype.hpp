@@ -113,6 +113,11 @@ inline dtype *dtype_lookup_mutable(int handle) {
 inline const dtype *dtype_lookup(int handle) {
   return dtype_lookup_mutable(handle);
 }
+// The extent of the type named by `handle`; 0 when it names none.
+inline std::int64_t dtype_extent(int handle) {
+  const dtype *t = dtype_lookup(handle);
+  return t != nullptr ? t->extent : 0;
+}
 
 // Registers a new derived type (not committed); returns its handle.
 int dtype_register(dtype t);

@@ -1,7 +1,8 @@
 /* ulfm's cases without a victim (WHERE "none"), and "intercomm" (ulfm.c
  * says what each checks). */
+#ifndef _DEFAULT_SOURCE /* a unity build has ulfm.c's before */
 #define _DEFAULT_SOURCE /* MAP_ANONYMOUS */
-#define _POSIX_C_SOURCE 200809L
+#endif
 #include <signal.h>
 #include <stdint.h>
 #include <stdlib.h>

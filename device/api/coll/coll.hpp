@@ -194,6 +194,22 @@ int error_in_place(const char *call, const communicator &comm, const char *which
 int check_vector(const char *call, const communicator &comm, const void *buf, const int counts[],
                  const int displs[], MPI_Datatype type, typed_buffer &out);
 
+// The block of rank i of a side with one block per rank (a rooted or
+// all-to-all collective's): uniform, or the v-variant's counts and
+// displacements.
+inline typed_buffer block_of(const typed_buffer &side, bool vector, const int counts[],
+                             const int displs[], int i) {
+  return vector ? side.slice(displs[i], counts[i]) : side.block(i);
+}
+
+// Such a side, checked: uniform (count) or vector (counts, displs).
+inline int check_side(const char *call, const communicator &c, bool vector, const void *buf,
+                      int count, const int counts[], const int displs[], MPI_Datatype type,
+                      typed_buffer &out) {
+  if (vector) return check_vector(call, c, buf, counts, displs, type, out);
+  return api::check_typed_buffer(call, c, buf, count, type, out);
+}
+
 // Binomial gather of one `block`-byte (packed) block per rank to `root`:
 // `mine` is this rank's block, `out` (root only) receives the blocks in
 // rank order, block i at out.block(i).

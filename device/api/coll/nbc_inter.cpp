@@ -52,16 +52,8 @@ int no_in_place(const char *call, const communicator &c, const void *a, const vo
   return coll::error_in_place(call, c, "a buffer on an intercommunicator");
 }
 
-typed_buffer block_of(const typed_buffer &side, bool vector, const int counts[], const int displs[],
-                      int i) {
-  return vector ? side.slice(displs[i], counts[i]) : side.block(i);
-}
-
-int check_side(const char *call, const communicator &c, bool vector, const void *buf, int count,
-               const int counts[], const int displs[], MPI_Datatype type, typed_buffer &out) {
-  if (vector) return coll::check_vector(call, c, buf, counts, displs, type, out);
-  return api::check_typed_buffer(call, c, buf, count, type, out);
-}
+using coll::block_of;
+using coll::check_side;
 
 }  // namespace
 

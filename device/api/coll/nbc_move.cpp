@@ -25,20 +25,8 @@ using device::typed_buffer;
 using nbc::mode;
 using nbc::schedule;
 
-// The block of rank i of a receive (or send) side: uniform blocks, or the
-// v-variant's counts and displacements.
-typed_buffer block_of(const typed_buffer &side, bool vector, const int counts[], const int displs[],
-                      int i) {
-  return vector ? side.slice(displs[i], counts[i]) : side.block(i);
-}
-
-// The side of a rooted or all-to-all collective that has one block per rank:
-// uniform (count) or vector (counts, displs), checked.
-int check_side(const char *call, const communicator &c, bool vector, const void *buf, int count,
-               const int counts[], const int displs[], MPI_Datatype type, typed_buffer &out) {
-  if (vector) return coll::check_vector(call, c, buf, counts, displs, type, out);
-  return api::check_typed_buffer(call, c, buf, count, type, out);
-}
+using coll::block_of;
+using coll::check_side;
 
 // MPI-4.1 6.1: a send buffer may not overlap a receive buffer of the same
 // call (MPI_IN_PLACE is how one buffer serves both). `one` against every

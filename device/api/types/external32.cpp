@@ -151,11 +151,6 @@ bool pair_members(MPI_Datatype t, MPI_Datatype &value, MPI_Aint &index_at) {
   }
 }
 
-MPI_Aint extent_of(MPI_Datatype t) {
-  const device::dtype *d = device::dtype_lookup(t);
-  return d != nullptr ? static_cast<MPI_Aint>(d->extent) : 0;
-}
-
 // Calls `f` for every basic element of one element of `t` at `at`, in
 // typemap order. MPI_ERR_TYPE for a type made before its constructor was
 // recorded.
@@ -175,14 +170,14 @@ int walk(MPI_Datatype t, MPI_Aint at, const visit &f) {
   const std::vector<int> &v = e->ints;
   const std::vector<MPI_Aint> &a = e->aints;
   auto run = [&](MPI_Datatype old, MPI_Aint from, int n) -> int {
-    const MPI_Aint ext = extent_of(old);
+    const MPI_Aint ext = device::dtype_extent(old);
     for (int j = 0; j < n; ++j) {
       if (int err = walk(old, from + j * ext, f)) return err;
     }
     return MPI_SUCCESS;
   };
   const MPI_Datatype old = e->types.empty() ? MPI_DATATYPE_NULL : e->types[0];
-  const MPI_Aint ext = extent_of(old);
+  const MPI_Aint ext = device::dtype_extent(old);
   switch (e->combiner) {
     case MPI_COMBINER_DUP:
     case MPI_COMBINER_RESIZED:
@@ -390,7 +385,7 @@ int pack_external(const char *call, const char *datarep, const void *inbuf, MPI_
   }
   auto *out = static_cast<std::byte *>(outbuf) + position;
   const auto *in = static_cast<const std::byte *>(inbuf);
-  const MPI_Aint ext = extent_of(type);
+  const MPI_Aint ext = device::dtype_extent(type);
   for (MPI_Count i = 0; i < incount; ++i) {
     const int err = walk(type, static_cast<MPI_Aint>(i) * ext, [&](MPI_Aint at, MPI_Datatype b) {
       const basic_rep r = rep_of(b);
@@ -421,7 +416,7 @@ int unpack_external(const char *call, const char *datarep, const void *inbuf, MP
   }
   const auto *in = static_cast<const std::byte *>(inbuf) + position;
   auto *out = static_cast<std::byte *>(outbuf);
-  const MPI_Aint ext = extent_of(type);
+  const MPI_Aint ext = device::dtype_extent(type);
   for (MPI_Count i = 0; i < outcount; ++i) {
     (void)walk(type, static_cast<MPI_Aint>(i) * ext, [&](MPI_Aint at, MPI_Datatype b) {
       const basic_rep r = rep_of(b);

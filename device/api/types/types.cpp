@@ -52,11 +52,6 @@ int build_same(const char *call, int count, const int blocklens[], MPI_Datatype 
   return build(call, count, blocklens, one, displs, false, newtype);
 }
 
-std::int64_t extent_of(MPI_Datatype handle) {
-  const dtype *t = device::dtype_lookup(handle);
-  return t != nullptr ? t->extent : 0;
-}
-
 // A vector is compiled in constant space, whatever its count (see
 // device::dtype_vector).
 int vector_of(const char *call, int count, int blocklength, std::int64_t stride_bytes,
@@ -90,7 +85,7 @@ int MPI_Type_vector(int count, int blocklength, int stride, MPI_Datatype old,
                     MPI_Datatype *newtype) {
   const device::api_guard guard;
   const int err = vector_of("MPI_Type_vector", count, blocklength,
-                            std::int64_t{stride} * extent_of(old), old, newtype);
+                            std::int64_t{stride} * device::dtype_extent(old), old, newtype);
   return api::envelope_made(err, newtype, MPI_COMBINER_VECTOR, {count, blocklength, stride}, {},
                             {old});
 }
@@ -109,7 +104,8 @@ int MPI_Type_indexed(int count, const int blocklens[], const int displs[], MPI_D
   const char *call = "MPI_Type_indexed";
   if (int err = count_ok(call, count)) return err;
   std::vector<std::int64_t> bytes;
-  for (int i = 0; i < count; ++i) bytes.push_back(std::int64_t{displs[i]} * extent_of(old));
+  for (int i = 0; i < count; ++i)
+    bytes.push_back(std::int64_t{displs[i]} * device::dtype_extent(old));
   std::vector<int> ints{count};
   ints.insert(ints.end(), blocklens, blocklens + count);
   ints.insert(ints.end(), displs, displs + count);
@@ -137,7 +133,8 @@ int MPI_Type_create_indexed_block(int count, int blocklength, const int displs[]
   if (int err = count_ok(call, count)) return err;
   std::vector<int> lens(static_cast<std::size_t>(count), blocklength);
   std::vector<std::int64_t> bytes;
-  for (int i = 0; i < count; ++i) bytes.push_back(std::int64_t{displs[i]} * extent_of(old));
+  for (int i = 0; i < count; ++i)
+    bytes.push_back(std::int64_t{displs[i]} * device::dtype_extent(old));
   std::vector<int> ints{count, blocklength};
   ints.insert(ints.end(), displs, displs + count);
   return api::envelope_made(build_same(call, count, lens.data(), old, bytes, newtype), newtype,

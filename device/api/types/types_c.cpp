@@ -120,11 +120,6 @@ int build_wide(const char *call, MPI_Count count, const MPI_Count lens[], bool o
   return MPI_SUCCESS;
 }
 
-std::int64_t extent_of(MPI_Datatype handle) {
-  const device::dtype *t = device::dtype_lookup(handle);
-  return t != nullptr ? t->extent : 0;
-}
-
 // MPI_Type_vector_c and _hvector_c past 2^31-1: the device's vector takes
 // any count and block length in constant space.
 int vector_wide(const char *call, MPI_Count count, MPI_Count blocklength, std::int64_t stride,
@@ -168,7 +163,8 @@ int MPI_Type_vector_c(MPI_Count count, MPI_Count blocklength, MPI_Count stride,
   const device::api_guard guard;
   const char *call = "MPI_Type_vector_c";
   if (!fits_int(count) || !fits_int(blocklength) || !fits_int(stride)) {
-    return vector_wide(call, count, blocklength, stride * extent_of(oldtype), oldtype, newtype);
+    return vector_wide(call, count, blocklength, stride * device::dtype_extent(oldtype), oldtype,
+                       newtype);
   }
   int n = 0, len = 0, st = 0;
   if (int err = count_of(call, count, n, "count")) return err;
@@ -195,8 +191,8 @@ int MPI_Type_indexed_c(MPI_Count count, const MPI_Count blocklens[], const MPI_C
   const device::api_guard guard;
   const char *call = "MPI_Type_indexed_c";
   if (fits_int(count) && (!all_fit(count, blocklens) || !all_fit(count, displs))) {
-    return build_wide(call, count, blocklens, false, displs, extent_of(oldtype), &oldtype, false,
-                      newtype);
+    return build_wide(call, count, blocklens, false, displs, device::dtype_extent(oldtype),
+                      &oldtype, false, newtype);
   }
   int n = 0;
   std::vector<int> lens, ds;
@@ -229,8 +225,8 @@ int MPI_Type_create_indexed_block_c(MPI_Count count, MPI_Count blocklength,
   const device::api_guard guard;
   const char *call = "MPI_Type_create_indexed_block_c";
   if (fits_int(count) && (!fits_int(blocklength) || !all_fit(count, displs))) {
-    return build_wide(call, count, &blocklength, true, displs, extent_of(oldtype), &oldtype, false,
-                      newtype);
+    return build_wide(call, count, &blocklength, true, displs, device::dtype_extent(oldtype),
+                      &oldtype, false, newtype);
   }
   int n = 0, len = 0;
   std::vector<int> ds;

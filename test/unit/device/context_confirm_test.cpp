@@ -25,14 +25,14 @@ bool agreed_here(std::uint32_t c) {
 }
 
 // This process is the only member: the maximum is its own value.
-std::uint32_t alone(std::uint32_t v) {
+std::uint32_t only_member(std::uint32_t v) {
   return v;
 }
 
 TEST(ContextConfirm, AValueNobodyHoldsIsAgreedAsItIs) {
   ASSERT_EQ(rt, nullptr);
   const multiple_runtime on;
-  const std::uint32_t c = context_confirm(60, 7, alone);
+  const std::uint32_t c = context_confirm(60, 7, only_member);
   EXPECT_EQ(c, 60U);
   EXPECT_TRUE(agreed_here(60));
   EXPECT_TRUE(rt->contexts_tentative.empty());
@@ -43,8 +43,8 @@ TEST(ContextConfirm, AValueNobodyHoldsIsAgreedAsItIs) {
 TEST(ContextConfirm, AValueAlreadyAgreedHereIsRefused) {
   ASSERT_EQ(rt, nullptr);
   const multiple_runtime on;
-  const std::uint32_t first = context_confirm(60, 7, alone);
-  const std::uint32_t second = context_confirm(60, 9, alone);
+  const std::uint32_t first = context_confirm(60, 7, only_member);
+  const std::uint32_t second = context_confirm(60, 9, only_member);
   EXPECT_EQ(first, 60U);
   EXPECT_NE(second, 60U);
   EXPECT_GE(second, 62U);
@@ -61,7 +61,7 @@ TEST(ContextConfirm, TwoAtOnceOnOneValueEndOnTwo) {
   std::uint32_t inner = 0;
   int rounds = 0;
   const std::uint32_t outer = context_confirm(60, 7, [&](std::uint32_t v) {
-    if (rounds++ == 0) inner = context_confirm(60, 9, alone);
+    if (rounds++ == 0) inner = context_confirm(60, 9, only_member);
     return v;
   });
   EXPECT_EQ(outer, 60U);

@@ -65,6 +65,20 @@ inline vc &peer_runtime(std::unique_ptr<transport> via, communicator &comm) {
   return p;
 }
 
+// MULTIPLE's locking alone, on for one test as MPI_Init_thread turns it on.
+struct multiple_on {
+  multiple_on() {
+    threads_enabled = true;
+    call_guard = call_guarding::locked;
+  }
+  ~multiple_on() {
+    threads_enabled = false;
+    call_guard = call_guarding::none;
+  }
+  multiple_on(const multiple_on &) = delete;
+  multiple_on &operator=(const multiple_on &) = delete;
+};
+
 // MULTIPLE's locking on over a runtime the test made itself, with the
 // delivery of receives that took a message run by each new holder of the
 // call lock, as runtime_init sets it.

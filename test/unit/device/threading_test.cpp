@@ -10,21 +10,10 @@
 #include <vector>
 
 #include "device/base/threading.hpp"
+#include "multiple_runtime.hpp"
 
 namespace iris::device {
 namespace {
-
-// Turns MULTIPLE's locking on for one test, as MPI_Init_thread does.
-struct multiple_on {
-  multiple_on() {
-    threads_enabled = true;
-    call_guard = call_guarding::locked;
-  }
-  ~multiple_on() {
-    threads_enabled = false;
-    call_guard = call_guarding::none;
-  }
-};
 
 TEST(CallLock, NestedGuardsAndPausesKeepEveryUpdate) {
   const multiple_on on;

@@ -21,20 +21,10 @@
 #include "device/protocols/credit.hpp"
 #include "device/protocols/send.hpp"
 #include "device/runtime/runtime.hpp"
+#include "multiple_runtime.hpp"
 
 namespace iris::device {
 namespace {
-
-struct multiple_on {
-  multiple_on() {
-    threads_enabled = true;
-    call_guard = call_guarding::locked;
-  }
-  ~multiple_on() {
-    threads_enabled = false;
-    call_guard = call_guarding::none;
-  }
-};
 
 TEST(VcLock, SeededStressKeepsEveryUpdate) {
   constexpr int threads = 4;
