@@ -37,9 +37,11 @@ inline bool ofi_built() {
 }
 
 // A sanitizer build runs the costliest crossings on a subset (test/README.md):
-// the tests that loop over rank counts skip their 8-rank runs there.
+// the tests that loop over rank counts skip their 8-rank runs there. The
+// drivers themselves are built without the sanitizer (test/meson.build):
+// IRIS_TEST_SANITIZED says the build is.
 inline constexpr bool sanitized =
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#if defined(IRIS_TEST_SANITIZED) || defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
     true;
 #else
     false;

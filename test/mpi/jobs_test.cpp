@@ -408,8 +408,10 @@ INSTANTIATE_TEST_SUITE_P(Ranks, JobTest,
                          });
 
 // 2^31 + 4099 MPI_BYTE elements in one MPI_Send_c, then past 2^31 bytes of
-// a 16-byte type, over shm at 2 ranks, every byte checked. About 4.3 GB of
-// memory and 20-50 s on 2 busy cores: not under ASan (test/suite.sh).
+// a 16-byte type, over shm at 2 ranks, every byte checked, each rank's
+// buffer used for both. About 4.3 GB of memory and 16-30 s on 2 busy cores
+// (31-45 s with a buffer per message: the first touch of a page is dear on
+// this VM): not under ASan (test/suite.sh).
 TEST(LargeCount, MessagesPastTwoToThe31OverShm) {
   const run_result r = job(2, "bigcount", {"huge"}, {}, 600);
   ASSERT_EQ(r.exit_code, 0) << r.output;

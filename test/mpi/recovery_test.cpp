@@ -122,12 +122,15 @@ TEST_F(Recovery, IntercommunicatorsAgreeAndShrink) {
 
 // At MPI_THREAD_MULTIPLE, with a second thread per rank in a loop of
 // MPI_Allreduce over its own duplicate of the world (ulfm.c,
-// TEST_THREAD_LEVEL): every place, over shm and tcp. Before, the paths
+// TEST_THREAD_LEVEL): every place, over shm and tcp (over shm alone under a
+// sanitizer: the ThreadSanitizer pass runs `recv` at this level over both,
+// test/suite.sh). Before, the paths
 // that run without the call lock did not step aside for recovery: a send
 // on a revoked communicator succeeded, and a wildcard receive waited for
 // ever instead of returning MPIX_ERR_PROC_FAILED_PENDING.
 TEST_F(Recovery, AtThreadMultipleWithASecondThread) {
   survivors_go_on(4, 1, "1", 1, {{"TEST_THREAD_LEVEL", "multiple"}});
+  if (sanitized) return;
   survivors_go_on(4, 1, "2", 1, {{"TEST_THREAD_LEVEL", "multiple"}, {"IRIS_SHM", "0"}});
 }
 
