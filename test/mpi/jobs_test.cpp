@@ -163,7 +163,10 @@ TEST(CollectiveAlgorithms, AllreduceEachAlgorithmForced) {
     runs.push_back({4, 2, {{"IRIS_NETMOD", "tcp"}}});
     for (run &r : runs) {
       r.env.push_back({"IRIS_COLL_ALLREDUCE", algorithm});
-      const run_result out = job(r.ranks, "coll_allreduce", {"5", "300"}, r.env, 120, r.nodes);
+      // Under a sanitizer a third of the sequence: 40 s for the 26 jobs
+      // with all of it.
+      const run_result out =
+          job(r.ranks, "coll_allreduce", {"5", sanitized ? "100" : "300"}, r.env, 120, r.nodes);
       ASSERT_EQ(out.exit_code, 0) << algorithm << " at " << r.ranks << " ranks on " << r.nodes
                                   << " nodes\n"
                                   << out.output;
