@@ -13,11 +13,13 @@
 // within that; a try's time replaces what was known of its engine. Rates are kept per size class
 // (the engines' fixed costs weigh differently at 64 KiB and at 4 MiB): bytes per nanosecond, the
 // engine in use as a moving average of its messages. And apart for each `flow`: messages alone (a
-// ping-pong: what counts is one message's latency, handshake included), streams one way, and
-// streams both ways (this rank streaming rendezvous sends out too). Figures timed in bidirectional
-// 2 MiB streams, where both engines move about half as much a direction, had one-way 4 MiB streams
-// that followed read with CMA at 11-12 GB/s, where the pipeline moves 17-18; and which engine moves
-// a message alone faster differs from machine to machine by 2x either way (bench/results/).
+// ping-pong: what counts is one message's latency, handshake included), messages alone that follow
+// another peer's (a fan-in: a gather's root reading its peers' blocks one after the other), streams
+// one way, and streams both ways (this rank streaming rendezvous sends out too). Figures timed in
+// bidirectional 2 MiB streams, where both engines move about half as much a direction, had one-way
+// 4 MiB streams that followed read with CMA at 11-12 GB/s, where the pipeline moves 17-18; and
+// which engine moves a message alone faster differs from machine to machine by 2x either way
+// (bench/results/).
 //
 // The pipeline is timed in runs of messages (vc.hpp), CMA read by read. A
 // few reads come out slow for reasons of their own (a cold page to pin,
@@ -46,6 +48,9 @@ enum class flow : int {
                   // timed from the engine's choice to the receive's end
   one_way = 1,    // among other receives streaming in
   both_ways = 2,  // among others, while this rank streams rendezvous sends out
+  fan_in = 3,     // alone from this peer, but just after another peer's: a
+                  // rank several send to at once (a gather's root); timed as
+                  // a message alone
 };
 
 // CLOCK_MONOTONIC in nanoseconds (the vDSO: no system call).
@@ -55,6 +60,30 @@ inline std::uint64_t monotonic_ns() {
   return static_cast<std::uint64_t>(t.tv_sec) * 1'000'000'000U +
          static_cast<std::uint64_t>(t.tv_nsec);
 }
+
+// Whether a rendezvous message comes in a fan-in: one of the last two before it came from another
+// peer, within fan_in_ns. A gather's root reads its peers' blocks in turn (though each alone, the
+// one before ended when the next is chosen); a ping-pong has one peer. Counted in messages, not
+// time: the gap from one gather to the next was 20-300 us at 64 KiB and 1 MiB on one machine, in
+// runs minutes apart (bench/results/, 2026-12-02).
+class fan_in_watch {
+ public:
+  static constexpr std::uint64_t fan_in_ns = 10'000'000;  // 10 ms
+
+  // A message from `peer` (the transport's index) chosen at `now`.
+  bool next(int peer, std::uint64_t now) {
+    const bool fan_in = now - last_ns_ < fan_in_ns && ((last_[0] >= 0 && last_[0] != peer) ||
+                                                       (last_[1] >= 0 && last_[1] != peer));
+    last_[1] = last_[0];
+    last_[0] = peer;
+    last_ns_ = now;
+    return fan_in;
+  }
+
+ private:
+  int last_[2] = {-1, -1};  // the peers of the last message and of the one before
+  std::uint64_t last_ns_ = 0;
+};
 
 class engine_choice {
  public:
@@ -100,7 +129,14 @@ class engine_choice {
     // pace, 2-3x the faster's (bench/results/), so an engine that stays far
     // slower is tried half as often each time, down to once every
     // max_wait_ns, and a closer one every probe_ns.
-    const bool alone = kind == flow::alone;
+    const bool alone = kind == flow::alone || kind == flow::fan_in;
+    if (kind == flow::fan_in && other.at == 0) {
+      // In a fan-in both engines' copies fall on the receiver's core, and
+      // the pipeline's handshakes need each sender scheduled: its first try
+      // waits probe_ns, so a short run (a benchmark of 30 gathers) is not
+      // spent learning (bench/results/, 2026-12-02).
+      other.at = now;
+    }
     const std::uint64_t wait = alone ? other.wait : other.samples < 2 ? probe_ns / 10 : probe_ns;
     if (now - other.at >= wait) {
       if (alone) {
@@ -128,7 +164,7 @@ class engine_choice {
     rate &r = rates_[static_cast<int>(kind)][size_class(bytes)][cma ? 1 : 0];
     r.at = now;
     const double sample = static_cast<double>(timed) / static_cast<double>(ns);
-    if (cma || kind == flow::alone) {
+    if (cma || kind == flow::alone || kind == flow::fan_in) {
       // A try of CMA is try_messages reads, timed but for the first (cold:
       // a lone read of 64 KiB took 30-100 us here, 5 in a stream). Tried or
       // in use, its reads count in groups, by their median (above). So do
@@ -196,7 +232,7 @@ class engine_choice {
     const int width = static_cast<int>(std::bit_width(bytes | 1));
     return width <= 16 ? 0 : width <= 17 ? 1 : width <= 19 ? 2 : width <= 21 ? 3 : 4;
   }
-  static constexpr int flows = 3;
+  static constexpr int flows = 4;
   rate rates_[flows][classes][2];    // [flow][size class][pipeline, CMA]
   int trying_[flows][classes] = {};  // messages of a try still to come
 };

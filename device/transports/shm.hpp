@@ -132,9 +132,10 @@ class shm_transport : public transport {
     shm::bell *bell = nullptr;  // rung after every send
     shm::ring_sender tx;
     shm::ring_receiver rx;
-    bool cma = false;       // this peer's memory can be read
-    std::int64_t pid = 0;   // for peer_access: 0 not looked up yet, -1 none
-    engine_choice engines;  // under `auto`: CMA or the pipeline, learned
+    bool cma = false;               // this peer's memory can be read
+    std::int64_t pid = 0;           // for peer_access: 0 not looked up yet, -1 none
+    engine_choice engines;          // under `auto`: CMA or the pipeline, learned
+    flow alone_kind = flow::alone;  // of the message alone being timed (alone_timed)
     // MULTIPLE: held by whoever reads `rx` (drain, shared or aside)
     // once aside passes are on (aside_).
     spin_lock rx_lock;
@@ -167,6 +168,7 @@ class shm_transport : public transport {
   std::vector<peer> peers_;         // indexed by vc.slot
   const peer *draining_ = nullptr;  // whose ring drain() is reading
   std::uint64_t cma_messages_ = 0;  // rendezvous messages read with CMA
+  fan_in_watch fan_in_;             // whether rendezvous messages come from several peers
   aside_switch aside_;    // MULTIPLE: whether threads without the call lock read the rings
   block_maps blocks_;     // MPI_Alloc_mem's blocks (transport::block_alloc)
   liveness_watch watch_;  // recovery: the peers' processes (liveness.hpp)
