@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <iterator>
+#include <utility>
 
 #include "device/protocols/recv.hpp"
 #include "device/runtime/progress.hpp"
@@ -23,6 +25,89 @@ std::byte *at(void *base, std::int64_t offset) {
 void *scratch_for(request *use, std::size_t bytes) {
   if (use != nullptr && use->scratch != nullptr) return use->scratch;
   return std::malloc(bytes != 0 ? bytes : 1);
+}
+
+// Large images' blocks, kept for this thread's next images. A collective
+// through messages makes images of its message every call (MPI_Reduce's
+// accumulator and receive buffer), and a large block that malloc takes from
+// the kernel and gives back each time is fresh memory each time: a 1 MiB
+// Reduce at 4 ranks took 12 ms through messages on a VM whose host backs a
+// guest page at its first write (7 us a page), 0.26-0.5 ms with the blocks
+// reused (bench/results/2026-12-02-kept-image-blocks.md).
+class kept_blocks {
+ public:
+  kept_blocks() { state = alive; }
+  ~kept_blocks() {
+    state = gone;
+    for (block &b : kept_) delete[] b.memory;
+  }
+  kept_blocks(const kept_blocks &) = delete;
+  kept_blocks &operator=(const kept_blocks &) = delete;
+
+  // This thread's, or nullptr once it has been destroyed (a thread's
+  // exit, or the images of static objects destroyed after it).
+  static kept_blocks *here() {
+    if (state == gone) return nullptr;
+    thread_local kept_blocks blocks;
+    return &blocks;
+  }
+
+  // The smallest kept block of at least `bytes` (its capacity in
+  // `capacity`), or nullptr.
+  std::byte *take(std::size_t bytes, std::size_t &capacity) {
+    block *best = nullptr;
+    for (block &b : kept_) {
+      if (b.memory != nullptr && b.capacity >= bytes &&
+          (best == nullptr || b.capacity < best->capacity)) {
+        best = &b;
+      }
+    }
+    if (best == nullptr) return nullptr;
+    capacity = best->capacity;
+    return std::exchange(best->memory, nullptr);
+  }
+
+  int count() const {
+    return static_cast<int>(
+        std::count_if(std::begin(kept_), std::end(kept_), [](const block &b) { return b.memory; }));
+  }
+
+  // Keeps `memory` in a free place, or in place of a smaller kept block.
+  void give(std::byte *memory, std::size_t capacity) {
+    block *smallest = &kept_[0];
+    for (block &b : kept_) {
+      if (b.memory == nullptr) {
+        b = {memory, capacity};
+        return;
+      }
+      if (b.capacity < smallest->capacity) smallest = &b;
+    }
+    if (smallest->capacity < capacity) std::swap(smallest->memory, memory);
+    smallest->capacity = std::max(smallest->capacity, capacity);
+    delete[] memory;
+  }
+
+ private:
+  struct block {
+    std::byte *memory = nullptr;
+    std::size_t capacity = 0;
+  };
+  enum : int { unmade = 0, alive = 1, gone = 2 };
+  static thread_local int state;  // trivially destroyed: readable after `blocks` is gone
+  block kept_[typed_image::kept_count];
+};
+
+thread_local int kept_blocks::state = kept_blocks::unmade;
+
+// A block for an image of `bytes` (kept, or new) and its capacity.
+std::byte *image_block(std::size_t bytes, std::size_t &capacity) {
+  capacity = bytes;
+  if (bytes >= typed_image::kept_least && bytes <= typed_image::kept_most) {
+    if (kept_blocks *kept = kept_blocks::here()) {
+      if (std::byte *memory = kept->take(bytes, capacity)) return memory;
+    }
+  }
+  return new std::byte[bytes];
 }
 
 // [lo, hi): the bytes `count` elements of `t` touch, from element 0's start.
@@ -189,7 +274,26 @@ typed_image::typed_image(int count, const dtype &type) : count_(count), type_(&t
   std::int64_t hi = 0;
   span_of(count, type, lo_, hi);
   bytes_ = static_cast<std::size_t>(hi - lo_);
-  if (bytes_ > 0) memory_.reset(new std::byte[bytes_]);
+  if (bytes_ > 0) {
+    std::size_t capacity = 0;
+    std::byte *memory = image_block(bytes_, capacity);
+    memory_ = std::unique_ptr<std::byte[], image_release>(memory, image_release{capacity});
+  }
+}
+
+int typed_image::kept_here() {
+  const kept_blocks *kept = kept_blocks::here();
+  return kept != nullptr ? kept->count() : 0;
+}
+
+void image_release::operator()(std::byte *memory) const {
+  if (capacity >= typed_image::kept_least && capacity <= typed_image::kept_most) {
+    if (kept_blocks *kept = kept_blocks::here()) {
+      kept->give(memory, capacity);
+      return;
+    }
+  }
+  delete[] memory;
 }
 
 typed_image::typed_image(const typed_buffer &from) : typed_image(from.count, *from.type) {
@@ -199,7 +303,9 @@ typed_image::typed_image(const typed_buffer &from) : typed_image(from.count, *fr
 typed_image::typed_image(const typed_image &other)
     : bytes_(other.bytes_), lo_(other.lo_), count_(other.count_), type_(other.type_) {
   if (bytes_ > 0) {
-    memory_.reset(new std::byte[bytes_]);
+    std::size_t capacity = 0;
+    std::byte *memory = image_block(bytes_, capacity);
+    memory_ = std::unique_ptr<std::byte[], image_release>(memory, image_release{capacity});
     std::memcpy(memory_.get(), other.memory_.get(), bytes_);
   }
 }

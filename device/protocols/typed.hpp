@@ -111,6 +111,13 @@ int typed_wait_release(request *r);
 // Memory laid out as `count` elements of `type` would be, for partial
 // results of reductions (a user op reads and writes its operands in the
 // type's layout). Only the span the data covers is allocated.
+// An image's block, given back to the thread's kept blocks if large
+// (typed.cpp).
+struct image_release {
+  std::size_t capacity = 0;
+  void operator()(std::byte *memory) const;
+};
+
 class typed_image {
  public:
   typed_image() = default;
@@ -126,11 +133,18 @@ class typed_image {
   // Where element 0 starts (memory_ holds the bytes from `lo_` on).
   void *origin() const;
   void swap(typed_image &other) noexcept;
+  // Blocks of at least kept_least bytes (and at most kept_most) are kept
+  // for this thread's next images, kept_count of them.
+  static constexpr std::size_t kept_least = 64 * 1024;
+  static constexpr std::size_t kept_most = std::size_t{64} << 20;
+  static constexpr int kept_count = 3;
+  // How many blocks this thread keeps now.
+  static int kept_here();
 
  private:
   // Left unset: an image is written (received, copied) before it is read,
   // and zeroing megabytes on every collective cost more than the work.
-  std::unique_ptr<std::byte[]> memory_;
+  std::unique_ptr<std::byte[], image_release> memory_;
   std::size_t bytes_ = 0;
   std::int64_t lo_ = 0;  // the first byte the data touches, from element 0's start
   int count_ = 0;

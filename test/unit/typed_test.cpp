@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <thread>
 #include <vector>
 
 #include "device/protocols/typed.hpp"
@@ -99,6 +100,58 @@ TEST(Typed, ImageSpansTheDataBeforeTheAddressToo) {
   std::vector<int> out(mem.size(), gap);
   typed_copy(copy.view(), {out.data() + 2, 3, &t});
   EXPECT_EQ(out, mem);
+}
+
+// Large images' blocks are kept for the thread's next images (fresh memory
+// each collective cost a fault a page), the smallest that fits first;
+// small and huge ones are not kept, and a kept block's data is the new
+// image's to overwrite.
+TEST(Typed, LargeImagesReuseTheBlocksOfEarlierOnes) {
+  // On a thread of its own: its kept blocks start empty.
+  std::thread([] {
+    constexpr int mib_ints = 256 * 1024;
+    EXPECT_EQ(typed_image::kept_here(), 0);
+    const void *first = nullptr;
+    const void *second = nullptr;
+    {
+      const typed_image a(mib_ints, int32());
+      const typed_image b(2 * mib_ints, int32());
+      first = a.origin();
+      second = b.origin();
+    }
+    EXPECT_EQ(typed_image::kept_here(), 2);
+    {
+      const typed_image c(mib_ints, int32());      // the 1 MiB block fits best
+      const typed_image d(mib_ints / 2, int32());  // then the 2 MiB one
+      EXPECT_EQ(c.origin(), first);
+      EXPECT_EQ(d.origin(), second);
+      EXPECT_EQ(typed_image::kept_here(), 0);
+    }
+    {
+      // A copy takes a kept block too, and carries the data.
+      std::vector<int> data(static_cast<std::size_t>(mib_ints));
+      for (int i = 0; i < mib_ints; ++i) data[static_cast<std::size_t>(i)] = i;
+      const typed_image from(typed_buffer{data.data(), mib_ints, &int32()});
+      const typed_image copy(from);
+      EXPECT_EQ(typed_image::kept_here(), 0);
+      const auto *got = static_cast<const int *>(copy.origin());
+      EXPECT_TRUE(std::equal(data.begin(), data.end(), got));
+    }
+    // Small images are not kept, and at most kept_count large ones are:
+    // the largest.
+    { const typed_image small(16, int32()); }
+    EXPECT_EQ(typed_image::kept_here(), 2);
+    {
+      const typed_image e(4 * mib_ints, int32());
+      const typed_image f(8 * mib_ints, int32());
+    }
+    EXPECT_EQ(typed_image::kept_here(), typed_image::kept_count);
+    const typed_image g(8 * mib_ints, int32());
+    const typed_image h(4 * mib_ints, int32());
+    const typed_image i(2 * mib_ints, int32());
+    EXPECT_EQ(typed_image::kept_here(), 0);
+    EXPECT_EQ(i.origin(), second);
+  }).join();
 }
 
 TEST(Typed, OverlapLooksAtTheSpans) {
