@@ -21,6 +21,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <cstring>
 #include <functional>
@@ -634,6 +635,12 @@ TEST_F(AsideRendezvous, SeededStressEachStreamWholeAndEachCtsOnce) {
     sink_->full = fullness() % 4 == 0;  // the next aside CTS may find no room
   };
   std::size_t next = 0;  // under ring_lock_
+  // Whether aside passes have taken an RTS and a data packet: until then
+  // (or 2 s) the call lock's holder delivers nothing, so that a loaded
+  // machine that runs the holder first still tests the aside paths (the
+  // sanitizer pass once found no RTS answered aside).
+  std::atomic<bool> aside_rts{false};
+  std::atomic<bool> aside_data{false};
   const auto deliver = [&](bool aside) {
     for (int n = 0; n < 16 && next < written.load(std::memory_order_acquire); ++n) {
       const slot &s = ring[next];
@@ -642,6 +649,7 @@ TEST_F(AsideRendezvous, SeededStressEachStreamWholeAndEachCtsOnce) {
       const std::size_t len = s.h.type == packet_type::rts ? sizeof(nowhere) : s.h.length;
       if (aside) {
         if (!packet_deliver_aside(peer(), s.h, p, len)) return;
+        (s.h.type == packet_type::rts ? aside_rts : aside_data).store(true);
       } else {
         EXPECT_EQ(packet_deliver_shared(peer(), s.h, p, len), nullptr);
       }
@@ -680,9 +688,14 @@ TEST_F(AsideRendezvous, SeededStressEachStreamWholeAndEachCtsOnce) {
   }
   // The call lock's holder, giving the lock up as a waiting thread does.
   std::mt19937 holder(23);
+  const auto start = std::chrono::steady_clock::now();
+  const auto aside_seen = [&] {
+    return (aside_rts.load() && aside_data.load()) ||
+           std::chrono::steady_clock::now() - start > std::chrono::seconds(2);
+  };
   while (done.load() < receivers) {
     call_lock_enter();
-    if (holder() % 2 == 0) {
+    if (holder() % 2 == 0 && aside_seen()) {
       const lock_if reading(ring_lock_, true);
       deliver(false);
     }
