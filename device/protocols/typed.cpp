@@ -99,15 +99,20 @@ class kept_blocks {
 
 thread_local int kept_blocks::state = kept_blocks::unmade;
 
-// A block for an image of `bytes` (kept, or new) and its capacity.
-std::byte *image_block(std::size_t bytes, std::size_t &capacity) {
-  capacity = bytes;
-  if (bytes >= typed_image::kept_least && bytes <= typed_image::kept_most) {
-    if (kept_blocks *kept = kept_blocks::here()) {
-      if (std::byte *memory = kept->take(bytes, capacity)) return memory;
-    }
+// Whether a block of `bytes` is kept (or taken from the kept ones).
+bool kept_size(std::size_t bytes) {
+  return bytes >= typed_image::kept_least && bytes <= typed_image::kept_most;
+}
+
+// A block for an image of `bytes`: a kept one, or new.
+std::unique_ptr<std::byte[], image_release> image_block(std::size_t bytes) {
+  std::size_t capacity = bytes;
+  std::byte *memory = nullptr;
+  if (kept_blocks *kept = kept_size(bytes) ? kept_blocks::here() : nullptr) {
+    memory = kept->take(bytes, capacity);
   }
-  return new std::byte[bytes];
+  if (memory == nullptr) memory = new std::byte[bytes];
+  return {memory, image_release{capacity}};
 }
 
 // [lo, hi): the bytes `count` elements of `t` touch, from element 0's start.
@@ -274,11 +279,7 @@ typed_image::typed_image(int count, const dtype &type) : count_(count), type_(&t
   std::int64_t hi = 0;
   span_of(count, type, lo_, hi);
   bytes_ = static_cast<std::size_t>(hi - lo_);
-  if (bytes_ > 0) {
-    std::size_t capacity = 0;
-    std::byte *memory = image_block(bytes_, capacity);
-    memory_ = std::unique_ptr<std::byte[], image_release>(memory, image_release{capacity});
-  }
+  if (bytes_ > 0) memory_ = image_block(bytes_);
 }
 
 int typed_image::kept_here() {
@@ -287,11 +288,9 @@ int typed_image::kept_here() {
 }
 
 void image_release::operator()(std::byte *memory) const {
-  if (capacity >= typed_image::kept_least && capacity <= typed_image::kept_most) {
-    if (kept_blocks *kept = kept_blocks::here()) {
-      kept->give(memory, capacity);
-      return;
-    }
+  if (kept_blocks *kept = kept_size(capacity) ? kept_blocks::here() : nullptr) {
+    kept->give(memory, capacity);
+    return;
   }
   delete[] memory;
 }
@@ -303,9 +302,7 @@ typed_image::typed_image(const typed_buffer &from) : typed_image(from.count, *fr
 typed_image::typed_image(const typed_image &other)
     : bytes_(other.bytes_), lo_(other.lo_), count_(other.count_), type_(other.type_) {
   if (bytes_ > 0) {
-    std::size_t capacity = 0;
-    std::byte *memory = image_block(bytes_, capacity);
-    memory_ = std::unique_ptr<std::byte[], image_release>(memory, image_release{capacity});
+    memory_ = image_block(bytes_);
     std::memcpy(memory_.get(), other.memory_.get(), bytes_);
   }
 }

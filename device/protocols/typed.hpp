@@ -108,9 +108,6 @@ typed_status typed_recv_claimed(const communicator &comm, unexpected_msg *m,
 // error class (MPI_ERR_TRUNCATE when the message was longer).
 int typed_wait_release(request *r);
 
-// Memory laid out as `count` elements of `type` would be, for partial
-// results of reductions (a user op reads and writes its operands in the
-// type's layout). Only the span the data covers is allocated.
 // An image's block, given back to the thread's kept blocks if large
 // (typed.cpp).
 struct image_release {
@@ -118,6 +115,9 @@ struct image_release {
   void operator()(std::byte *memory) const;
 };
 
+// Memory laid out as `count` elements of `type` would be, for partial
+// results of reductions (a user op reads and writes its operands in the
+// type's layout). Only the span the data covers is allocated.
 class typed_image {
  public:
   typed_image() = default;

@@ -279,8 +279,8 @@ bool shm_transport::next_waiting(peer &p) {
 }
 
 // Under `auto` the rule (cma_chosen) pipelines a message alone (but reads
-// one with CMA in a fan-in, fan_in_watch), and a
-// stream too once the pair rings are larger than the floor (the rings a
+// one in a fan-in with CMA: fan_in_watch), and a stream too once the pair
+// rings are larger than the floor (the rings a
 // small node chooses); over the floor's rings (large nodes' pooled rings, or
 // IRIS_SHM_RING_SIZE=262144) it reads a stream with CMA, except for very
 // large messages while this rank sends nothing itself (the sender's idle
