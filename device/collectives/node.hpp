@@ -249,14 +249,18 @@ bool node_barrier_poll(node_collectives &nc, std::uint64_t s, int &phase);
 // (node_exchange's arguments), MPI_Igather (node_gather's) and MPI_Iscatter (node_scatter's),
 // and their _init forms. Above a slot, Iallgather, Ialltoall and Iscatter
 // are large steps read in place (CMA, when node_takes), which end for the
-// rank whose data are read once every reader is done; `packed` is the
-// caller's, kept until the step is done, for this rank's data when they are
-// not one run (or `aside`). Igather takes blocks that fit a slot only
-// (node_fits_slot): above, the root reading every block alone is slower
-// than messages.
+// rank whose data are read once every reader is done; `packed` (Iscatter's,
+// and an exchange's in its `state`) is the caller's, kept until the step is
+// done, for this rank's data when they are not one run (or `aside`).
+// Igather takes blocks that fit a slot only (node_fits_slot): above, the
+// root reading every block alone is slower than messages.
+struct node_exchange_state {
+  std::vector<std::byte> packed;
+  std::vector<char> taken;  // a large step's: the ranks whose part this rank took
+};
 bool node_exchange_poll(node_collectives &nc, std::uint64_t s, int &phase, const typed_buffer &mine,
                         bool aside, const typed_buffer &recv, bool personal, bool own_in_place,
-                        const typed_buffer *blocks, std::vector<std::byte> &packed, int &err);
+                        const typed_buffer *blocks, node_exchange_state &state, int &err);
 bool node_gather_poll(node_collectives &nc, std::uint64_t s, int &phase, const typed_buffer &mine,
                       const typed_buffer *recv, int root, bool own_in_place, int &err);
 bool node_scatter_poll(node_collectives &nc, std::uint64_t s, int &phase, const typed_buffer *all,

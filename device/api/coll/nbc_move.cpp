@@ -294,11 +294,11 @@ int iallgatherv(const char *call, bool vector, const void *sendbuf, int sendcoun
     }
     const std::size_t largest = vector ? largest_block(*blocks) : own.packed_bytes();
     if (largest > 0 && node_segment(*c, largest, true)) {
-      auto packed = std::make_shared<std::vector<std::byte>>();
-      node_steps(*s, [mine, recv, in_place, vector, blocks, packed](
+      auto state = std::make_shared<device::node_exchange_state>();
+      node_steps(*s, [mine, recv, in_place, vector, blocks, state](
                          device::node_collectives &nc, std::uint64_t step, int &phase, int &err) {
         return device::node_exchange_poll(nc, step, phase, mine, false, recv, false, in_place,
-                                          vector ? blocks->data() : nullptr, *packed, err);
+                                          vector ? blocks->data() : nullptr, *state, err);
       });
       return post(call, *c, std::move(s), m, request);
     }
@@ -350,11 +350,11 @@ int ialltoall(const char *call, const void *sendbuf, int sendcount, MPI_Datatype
       alltoall_takes(*nc, recv.packed_bytes(), c->size)) {
     const typed_buffer all = in_place ? typed_buffer{recv.base, recv.count * c->size, recv.type}
                                       : typed_buffer{send.base, send.count * c->size, send.type};
-    auto packed = std::make_shared<std::vector<std::byte>>();
-    node_steps(*s, [all, recv, in_place, packed](device::node_collectives &nc, std::uint64_t step,
-                                                 int &phase, int &err) {
+    auto state = std::make_shared<device::node_exchange_state>();
+    node_steps(*s, [all, recv, in_place, state](device::node_collectives &nc, std::uint64_t step,
+                                                int &phase, int &err) {
       return device::node_exchange_poll(nc, step, phase, all, in_place, recv, true, false, nullptr,
-                                        *packed, err);
+                                        *state, err);
     });
     return post(call, *c, std::move(s), m, request);
   }
