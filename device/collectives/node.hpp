@@ -227,14 +227,12 @@ node_collectives *node_collectives_made(const communicator &comm);
 // rank runs its steps in order: a step posts only once this rank finished
 // the one before, and a blocking call behind pending ones waits for them
 // first (polling moves them on). Reduces as node_reduce (root -1: every
-// rank gets the result in `out`); `part` is the caller's, kept until the
-// step is done: a large Reduce's rank other than the root folds its share
-// into it. `phase` starts at 0 and is the poll's own.
+// rank gets the result in `out`). `phase` starts at 0 and is the poll's
+// own.
 bool node_fits_slot(const node_collectives &nc, std::size_t bytes);
 std::uint64_t node_step_begin(node_collectives &nc);
 bool node_reduce_poll(node_collectives &nc, std::uint64_t s, int &phase, const void *in, void *out,
-                      std::size_t count, int type, std::int64_t extent, int op, int root,
-                      std::vector<std::byte> &part, int &err);
+                      std::size_t count, int type, std::int64_t extent, int op, int root, int &err);
 // The same for MPI_Ibcast and MPI_Bcast_init (through the root's slot, or
 // above a slot read in place, when node_takes: the root's step then ends
 // when every rank has read; `packed` is the caller's, kept until the step

@@ -93,23 +93,23 @@ bool finish_posted(node_collectives &nc, std::uint64_t s, std::size_t bytes, int
 
 bool node_reduce_poll(node_collectives &nc, std::uint64_t s, int &phase, const void *in, void *out,
                       std::size_t count, int type, std::int64_t extent, int op, int root,
-                      std::vector<std::byte> &part, int &err) {
+                      int &err) {
   rank_line &me = nc.mine();
   const std::size_t bytes = count * static_cast<std::size_t>(extent);
   const bool large = bytes > nc.slot;
   const bool gets_result = root < 0 || nc.rank == root;
   // Large, as node_reduce's: rank r folds share r of every rank's data
-  // (read in place), then the ranks that get the result read the others'
-  // shares; the step ends when every rank is done reading (this rank's
-  // buffers stay published). A Reduce below reduce_split_min folds at the
-  // root alone.
+  // (read in place); a Reduce's other ranks write theirs into the root's
+  // receive buffer, an Allreduce's ranks read the others' shares. The step
+  // ends when every rank is done reading (this rank's buffers stay
+  // published). A Reduce below reduce_split_min folds at the root alone.
   const bool split = large && (root < 0 || bytes >= reduce_split_min);
   auto *result = static_cast<std::byte *>(out);
   const auto share = [&](int r) { return share_of(nc, count, r); };
   const fold f{nc, s, static_cast<const std::byte *>(in), extent, type, op, large};
   if (phase == to_post) {
     if (!may_post(nc, s, true)) return false;
-    post_reduction(nc, s, in, bytes, large);
+    post_reduction(nc, s, in, out, bytes, large);
     if (!gets_result && !large) {  // the root reads the slot before it is used again
       err = MPI_SUCCESS;
       finish_nonblocking(nc, s);
@@ -127,31 +127,26 @@ bool node_reduce_poll(node_collectives &nc, std::uint64_t s, int &phase, const v
       finish_nonblocking(nc, s);
       return true;
     }
+    const std::size_t mine_at = share(nc.rank) * static_cast<std::size_t>(extent);
     if (!same || !split) {
       if (same && gets_result && !f.range(0, count, result)) err = MPI_ERR_OTHER;
+    } else if (root >= 0 && nc.rank != root) {
+      if (f.range_to(share(nc.rank), share(nc.rank + 1), nc.lines[root])) {
+        me.reduced.store(s, std::memory_order_release);
+      } else {
+        err = MPI_ERR_OTHER;
+      }
+    } else {
+      if (!f.range(share(nc.rank), share(nc.rank + 1), result + mine_at)) err = MPI_ERR_OTHER;
+      me.reduced.store(s, std::memory_order_release);
+      if (root < 0) phase = to_gather + 1;  // then the share of rank + 1, rank + 2, ...
+    }
+    if (phase == to_fold) {
       me.done.store(s, std::memory_order_release);
       phase = to_end;
-    } else {
-      // A Reduce's other ranks fold into `part` (their receive buffer is
-      // the root's alone), published as if it held the whole result.
-      const std::size_t mine_at = share(nc.rank) * static_cast<std::size_t>(extent);
-      std::byte *to = result + mine_at;
-      if (!gets_result) {
-        part.resize((share(nc.rank + 1) - share(nc.rank)) * static_cast<std::size_t>(extent));
-        to = part.data();
-      }
-      me.out = reinterpret_cast<std::uintptr_t>(to) - mine_at;
-      if (!f.range(share(nc.rank), share(nc.rank + 1), to)) err = MPI_ERR_OTHER;
-      me.reduced.store(s, std::memory_order_release);
-      if (gets_result) {
-        phase = to_gather + 1;  // then the share of rank + 1, rank + 2, ...
-      } else {
-        me.done.store(s, std::memory_order_release);
-        phase = to_end;
-      }
     }
   }
-  // to_gather + k: the share of rank + k is next.
+  // to_gather + k (an Allreduce): the share of rank + k is next.
   while (phase > to_gather && phase < to_gather + nc.size) {
     const int r = (nc.rank + phase - to_gather) % nc.size;
     const rank_line &l = nc.lines[r];
@@ -164,7 +159,11 @@ bool node_reduce_poll(node_collectives &nc, std::uint64_t s, int &phase, const v
       phase = to_end;
     }
   }
-  return phase != to_end || finish_when_all_done(nc, s);
+  if (!finish_when_all_done(nc, s)) return false;
+  if (split && root == nc.rank && err == MPI_SUCCESS && !shares_written(nc, s, root)) {
+    err = MPI_ERR_OTHER;
+  }
+  return true;
 }
 
 bool node_bcast_poll(node_collectives &nc, std::uint64_t s, const typed_buffer &data, int root,

@@ -66,13 +66,15 @@ struct node_collectives {
   node_detail::barrier_lines *bar = nullptr;
   node_detail::rank_line *lines = nullptr;
   std::byte *slots = nullptr;
-  bool cma = false;                // every rank may read every other's memory
-  std::vector<std::byte> scratch;  // two chunks: what a large step reads, and this rank's own
-  std::uint64_t step = 0;          // steps this rank has begun
-  std::uint64_t barriers = 0;      // barriers this rank has begun
-  std::uint64_t known_done = 0;    // every rank's `done` is at least this
-  int nbc_pending = 0;             // nonblocking steps begun and not finished
-  std::uint64_t finished = 0;      // this rank finished every step up to this one
+  bool cma = false;  // every rank may read every other's memory
+  // Three chunks: what a large step reads, this rank's own, and a fold
+  // on its way to another rank (fold::range_to).
+  std::vector<std::byte> scratch;
+  std::uint64_t step = 0;        // steps this rank has begun
+  std::uint64_t barriers = 0;    // barriers this rank has begun
+  std::uint64_t known_done = 0;  // every rank's `done` is at least this
+  int nbc_pending = 0;           // nonblocking steps begun and not finished
+  std::uint64_t finished = 0;    // this rank finished every step up to this one
   // The communicator whose revocation ends this segment's waits: its own,
   // or for a node level of a hierarchy, the communicator across nodes (the
   // one revocations name). Communicators live until MPI_Finalize.
@@ -133,9 +135,16 @@ int take_broadcast(const node_collectives &nc, std::uint64_t s, int root, const 
                    std::size_t &root_bytes, std::vector<std::byte> &scratch);
 
 // Posts this rank's data for reduction step s: copied into its slot, or
-// (large) its address published for the others to read in place.
-void post_reduction(node_collectives &nc, std::uint64_t s, const void *in, std::size_t bytes,
-                    bool large);
+// (large) its address published for the others to read in place, with that
+// of its receive buffer `out` (where a Reduce's other ranks write their
+// shares of the root's result).
+void post_reduction(node_collectives &nc, std::uint64_t s, const void *in, void *out,
+                    std::size_t bytes, bool large);
+
+// A large Reduce's root, once every rank is done with step s: whether every
+// other rank wrote its share into the root's receive buffer (fold::range_to;
+// a rank whose write failed does not say so, and returned MPI_ERR_OTHER).
+bool shares_written(const node_collectives &nc, std::uint64_t s, int root);
 
 // Whether every rank posted `bytes` for step s (once all posted).
 bool same_bytes(const node_collectives &nc, std::uint64_t s, std::size_t bytes);
@@ -168,6 +177,9 @@ struct fold {
   // The same over elements [first, last), a chunk at a time, into `to`
   // (where element `first` goes).
   bool range(std::size_t first, std::size_t last, std::byte *to) const;
+  // The same, each chunk written where it goes in the receive buffer of
+  // `root` (its rank_line's `out`, posted with its data), not kept here.
+  bool range_to(std::size_t first, std::size_t last, const rank_line &root) const;
 };
 
 }  // namespace node_detail

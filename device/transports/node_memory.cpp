@@ -38,4 +38,9 @@ bool node_memory_read(std::int64_t pid, std::uint64_t address, void *to, std::si
   return shm::cma::read(pid, address, to, bytes);
 }
 
+bool node_memory_write(std::int64_t pid, std::uint64_t address, const void *from,
+                       std::size_t bytes) {
+  return shm::cma::write(pid, address, from, bytes);
+}
+
 }  // namespace iris::device

@@ -28,5 +28,10 @@ void node_memory_remove(const std::string &name);
 // Reads `bytes` at `address` of process `pid` of this node into `to`
 // (CMA). False when the kernel refuses or the read falls short.
 bool node_memory_read(std::int64_t pid, std::uint64_t address, void *to, std::size_t bytes);
+// Writes `bytes` from `from` at `address` of process `pid` (CMA; the kernel
+// allows it wherever it allows the read). False when the kernel refuses or
+// the write falls short.
+bool node_memory_write(std::int64_t pid, std::uint64_t address, const void *from,
+                       std::size_t bytes);
 
 }  // namespace iris::device

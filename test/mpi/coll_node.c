@@ -12,6 +12,7 @@
  * pending around them.
  *
  *   coll_node [seed] [iterations]
+ *   coll_node refused_writes   (with no_cma.c's IRIS_TEST_CMA_REFUSE_WRITES)
  *
  * Also run with IRIS_COLL_SHM=0, IRIS_COLL_CMA=0 and IRIS_COLL_SHM_SLOT=64
  * (jobs_test.cpp), so that the message path, the crossing between the two,
@@ -308,10 +309,45 @@ static void the_step(MPI_Comm c, int it, int *a, int *b, double *d, double *e) {
   }
 }
 
+/* With a kernel that lets this job read but not write another rank's memory
+ * (no_cma.c): a large Reduce's ranks other than the root write their shares
+ * into the root's receive buffer, so every rank, the root too (whose own
+ * reads passed), must return MPI_ERR_OTHER, blocking and nonblocking; the
+ * segment then goes on. */
+static void refused_writes(void) {
+  MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+  const int n = 1 << 20;
+  char *a = malloc(n), *b = malloc(n);
+  memset(a, 1, n);
+  for (int root = 0; root<size; root += size - 1> 0 ? size - 1 : 1) {
+    int cls = -1;
+    MPI_Error_class(MPI_Reduce(a, b, n, MPI_CHAR, MPI_SUM, root, MPI_COMM_WORLD), &cls);
+    CHECK(cls == MPI_ERR_OTHER, "Reduce to %d: class %d", root, cls);
+    MPI_Request r;
+    int err = MPI_Ireduce(a, b, n, MPI_CHAR, MPI_SUM, root, MPI_COMM_WORLD, &r);
+    if (err == MPI_SUCCESS) err = MPI_Wait(&r, MPI_STATUS_IGNORE);
+    cls = -1;
+    MPI_Error_class(err, &cls);
+    CHECK(cls == MPI_ERR_OTHER, "Ireduce to %d: class %d", root, cls);
+  }
+  int one = 1, total = 0;
+  const int err = MPI_Allreduce(&one, &total, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+  CHECK(err == MPI_SUCCESS && total == size, "Allreduce after: error %d, %d", err, total);
+  free(a);
+  free(b);
+}
+
 int main(int argc, char **argv) {
   MPI_Init(&argc, &argv);
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
+  if (argc > 1 && strcmp(argv[1], "refused_writes") == 0) {
+    refused_writes();
+    int failures = check_failures, all = 0;
+    MPI_Allreduce(&failures, &all, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+    if (rank == 0 && all == 0) printf("coll_node: refused writes reported on %d ranks\n", size);
+    return finish();
+  }
   state = argc > 1 ? strtoull(argv[1], NULL, 10) : 1;
   const int iterations = argc > 2 ? atoi(argv[2]) : 600;
   int *a = malloc(160000 * sizeof(int));

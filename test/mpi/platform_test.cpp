@@ -278,9 +278,26 @@ TEST_F(FailureTest, NodeCollectivesWithCmaRefused) {
                                 60);
   EXPECT_NE(turned.exit_code, 0) << turned.output;
   EXPECT_FALSE(turned.timed_out) << turned.output;
-  EXPECT_NE(turned.output.find("the kernel refused a read of another rank's memory (CMA)"),
+  EXPECT_NE(turned.output.find("the kernel refused a read or write of another rank's memory (CMA)"),
             std::string::npos)
       << turned.output;
+}
+
+// A large Reduce's ranks write their shares into the root's buffer: with
+// writes refused (and reads not), every rank returns MPI_ERR_OTHER, the
+// root too, whose own reads passed (coll_node.c's refused_writes).
+TEST_F(FailureTest, LargeReduceWithCmaWritesRefused) {
+  for (int ranks : {2, 4}) {
+    const run_result r = job(ranks, "coll_node", {"refused_writes"},
+                             {{"LD_PRELOAD", required_env("IRIS_NO_CMA_LIBRARY")},
+                              {"ASAN_OPTIONS", "verify_asan_link_order=0"},
+                              {"IRIS_TEST_CMA_REFUSE_WRITES", "1"}},
+                             60);
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    EXPECT_NE(r.output.find("coll_node: refused writes reported on " + std::to_string(ranks)),
+              std::string::npos)
+        << r.output;
+  }
 }
 
 // ---- Large nodes: receive queues and pooled pair rings ----------------------

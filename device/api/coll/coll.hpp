@@ -160,8 +160,9 @@ inline int result(const char *call, const communicator &comm, int err) {
   }
   if (err == MPI_ERR_OTHER) {
     return device::error_raise(&comm, call, err,
-                               "the kernel refused a read of another rank's memory (CMA) that "
-                               "it allowed when the communicator's node segment was made");
+                               "the kernel refused a read or write of another rank's memory "
+                               "(CMA) that it allowed when the communicator's node segment was "
+                               "made");
   }
   return device::error_raise(&comm, call, err,
                              "a message was longer than its receive buffer: the ranks passed "

@@ -152,13 +152,11 @@ bool node_reduction(schedule &s, const typed_buffer &in, void *out, MPI_Op op, M
   }
   device::op_hold(op);  // the program may free op while the call runs
   std::shared_ptr<void> held(nullptr, [op](void *) { device::op_unhold(op); });
-  // What a Reduce's rank other than the root folds its share into.
-  auto part = std::make_shared<std::vector<std::byte>>();
-  node_steps(s, [held, in, out, op, type, root, part](device::node_collectives &nc,
-                                                      std::uint64_t step, int &phase, int &err) {
+  node_steps(s, [held, in, out, op, type, root](device::node_collectives &nc, std::uint64_t step,
+                                                int &phase, int &err) {
     return device::node_reduce_poll(nc, step, phase, in.base, out,
                                     static_cast<std::size_t>(in.count), type, in.type->extent, op,
-                                    root, *part, err);
+                                    root, err);
   });
   return true;
 }
