@@ -355,7 +355,7 @@ bool fold::fetch(int r, std::size_t first, std::size_t n, std::byte *to) const {
   return node_memory_read(l.pid, l.in + at, to, len);
 }
 
-bool fold::into(std::size_t first, std::size_t n, std::byte *to) const {
+bool fold::into(std::size_t first, std::size_t n, std::byte *to, bool last) const {
   const std::size_t len = n * static_cast<std::size_t>(extent);
   const std::byte *own = in + first * static_cast<std::size_t>(extent);
   if (!large) {
@@ -372,13 +372,23 @@ bool fold::into(std::size_t first, std::size_t n, std::byte *to) const {
     std::memcpy(kept, own, len);
     own = kept;
   }
-  bool ok = fetch(nc.size - 1, first, n, to);
+  // The others' data are read from rank n - 1 down: the last read is of
+  // rank 0, or 1 when this is rank 0.
+  const int last_read = nc.rank == 0 ? 1 : 0;
+  const auto read = [&](int r, std::byte *where) {
+    const bool got = fetch(r, first, n, where);
+    if (last && r == last_read && read_all != nullptr) {
+      read_all->store(s, std::memory_order_release);
+    }
+    return got;
+  };
+  bool ok = read(nc.size - 1, to);
   for (int r = nc.size - 2; r >= 0; --r) {
     if (r == nc.rank) {
       op_apply(op, own, to, n, type, extent);
       continue;
     }
-    ok = fetch(r, first, n, theirs) && ok;
+    ok = read(r, theirs) && ok;
     op_apply(op, theirs, to, n, type, extent);
   }
   return ok;
@@ -411,7 +421,7 @@ bool fold::range(std::size_t first, std::size_t last, std::byte *to) const {
   bool ok = true;
   for (std::size_t at = first; at < last; at += per) {
     const std::size_t n = std::min(per, last - at);
-    ok = into(at, n, to + (at - first) * static_cast<std::size_t>(extent)) && ok;
+    ok = into(at, n, to + (at - first) * static_cast<std::size_t>(extent), at + n == last) && ok;
   }
   return ok;
 }
@@ -444,12 +454,18 @@ int node_reduce(node_collectives &nc, const void *in, void *out, std::size_t cou
   }
   const fold f{nc, s, static_cast<const std::byte *>(in), extent, type, op, large};
   auto *result = static_cast<std::byte *>(out);
-  // A Reduce below reduce_split_min folds at the root alone: splitting it
-  // costs a round more (at 64 KiB 1.4x Open MPI split, 1.0x not), above
-  // it the ranks' shares run at once (1 MiB at 8 ranks 993 -> 716 us).
+  // A Reduce below reduce_split_min folds at the root alone: split, it
+  // was slower (64 KiB 1.4x Open MPI when the root read the shares, 1.1-1.5x
+  // with them written, as below; 1.0x whole), above it the ranks' shares
+  // run at once (1 MiB at 8 ranks 993 -> 716 us). The root lets the others
+  // go once it has read their data, before its last ops.
   if (large && root >= 0 && bytes < reduce_split_min) {
     bool ok = true;
-    if (gets_result) ok = f.range(0, count, result);
+    if (gets_result) {
+      fold whole = f;
+      whole.read_all = &me.done;
+      ok = whole.range(0, count, result);
+    }
     end_large_step(nc, s);
     return ok ? MPI_SUCCESS : MPI_ERR_OTHER;
   }

@@ -129,7 +129,9 @@ bool node_reduce_poll(node_collectives &nc, std::uint64_t s, int &phase, const v
     }
     const std::size_t mine_at = share(nc.rank) * static_cast<std::size_t>(extent);
     if (!same || !split) {
-      if (same && gets_result && !f.range(0, count, result)) err = MPI_ERR_OTHER;
+      fold whole = f;  // as node_reduce: the others go once their data are read
+      whole.read_all = &me.done;
+      if (same && gets_result && !whole.range(0, count, result)) err = MPI_ERR_OTHER;
     } else if (root >= 0 && nc.rank != root) {
       if (f.range_to(share(nc.rank), share(nc.rank + 1), nc.lines[root])) {
         me.reduced.store(s, std::memory_order_release);

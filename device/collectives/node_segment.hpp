@@ -167,13 +167,17 @@ struct fold {
   int type;
   int op;
   bool large;
+  // When set, range() stores s there once it has read the last of the
+  // others' data, before its last ops: a root folding alone lets the
+  // others go then (its `done`).
+  std::atomic<std::uint64_t> *read_all = nullptr;
 
   // Copies elements [first, first + n) of rank r's data to `to`.
   bool fetch(int r, std::size_t first, std::size_t n, std::byte *to) const;
   // Elements [first, first + n) of x0 o (x1 o (... o xn-1)) into `to`,
   // which may be this rank's own data (in place): then its part is kept
-  // aside before `to` is written.
-  bool into(std::size_t first, std::size_t n, std::byte *to) const;
+  // aside before `to` is written. `last`: the range's last chunk (read_all).
+  bool into(std::size_t first, std::size_t n, std::byte *to, bool last = false) const;
   // The same over elements [first, last), a chunk at a time, into `to`
   // (where element `first` goes).
   bool range(std::size_t first, std::size_t last, std::byte *to) const;
