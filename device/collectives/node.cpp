@@ -60,15 +60,31 @@ void wait_shared(const node_collectives &nc, Done done) {
   }
 }
 
-// Before this rank writes its slot for step s: every rank has finished step
-// s - 2, the last that used it.
-void wait_slot_free(node_collectives &nc, std::uint64_t s) {
-  if (s <= 2 || nc.known_done >= s - 2) return;
-  for (int r = 0; r < nc.size; ++r) {
-    const rank_line &l = nc.lines[r];
-    wait_shared(nc, [&] { return l.done.load(std::memory_order_acquire) >= s - 2; });
+// Before this rank writes its slot (and byte count) for step s: whoever
+// read them at the last step of this parity has finished step s - 2 (every
+// rank, unless that step noted one reader). `readers`: who reads them at
+// step s.
+void wait_slot_free(node_collectives &nc, std::uint64_t s, int readers = all_ranks) {
+  int &last = nc.slot_readers[s & 1U];
+  if (s > 2 && nc.known_done < s - 2) {
+    // What a wait loads is kept: ranks are often a step further than asked.
+    std::uint64_t least = UINT64_MAX;
+    const auto seen = [&](int r) {
+      std::uint64_t &at = nc.seen_done[static_cast<std::size_t>(r)];
+      if (at < s - 2) {
+        const rank_line &l = nc.lines[r];
+        wait_shared(nc, [&] { return (at = l.done.load(std::memory_order_acquire)) >= s - 2; });
+      }
+      least = std::min(least, at);
+    };
+    if (last != all_ranks) {
+      seen(last);
+    } else {
+      for (int r = 0; r < nc.size; ++r) seen(r);
+      nc.known_done = least;
+    }
   }
-  nc.known_done = s - 2;
+  last = readers;
 }
 
 // Waits until every rank posted step s. A rank posts a step only after it
@@ -203,6 +219,7 @@ node_collectives *make_node_collectives(communicator &c) {
   nc->slots = static_cast<std::byte *>(base) + lines_end;
   nc->cma = (ok & have_cma) != 0;
   if (nc->cma) nc->scratch.resize(3 * large_chunk);
+  nc->seen_done.assign(static_cast<std::size_t>(c.size), 0);
   return nc;
 }
 
@@ -434,8 +451,9 @@ int node_reduce(node_collectives &nc, const void *in, void *out, std::size_t cou
   const bool large = bytes > nc.slot;
   const bool gets_result = root < 0 || nc.rank == root;
   rank_line &me = nc.mine();
-  // Also a large step: its byte count goes where step s - 2's went.
-  wait_slot_free(nc, s);
+  // Also a large step: its byte count goes where step s - 2's went. A
+  // small Reduce's root alone reads the slots.
+  wait_slot_free(nc, s, !large && root >= 0 ? root : all_ranks);
   post_reduction(nc, s, in, out, bytes, large);
   if (!gets_result && !large) {
     me.done.store(s, std::memory_order_release);
@@ -648,10 +666,11 @@ int take_as_posted(node_collectives &nc, std::uint64_t s, const typed_buffer &re
   return err;
 }
 
-// Posts this rank's data for step s (publish), once its slot is free.
+// Posts this rank's data for step s (publish), once its slot is free;
+// `readers` as wait_slot_free's.
 void post_data(node_collectives &nc, std::uint64_t s, const typed_buffer &data, bool aside,
-               std::vector<std::byte> &packed) {
-  wait_slot_free(nc, s);
+               std::vector<std::byte> &packed, int readers = all_ranks) {
+  wait_slot_free(nc, s, readers);
   publish(nc, s, data, aside, packed);
 }
 
@@ -682,7 +701,7 @@ int node_gather(node_collectives &nc, const typed_buffer &mine, const typed_buff
                 bool own_in_place) {
   const std::uint64_t s = begin_step(nc);
   std::vector<std::byte> packed;
-  post_data(nc, s, mine, false, packed);
+  post_data(nc, s, mine, false, packed, root);
   rank_line &me = nc.mine();
   if (nc.rank != root) {
     me.done.store(s, std::memory_order_release);
@@ -708,15 +727,15 @@ int node_gather(node_collectives &nc, const typed_buffer &mine, const typed_buff
 }
 
 std::uint64_t node_gatherv_post(node_collectives &nc, const typed_buffer &mine, bool by_message,
-                                std::vector<std::byte> &packed) {
+                                int root, std::vector<std::byte> &packed) {
   const std::uint64_t s = begin_step(nc);
   if (by_message) {
-    wait_slot_free(nc, s);
+    wait_slot_free(nc, s, root);
     rank_line &me = nc.mine();
     me.bytes[s & 1U] = mine.packed_bytes() | message_mark;
     me.posted.store(s, std::memory_order_release);
   } else {
-    post_data(nc, s, mine, false, packed);
+    post_data(nc, s, mine, false, packed, root);
   }
   return s;
 }

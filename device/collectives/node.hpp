@@ -145,7 +145,7 @@ int node_gather(node_collectives &nc, const typed_buffer &mine, const typed_buff
 // `packed` is the caller's, kept until node_gatherv_end returns.
 constexpr std::uint64_t node_gatherv_message = std::uint64_t{1} << 62;
 std::uint64_t node_gatherv_post(node_collectives &nc, const typed_buffer &mine, bool by_message,
-                                std::vector<std::byte> &packed);
+                                int root, std::vector<std::byte> &packed);
 bool node_gatherv_posted(const node_collectives &nc, std::uint64_t s, int r, std::uint64_t &bytes);
 // The root, when every block it expects fits a slot (no message is due in
 // a correct program): waits until every rank posted step s, as the other

@@ -30,13 +30,30 @@ namespace {
 // Whether nonblocking step s may post: this rank finished its step s - 1
 // (steps stay in order on each rank), and when it writes its slot (or its
 // byte count) every rank finished s - 2, the step that used them last.
-bool may_post(node_collectives &nc, std::uint64_t s, bool writes_slot) {
+bool may_post(node_collectives &nc, std::uint64_t s, bool writes_slot, int readers = all_ranks) {
   if (nc.finished < s - 1) return false;
-  if (!writes_slot || s <= 2 || nc.known_done >= s - 2) return true;
-  for (int r = 0; r < nc.size; ++r) {
-    if (nc.lines[r].done.load(std::memory_order_acquire) < s - 2) return false;
+  if (!writes_slot) return true;
+  // As node.cpp's wait_slot_free: the readers of the last step of this
+  // parity that wrote the slot; `readers` are this step's.
+  int &last = nc.slot_readers[s & 1U];
+  if (s > 2 && nc.known_done < s - 2) {
+    std::uint64_t least = UINT64_MAX;
+    const auto seen = [&](int r) {
+      std::uint64_t &at = nc.seen_done[static_cast<std::size_t>(r)];
+      if (at < s - 2) at = nc.lines[r].done.load(std::memory_order_acquire);
+      least = std::min(least, at);
+      return at >= s - 2;
+    };
+    if (last != all_ranks) {
+      if (!seen(last)) return false;
+    } else {
+      for (int r = 0; r < nc.size; ++r) {
+        if (!seen(r)) return false;
+      }
+      nc.known_done = least;
+    }
   }
-  nc.known_done = s - 2;
+  last = readers;
   return true;
 }
 
@@ -108,7 +125,7 @@ bool node_reduce_poll(node_collectives &nc, std::uint64_t s, int &phase, const v
   const auto share = [&](int r) { return share_of(nc, count, r); };
   const fold f{nc, s, static_cast<const std::byte *>(in), extent, type, op, large};
   if (phase == to_post) {
-    if (!may_post(nc, s, true)) return false;
+    if (!may_post(nc, s, true, !large && root >= 0 ? root : all_ranks)) return false;
     post_reduction(nc, s, in, out, bytes, large);
     if (!gets_result && !large) {  // the root reads the slot before it is used again
       err = MPI_SUCCESS;
@@ -252,7 +269,7 @@ bool node_alltoallv_end_poll(node_collectives &nc, std::uint64_t s, bool exposed
 
 bool node_gatherv_post_poll(node_collectives &nc, std::uint64_t s, const typed_buffer &mine,
                             bool by_message, int root) {
-  if (!may_post(nc, s, true)) return false;
+  if (!may_post(nc, s, true, root)) return false;
   if (by_message) {
     rank_line &me = nc.mine();
     me.bytes[s & 1U] = mine.packed_bytes() | message_mark;
@@ -276,7 +293,7 @@ bool node_gatherv_end_poll(node_collectives &nc, std::uint64_t s, int root,
 bool node_gather_poll(node_collectives &nc, std::uint64_t s, int &phase, const typed_buffer &mine,
                       const typed_buffer *recv, int root, bool own_in_place, int &err) {
   if (phase == to_post) {
-    if (!may_post(nc, s, true)) return false;
+    if (!may_post(nc, s, true, root)) return false;
     std::vector<std::byte> unused;  // a block that fits a slot is packed there
     publish(nc, s, mine, false, unused);
     err = MPI_SUCCESS;

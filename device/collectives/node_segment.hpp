@@ -15,6 +15,8 @@ namespace iris::device {
 namespace node_detail {
 
 constexpr std::size_t cache_line = 64;
+// In node_collectives::slot_readers: every rank may read.
+constexpr int all_ranks = -1;
 // A large reduction reads another rank's data this much at a time.
 constexpr std::size_t large_chunk = 64 * 1024;
 // The smallest Reduce whose ranks fold a share each (below, the root folds).
@@ -73,8 +75,18 @@ struct node_collectives {
   std::uint64_t step = 0;        // steps this rank has begun
   std::uint64_t barriers = 0;    // barriers this rank has begun
   std::uint64_t known_done = 0;  // every rank's `done` is at least this
-  int nbc_pending = 0;           // nonblocking steps begun and not finished
-  std::uint64_t finished = 0;    // this rank finished every step up to this one
+  // By step parity: who read this rank's slot and byte count at the last
+  // step that wrote them: one rank (a Gather's, Gatherv's or small
+  // Reduce's root), or node_detail::all_ranks. The next step of that
+  // parity waits for those readers only (a rank other than a Gather's root
+  // read every rank's line each call: 0.17-0.25 us a call at 4 ranks
+  // against 0.07-0.10).
+  int slot_readers[2] = {-1, -1};
+  // Each rank's `done` as last loaded here (a reader's line is loaded when
+  // what was seen before does not cover the step: every other call).
+  std::vector<std::uint64_t> seen_done;
+  int nbc_pending = 0;         // nonblocking steps begun and not finished
+  std::uint64_t finished = 0;  // this rank finished every step up to this one
   // The communicator whose revocation ends this segment's waits: its own,
   // or for a node level of a hierarchy, the communicator across nodes (the
   // one revocations name). Communicators live until MPI_Finalize.

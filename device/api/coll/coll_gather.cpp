@@ -219,7 +219,7 @@ int gatherv_node_send(const coll::channel &ch, device::node_collectives &nc,
   const bool by_message = !device::node_fits_slot(nc, bytes);
   std::vector<std::byte> packed;
   return device::node_call(nc, [&] {
-    const std::uint64_t s = device::node_gatherv_post(nc, send, by_message, packed);
+    const std::uint64_t s = device::node_gatherv_post(nc, send, by_message, root, packed);
     const int err = by_message ? coll::send(ch, send, root) : MPI_SUCCESS;
     const int ended = device::node_gatherv_end(nc, s, root, nullptr);
     return err != MPI_SUCCESS ? err : ended;
@@ -231,7 +231,7 @@ int gatherv_node_root(const coll::channel &ch, device::node_collectives &nc,
   std::vector<std::byte> packed;
   std::uint64_t s = 0;
   if (const int revoked = device::node_call(nc, [&] {
-        s = device::node_gatherv_post(nc, device::typed_bytes(nullptr, 0), false, packed);
+        s = device::node_gatherv_post(nc, device::typed_bytes(nullptr, 0), false, root, packed);
       })) {
     return revoked;  // nothing posted yet
   }
