@@ -31,17 +31,90 @@ bool advancing = false;
 // times.
 constexpr std::size_t steps_reserved = 16;
 
+// Freed schedules' memory and lists, kept on the thread that freed them for
+// the next ones it builds (at most `kept_most` of each; the lists keep their
+// capacity, emptied).
+constexpr std::size_t kept_most = 4;
+
+struct schedule::kept {
+  std::vector<void *> blocks;  // of sizeof(schedule) bytes
+  std::vector<std::vector<step>> steps;
+  std::vector<std::vector<std::function<void(schedule &)>>> calls;
+  std::vector<std::vector<std::function<bool(int &)>>> polls;
+  kept() { state = alive; }
+  kept(const kept &) = delete;
+  kept &operator=(const kept &) = delete;
+  ~kept() {
+    state = gone;
+    for (void *b : blocks) ::operator delete(b);
+  }
+  enum : int { unmade, alive, gone };
+  static thread_local int state;  // trivially destroyed: readable after `here` is gone
+};
+
+thread_local int schedule::kept::state = schedule::kept::unmade;
+
+// This thread's, or nullptr once it has been destroyed (a thread's exit, or
+// schedules of static objects freed after it).
+schedule::kept *schedule::kept_here() {
+  if (kept::state == kept::gone) return nullptr;
+  thread_local kept here;
+  return &here;
+}
+
+void *schedule::operator new(std::size_t bytes) {
+  kept *k = kept_here();
+  if (k == nullptr || bytes != sizeof(schedule) || k->blocks.empty()) {
+    return ::operator new(bytes);
+  }
+  void *b = k->blocks.back();
+  k->blocks.pop_back();
+  return b;
+}
+
+void schedule::operator delete(void *p, std::size_t bytes) {
+  kept *k = kept_here();
+  if (k == nullptr || bytes != sizeof(schedule) || k->blocks.size() >= kept_most) {
+    ::operator delete(p);
+    return;
+  }
+  k->blocks.push_back(p);
+}
+
+void schedule::take_kept() {
+  kept *found = kept_here();
+  if (found == nullptr) {
+    steps_.reserve(steps_reserved);
+    return;
+  }
+  kept &k = *found;
+  if (!k.steps.empty()) {
+    steps_ = std::move(k.steps.back());
+    k.steps.pop_back();
+  } else {
+    steps_.reserve(steps_reserved);
+  }
+  if (!k.calls.empty()) {
+    calls_ = std::move(k.calls.back());
+    k.calls.pop_back();
+  }
+  if (!k.polls.empty()) {
+    polls_ = std::move(k.polls.back());
+    k.polls.pop_back();
+  }
+}
+
 schedule::schedule(communicator &comm)
     : comm_(&comm),
       tag_(tag_nbc_base + static_cast<int>((comm.nbc_sequence++ & nbc_sequence_mask) << 8)) {
   if (comm.inter) local_ = std::make_unique<communicator>(inter_local_group(comm));
-  steps_.reserve(steps_reserved);
+  take_kept();
 }
 
 schedule::schedule(const communicator &comm, int tag)
     : comm_(const_cast<communicator *>(&comm)), tag_(tag) {
   if (comm.inter) local_ = std::make_unique<communicator>(inter_local_group(comm));
-  steps_.reserve(steps_reserved);
+  take_kept();
 }
 
 void schedule::send(const typed_buffer &what, int to, int sub) {
@@ -115,6 +188,17 @@ schedule::~schedule() {
   for (const step &s : steps_) {
     if (s.kind == step_kind::reduce) op_unhold(s.op);
   }
+  // The lists go back emptied (what the calls and polls held is released
+  // now, as it was when the schedule was freed).
+  kept *found = kept_here();
+  if (found == nullptr) return;
+  kept &k = *found;
+  steps_.clear();
+  calls_.clear();
+  polls_.clear();
+  if (k.steps.size() < kept_most && steps_.capacity() > 0) k.steps.push_back(std::move(steps_));
+  if (k.calls.size() < kept_most && calls_.capacity() > 0) k.calls.push_back(std::move(calls_));
+  if (k.polls.size() < kept_most && polls_.capacity() > 0) k.polls.push_back(std::move(polls_));
 }
 
 void schedule::copy(const typed_buffer &from, const typed_buffer &to) {
