@@ -678,6 +678,41 @@ TEST_P(Protocols, ScheduleRunsItsRoundsInOrderAndAgainOnRestart) {
   rt->requests.release(w);
 }
 
+// A freed schedule's memory and lists are kept for the next one built on
+// this thread (a nonblocking collective builds one each call), which starts
+// with none of the first one's steps.
+TEST_P(Protocols, AFreedScheduleIsTakenByTheNextOneEmpty) {
+  const dtype &ints = *dtype_lookup(MPI_INT);
+  int calls = 0;
+  int polls = 0;
+  int sent = 5;
+  int got = 0;
+  auto first = std::make_unique<schedule>(comm_);
+  first->call([&calls](schedule &) { ++calls; });
+  first->poll([&polls](int &) {
+    ++polls;
+    return true;
+  });
+  first->send({&sent, 1, &ints}, peer_rank);
+  first->recv({&got, 1, &ints}, 0);
+  const void *memory = first.get();
+  EXPECT_EQ(schedule_run(std::move(first)), MPI_SUCCESS);
+  EXPECT_EQ(got, 5);
+  EXPECT_EQ(calls, 1);
+  EXPECT_EQ(polls, 1);
+  // The heap would give a freed block of this size to the next request of
+  // it: this one takes it there, not from the kept ones.
+  void *other = ::operator new(sizeof(schedule));
+  auto second = std::make_unique<schedule>(comm_);
+  EXPECT_EQ(static_cast<const void *>(second.get()), memory)
+      << "the freed schedule's memory was not kept for the next one";
+  ::operator delete(other);
+  second->call([&calls](schedule &) { calls += 10; });
+  EXPECT_EQ(schedule_run(std::move(second)), MPI_SUCCESS);
+  EXPECT_EQ(calls, 11) << "the second schedule ran steps of the first";
+  EXPECT_EQ(polls, 1);
+}
+
 INSTANTIATE_TEST_SUITE_P(Loopback, Protocols,
                          ::testing::Values(loop_kind::self, loop_kind::ring, loop_kind::ring_read,
                                            loop_kind::net_rma, loop_kind::net),
