@@ -60,31 +60,11 @@ void wait_shared(const node_collectives &nc, Done done) {
   }
 }
 
-// Before this rank writes its slot (and byte count) for step s: whoever
-// read them at the last step of this parity has finished step s - 2 (every
-// rank, unless that step noted one reader). `readers`: who reads them at
-// step s.
+// Before this rank writes its slot (and byte count) for step s: waits
+// until slot_free; `readers`: who reads them at step s.
 void wait_slot_free(node_collectives &nc, std::uint64_t s, int readers = all_ranks) {
-  int &last = nc.slot_readers[s & 1U];
-  if (s > 2 && nc.known_done < s - 2) {
-    // What a wait loads is kept: ranks are often a step further than asked.
-    std::uint64_t least = UINT64_MAX;
-    const auto seen = [&](int r) {
-      std::uint64_t &at = nc.seen_done[static_cast<std::size_t>(r)];
-      if (at < s - 2) {
-        const rank_line &l = nc.lines[r];
-        wait_shared(nc, [&] { return (at = l.done.load(std::memory_order_acquire)) >= s - 2; });
-      }
-      least = std::min(least, at);
-    };
-    if (last != all_ranks) {
-      seen(last);
-    } else {
-      for (int r = 0; r < nc.size; ++r) seen(r);
-      nc.known_done = least;
-    }
-  }
-  last = readers;
+  if (!slot_free(nc, s)) wait_shared(nc, [&] { return slot_free(nc, s); });
+  nc.slot_readers[s & 1U] = readers;
 }
 
 // Waits until every rank posted step s. A rank posts a step only after it
@@ -409,6 +389,25 @@ bool fold::into(std::size_t first, std::size_t n, std::byte *to, bool last) cons
     op_apply(op, theirs, to, n, type, extent);
   }
   return ok;
+}
+
+bool slot_free(node_collectives &nc, std::uint64_t s) {
+  if (s <= 2 || nc.known_done >= s - 2) return true;
+  // What is loaded is kept: ranks are often a step further than asked.
+  const auto seen = [&](int r) {
+    std::uint64_t &at = nc.seen_done[static_cast<std::size_t>(r)];
+    if (at < s - 2) at = nc.lines[r].done.load(std::memory_order_acquire);
+    return at;
+  };
+  const int last = nc.slot_readers[s & 1U];
+  if (last != all_ranks) return seen(last) >= s - 2;
+  std::uint64_t least = UINT64_MAX;
+  for (int r = 0; r < nc.size; ++r) {
+    least = std::min(least, seen(r));
+    if (least < s - 2) return false;
+  }
+  nc.known_done = least;
+  return true;
 }
 
 bool shares_written(const node_collectives &nc, std::uint64_t s, int root) {

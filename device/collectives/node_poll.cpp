@@ -29,31 +29,12 @@ namespace {
 
 // Whether nonblocking step s may post: this rank finished its step s - 1
 // (steps stay in order on each rank), and when it writes its slot (or its
-// byte count) every rank finished s - 2, the step that used them last.
+// byte count) slot_free; `readers` as node.cpp's wait_slot_free.
 bool may_post(node_collectives &nc, std::uint64_t s, bool writes_slot, int readers = all_ranks) {
   if (nc.finished < s - 1) return false;
   if (!writes_slot) return true;
-  // As node.cpp's wait_slot_free: the readers of the last step of this
-  // parity that wrote the slot; `readers` are this step's.
-  int &last = nc.slot_readers[s & 1U];
-  if (s > 2 && nc.known_done < s - 2) {
-    std::uint64_t least = UINT64_MAX;
-    const auto seen = [&](int r) {
-      std::uint64_t &at = nc.seen_done[static_cast<std::size_t>(r)];
-      if (at < s - 2) at = nc.lines[r].done.load(std::memory_order_acquire);
-      least = std::min(least, at);
-      return at >= s - 2;
-    };
-    if (last != all_ranks) {
-      if (!seen(last)) return false;
-    } else {
-      for (int r = 0; r < nc.size; ++r) {
-        if (!seen(r)) return false;
-      }
-      nc.known_done = least;
-    }
-  }
-  last = readers;
+  if (!slot_free(nc, s)) return false;
+  nc.slot_readers[s & 1U] = readers;  // this step's
   return true;
 }
 

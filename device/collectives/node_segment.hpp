@@ -153,6 +153,12 @@ int take_broadcast(const node_collectives &nc, std::uint64_t s, int root, const 
 void post_reduction(node_collectives &nc, std::uint64_t s, const void *in, void *out,
                     std::size_t bytes, bool large);
 
+// Whether this rank may write its slot and byte count for step s: whoever
+// read them at the last step of this parity that wrote them (every rank,
+// unless it noted one in slot_readers) has finished step s - 2. Keeps the
+// `done` values it loads (seen_done; known_done when it looked at all).
+bool slot_free(node_collectives &nc, std::uint64_t s);
+
 // A large Reduce's root, once every rank is done with step s: whether every
 // other rank wrote its share into the root's receive buffer (fold::range_to;
 // a rank whose write failed does not say so, and returned MPI_ERR_OTHER).
